@@ -1,0 +1,1 @@
+"""ownloop.agents"""

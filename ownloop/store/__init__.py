@@ -1,0 +1,97 @@
+"""The store: an append-only event journal, content-addressed blobs and a DuckDB index.
+
+The small public API later parts build on::
+
+    store = open_store("ownloop-data")
+    with store.stream() as stream:          # a new stream; this process is its one writer
+        stream.append([event, event, ...])  # one fsync for the batch
+    sha = store.put_blob(png_bytes)
+    store.sql("select * from sessions")     # brings the index up to date, read-only
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ownloop.store.blobs import BlobStore, MissingBlob
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Event
+from ownloop.store.ids import new_id
+from ownloop.store.journal import StreamWriter, read_lines
+
+__all__ = [
+    "DEFAULT_STORE",
+    "MissingBlob",
+    "OwnloopError",
+    "Store",
+    "new_id",
+    "open_store",
+]
+
+DEFAULT_STORE = "ownloop-data"
+
+
+class Store:
+    """A store directory: ``journal/*.jsonl``, ``blobs/ab/<sha256>``, ``index.duckdb``."""
+
+    def __init__(self, root: Path, *, fsync: bool = True) -> None:
+        self.root = root
+        self.journal_dir = root / "journal"
+        self.index_path = root / "index.duckdb"
+        self.blobs = BlobStore(root / "blobs", fsync=fsync)
+        self._fsync = fsync
+
+    # -------------------------------------------------------------- writing
+    def stream(self, stream_id: str | None = None) -> StreamWriter:
+        """A new stream with this process as its only writer (the id is generated if not given)."""
+        self.journal_dir.mkdir(parents=True, exist_ok=True)
+        return StreamWriter(self.journal_dir / f"{stream_id or new_id()}.jsonl", fsync=self._fsync)
+
+    def put_blob(self, data: bytes) -> str:
+        return self.blobs.put(data)
+
+    def get_blob(self, sha256: str) -> bytes:
+        return self.blobs.get(sha256)
+
+    # -------------------------------------------------------------- reading
+    def stream_paths(self) -> list[Path]:
+        if not self.journal_dir.exists():
+            return []
+        return sorted(self.journal_dir.glob("*.jsonl"))
+
+    def read_stream(self, stream_id: str) -> Iterator[Event]:
+        """The events of one stream in order; a torn last line is skipped."""
+        path = self.journal_dir / f"{stream_id}.jsonl"
+        if not path.exists():
+            raise OwnloopError(f"no stream '{stream_id}' in {self.journal_dir}")
+        for line in read_lines(path):
+            yield line.event
+
+    # -------------------------------------------------------------- the index
+    def index(self):  # type: ignore[no-untyped-def]
+        from ownloop.store.index import Index
+
+        return Index(self)
+
+    def sync(self):  # type: ignore[no-untyped-def]
+        """Bring the DuckDB index up to date with the journal; returns what was ingested."""
+        return self.index().sync()
+
+    def sql(self, query: str):  # type: ignore[no-untyped-def]
+        """Run a read-only query after bringing the index up to date."""
+        return self.index().query(query)
+
+    def session_events(self, session_id: str) -> list[Event]:
+        """Every event about one session, from every stream, in the order they happened."""
+        return self.index().session_events(session_id)
+
+
+def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True) -> Store:
+    """Open (creating if needed) the store at ``root``, ``$OWNLOOP_STORE`` or ``./ownloop-data``."""
+    path = Path(root or os.environ.get("OWNLOOP_STORE") or DEFAULT_STORE)
+    if path.exists() and not path.is_dir():
+        raise OwnloopError(f"{path} is a file, not a store directory. Pass --store DIR")
+    path.mkdir(parents=True, exist_ok=True)
+    return Store(path, fsync=fsync)

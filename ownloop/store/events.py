@@ -1,0 +1,518 @@
+"""Every fact ownloop records, as frozen, tagged msgspec Structs.
+
+The union ``Event`` is the journal's schema. Tags are stored data: they are written out here and
+never change, even when a class is renamed. A field added later always has a default, so journals
+written by older versions keep decoding; unknown fields written by newer versions are ignored.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+import msgspec
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Action",
+    "ActionParsed",
+    "Back",
+    "BrowserActed",
+    "CallUser",
+    "Click",
+    "Dialog",
+    "Drag",
+    "Element",
+    "Event",
+    "EventBase",
+    "EvidenceCaptured",
+    "Fail",
+    "Finish",
+    "FidelityMeasured",
+    "Goto",
+    "Hotkey",
+    "ImagePart",
+    "KeyDown",
+    "KeyUp",
+    "KeyboardDown",
+    "KeyboardPress",
+    "KeyboardType",
+    "KeyboardUp",
+    "Memorize",
+    "Message",
+    "ModelCalled",
+    "MouseClick",
+    "MouseDown",
+    "MouseMove",
+    "MouseUp",
+    "MouseWheel",
+    "Move",
+    "Op",
+    "PageGoBack",
+    "PageGoto",
+    "Part",
+    "RunEnded",
+    "RunStarted",
+    "Sampling",
+    "Scroll",
+    "ScreenshotTaken",
+    "Search",
+    "SessionEnded",
+    "SessionGraded",
+    "SessionStarted",
+    "Sleep",
+    "Task",
+    "TextPart",
+    "TypeText",
+    "Versions",
+    "Wait",
+    "now",
+]
+
+SCHEMA_VERSION = 1
+"""Bumped only when a field's meaning changes; an upcaster then reads the older lines."""
+
+Status = Literal[
+    "finished",
+    "call_user",
+    "fail",
+    "max_steps",
+    "timeout",
+    "parse_error",
+    "no_action",
+    "endpoint_error",
+    "error",
+    "interrupted",
+    "crashed",
+]
+
+
+def now() -> datetime:
+    """The current time in UTC, the only clock events use."""
+    return datetime.now(UTC)
+
+
+class _Frozen(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A value inside an event: immutable, keyword-only, defaults left out of the encoding."""
+
+
+# ---------------------------------------------------------------- agent-neutral actions
+# Page coordinates (x, y) are CSS pixels of the viewport; model_x/model_y are what the model
+# wrote, in its own coordinate space. ``raw`` is the action's text as the model wrote it.
+
+
+class _ActionBase(_Frozen, tag_field="kind"):
+    raw: str = ""
+
+
+class Click(_ActionBase, tag="click", kw_only=True):
+    x: float
+    y: float
+    button: Literal["left", "right", "middle"] = "left"
+    count: int = 1
+    model_x: float | None = None
+    model_y: float | None = None
+
+
+class Move(_ActionBase, tag="move", kw_only=True):
+    x: float
+    y: float
+    model_x: float | None = None
+    model_y: float | None = None
+
+
+class Drag(_ActionBase, tag="drag", kw_only=True):
+    x: float
+    y: float
+    x2: float
+    y2: float
+    model_x: float | None = None
+    model_y: float | None = None
+    model_x2: float | None = None
+    model_y2: float | None = None
+
+
+class Scroll(_ActionBase, tag="scroll", kw_only=True):
+    """Scroll ``amount`` units toward ``direction``, at (x, y) or at the pointer when None."""
+
+    direction: Literal["up", "down", "left", "right"]
+    amount: float = 1.0
+    unit: Literal["notch", "px"] = "notch"
+    x: float | None = None
+    y: float | None = None
+    model_x: float | None = None
+    model_y: float | None = None
+
+
+class TypeText(_ActionBase, tag="type", kw_only=True):
+    text: str
+
+
+class Hotkey(_ActionBase, tag="hotkey", kw_only=True):
+    """Press keys together (model key names, e.g. ("ctrl", "c")); one key is a plain press."""
+
+    keys: tuple[str, ...]
+
+
+class KeyDown(_ActionBase, tag="key_down", kw_only=True):
+    key: str
+
+
+class KeyUp(_ActionBase, tag="key_up", kw_only=True):
+    key: str
+
+
+class Wait(_ActionBase, tag="wait", kw_only=True):
+    seconds: float = 5.0
+
+
+class Goto(_ActionBase, tag="goto", kw_only=True):
+    url: str
+
+
+class Search(_ActionBase, tag="search", kw_only=True):
+    query: str
+
+
+class Back(_ActionBase, tag="back", kw_only=True):
+    pass
+
+
+class Memorize(_ActionBase, tag="memorize", kw_only=True):
+    fact: str
+
+
+class Finish(_ActionBase, tag="finish", kw_only=True):
+    answer: str | None = None
+
+
+class CallUser(_ActionBase, tag="call_user", kw_only=True):
+    text: str = ""
+
+
+class Fail(_ActionBase, tag="fail", kw_only=True):
+    reason: str = ""
+
+
+Action = (
+    Click
+    | Move
+    | Drag
+    | Scroll
+    | TypeText
+    | Hotkey
+    | KeyDown
+    | KeyUp
+    | Wait
+    | Goto
+    | Search
+    | Back
+    | Memorize
+    | Finish
+    | CallUser
+    | Fail
+)
+
+# ---------------------------------------------------------------- browser operations
+# The Playwright primitives a translation produced, replayable exactly.
+
+
+class _OpBase(_Frozen, tag_field="op"):
+    pass
+
+
+class MouseClick(_OpBase, tag="mouse.click", kw_only=True):
+    x: float
+    y: float
+    button: Literal["left", "right", "middle"] = "left"
+    click_count: int = 1
+
+
+class MouseMove(_OpBase, tag="mouse.move", kw_only=True):
+    x: float
+    y: float
+    steps: int = 1
+
+
+class MouseDown(_OpBase, tag="mouse.down", kw_only=True):
+    button: Literal["left", "right", "middle"] = "left"
+
+
+class MouseUp(_OpBase, tag="mouse.up", kw_only=True):
+    button: Literal["left", "right", "middle"] = "left"
+
+
+class MouseWheel(_OpBase, tag="mouse.wheel", kw_only=True):
+    dx: float = 0.0
+    dy: float = 0.0
+
+
+class KeyboardType(_OpBase, tag="keyboard.type", kw_only=True):
+    text: str
+
+
+class KeyboardPress(_OpBase, tag="keyboard.press", kw_only=True):
+    key: str  # Playwright key or combo, e.g. "Control+a"
+
+
+class KeyboardDown(_OpBase, tag="keyboard.down", kw_only=True):
+    key: str
+
+
+class KeyboardUp(_OpBase, tag="keyboard.up", kw_only=True):
+    key: str
+
+
+class PageGoto(_OpBase, tag="page.goto", kw_only=True):
+    url: str
+
+
+class PageGoBack(_OpBase, tag="page.go_back", kw_only=True):
+    pass
+
+
+class Sleep(_OpBase, tag="sleep", kw_only=True):
+    seconds: float
+
+
+Op = (
+    MouseClick
+    | MouseMove
+    | MouseDown
+    | MouseUp
+    | MouseWheel
+    | KeyboardType
+    | KeyboardPress
+    | KeyboardDown
+    | KeyboardUp
+    | PageGoto
+    | PageGoBack
+    | Sleep
+)
+
+# ---------------------------------------------------------------- values inside events
+
+
+class Versions(_Frozen, kw_only=True):
+    ownloop: str = ""
+    git_commit: str = ""
+    python: str = ""
+    playwright: str = ""
+    chromium: str = ""
+    os: str = ""
+    schema: int = SCHEMA_VERSION
+
+
+class Sampling(_Frozen, kw_only=True):
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    frequency_penalty: float | None = None
+
+
+class Task(_Frozen, kw_only=True):
+    """A task as the suite gave it, with every URL already expanded."""
+
+    task_id: str
+    prompt: str
+    start_url: str
+    suite: str = ""
+    seed: int | None = None
+    grader: str | None = None  # a grader spec, e.g. "answer:contains:42"
+    needs_login: bool = False
+    setup_urls: tuple[str, ...] = ()
+    capture_urls: tuple[str, ...] = ()
+    timeout_s: float | None = None
+
+
+class TextPart(_Frozen, tag_field="type", tag="text", kw_only=True):
+    text: str
+
+
+class ImagePart(_Frozen, tag_field="type", tag="image", kw_only=True):
+    """An image sent to the model, by blob reference: never inlined as base64."""
+
+    sha256: str
+    media_type: str = "image/png"
+    width: int = 0
+    height: int = 0
+
+
+Part = TextPart | ImagePart
+
+
+class Message(_Frozen, kw_only=True):
+    role: Literal["system", "user", "assistant"]
+    parts: tuple[Part, ...]
+
+
+class Element(_Frozen, kw_only=True):
+    """What was under the pointer before a pointer operation."""
+
+    tag: str = ""
+    id: str = ""
+    role: str = ""
+    name: str = ""
+    css_path: str = ""
+    bbox: tuple[float, float, float, float] | None = None  # x, y, width, height
+    frame: str = ""  # "" for the top document, else the iframe / shadow path
+
+
+class Dialog(_Frozen, kw_only=True):
+    type: str
+    message: str = ""
+    accepted: bool = True
+
+
+# ---------------------------------------------------------------- events
+
+
+class EventBase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="kind"):
+    """Fields every event has. ``at`` is UTC."""
+
+    at: datetime
+    run_id: str
+    session_id: str = ""
+
+
+class RunStarted(EventBase, tag="run_started", kw_only=True):
+    argv: tuple[str, ...] = ()
+    agent: str = ""
+    agent_settings: dict[str, str | int | float | bool | None] = {}
+    model: str = ""
+    endpoint: str = ""
+    sampling: Sampling = Sampling()
+    viewport: tuple[int, int] = (0, 0)
+    suite: str = ""
+    tasks_sha256: str = ""
+    prompt_source: str = ""
+    versions: Versions = Versions()
+
+
+class SessionStarted(EventBase, tag="session_started", kw_only=True):
+    task: Task
+    agent: str = ""
+    model: str = ""
+    attempt: int = 1
+    viewport: tuple[int, int] = (0, 0)
+    parent_session_id: str | None = None
+    replay_mode: str | None = None
+    fork_step: int | None = None
+
+
+class ScreenshotTaken(EventBase, tag="screenshot_taken", kw_only=True):
+    step: int
+    sha256: str
+    media_type: str = "image/png"
+    width: int = 0
+    height: int = 0
+    url: str = ""
+    capture_ms: float = 0.0
+
+
+class ModelCalled(EventBase, tag="model_called", kw_only=True):
+    step: int
+    call_id: str
+    attempt: int = 1  # 1 for the first call of a step, then each re-sample or retry
+    purpose: Literal["step", "resample", "retry"] = "step"
+    model: str = ""
+    messages: tuple[Message, ...] = ()
+    sampling: Sampling = Sampling()
+    response: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float = 0.0
+    error: str | None = None
+    served_by: str = ""  # "" for a live endpoint; how a cassette matched otherwise
+
+
+class ActionParsed(EventBase, tag="action_parsed", kw_only=True):
+    step: int
+    call_id: str
+    parser: str
+    parser_version: str = ""
+    thought: str = ""
+    actions: tuple[Action, ...] = ()
+    error: str | None = None
+    model_size: tuple[int, int] | None = None  # the model's coordinate space (width, height)
+
+
+class BrowserActed(EventBase, tag="browser_acted", kw_only=True):
+    step: int
+    idx: int  # the operation's index within the step
+    action_idx: int = 0  # which parsed action it came from
+    op: Op
+    ok: bool = True
+    error: str | None = None
+    url_before: str = ""
+    url_after: str = ""
+    element: Element | None = None
+    pages_opened: int = 0
+    dialog: Dialog | None = None
+    download: str | None = None  # blob sha256 of a downloaded file
+    duration_ms: float = 0.0
+
+
+class EvidenceCaptured(EventBase, tag="evidence_captured", kw_only=True):
+    """A piece of end state: a small JSON value inline, or a blob by hash."""
+
+    name: str  # final_url, title, dom, cookies, local_storage, capture, miniwob_reward, ...
+    value_json: str | None = None
+    sha256: str | None = None
+    media_type: str = "application/json"
+    source: str = ""  # e.g. the capture URL
+
+
+class SessionEnded(EventBase, tag="session_ended", kw_only=True):
+    status: Status
+    agent_status: str = ""
+    answer: str | None = None
+    steps: int = 0
+    seconds: float = 0.0
+    parse_failures: int = 0
+    action_errors: int = 0
+    error: str | None = None
+
+
+class SessionGraded(EventBase, tag="session_graded", kw_only=True):
+    grader: str
+    grader_version: str = ""
+    score: float = 0.0
+    passed: bool = False
+    details: str = ""
+    source: Literal["record", "regrade", "import"] = "record"
+
+
+class FidelityMeasured(EventBase, tag="fidelity_measured", kw_only=True):
+    """How a replayed step compares with the same step of its parent session."""
+
+    step: int
+    parent_session_id: str
+    screenshot_identical: bool = False
+    pixel_diff: float | None = None  # fraction of differing pixels, None if sizes differ
+    url_equal: bool = False
+    element_equal: bool | None = None
+    diverged: bool = False
+
+
+class RunEnded(EventBase, tag="run_ended", kw_only=True):
+    counts: dict[str, int] = {}
+    seconds: float = 0.0
+
+
+Event = (
+    RunStarted
+    | SessionStarted
+    | ScreenshotTaken
+    | ModelCalled
+    | ActionParsed
+    | BrowserActed
+    | EvidenceCaptured
+    | SessionEnded
+    | SessionGraded
+    | FidelityMeasured
+    | RunEnded
+)
+
+EVENT_TYPES: tuple[type[EventBase], ...] = Event.__args__  # type: ignore[attr-defined]

@@ -1,0 +1,190 @@
+"""The append-only journal: JSON-lines streams, one writer each, hash-chained.
+
+A line is, byte for byte::
+
+    {"seq":N,"prev":"P","sum":"S","event":{...}}\\n
+
+``sum`` is the first 32 hex digits of sha256(prev + ":" + seq + ":" + event bytes) and the next
+line's ``prev``; the first line's ``prev`` is empty. Changing any byte of a line breaks its own
+``sum`` or the next line's ``prev``, so ``verify`` finds it. A last line without its newline is a
+torn tail (a writer died mid-write): readers skip it and ``verify`` names it as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import msgspec
+
+from ownloop.store.events import Event
+
+__all__ = [
+    "JournalLine",
+    "StreamProblem",
+    "StreamWriter",
+    "decode_events",
+    "read_lines",
+    "split_lines",
+    "verify_stream",
+]
+
+_HEAD = re.compile(rb'^\{"seq":(\d+),"prev":"([0-9a-f]*)","sum":"([0-9a-f]{32})","event":')
+_encoder = msgspec.json.Encoder()
+
+
+class _Line(msgspec.Struct, frozen=True):
+    seq: int
+    prev: str
+    sum: str
+    event: Event
+
+
+_decoder = msgspec.json.Decoder(_Line)
+
+
+class JournalLine(NamedTuple):
+    """One decoded line and where it sits in its stream file."""
+
+    offset: int
+    end: int
+    seq: int
+    event: Event
+
+
+class StreamProblem(NamedTuple):
+    stream: str
+    line: int  # 1-based line number
+    kind: str  # "torn tail", "bad checksum", "broken chain", "unreadable", "sequence gap"
+    detail: str
+
+
+def _checksum(prev: str, seq: int, event_bytes: bytes) -> str:
+    h = hashlib.sha256()
+    h.update(f"{prev}:{seq}:".encode())
+    h.update(event_bytes)
+    return h.hexdigest()[:32]
+
+
+class StreamWriter:
+    """The only writer of a new stream file. ``append`` writes a batch and fsyncs it once."""
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = path
+        self.stream_id = path.stem
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self._seq, self._prev = 0, ""
+        # A stream is created by its one writer and never reopened: O_EXCL makes a second
+        # writer of the same name fail instead of interleaving lines.
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+
+    def append(self, events: Sequence[Event]) -> None:
+        """Write ``events`` as consecutive lines, then fsync: after it returns they are durable."""
+        if not events:
+            return
+        with self._lock:
+            if self._fd < 0:
+                raise ValueError(f"stream {self.stream_id} is closed")
+            chunks = []
+            seq, prev = self._seq, self._prev
+            for event in events:
+                seq += 1
+                body = _encoder.encode(event)
+                total = _checksum(prev, seq, body)
+                chunks.append(b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (
+                    seq, prev.encode(), total.encode()))
+                chunks.append(body)
+                chunks.append(b"}\n")
+                prev = total
+            data = b"".join(chunks)
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if self._fsync:
+                os.fsync(self._fd)
+            self._seq, self._prev = seq, prev
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def __enter__(self) -> StreamWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def split_lines(data: bytes, base: int = 0) -> Iterator[tuple[int, int, bytes]]:
+    """Complete lines of ``data`` as (offset, end, bytes without newline); a torn tail is left out."""
+    start = 0
+    while True:
+        nl = data.find(b"\n", start)
+        if nl < 0:
+            return
+        yield base + start, base + nl + 1, data[start:nl]
+        start = nl + 1
+
+
+def read_lines(path: Path, offset: int = 0) -> Iterator[JournalLine]:
+    """Decode the stream's complete lines from ``offset``; a torn last line is skipped."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read()
+    for start, end, raw in split_lines(data, offset):
+        line = _decoder.decode(raw)
+        yield JournalLine(start, end, line.seq, line.event)
+
+
+def decode_events(raw_lines: Iterable[bytes]) -> list[Event]:
+    """Decode many raw lines (without newlines) at once."""
+    return [_decoder.decode(raw).event for raw in raw_lines]
+
+
+def verify_stream(path: Path) -> list[StreamProblem]:
+    """Every problem in one stream: a torn tail, a bad checksum, a broken chain, bad JSON."""
+    problems: list[StreamProblem] = []
+    name = path.stem
+    data = path.read_bytes()
+    prev = ""
+    expected_seq = 1
+    number = 0
+    for number, (_, _, raw) in enumerate(split_lines(data), start=1):
+        match = _HEAD.match(raw)
+        if not match or not raw.endswith(b"}"):
+            problems.append(StreamProblem(name, number, "unreadable", "not a journal line"))
+            prev = ""
+            continue
+        seq, line_prev, total = int(match.group(1)), match.group(2).decode(), match.group(3).decode()
+        body = raw[match.end() : -1]
+        if line_prev != prev:
+            problems.append(StreamProblem(
+                name, number, "broken chain", "prev does not match the line before"))
+        if _checksum(line_prev, seq, body) != total:
+            problems.append(StreamProblem(
+                name, number, "bad checksum", "the line's bytes were changed"))
+        else:
+            try:
+                _decoder.decode(raw)
+            except msgspec.DecodeError as exc:
+                problems.append(StreamProblem(name, number, "unreadable", str(exc)))
+        if seq != expected_seq:
+            problems.append(StreamProblem(
+                name, number, "sequence gap", f"seq {seq}, expected {expected_seq}"))
+        prev = total
+        expected_seq = seq + 1
+    tail = data[data.rfind(b"\n") + 1 :]
+    if tail:
+        problems.append(StreamProblem(
+            name, number + 1, "torn tail",
+            f"{len(tail)} bytes without a newline (a writer stopped mid-write); readers skip them"))
+    return problems
