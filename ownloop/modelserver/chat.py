@@ -1,0 +1,167 @@
+"""A chat-completions request as a responder sees it, the reply it gives, and the faults it raises.
+
+A responder is any callable ``(request) -> Reply``: ``request`` is the decoded JSON body of
+``POST /v1/chat/completions``. Instead of replying it may raise one of the ``Fault`` exceptions
+below; the server turns each into what a broken endpoint would do on the wire.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+__all__ = [
+    "DropConnection",
+    "Fault",
+    "Hang",
+    "HttpFault",
+    "Reply",
+    "Responder",
+    "StopListening",
+    "TaskStatement",
+    "assistant_turns",
+    "find_task",
+    "last_image_size",
+    "request_text",
+]
+
+
+class Reply(msgspec.Struct, frozen=True):
+    """What the model says: its text and why it stopped ("stop" or "length")."""
+
+    text: str
+    finish_reason: str = "stop"
+
+
+Responder = Callable[[dict[str, Any]], Reply]
+"""Answers one decoded chat-completions request, or raises a ``Fault``."""
+
+
+class Fault(Exception):
+    """A responder's way of making the endpoint misbehave on purpose."""
+
+
+class HttpFault(Fault):
+    """Answer with an HTTP error in OpenAI's error shape (e.g. 500, or 429 with Retry-After)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_type: str = "server_error",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_type = error_type
+        self.retry_after = retry_after
+
+
+class Hang(Fault):
+    """Say nothing for ``seconds`` (the server's stop cuts it short), then send ``then`` if any."""
+
+    def __init__(self, seconds: float, then: Reply | None = None) -> None:
+        super().__init__(f"hang for {seconds} s")
+        self.seconds = seconds
+        self.then = then
+
+
+class DropConnection(Fault):
+    """Close the connection without sending a byte of response."""
+
+
+class StopListening(Fault):
+    """Drop this connection and every open one, and refuse new ones for ``seconds`` (None: ever)."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        super().__init__("stop listening")
+        self.seconds = seconds
+
+
+class TaskStatement(msgspec.Struct, frozen=True):
+    """The task as every agent states it (``ownloop.agents.base.task_text``)."""
+
+    start_url: str
+    prompt: str
+
+
+# "You are interacting with a web application at {start_url}. Your task: {prompt}". The URL has
+# no spaces; the prompt runs to the end of its line.
+_TASK = re.compile(r"You are interacting with a web application at (\S+?)\. Your task: ([^\n]*)")
+
+
+def _contents(request: dict[str, Any]) -> list[tuple[str, Any]]:
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return []
+    return [(m.get("role", ""), m.get("content")) for m in messages if isinstance(m, dict)]
+
+
+def request_text(request: dict[str, Any]) -> str:
+    """All text of the request's messages, in order, one message per paragraph."""
+    texts: list[str] = []
+    for _, content in _contents(request):
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and part.get("type") == "text":
+                    texts.append(str(part.get("text", "")))
+    return "\n\n".join(texts)
+
+
+def find_task(request: dict[str, Any]) -> TaskStatement | None:
+    """The first task statement in the request's text, or None when there is none."""
+    match = _TASK.search(request_text(request))
+    if match is None:
+        return None
+    return TaskStatement(start_url=match.group(1), prompt=match.group(2).strip())
+
+
+def assistant_turns(request: dict[str, Any]) -> int:
+    """How many assistant messages the history holds: the number of the step being asked for."""
+    return sum(1 for role, _ in _contents(request) if role == "assistant")
+
+
+def _image_urls(request: dict[str, Any]) -> list[str]:
+    urls: list[str] = []
+    for _, content in _contents(request):
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                image = part.get("image_url")
+                url = image.get("url") if isinstance(image, dict) else image
+                if isinstance(url, str):
+                    urls.append(url)
+    return urls
+
+
+def last_image_size(request: dict[str, Any]) -> tuple[int, int] | None:
+    """(width, height) of the request's last image, read from its PNG header; None if unknown.
+
+    Only the first bytes of the data URL are decoded: the header is all that is needed.
+    """
+    urls = _image_urls(request)
+    if not urls:
+        return None
+    url = urls[-1]
+    if not url.startswith("data:") or "," not in url:
+        return None
+    head = url.split(",", 1)[1][:44]  # 44 base64 characters are 33 bytes: signature + IHDR
+    try:
+        raw = base64.b64decode(head + "=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) < 24 or raw[:8] != b"\x89PNG\r\n\x1a\n" or raw[12:16] != b"IHDR":
+        return None
+    width, height = struct.unpack(">II", raw[16:24])
+    return int(width), int(height)
