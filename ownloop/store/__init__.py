@@ -7,6 +7,9 @@ The small public API later parts build on::
         stream.append([event, event, ...])  # one fsync for the batch
     sha = store.put_blob(png_bytes)
     store.sql("select * from sessions")     # brings the index up to date, read-only
+    store.sql_arrow("select * from steps")  # the same, as a pyarrow.Table
+    store.session_events(session_id)        # every event of a session, from every stream
+    store.verify()                          # hash chains and blobs
 """
 
 from __future__ import annotations
@@ -15,17 +18,26 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+
 from ownloop.store.blobs import BlobStore, MissingBlob
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.ids import new_id
+from ownloop.store.index import Index, SyncResult
 from ownloop.store.journal import StreamWriter, read_lines
+from ownloop.store.query import QueryError, QueryResult
+from ownloop.store.verify import VerifyReport, verify_store
 
 __all__ = [
     "DEFAULT_STORE",
     "MissingBlob",
     "OwnloopError",
+    "QueryError",
+    "QueryResult",
     "Store",
+    "SyncResult",
+    "VerifyReport",
     "new_id",
     "open_store",
 ]
@@ -50,9 +62,11 @@ class Store:
         return StreamWriter(self.journal_dir / f"{stream_id or new_id()}.jsonl", fsync=self._fsync)
 
     def put_blob(self, data: bytes) -> str:
+        """Store ``data`` once (atomically) and return its sha256."""
         return self.blobs.put(data)
 
     def get_blob(self, sha256: str) -> bytes:
+        """The bytes of a blob; raises ``MissingBlob`` when it is not in the store."""
         return self.blobs.get(sha256)
 
     # -------------------------------------------------------------- reading
@@ -70,22 +84,33 @@ class Store:
             yield line.event
 
     # -------------------------------------------------------------- the index
-    def index(self):  # type: ignore[no-untyped-def]
-        from ownloop.store.index import Index
-
+    def index(self) -> Index:
+        """The DuckDB index (opened per call, under the index lock)."""
         return Index(self)
 
-    def sync(self):  # type: ignore[no-untyped-def]
+    def sync(self) -> SyncResult:
         """Bring the DuckDB index up to date with the journal; returns what was ingested."""
         return self.index().sync()
 
-    def sql(self, query: str):  # type: ignore[no-untyped-def]
-        """Run a read-only query after bringing the index up to date."""
+    def rebuild_index(self) -> SyncResult:
+        """Drop the DuckDB index and rebuild it from the whole journal."""
+        return self.index().rebuild()
+
+    def sql(self, query: str) -> QueryResult:
+        """Run a read-only query after bringing the index up to date: columns, types, rows."""
         return self.index().query(query)
+
+    def sql_arrow(self, query: str) -> pa.Table:
+        """Like ``sql``, returning a ``pyarrow.Table``."""
+        return self.index().query_arrow(query)
 
     def session_events(self, session_id: str) -> list[Event]:
         """Every event about one session, from every stream, in the order they happened."""
         return self.index().session_events(session_id)
+
+    def verify(self) -> VerifyReport:
+        """Check every stream's hash chain and every referenced blob."""
+        return verify_store(self)
 
 
 def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True) -> Store:

@@ -27,7 +27,10 @@ from ownloop.store.events import Event
 __all__ = [
     "JournalLine",
     "StreamProblem",
+    "StreamCheck",
     "StreamWriter",
+    "check_stream",
+    "decode_batch",
     "decode_events",
     "read_lines",
     "split_lines",
@@ -46,6 +49,7 @@ class _Line(msgspec.Struct, frozen=True):
 
 
 _decoder = msgspec.json.Decoder(_Line)
+_batch_decoder = msgspec.json.Decoder(list[_Line])
 
 
 class JournalLine(NamedTuple):
@@ -125,7 +129,7 @@ class StreamWriter:
 
 
 def split_lines(data: bytes, base: int = 0) -> Iterator[tuple[int, int, bytes]]:
-    """Complete lines of ``data`` as (offset, end, bytes without newline); a torn tail is left out."""
+    """Complete lines of ``data``: (offset, end, bytes without the newline); no torn tail."""
     start = 0
     while True:
         nl = data.find(b"\n", start)
@@ -150,9 +154,53 @@ def decode_events(raw_lines: Iterable[bytes]) -> list[Event]:
     return [_decoder.decode(raw).event for raw in raw_lines]
 
 
+def decode_batch(raw_lines: Sequence[bytes]) -> list[tuple[int, Event] | str]:
+    """Decode many raw lines at once: (seq, event) for each, or why the line does not decode.
+
+    The lines are decoded as one JSON array (a single C call); only when that fails, or yields a
+    different number of values, is each line decoded alone to find the bad ones.
+    """
+    if not raw_lines:
+        return []
+    try:
+        lines = _batch_decoder.decode(b"[" + b",".join(raw_lines) + b"]")
+        if len(lines) == len(raw_lines):
+            return [(line.seq, line.event) for line in lines]
+    except msgspec.DecodeError:
+        pass
+    out: list[tuple[int, Event] | str] = []
+    for raw in raw_lines:
+        try:
+            line = _decoder.decode(raw)
+            out.append((line.seq, line.event))
+        except msgspec.DecodeError as exc:
+            out.append(str(exc))
+    return out
+
+
+class StreamCheck(NamedTuple):
+    """What ``check_stream`` found: problems, and the events that decoded (with line numbers)."""
+
+    problems: list[StreamProblem]
+    events: list[tuple[int, Event]]
+
+
 def verify_stream(path: Path) -> list[StreamProblem]:
     """Every problem in one stream: a torn tail, a bad checksum, a broken chain, bad JSON."""
+    return check_stream(path).problems
+
+
+def check_stream(path: Path) -> StreamCheck:
+    """Check one stream's hash chain line by line and decode its events, in one pass.
+
+    Problem kinds: "torn tail" (a writer died mid-write: the bytes after the last newline are the
+    start of the line the chain expects next), and the signs of tampering or damage: "bad
+    checksum", "broken chain", "sequence gap", "unreadable" and "tampered tail" (bytes after the
+    last newline that no interrupted write can leave, e.g. a complete line whose newline was
+    replaced).
+    """
     problems: list[StreamProblem] = []
+    events: list[tuple[int, Event]] = []
     name = path.stem
     data = path.read_bytes()
     prev = ""
@@ -163,8 +211,10 @@ def verify_stream(path: Path) -> list[StreamProblem]:
         if not match or not raw.endswith(b"}"):
             problems.append(StreamProblem(name, number, "unreadable", "not a journal line"))
             prev = ""
+            expected_seq += 1
             continue
-        seq, line_prev, total = int(match.group(1)), match.group(2).decode(), match.group(3).decode()
+        seq, line_prev = int(match.group(1)), match.group(2).decode()
+        total = match.group(3).decode()
         body = raw[match.end() : -1]
         if line_prev != prev:
             problems.append(StreamProblem(
@@ -172,11 +222,10 @@ def verify_stream(path: Path) -> list[StreamProblem]:
         if _checksum(line_prev, seq, body) != total:
             problems.append(StreamProblem(
                 name, number, "bad checksum", "the line's bytes were changed"))
-        else:
-            try:
-                _decoder.decode(raw)
-            except msgspec.DecodeError as exc:
-                problems.append(StreamProblem(name, number, "unreadable", str(exc)))
+        try:
+            events.append((number, _decoder.decode(raw).event))
+        except msgspec.DecodeError as exc:
+            problems.append(StreamProblem(name, number, "unreadable", str(exc)))
         if seq != expected_seq:
             problems.append(StreamProblem(
                 name, number, "sequence gap", f"seq {seq}, expected {expected_seq}"))
@@ -184,7 +233,25 @@ def verify_stream(path: Path) -> list[StreamProblem]:
         expected_seq = seq + 1
     tail = data[data.rfind(b"\n") + 1 :]
     if tail:
-        problems.append(StreamProblem(
-            name, number + 1, "torn tail",
-            f"{len(tail)} bytes without a newline (a writer stopped mid-write); readers skip them"))
-    return problems
+        problems.append(_tail_problem(name, number + 1, tail, prev, expected_seq))
+    return StreamCheck(problems, events)
+
+
+def _tail_problem(name: str, number: int, tail: bytes, prev: str, seq: int) -> StreamProblem:
+    """A torn tail is a prefix of the line the writer was writing; anything else was edited."""
+    head = b'{"seq":%d,"prev":"%s","sum":"' % (seq, prev.encode())
+    consistent = head.startswith(tail) if len(tail) <= len(head) else tail.startswith(head)
+    if consistent and len(tail) > len(head):
+        # A whole checksummed line plus one more byte: its newline was replaced.
+        whole = tail[:-1]
+        match = _HEAD.match(whole)
+        if match and whole.endswith(b"}") and _checksum(
+                prev, seq, whole[match.end() : -1]) == match.group(3).decode():
+            consistent = False
+    if consistent:
+        return StreamProblem(
+            name, number, "torn tail",
+            f"{len(tail)} bytes without a newline (a writer stopped mid-write); readers skip them")
+    return StreamProblem(
+        name, number, "tampered tail",
+        f"{len(tail)} bytes after the last newline are not the start of line {seq} of the chain")

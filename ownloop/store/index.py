@@ -1,0 +1,323 @@
+"""The DuckDB index: a projection of the journal, brought up to date incrementally.
+
+``index.duckdb`` holds one table per event kind (see ``schema.py``), bookkeeping tables and the
+views of ``views.sql``. Each stream's ingested byte offset is remembered in the same transaction
+as its events, so a sync that stops half way loses nothing and ingesting twice is a no-op.
+``index.manifest`` caches the stream sizes seen by the last sync: when no journal file changed
+size, a sync is a directory scan and opens no database.
+
+The index is only ever opened under ``index.lock`` (exclusive to sync, shared to query); recorders
+never open it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+import duckdb
+import msgspec
+import pyarrow as pa
+
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Event
+from ownloop.store.journal import decode_batch
+from ownloop.store.locks import hold_lock
+from ownloop.store.query import QueryResult, describe_error, run_read_only
+from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerprint
+
+if TYPE_CHECKING:
+    from ownloop.store import Store
+
+__all__ = ["Index", "SyncResult", "VIEWS_SQL"]
+
+VIEWS_SQL = resources.files("ownloop.store").joinpath("views.sql").read_text()
+_FINGERPRINT = fingerprint(VIEWS_SQL)
+_CHUNK = 16 << 20  # bytes read from a stream at a time
+_BATCH = 32 << 20  # bytes of lines decoded before they are written to DuckDB
+
+
+class SyncResult(NamedTuple):
+    """What one sync did."""
+
+    streams: int  # streams that had new bytes
+    events: int  # events ingested
+    skipped: int  # complete lines that did not decode (see the skipped_lines table)
+    rebuilt: bool  # the index was created or rebuilt from nothing
+
+
+class _Manifest(msgspec.Struct):
+    fingerprint: str
+    sizes: dict[str, int]
+
+
+class _Batch:
+    """Decoded lines waiting to be written: columns per event kind, the journal, skipped lines."""
+
+    def __init__(self) -> None:
+        self.nbytes = 0
+        self.by_type: dict[type, tuple[list[str], list[int], list[Event]]] = {}
+        self.journal: tuple[list[str], list[int], list[int], list[int], list[Event]] = (
+            [], [], [], [], [])
+        self.skipped: tuple[list[str], list[int], list[str]] = ([], [], [])
+        self.marks: dict[str, tuple[int, int]] = {}  # stream -> (ingested, size)
+
+    def add(self, stream: str, base: int, chunk: bytes) -> None:
+        raw_lines = chunk.split(b"\n")
+        raw_lines.pop()  # the chunk ends with a newline
+        decoded = decode_batch(raw_lines)
+        streams, offsets, lengths, seqs, events = self.journal
+        offset = base
+        for raw, item in zip(raw_lines, decoded, strict=True):
+            length = len(raw) + 1
+            if isinstance(item, str):
+                self.skipped[0].append(stream)
+                self.skipped[1].append(offset)
+                self.skipped[2].append(item)
+            else:
+                seq, event = item
+                group = self.by_type.get(type(event))
+                if group is None:
+                    group = self.by_type[type(event)] = ([], [], [])
+                group[0].append(stream)
+                group[1].append(seq)
+                group[2].append(event)
+                streams.append(stream)
+                offsets.append(offset)
+                lengths.append(length)
+                seqs.append(seq)
+                events.append(event)
+            offset += length
+        self.nbytes += len(chunk)
+
+    def write(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.begin()
+        for event_type, (streams, seqs, events) in self.by_type.items():
+            table = TABLE_BY_TYPE[event_type]
+            _insert(con, table.name, table.arrow_table(streams, seqs, events))
+        streams, offsets, lengths, seqs, events = self.journal
+        _insert(con, "journal", pa.table({
+            "stream": pa.array(streams, pa.string()),
+            "byte_offset": pa.array(offsets, pa.int64()),
+            "byte_length": pa.array(lengths, pa.int64()),
+            "seq": pa.array(seqs, pa.int64()),
+            "kind": pa.array([TABLE_BY_TYPE[type(e)].name for e in events], pa.string()),
+            "session_id": pa.array([e.session_id for e in events], pa.string()),
+            "run_id": pa.array([e.run_id for e in events], pa.string()),
+            "time": pa.array([e.at for e in events], pa.timestamp("us", tz="UTC")).cast(
+                pa.timestamp("us")),
+        }))
+        if self.skipped[0]:
+            _insert(con, "skipped_lines", pa.table({
+                "stream": self.skipped[0], "byte_offset": self.skipped[1],
+                "error": self.skipped[2]}))
+        if self.marks:
+            names = list(self.marks)
+            marks = pa.table({
+                "stream": names,
+                "ingested": pa.array([self.marks[n][0] for n in names], pa.int64()),
+                "size": pa.array([self.marks[n][1] for n in names], pa.int64()),
+            })
+            con.register("_marks", marks)
+            con.execute("delete from streams where stream in (select stream from _marks)")
+            con.execute("insert into streams select * from _marks")
+            con.unregister("_marks")
+        con.commit()
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
+    # DuckDB scans the Arrow table in bulk: no row-by-row INSERT.
+    con.register("_rows", data)
+    con.execute(f'insert into "{table}" select * from _rows')
+    con.unregister("_rows")
+
+
+def _complete_lines(path: Path, start: int, size: int) -> Iterator[tuple[int, bytes]]:
+    """Chunks of ``path`` between ``start`` and ``size`` that end with a newline, with offsets."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        offset, pending, remaining = start, b"", size - start
+        while remaining > 0:
+            piece = f.read(min(_CHUNK, remaining))
+            if not piece:
+                return
+            remaining -= len(piece)
+            data = pending + piece
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                yield offset, data[:cut]
+                offset += cut
+            pending = data[cut:]
+
+
+class Index:
+    """The DuckDB index of one store. Cheap to create; every call opens and closes DuckDB."""
+
+    def __init__(self, store: Store) -> None:
+        self.journal_dir = store.journal_dir
+        self.path = store.index_path
+        self.lock_path = store.root / "index.lock"
+        self.manifest_path = store.root / "index.manifest"
+
+    # -------------------------------------------------------------- syncing
+    def sync(self) -> SyncResult:
+        """Ingest every journal line not yet in the index (waits for the index lock)."""
+        with hold_lock(self.lock_path, exclusive=True):
+            return self._sync()
+
+    def rebuild(self) -> SyncResult:
+        """Drop the index and ingest the whole journal again."""
+        with hold_lock(self.lock_path, exclusive=True):
+            for path in (self.path, self.path.with_name(self.path.name + ".wal"),
+                         self.manifest_path):
+                path.unlink(missing_ok=True)
+            return self._sync()
+
+    def up_to_date(self) -> bool:
+        """True when the last sync saw every stream at its current size (no database opened)."""
+        manifest = self._read_manifest()
+        return (manifest is not None and manifest.fingerprint == _FINGERPRINT
+                and self.path.exists() and manifest.sizes == self._sizes())
+
+    def _sizes(self) -> dict[str, int]:
+        try:
+            entries = os.scandir(self.journal_dir)
+        except FileNotFoundError:
+            return {}
+        with entries:
+            return {e.name[:-6]: e.stat().st_size for e in entries if e.name.endswith(".jsonl")}
+
+    def _read_manifest(self) -> _Manifest | None:
+        try:
+            return msgspec.json.decode(self.manifest_path.read_bytes(), type=_Manifest)
+        except (FileNotFoundError, msgspec.DecodeError):
+            return None  # a cache: when it is missing or torn, the database is asked
+
+    def _write_manifest(self, sizes: dict[str, int]) -> None:
+        temporary = self.manifest_path.with_name(f".index.manifest.{os.getpid()}.tmp")
+        temporary.write_bytes(msgspec.json.encode(_Manifest(_FINGERPRINT, sizes)))
+        os.replace(temporary, self.manifest_path)
+
+    def _sync(self) -> SyncResult:
+        sizes = self._sizes()
+        manifest = self._read_manifest()
+        if (manifest is not None and manifest.fingerprint == _FINGERPRINT
+                and self.path.exists() and manifest.sizes == sizes):
+            return SyncResult(0, 0, 0, False)
+        con = self._connect()
+        try:
+            rebuilt = self._ensure_schema(con)
+            known = {s: (i, z) for s, i, z in con.execute(
+                "select stream, ingested, size from streams").fetchall()}
+            result = self._ingest(con, sizes, known)
+            seen = {s: z for s, (_, z) in known.items()}
+        finally:
+            con.close()
+        self._write_manifest(seen)
+        return result._replace(rebuilt=rebuilt)
+
+    def _ingest(self, con: duckdb.DuckDBPyConnection, sizes: dict[str, int],
+                known: dict[str, tuple[int, int]]) -> SyncResult:
+        """Read every stream whose size changed; ``known`` is updated to what was committed."""
+        batch, streams, events, skipped = _Batch(), 0, 0, 0
+        for stream, size in sorted(sizes.items()):
+            ingested, seen = known.get(stream, (0, -1))
+            if size == seen:
+                continue
+            if size < ingested:
+                raise OwnloopError(
+                    f"journal stream {stream} is shorter than the index says ({size} < "
+                    f"{ingested} bytes). Check it with: ownloop verify; then: ownloop index "
+                    "--rebuild")
+            streams += 1
+            end = ingested
+            for base, chunk in _complete_lines(self.journal_dir / f"{stream}.jsonl",
+                                               ingested, size):
+                batch.add(stream, base, chunk)
+                end = base + len(chunk)
+                if batch.nbytes >= _BATCH:
+                    batch.marks[stream] = (end, -1)  # this stream is not finished yet
+                    batch.write(con)
+                    events += len(batch.journal[0])
+                    skipped += len(batch.skipped[0])
+                    known.update(batch.marks)
+                    batch = _Batch()
+            batch.marks[stream] = (end, size)
+        batch.write(con)
+        known.update(batch.marks)
+        events += len(batch.journal[0])
+        skipped += len(batch.skipped[0])
+        return SyncResult(streams, events, skipped, False)
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        try:
+            return duckdb.connect(str(self.path))
+        except duckdb.Error as exc:
+            raise OwnloopError(
+                f"cannot open the index {self.path}: {describe_error(exc)}. If another program "
+                "has it open, close it; else rebuild it with: ownloop index --rebuild") from None
+
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Create the tables and views, dropping everything first when their definition changed."""
+        tables = {name for (name,) in con.execute(
+            "select table_name from information_schema.tables where table_schema = 'main' "
+            "and table_type = 'BASE TABLE'").fetchall()}
+        if "meta" in tables:
+            row = con.execute("select value from meta where key = 'fingerprint'").fetchone()
+            if row is not None and row[0] == _FINGERPRINT:
+                return False
+        con.begin()
+        for (name,) in con.execute(
+                "select view_name from duckdb_views() where not internal").fetchall():
+            con.execute(f'drop view if exists "{name}"')
+        for name in tables:
+            con.execute(f'drop table "{name}"')
+        for statement in BOOKKEEPING_DDL:
+            con.execute(statement)
+        for table in TABLES:
+            con.execute(table.ddl())
+        con.execute(VIEWS_SQL)
+        con.execute("insert into meta values ('fingerprint', ?)", [_FINGERPRINT])
+        con.commit()
+        return True
+
+    # -------------------------------------------------------------- reading
+    def query(self, sql: str) -> QueryResult:
+        """Bring the index up to date, then run ``sql`` read-only: column names, types, rows."""
+        return self._read(sql, arrow=False)  # type: ignore[return-value]
+
+    def query_arrow(self, sql: str) -> pa.Table:
+        """Like ``query``, returning an Arrow table."""
+        return self._read(sql, arrow=True)  # type: ignore[return-value]
+
+    def _read(self, sql: str, *, arrow: bool) -> QueryResult | pa.Table:
+        if not self.up_to_date():
+            self.sync()
+        with hold_lock(self.lock_path, exclusive=False):
+            return run_read_only(self.path, sql, arrow=arrow)
+
+    def session_events(self, session_id: str) -> list[Event]:
+        """Every event about one session, from every stream: streams in order, merged by time."""
+        table = self.query_arrow(
+            "select stream, byte_offset, byte_length from journal where session_id = "
+            + _literal(session_id) + " order by stream, seq")
+        places: dict[str, list[tuple[int, int]]] = {}
+        for stream, offset, length in zip(*(c.to_pylist() for c in table.columns), strict=True):
+            places.setdefault(stream, []).append((offset, length))
+        per_stream: list[list[Event]] = []
+        for stream, spans in places.items():
+            raws = []
+            with open(self.journal_dir / f"{stream}.jsonl", "rb") as f:
+                for offset, length in spans:
+                    f.seek(offset)
+                    raws.append(f.read(length - 1))  # without the newline
+            per_stream.append([item[1] for item in decode_batch(raws) if not isinstance(item, str)])
+        return list(heapq.merge(*per_stream, key=lambda e: e.at))
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,65 @@
+"""The index lock: DuckDB allows one writing process and no reader beside it, so every ownloop
+process that opens ``index.duckdb`` first takes ``index.lock`` — exclusive to sync, shared to read.
+
+Recorders never take it: they only append to the journal. The wait is bounded, then a one-line
+error says what holds the index.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ownloop.store.errors import OwnloopError
+
+__all__ = ["IndexBusy", "hold_lock", "lock_timeout"]
+
+_DEFAULT_TIMEOUT = 60.0
+
+
+class IndexBusy(OwnloopError):
+    """Another process held the index lock for longer than the bounded wait."""
+
+
+def lock_timeout() -> float:
+    """Seconds to wait for the index lock: ``$OWNLOOP_LOCK_TIMEOUT`` or 60."""
+    try:
+        return float(os.environ.get("OWNLOOP_LOCK_TIMEOUT", _DEFAULT_TIMEOUT))
+    except ValueError:
+        return _DEFAULT_TIMEOUT
+
+
+@contextmanager
+def hold_lock(path: Path, *, exclusive: bool, timeout: float | None = None) -> Iterator[None]:
+    """Hold ``path`` locked (flock), waiting at most ``timeout`` seconds for it.
+
+    Raises:
+        IndexBusy: the lock was not free within ``timeout``.
+    """
+    wait = lock_timeout() if timeout is None else timeout
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait
+        pause = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise IndexBusy(
+                        f"the index is busy: another ownloop command held {path} for over "
+                        f"{wait:g} s. Try again when it ends, or set OWNLOOP_LOCK_TIMEOUT"
+                    ) from None
+                # Jitter keeps two waiting processes from retrying in lock step.
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 2, 0.1)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock

@@ -1,0 +1,142 @@
+"""Read-only SQL over the index, and its results as a table, CSV or JSON.
+
+A query runs on a DuckDB connection that cannot change anything: the file is opened read-only,
+external access (files, URLs, other databases, extensions) is switched off and the configuration
+is locked. On top of that only reading statements are accepted, so ``create``, ``insert``,
+``copy``, ``attach``, ``install``, ``load``, ``set`` and ``export`` get a one-line error before
+anything runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, NamedTuple
+from uuid import UUID
+
+import duckdb
+import pyarrow as pa
+from rich.table import Table
+
+from ownloop.store.errors import OwnloopError
+
+__all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only"]
+
+# SELECT covers WITH, VALUES, FROM-first, DESCRIBE, SHOW and SUMMARIZE; PRAGMA and CALL read
+# metadata (settings cannot change: the configuration is locked).
+_READING = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
+
+
+class QueryError(OwnloopError):
+    """A query that is not allowed or that DuckDB rejected."""
+
+
+class QueryResult(NamedTuple):
+    """The result of one query: column names, their SQL types, and the rows."""
+
+    columns: list[str]
+    types: list[str]
+    rows: list[tuple[Any, ...]]
+
+    def to_csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(self.columns)
+        for row in self.rows:
+            writer.writerow(["" if v is None else _text(v) for v in row])
+        return out.getvalue()
+
+    def to_json(self) -> str:
+        """A JSON array of objects; JSON columns are embedded as JSON, not as strings."""
+        records = []
+        for row in self.rows:
+            record = {}
+            for name, kind, value in zip(self.columns, self.types, row, strict=True):
+                if kind == "JSON" and isinstance(value, str):
+                    value = json.loads(value)
+                record[name] = value
+            records.append(record)
+        return json.dumps(records, default=_json_default, ensure_ascii=False, indent=1)
+
+    def to_rich(self) -> Table:
+        table = Table(*self.columns, show_lines=False, header_style="bold")
+        for row in self.rows:
+            table.add_row(*("NULL" if v is None else _text(v) for v in row))
+        table.caption = f"{len(self.rows)} row{'s' if len(self.rows) != 1 else ''}"
+        return table
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, list | dict):
+        return json.dumps(value, default=_json_default, ensure_ascii=False)
+    return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, UUID | bytes):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def describe_error(exc: BaseException) -> str:
+    """DuckDB's message on one line (its first paragraph: the error and any suggestion)."""
+    paragraph = str(exc).strip().split("\n\n")[0]
+    return " ".join(part.strip() for part in paragraph.splitlines() if part.strip())
+
+
+def run_read_only(path: Path, sql: str, *, arrow: bool = False) -> QueryResult | pa.Table:
+    """Run ``sql`` (one or more reading statements) on the index; the last one's result.
+
+    Raises:
+        QueryError: a statement would change something, or DuckDB rejected the query.
+    """
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(describe_error(exc)) from None
+    if not statements:
+        raise QueryError("the query is empty. Example: ownloop sql \"select * from sessions\"")
+    for statement in statements:
+        kind = statement.type.name
+        if kind not in _READING:
+            raise QueryError(
+                f"ownloop sql only reads: {kind} statements are not allowed. The index is a "
+                "projection of the journal; record or regrade to add events")
+    try:
+        con = duckdb.connect(str(path), read_only=True, config={
+            "enable_external_access": False,
+            "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False,
+            "lock_configuration": True,
+        })
+    except duckdb.Error as exc:
+        raise QueryError(
+            f"cannot open the index {path}: {describe_error(exc)}. Rebuild it with: "
+            "ownloop index --rebuild") from None
+    try:
+        for statement in statements[:-1]:
+            con.execute(statement.query)
+        last = statements[-1].query
+        if arrow:
+            relation = con.sql(last)
+            return pa.table({}) if relation is None else relation.to_arrow_table()
+        cursor = con.execute(last)
+        description = cursor.description or []
+        return QueryResult([d[0] for d in description], [str(d[1]) for d in description],
+                           cursor.fetchall())
+    except duckdb.Error as exc:
+        raise QueryError(describe_error(exc)) from None
+    finally:
+        con.close()

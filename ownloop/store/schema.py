@@ -1,0 +1,146 @@
+"""The index's tables, derived from the event Structs: one source of truth for the schema.
+
+Every event kind gets a table named by its tag (``model_called``, ``browser_acted`` ...). Its
+columns are ``stream`` and ``seq`` (where the event sits in the journal), then the Struct's fields
+in order. Scalar fields get SQL types; anything nested (tuples, dicts, Structs, unions such as
+``actions``, ``op``, ``element`` or ``messages``) is a JSON column holding the field's msgspec
+encoding, so SQL sees exactly what the journal holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import msgspec
+import pyarrow as pa
+
+from ownloop.store.events import EVENT_TYPES, EventBase
+
+__all__ = [
+    "BOOKKEEPING_DDL",
+    "Column",
+    "EventTable",
+    "SQL_NAMES",
+    "TABLES",
+    "TABLE_BY_TYPE",
+    "fingerprint",
+]
+
+_encode = msgspec.json.Encoder().encode
+
+# AT is a reserved word in DuckDB's SQL: the events' ``at`` is the column ``time``.
+SQL_NAMES = {"at": "time"}
+
+
+class Column(NamedTuple):
+    """One column: its name, its SQL type, its Arrow type and how a Python value becomes one."""
+
+    name: str
+    sql_type: str
+    arrow_type: pa.DataType
+    to_cell: Callable[[Any], Any] | None  # None: the value is used as is
+
+
+class EventTable(NamedTuple):
+    """The table of one event kind."""
+
+    name: str  # the event's tag
+    event_type: type[EventBase]
+    columns: tuple[Column, ...]
+
+    def ddl(self) -> str:
+        cols = ",\n  ".join(f'"{c.name}" {c.sql_type}' for c in self.columns)
+        return f'create table "{self.name}" (\n  {cols}\n)'
+
+    def arrow_table(self, stream: Sequence[str], seq: Sequence[int],
+                    events: Sequence[EventBase]) -> pa.Table:
+        """Build the Arrow table of ``events`` (all of this kind) in one columnar pass."""
+        # astuple is C code; zip(*) transposes rows to columns without a Python loop per cell.
+        rows = [msgspec.structs.astuple(e) for e in events]
+        fields = list(zip(*rows, strict=True)) if rows else [()] * (len(self.columns) - 2)
+        arrays = [pa.array(stream, pa.string()), pa.array(seq, pa.int64())]
+        for column, values in zip(self.columns[2:], fields, strict=True):
+            if column.to_cell is not None:
+                values = [None if v is None else column.to_cell(v) for v in values]
+            array = pa.array(values, column.arrow_type)
+            if column.sql_type == "TIMESTAMP":
+                # DuckDB's TIMESTAMPTZ needs the ICU extension, which may not be installable
+                # offline; every time is UTC by contract, so store plain TIMESTAMPs of UTC.
+                array = array.cast(pa.timestamp("us"))
+            arrays.append(array)
+        return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
+
+
+def _json_cell(value: Any) -> bytes:
+    return _encode(value)
+
+
+def _scalar(kind: msgspec.inspect.Type) -> tuple[str, pa.DataType] | None:
+    if isinstance(kind, msgspec.inspect.StrType):
+        return "VARCHAR", pa.string()
+    if isinstance(kind, msgspec.inspect.LiteralType) and all(
+            isinstance(v, str) for v in kind.values):
+        return "VARCHAR", pa.string()
+    if isinstance(kind, msgspec.inspect.BoolType):
+        return "BOOLEAN", pa.bool_()
+    if isinstance(kind, msgspec.inspect.IntType):
+        return "BIGINT", pa.int64()
+    if isinstance(kind, msgspec.inspect.FloatType):
+        return "DOUBLE", pa.float64()
+    if isinstance(kind, msgspec.inspect.DateTimeType):
+        return "TIMESTAMP", pa.timestamp("us", tz="UTC")
+    return None
+
+
+def _column(name: str, kind: msgspec.inspect.Type) -> Column:
+    if isinstance(kind, msgspec.inspect.UnionType):
+        others = [t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType)]
+        if len(others) == 1:  # Optional[X]: X's column, nullable
+            kind = others[0]
+    scalar = _scalar(kind)
+    if scalar is None:
+        return Column(name, "JSON", pa.string(), _json_cell)
+    return Column(name, scalar[0], scalar[1], None)
+
+
+def _table(event_type: type[EventBase]) -> EventTable:
+    info = msgspec.inspect.type_info(event_type)
+    assert isinstance(info, msgspec.inspect.StructType)
+    columns = [Column("stream", "VARCHAR", pa.string(), None),
+               Column("seq", "BIGINT", pa.int64(), None)]
+    for field in info.fields:
+        name = SQL_NAMES.get(field.encode_name, field.encode_name)
+        if name in ("stream", "seq") or name in SQL_NAMES.values() and name != SQL_NAMES.get(
+                field.encode_name):
+            raise TypeError(f"{event_type.__name__}.{field.name} clashes with another column")
+        columns.append(_column(name, field.type))
+    return EventTable(str(info.tag), event_type, tuple(columns))
+
+
+TABLES: tuple[EventTable, ...] = tuple(_table(t) for t in EVENT_TYPES)
+TABLE_BY_TYPE: dict[type, EventTable] = {t.event_type: t for t in TABLES}
+
+BOOKKEEPING_DDL = (
+    # Per stream: bytes ingested so far (always the end of a complete line) and the file size
+    # seen then (larger when a torn tail follows), so a no-change sync reads nothing.
+    "create table streams (stream VARCHAR primary key, ingested BIGINT, size BIGINT)",
+    # One row per ingested line: where it is, so a session's events can be read back in order.
+    "create table journal (stream VARCHAR, byte_offset BIGINT, byte_length BIGINT, seq BIGINT, "
+    "kind VARCHAR, session_id VARCHAR, run_id VARCHAR, time TIMESTAMP)",
+    # Complete lines that did not decode (edited bytes, or a kind newer than this ownloop).
+    "create table skipped_lines (stream VARCHAR, byte_offset BIGINT, error VARCHAR)",
+    "create table meta (key VARCHAR primary key, value VARCHAR)",
+)
+
+
+def fingerprint(views_sql: str) -> str:
+    """A hash of every table and view definition: when it changes, the index is rebuilt."""
+    h = hashlib.sha256()
+    for statement in BOOKKEEPING_DDL:
+        h.update(statement.encode())
+    for table in TABLES:
+        h.update(table.ddl().encode())
+    h.update(views_sql.encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,251 @@
+-- The index's named views: what researchers query. Every view is a plain SELECT over the tables
+-- derived from the event Structs (one table per event kind, named by its tag). Documented column
+-- by column in the README ("SQL views"). Nested values are JSON in msgspec's encoding, which
+-- leaves out fields at their default: the views put those defaults back.
+-- "Latest" means the last by time, then by stream and sequence number.
+
+create view runs as
+with started as (
+    select run_id,
+        min(time) as started_at,
+        max(time) as last_started_at,
+        count(*) as starts,
+        arg_min(agent, time) as agent,
+        arg_min(model, time) as model,
+        arg_min(endpoint, time) as endpoint,
+        arg_min(suite, time) as suite,
+        arg_min(argv, time) as argv,
+        arg_min(versions, time) as versions,
+        arg_min(sampling, time) as sampling,
+        arg_min(viewport, time) as viewport,
+        arg_min(prompt_source, time) as prompt_source
+    from run_started group by run_id
+),
+ended as (
+    select run_id, max(time) as ended_at, arg_max(counts, time) as counts
+    from run_ended group by run_id
+),
+counted as (
+    select run_id, count(distinct session_id) as sessions from session_started group by run_id
+)
+select s.run_id, s.agent, s.model, s.endpoint, s.suite,
+    s.started_at,
+    -- a run resumed after its last RunEnded is running again (or crashed): no end yet
+    case when e.ended_at >= s.last_started_at then e.ended_at end as ended_at,
+    s.starts, coalesce(c.sessions, 0) as sessions, e.counts,
+    s.argv, s.versions, s.sampling, s.viewport, s.prompt_source
+from started s
+left join ended e on e.run_id = s.run_id
+left join counted c on c.run_id = s.run_id;
+
+create view sessions as
+with started as (
+    select * from session_started
+    qualify row_number() over (partition by session_id order by time, stream, seq) = 1
+),
+ended as (
+    select * from session_ended
+    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
+        = 1
+),
+graded as (
+    select * from session_graded
+    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
+        = 1
+),
+run as (
+    select run_id, arg_min(agent, time) as agent, arg_min(model, time) as model
+    from run_started group by run_id
+)
+select st.session_id, st.run_id,
+    st.task ->> 'task_id' as task_id,
+    coalesce(nullif(st.agent, ''), r.agent, '') as agent,
+    coalesce(nullif(st.model, ''), r.model, '') as model,
+    st.attempt,
+    en.status, en.agent_status, en.answer, en.steps, en.seconds,
+    gr.score, gr.passed, gr.grader,
+    st.parent_session_id, st.replay_mode, st.fork_step,
+    st.time as started_at, en.time as ended_at,
+    coalesce(st.task ->> 'suite', '') as suite,
+    st.task ->> 'prompt' as prompt,
+    st.task ->> 'start_url' as start_url,
+    en.parse_failures, en.action_errors, en.error,
+    st.viewport
+from started st
+left join ended en on en.session_id = st.session_id
+left join graded gr on gr.session_id = st.session_id
+left join run r on r.run_id = st.run_id;
+
+create view steps as
+with keys as (
+    select session_id, step from screenshot_taken
+    union select session_id, step from model_called
+    union select session_id, step from action_parsed
+    union select session_id, step from browser_acted
+),
+shot as (
+    select * from screenshot_taken
+    qualify row_number() over (
+        partition by session_id, step order by time desc, stream desc, seq desc)
+        = 1
+),
+parse as (
+    select * from action_parsed
+    qualify row_number() over (
+        partition by session_id, step order by time desc, stream desc, seq desc)
+        = 1
+),
+calls as (
+    select session_id, step, count(*) as calls,
+        arg_max(response, time) as last_response,
+        sum(latency_ms) as latency_ms,
+        sum(prompt_tokens) as prompt_tokens,
+        sum(completion_tokens) as completion_tokens
+    from model_called group by session_id, step
+),
+responses as (
+    select session_id, call_id, arg_max(response, time) as response
+    from model_called group by session_id, call_id
+),
+ops as (
+    select session_id, step, count(*) as ops,
+        count(*) filter (where not ok) as op_errors,
+        arg_max(url_after, idx) as url_after
+    from browser_acted group by session_id, step
+)
+select k.session_id, k.step,
+    shot.sha256 as screenshot_sha256,
+    shot.url,
+    coalesce(rs.response, calls.last_response) as response,
+    parse.actions,
+    parse.thought,
+    parse.error as parse_error,
+    parse.call_id,
+    coalesce(calls.calls, 0) as calls,
+    calls.latency_ms, calls.prompt_tokens, calls.completion_tokens,
+    coalesce(ops.ops, 0) as ops,
+    coalesce(ops.op_errors, 0) as op_errors,
+    ops.url_after,
+    shot.time
+from keys k
+left join shot on shot.session_id = k.session_id and shot.step = k.step
+left join parse on parse.session_id = k.session_id and parse.step = k.step
+left join calls on calls.session_id = k.session_id and calls.step = k.step
+left join responses rs on rs.session_id = k.session_id and rs.call_id = parse.call_id
+left join ops on ops.session_id = k.session_id and ops.step = k.step;
+
+create view model_calls as
+select session_id, step, call_id, attempt, purpose, model,
+    try_cast(sampling ->> 'temperature' as double) as temperature,
+    try_cast(sampling ->> 'top_p' as double) as top_p,
+    try_cast(sampling ->> 'max_tokens' as bigint) as max_tokens,
+    try_cast(sampling ->> 'frequency_penalty' as double) as frequency_penalty,
+    latency_ms, prompt_tokens, completion_tokens, finish_reason, error,
+    response,
+    served_by,
+    len(list_filter(json_extract_string(messages, '$[*].parts[*].type'), lambda t: t = 'image'))
+        as images,
+    list_filter(json_extract_string(messages, '$[*].parts[*].sha256'), lambda s: s is not null)
+        as image_sha256s,
+    time, run_id
+from model_called;
+
+create view actions as
+with parse as (
+    select * from action_parsed
+    qualify row_number() over (
+        partition by session_id, step order by time desc, stream desc, seq desc)
+        = 1
+),
+items as (
+    select session_id, step, call_id, parser,
+        generate_subscripts(json_extract(actions, '$[*]'), 1) - 1 as idx,
+        unnest(json_extract(actions, '$[*]')) as action
+    from parse
+)
+select session_id, step, idx,
+    action ->> 'kind' as kind,
+    try_cast(action ->> 'x' as double) as x,
+    try_cast(action ->> 'y' as double) as y,
+    try_cast(action ->> 'model_x' as double) as model_x,
+    try_cast(action ->> 'model_y' as double) as model_y,
+    try_cast(action ->> 'x2' as double) as x2,
+    try_cast(action ->> 'y2' as double) as y2,
+    case action ->> 'kind'
+        when 'type' then action ->> 'text'
+        when 'hotkey' then array_to_string(json_extract_string(action, '$.keys[*]'), '+')
+        when 'key_down' then action ->> 'key'
+        when 'key_up' then action ->> 'key'
+        when 'goto' then action ->> 'url'
+        when 'search' then action ->> 'query'
+        when 'memorize' then action ->> 'fact'
+        when 'finish' then action ->> 'answer'
+        when 'call_user' then coalesce(action ->> 'text', '')
+        when 'fail' then coalesce(action ->> 'reason', '')
+    end as text,
+    case when action ->> 'kind' = 'click' then coalesce(action ->> 'button', 'left') end
+        as button,
+    case when action ->> 'kind' = 'click' then coalesce(try_cast(action ->> 'count' as bigint), 1)
+        end as clicks,
+    action ->> 'direction' as direction,
+    case when action ->> 'kind' = 'scroll'
+        then coalesce(try_cast(action ->> 'amount' as double), 1.0) end as amount,
+    coalesce(action ->> 'raw', '') as raw,
+    action,
+    call_id, parser
+from items;
+
+create view effects as
+select session_id, step, idx, action_idx,
+    op ->> 'op' as op,
+    ok, error, url_before, url_after,
+    case when element is not null then coalesce(element ->> 'tag', '') end as element_tag,
+    case when element is not null then coalesce(element ->> 'id', '') end as element_id,
+    case when element is not null then coalesce(element ->> 'role', '') end as element_role,
+    case when element is not null then coalesce(element ->> 'name', '') end as element_name,
+    case when element is not null then coalesce(element ->> 'css_path', '') end as css_path,
+    element -> 'bbox' as element_bbox,
+    case when element is not null then coalesce(element ->> 'frame', '') end as element_frame,
+    try_cast(op ->> 'x' as double) as x,
+    try_cast(op ->> 'y' as double) as y,
+    case op ->> 'op'
+        when 'keyboard.type' then op ->> 'text'
+        when 'keyboard.press' then op ->> 'key'
+        when 'keyboard.down' then op ->> 'key'
+        when 'keyboard.up' then op ->> 'key'
+        when 'page.goto' then op ->> 'url'
+    end as text,
+    pages_opened,
+    dialog ->> 'type' as dialog_type,
+    dialog ->> 'message' as dialog_message,
+    download, duration_ms,
+    op as operation,
+    time
+from browser_acted;
+
+create view screenshots as
+select session_id, step, sha256, width, height, url, media_type, capture_ms,
+    'blobs/' || sha256[1:2] || '/' || sha256 as blob_path,
+    time
+from screenshot_taken;
+
+create view grades as
+select session_id, grader, grader_version, score, passed, source, details,
+    time as graded_at,
+    row_number() over (
+        partition by session_id order by time desc, stream desc, seq desc) = 1 as latest,
+    run_id
+from session_graded;
+
+create view evidence as
+select session_id, name,
+    try_cast(value_json as json) as value,
+    sha256, media_type, source, time
+from evidence_captured;
+
+create view fidelity as
+select session_id, step, parent_session_id, screenshot_identical, pixel_diff, url_equal,
+    element_equal, diverged,
+    min(step) filter (where diverged) over (partition by session_id) as first_divergent_step,
+    time
+from fidelity_measured;
