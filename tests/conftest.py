@@ -1,0 +1,79 @@
+"""Shared session-scoped fixtures: one Playwright driver, one headless Chromium, the test site.
+
+Everything starts lazily, on the first test that asks for it, and stops at the end of the run.
+
+- ``playwright``: a sync Playwright driver on the main thread.
+- ``chromium``: one launched headless Chromium (``ownloop.recorder.browser.launch``), shared by all
+  tests; make a fresh context per test with ``new_session`` (or ``BrowserSession(chromium, ...)``
+  closed in a ``finally``) so tests never see each other's cookies or pages.
+- ``new_session``: a factory ``new_session(viewport=(1280, 800), **options) -> BrowserSession``;
+  every session it made is closed after the test. Options are ``BrowserSession``'s keywords
+  (``settle_s`` defaults to 0 here, so tests do not pause a second after each step).
+- ``site``: the test site of ``tests/site/server.py`` on 127.0.0.1 (``site.base`` is its URL).
+
+Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
+``@pytest.mark.browser``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The repository root, so ``tests.site`` imports however pytest was started (tests/ has no
+# __init__.py, and a bare ``site`` would be the standard library's module).
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.site.server import SiteServer, start_site  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Any]:
+    """A sync Playwright driver for the test process (main thread)."""
+    from ownloop.recorder.browser import start_playwright
+
+    driver = start_playwright()
+    yield driver
+    driver.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium(playwright: Any) -> Iterator[Any]:
+    """One headless Chromium for the whole run, launched with ownloop's arguments."""
+    from ownloop.recorder.browser import launch
+
+    browser = launch(playwright)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def new_session(chromium: Any) -> Iterator[Callable[..., Any]]:
+    """A factory of fresh ``BrowserSession`` contexts on the shared Chromium, closed after the test."""
+    from ownloop.recorder.browser import BrowserSession
+
+    made: list[BrowserSession] = []
+
+    def make(viewport: tuple[int, int] = (1280, 800), **options: Any) -> BrowserSession:
+        options.setdefault("settle_s", 0.0)
+        session = BrowserSession(chromium, viewport, **options)
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        session.close()
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator[SiteServer]:
+    """The test site on 127.0.0.1 at an ephemeral port."""
+    server = start_site()
+    yield server
+    server.stop()

@@ -1,0 +1,175 @@
+"""The test site: a MiniWeb-style app on a stdlib ThreadingHTTPServer, plus static test pages.
+
+Routes (state is per browser session, keyed by the ``sid`` cookie):
+
+- ``GET /login`` form; ``POST /login`` (user=demo, password=demo) logs in and redirects to ``/form``.
+- ``GET /form`` (login required) a form; ``POST /form`` writes the session's record.
+- ``GET /_admin/session-flags`` starts a fresh session (new ``sid``): logged in as ``demo`` unless
+  ``?logout=1``; JSON ``{"session", "logged_in"}``.
+- ``GET /_admin/record`` the session's record as JSON ``{"record": {...} | null}``.
+- ``GET /_admin/log`` the session's requests as JSON ``{"log": [{"method", "path"}, ...]}``.
+- ``GET /download/report.txt`` an attachment; ``GET /pages/<name>.html`` the static test pages.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from dataclasses import dataclass, field
+from html import escape
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+__all__ = ["DOWNLOAD_BODY", "SiteServer", "start_site"]
+
+PAGES = Path(__file__).with_name("pages")
+DOWNLOAD_BODY = b"ownloop test report\n"
+
+_FORM = """<!doctype html><html><head><title>New record</title></head><body>
+<h1>New record</h1><p>Signed in as {user}</p>
+<form method="post" action="/form">
+<label for="title">Title</label> <input id="title" name="title" style="width:300px"><br><br>
+<label for="amount">Amount</label> <input id="amount" name="amount"><br><br>
+<button id="save" type="submit" style="width:120px;height:40px">Save</button>
+</form></body></html>"""
+
+_LOGIN = """<!doctype html><html><head><title>Sign in</title></head><body>
+<h1>Sign in</h1><form method="post" action="/login">
+<label for="user">User</label> <input id="user" name="user"><br><br>
+<label for="password">Password</label> <input id="password" name="password" type="password">
+<br><br><button id="signin" type="submit" style="width:120px;height:40px">Sign in</button>
+</form></body></html>"""
+
+
+@dataclass
+class _Session:
+    user: str | None = None
+    record: dict[str, str] | None = None
+    log: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class SiteServer:
+    """A running test site; ``base`` is its URL (no trailing slash)."""
+
+    httpd: ThreadingHTTPServer
+    thread: threading.Thread
+    sessions: dict[str, _Session]
+
+    @property
+    def base(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+def start_site() -> SiteServer:
+    """Serve the test site on 127.0.0.1 at an ephemeral port, in a daemon thread."""
+    sessions: dict[str, _Session] = {}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+            pass  # quiet tests
+
+        def _sid(self) -> str | None:
+            cookie = SimpleCookie(self.headers.get("Cookie", ""))
+            return cookie["sid"].value if "sid" in cookie else None
+
+        def _session(self) -> _Session | None:
+            sid = self._sid()
+            with lock:
+                return sessions.get(sid) if sid else None
+
+        def _send(self, status: int, body: bytes, kind: str, headers: dict[str, str] | None = None):
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, value: object, headers: dict[str, str] | None = None) -> None:
+            self._send(200, json.dumps(value).encode(), "application/json", headers)
+
+        def _html(self, text: str, status: int = 200) -> None:
+            self._send(status, text.encode(), "text/html; charset=utf-8")
+
+        def _redirect(self, to: str, headers: dict[str, str] | None = None) -> None:
+            self._send(303, b"", "text/plain", {"Location": to, **(headers or {})})
+
+        def _form_fields(self) -> dict[str, str]:
+            length = int(self.headers.get("Content-Length") or 0)
+            fields = parse_qs(self.rfile.read(length).decode())
+            return {key: values[0] for key, values in fields.items()}
+
+        def _note(self) -> None:
+            session = self._session()
+            if session is not None and not self.path.startswith("/_admin/"):
+                with lock:
+                    session.log.append({"method": self.command, "path": self.path})
+
+        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            self._note()
+            url = urlsplit(self.path)
+            session = self._session()
+            if url.path == "/_admin/session-flags":
+                sid = secrets.token_hex(8)
+                logout = parse_qs(url.query).get("logout") == ["1"]
+                with lock:
+                    sessions[sid] = _Session(user=None if logout else "demo")
+                cookie = f"sid={sid}; Path=/; HttpOnly"
+                self._json({"session": sid, "logged_in": not logout}, {"Set-Cookie": cookie})
+            elif url.path == "/_admin/record":
+                self._json({"record": session.record if session else None})
+            elif url.path == "/_admin/log":
+                self._json({"log": list(session.log) if session else []})
+            elif url.path == "/login":
+                self._html(_LOGIN)
+            elif url.path == "/form":
+                if session is None or session.user is None:
+                    self._redirect("/login")
+                else:
+                    self._html(_FORM.format(user=escape(session.user)))
+            elif url.path == "/download/report.txt":
+                disposition = {"Content-Disposition": 'attachment; filename="report.txt"'}
+                self._send(200, DOWNLOAD_BODY, "text/plain", disposition)
+            elif url.path.startswith("/pages/") and (PAGES / url.path[7:]).is_file():
+                self._html((PAGES / Path(url.path).name).read_text(encoding="utf-8"))
+            else:
+                self._html("<title>Not found</title><h1>Not found</h1>", 404)
+
+        def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            self._note()
+            session = self._session()
+            fields = self._form_fields()
+            if self.path == "/login" and session is not None:
+                if fields.get("user") == "demo" and fields.get("password") == "demo":
+                    session.user = "demo"
+                    self._redirect("/form")
+                else:
+                    self._html(_LOGIN.replace("<h1>Sign in</h1>", "<h1>Wrong password</h1>"))
+            elif self.path == "/form" and session is not None and session.user is not None:
+                with lock:
+                    session.record = {"title": fields.get("title", ""),
+                                      "amount": fields.get("amount", "")}
+                self._html("<title>Saved</title><h1>Saved</h1>")
+            else:
+                self._html("<title>Forbidden</title><h1>Sign in first</h1>", 403)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, name="test-site", daemon=True)
+    thread.start()
+    return SiteServer(httpd, thread, sessions)
