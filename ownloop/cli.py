@@ -48,5 +48,55 @@ def cli(ctx: click.Context, store: str) -> None:
 # --- commands go below; keep each one thin --------------------------------------------------
 
 
+@cli.command()
+@click.argument("query")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True, help="How to print the rows.")
+@click.pass_context
+@_friendly
+def sql(ctx: click.Context, query: str, fmt: str) -> None:
+    """Bring the index up to date, then run a read-only QUERY (DuckDB SQL).
+
+    Example: ownloop sql "select status, count(*), avg(score) from sessions group by all"
+    """
+    from rich.console import Console
+
+    result = _store(ctx).sql(query)
+    if fmt == "table":
+        Console(soft_wrap=True).print(result.to_rich())
+    else:
+        click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
+
+
+@cli.command()
+@click.option("--strict", is_flag=True, help="Exit with status 1 on warnings (torn tails) too.")
+@click.pass_context
+@_friendly
+def verify(ctx: click.Context, strict: bool) -> None:
+    """Check every journal stream's hash chain and every referenced blob.
+
+    One line per problem, then a summary. A torn tail (a writer killed mid-write) is a warning;
+    anything else is an error and makes the exit status 1. Example: ownloop verify --strict
+    """
+    report = _store(ctx).verify()
+    for problem in report.problems:
+        click.echo(problem.line())
+    click.echo(report.summary())
+    ctx.exit(report.exit_code(strict=strict))
+
+
+@cli.command("index")
+@click.option("--rebuild", is_flag=True, help="Drop the index and ingest the whole journal again.")
+@click.pass_context
+@_friendly
+def index_command(ctx: click.Context, rebuild: bool) -> None:
+    """Bring the DuckDB index up to date with the journal, or rebuild it from nothing.
+
+    Example: ownloop index --rebuild
+    """
+    store = _store(ctx)
+    click.echo((store.rebuild_index() if rebuild else store.sync()).summary())
+
+
 def main() -> None:
     cli(prog_name="ownloop")

@@ -49,6 +49,14 @@ class SyncResult(NamedTuple):
     skipped: int  # complete lines that did not decode (see the skipped_lines table)
     rebuilt: bool  # the index was created or rebuilt from nothing
 
+    def summary(self) -> str:
+        what = "rebuilt" if self.rebuilt else "up to date"
+        line = f"index {what}: {self.events} new events from {self.streams} streams"
+        if self.skipped:
+            line += (f"; {self.skipped} lines did not decode (see the skipped_lines table and "
+                     "run: ownloop verify)")
+        return line
+
 
 class _Manifest(msgspec.Struct):
     fingerprint: str

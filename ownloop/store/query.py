@@ -51,7 +51,7 @@ class QueryResult(NamedTuple):
         return out.getvalue()
 
     def to_json(self) -> str:
-        """A JSON array of objects; JSON columns are embedded as JSON, not as strings."""
+        """A JSON array of objects, one a line; JSON columns are embedded, not quoted."""
         records = []
         for row in self.rows:
             record = {}
@@ -60,7 +60,8 @@ class QueryResult(NamedTuple):
                     value = json.loads(value)
                 record[name] = value
             records.append(record)
-        return json.dumps(records, default=_json_default, ensure_ascii=False, indent=1)
+        lines = [json.dumps(r, default=_json_default, ensure_ascii=False) for r in records]
+        return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
 
     def to_rich(self) -> Table:
         table = Table(*self.columns, show_lines=False, header_style="bold")
@@ -109,10 +110,10 @@ def run_read_only(path: Path, sql: str, *, arrow: bool = False) -> QueryResult |
     if not statements:
         raise QueryError("the query is empty. Example: ownloop sql \"select * from sessions\"")
     for statement in statements:
-        kind = statement.type.name
-        if kind not in _READING:
+        if statement.type.name not in _READING:
+            word = (statement.query.split() or [statement.type.name])[0].upper()
             raise QueryError(
-                f"ownloop sql only reads: {kind} statements are not allowed. The index is a "
+                f"ownloop sql only reads: {word} statements are not allowed. The index is a "
                 "projection of the journal; record or regrade to add events")
     try:
         con = duckdb.connect(str(path), read_only=True, config={

@@ -1,0 +1,29 @@
+"""The sessions listing behind ``ownloop sessions``: the ``sessions`` view, filtered, newest first."""
+
+from __future__ import annotations
+
+from ownloop.store import Store
+from ownloop.store.query import QueryResult
+
+__all__ = ["sessions_table"]
+
+_COLUMNS = ("session_id, run_id, task_id, agent, attempt, status, steps, "
+            "round(seconds, 1) as seconds, score, passed, answer")
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sessions_table(
+    store: Store, *, run_id: str | None = None, status: str | None = None, limit: int = 50
+) -> QueryResult:
+    """Sessions of ``run_id`` (all runs if None) with ``status`` (any if None), newest first."""
+    where = []
+    if run_id:
+        where.append(f"run_id = {_quote(run_id)}")
+    if status:
+        where.append(f"status = {_quote(status)}")
+    clause = f"where {' and '.join(where)} " if where else ""
+    return store.sql(
+        f"select {_COLUMNS} from sessions {clause}order by started_at desc limit {int(limit)}")
