@@ -48,6 +48,30 @@ def cli(ctx: click.Context, store: str) -> None:
 # --- commands go below; keep each one thin --------------------------------------------------
 
 
+@cli.command("serve-model")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
+@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob.")
+@click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
+@click.option("--faults", default=None, metavar="MODE[=ARG][:N],...",
+              help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see README).")
+@click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@_friendly
+def serve_model(
+    host: str, port: int, expert: str, agent: str, faults: str | None, quiet: bool
+) -> None:
+    """Serve a scripted OpenAI-compatible model endpoint until Ctrl-C.
+
+    Example: ownloop serve-model --expert miniwob --agent uitars --faults 500:2
+    """
+    from ownloop.modelserver.endpoint import make_server
+
+    server = make_server(expert, agent, faults, host=host, port=port,
+                         log=None if quiet else click.echo)
+    click.echo(f"ownloop serve-model: {expert} expert for {agent} at {server.start()}")
+    server.serve_forever()
+
+
 @cli.command()
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",

@@ -1,0 +1,56 @@
+"""What ``ownloop serve-model`` serves: a responder chosen by name, wrapped in faults if asked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ownloop.modelserver.chat import Responder
+from ownloop.modelserver.faults import FaultyResponder, parse_faults
+from ownloop.modelserver.server import ModelServer
+from ownloop.store.errors import OwnloopError
+
+__all__ = ["EXPERTS", "UnknownExpert", "make_responder", "make_server"]
+
+EXPERTS = ("miniwob",)
+"""The scripted experts ``--expert`` can name. (A recorded-responses cassette comes later.)"""
+
+
+class UnknownExpert(OwnloopError):
+    pass
+
+
+def make_responder(expert: str, agent: str, faults: str | None = None) -> Responder:
+    """The responder for ``--expert NAME --agent NAME [--faults SPEC]``.
+
+    Args:
+        expert: which scripted expert answers ("miniwob").
+        agent: whose output grammar it answers in (an ownloop agent name, e.g. "uitars").
+        faults: a fault plan (see ``ownloop.modelserver.faults``), or None for none.
+
+    Raises:
+        UnknownExpert: the expert name is not one of EXPERTS.
+        FaultSpecError: the fault plan does not parse.
+    """
+    phases = parse_faults(faults) if faults else ()  # a bad spec fails before a browser starts
+    if expert != "miniwob":
+        raise UnknownExpert(f"no expert {expert!r}. Use one of: {', '.join(EXPERTS)}")
+    from ownloop.modelserver.expert import MiniwobExpert  # starts no browser until first asked
+
+    responder: Responder = MiniwobExpert(agent)
+    return FaultyResponder(responder, phases) if phases else responder
+
+
+def make_server(
+    expert: str,
+    agent: str,
+    faults: str | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> ModelServer:
+    """A not-yet-started ModelServer for ``serve-model``'s options (see ``make_responder``)."""
+    return ModelServer(
+        make_responder(expert, agent, faults), host, port,
+        models=(f"ownloop-{expert}-{agent}",), log=log,
+    )
