@@ -101,7 +101,10 @@ class Agent(Protocol):
         ...
 
     def parse(self, text: str, image_size: tuple[int, int]) -> Parsed:
-        """Actions in page coordinates for a screenshot of ``image_size``; raises AgentParseError."""
+        """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
+
+        Raises AgentParseError (one line) for anything it cannot read, and nothing else.
+        """
         ...
 
     def translate(self, action: Action) -> tuple[Op, ...]:
@@ -110,4 +113,12 @@ class Agent(Protocol):
 
     def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
         """Whether this step ends the episode, with the status and the answer."""
+        ...
+
+    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+        """The response this model would write for ``actions`` (page coordinates of a screenshot
+        of ``image_size``): the inverse of ``parse``, used by scripted models and tests.
+
+        Raises ValueError for an action the model's grammar cannot express.
+        """
         ...

@@ -1,0 +1,82 @@
+"""Coordinate spaces shared by the agents: the screenshot's pixels and the model's own space.
+
+The recorder captures screenshots at device scale 1, so a screenshot pixel is a CSS pixel of the
+viewport and page coordinates are screenshot coordinates. Qwen2.5-VL based models (UI-TARS-1.5,
+OpenCUA, Fara-7B) answer in the *smart_resize* space of the image they were sent: each side
+rounded to a multiple of 28 (1280x800 becomes 1288x812). MolmoWeb answers in percent.
+
+Sizes are (width, height) everywhere in ownloop; the Qwen helpers take (height, width), a trap
+this module keeps in one place.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from ui_tars.action_parser import smart_resize as _qwen_smart_resize
+
+__all__ = [
+    "QWEN_FACTOR",
+    "QWEN_MAX_PIXELS",
+    "QWEN_MIN_PIXELS",
+    "Point",
+    "Size",
+    "scale",
+    "smart_resize",
+]
+
+QWEN_FACTOR = 28
+QWEN_MIN_PIXELS = 100 * 28 * 28  # UI-TARS; OpenCUA and Fara use 3136 (= 4 * 28 * 28)
+QWEN_MAX_PIXELS = 16384 * 28 * 28
+
+
+class Size(NamedTuple):
+    width: int
+    height: int
+
+
+class Point(NamedTuple):
+    x: float
+    y: float
+
+
+def smart_resize(
+    size: tuple[int, int],
+    *,
+    factor: int = QWEN_FACTOR,
+    min_pixels: int = QWEN_MIN_PIXELS,
+    max_pixels: int = QWEN_MAX_PIXELS,
+) -> Size:
+    """The model space Qwen2.5-VL sees for an image of ``size`` (width, height).
+
+    This is the ``ui-tars`` package's own function (Python rounding, banker's at .5), so our
+    numbers agree with its parser to the pixel.
+
+    Raises:
+        ValueError: a side is not positive, or the aspect ratio is over 200.
+    """
+    width, height = size
+    if width <= 0 or height <= 0:
+        raise ValueError(f"image size must be positive, got {width}x{height}")
+    h_bar, w_bar = _qwen_smart_resize(
+        height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels
+    )
+    return Size(w_bar, h_bar)
+
+
+def scale(point: tuple[float, float], source: tuple[int, int], target: tuple[int, int]) -> Point:
+    """Map a point from one space to another of the same picture, e.g. model space → page.
+
+    Args:
+        point: (x, y) in ``source``.
+        source: the (width, height) the point is expressed in.
+        target: the (width, height) to express it in.
+
+    Raises:
+        ValueError: a coordinate is not a finite number.
+    """
+    x, y = point
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise ValueError(f"coordinates must be finite numbers, got ({x}, {y})")
+    return Point(x * target[0] / source[0], y * target[1] / source[1])

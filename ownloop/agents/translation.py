@@ -1,0 +1,142 @@
+"""Agent-neutral actions → the Playwright operations that carry them out.
+
+The mapping is the same for every model; what differs (wheel notch size, drag steps, whether a
+literal backslash-n submits typed text) is a ``TranslationStyle`` each agent fills from its own
+options. Translation is pure: the recorder executes the operations and records each one, so a
+replay can run them again exactly or re-translate the recorded actions with newer code.
+"""
+
+from __future__ import annotations
+
+import math
+from urllib.parse import quote_plus
+
+import msgspec
+
+from ownloop.agents.keys import combo, to_playwright
+from ownloop.store.events import (
+    Action,
+    Back,
+    CallUser,
+    Click,
+    Drag,
+    Fail,
+    Finish,
+    Goto,
+    Hotkey,
+    KeyboardDown,
+    KeyboardPress,
+    KeyboardType,
+    KeyboardUp,
+    KeyDown,
+    KeyUp,
+    Memorize,
+    MouseClick,
+    MouseDown,
+    MouseMove,
+    MouseUp,
+    MouseWheel,
+    Move,
+    Op,
+    PageGoBack,
+    PageGoto,
+    Scroll,
+    Search,
+    Sleep,
+    TypeText,
+    Wait,
+)
+
+__all__ = ["TranslationStyle", "translate_action"]
+
+
+class TranslationStyle(msgspec.Struct, frozen=True, kw_only=True):
+    """The per-agent knobs of translation."""
+
+    notch_px: float = 100.0  # wheel delta of one scroll notch, in CSS pixels
+    drag_steps: int = 20  # intermediate mouse moves between press and release
+    literal_newline_submits: bool = False  # a trailing backslash-n (two characters) means Enter
+    search_url: str = "https://www.bing.com/search?q={query}"
+
+
+def translate_action(action: Action, style: TranslationStyle) -> tuple[Op, ...]:
+    """The browser operations for one action; none for finish, call_user, fail and memorize.
+
+    Scrolling sends one wheel event per notch, as a physical wheel (and pyautogui.scroll on
+    X11, which the models' harnesses drive) does: pages that react to each wheel event, such as
+    carousels, then see what they would see from a person. A fractional amount ends with a
+    partial notch.
+
+    Raises:
+        UnknownKeyError: a key action names a key Playwright does not know.
+    """
+    match action:
+        case Click():
+            return (MouseClick(x=action.x, y=action.y, button=action.button,
+                               click_count=action.count),)
+        case Move():
+            return (MouseMove(x=action.x, y=action.y),)
+        case Drag():
+            return (
+                MouseMove(x=action.x, y=action.y),
+                MouseDown(),
+                MouseMove(x=action.x2, y=action.y2, steps=max(1, style.drag_steps)),
+                MouseUp(),
+            )
+        case Scroll():
+            return _scroll(action, style)
+        case TypeText():
+            return _type(action.text, style)
+        case Hotkey():
+            return (KeyboardPress(key=combo(action.keys)),)
+        case KeyDown():
+            return (KeyboardDown(key=to_playwright(action.key)),)
+        case KeyUp():
+            return (KeyboardUp(key=to_playwright(action.key)),)
+        case Wait():
+            return (Sleep(seconds=action.seconds),)
+        case Goto():
+            return (PageGoto(url=action.url),)
+        case Back():
+            return (PageGoBack(),)
+        case Search():
+            return (PageGoto(url=style.search_url.format(query=quote_plus(action.query))),)
+        case Memorize() | Finish() | CallUser() | Fail():
+            return ()
+    raise TypeError(f"not an action: {type(action).__name__}")
+
+
+def _scroll(action: Scroll, style: TranslationStyle) -> tuple[Op, ...]:
+    ops: list[Op] = []
+    if action.x is not None and action.y is not None:
+        ops.append(MouseMove(x=action.x, y=action.y))
+    if action.unit == "px":
+        deltas = [action.amount] if action.amount > 0 else []
+    else:
+        whole = math.floor(action.amount) if action.amount > 0 else 0
+        deltas = [style.notch_px] * whole
+        rest = action.amount - whole
+        if rest > 1e-9:
+            deltas.append(rest * style.notch_px)
+    sign = -1.0 if action.direction in ("up", "left") else 1.0
+    horizontal = action.direction in ("left", "right")
+    for delta in deltas:
+        d = sign * delta
+        ops.append(MouseWheel(dx=d, dy=0.0) if horizontal else MouseWheel(dx=0.0, dy=d))
+    return tuple(ops)
+
+
+def _type(text: str, style: TranslationStyle) -> tuple[Op, ...]:
+    # The prompt says "use \n at the end of content to submit": strip it and press Enter, so the
+    # submit is one explicit operation and never a second one on top of a typed newline.
+    submit = False
+    if text.endswith("\n"):
+        text, submit = text[:-1].removesuffix("\r"), True
+    elif style.literal_newline_submits and text.endswith("\\n"):
+        text, submit = text[:-2], True
+    ops: list[Op] = []
+    if text:
+        ops.append(KeyboardType(text=text))
+    if submit:
+        ops.append(KeyboardPress(key="Enter"))
+    return tuple(ops)
