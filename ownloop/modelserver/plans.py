@@ -1,0 +1,231 @@
+"""How a competent model would solve a MiniWoB task, planned from the page's initial state.
+
+Pure functions: the expert reads a ``PageFacts`` from its own page (the query text and every
+interactive element with its box in CSS pixels) and ``plan_episode`` turns it into steps of
+agent-neutral actions; the last step finishes the episode.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import msgspec
+
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Action, Click, Finish, TypeText
+
+__all__ = [
+    "PLANNED_TASKS",
+    "PageFacts",
+    "Step",
+    "UnplannableTask",
+    "Widget",
+    "plan_episode",
+]
+
+
+class UnplannableTask(OwnloopError):
+    pass
+
+
+class Widget(msgspec.Struct, frozen=True, kw_only=True):
+    """An element of the task page: what it is, what it says, where it is (CSS px)."""
+
+    tag: str
+    id: str = ""
+    type: str = ""
+    cls: str = ""
+    text: str = ""
+    title: str = ""
+    href: str = ""
+    box: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # x, y, width, height
+    visible: bool = True
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x, y, w, h = self.box
+        return round(x + w / 2, 1), round(y + h / 2, 1)
+
+
+class PageFacts(msgspec.Struct, frozen=True, kw_only=True):
+    task: str  # the MiniWoB task name, e.g. "click-button"
+    query: str  # the instruction the page shows
+    widgets: tuple[Widget, ...] = ()
+
+
+class Step(msgspec.Struct, frozen=True, kw_only=True):
+    """One model response: a thought and its actions (page CSS px)."""
+
+    thought: str
+    actions: tuple[Action, ...]
+
+
+def _click(widget: Widget, thought: str) -> Step:
+    x, y = widget.centre
+    return Step(thought=thought, actions=(Click(x=x, y=y),))
+
+
+def _type(text: str, thought: str) -> Step:
+    return Step(thought=thought, actions=(TypeText(text=text),))
+
+
+def _finish(answer: str) -> Step:
+    return Step(thought="The task is complete.", actions=(Finish(answer=answer),))
+
+
+def _quoted(query: str) -> list[str]:
+    return re.findall(r'"([^"]*)"', query)
+
+
+def _find(facts: PageFacts, test: Callable[[Widget], bool], what: str) -> Widget:
+    for widget in facts.widgets:
+        if widget.visible and test(widget):
+            return widget
+    raise UnplannableTask(f"{facts.task}: no visible {what} on the page (query: {facts.query!r})")
+
+
+def _by_id(facts: PageFacts, element_id: str) -> Widget:
+    return _find(facts, lambda w: w.id == element_id, f"#{element_id}")
+
+
+def _first_quote(facts: PageFacts) -> str:
+    quoted = _quoted(facts.query)
+    if not quoted:
+        raise UnplannableTask(f"{facts.task}: no quoted text in the query {facts.query!r}")
+    return quoted[0]
+
+
+# ------------------------------------------------------------------ one planner per task
+
+
+def _click_button(facts: PageFacts) -> list[Step]:
+    label = _first_quote(facts)
+    button = _find(facts, lambda w: w.tag == "button" and w.text == label, f'"{label}" button')
+    return [_click(button, f'I need to click the "{label}" button.'), _finish(label)]
+
+
+def _click_link(facts: PageFacts) -> list[Step]:
+    label = _first_quote(facts)
+    link = _find(facts, lambda w: "alink" in w.cls.split() and w.text == label, f'link "{label}"')
+    return [_click(link, f'The link "{label}" is in the text; I will click it.'), _finish(label)]
+
+
+def _enter_text(facts: PageFacts) -> list[Step]:
+    text = _first_quote(facts)
+    return [
+        _click(_by_id(facts, "tt"), "First I click into the text field."),
+        _type(text, f'Now I type "{text}".'),
+        _click(_by_id(facts, "subbtn"), "Then I press Submit."),
+        _finish(text),
+    ]
+
+
+def _focus_text(facts: PageFacts) -> list[Step]:
+    return [_click(_by_id(facts, "tt"), "I click into the textbox to focus it."), _finish("")]
+
+
+def _labelled(facts: PageFacts, name: str, input_type: str) -> Widget:
+    return _find(
+        facts, lambda w: w.tag == "label" and w.type == input_type and w.text == name,
+        f'{input_type} "{name}"',
+    )
+
+
+def _click_checkboxes(facts: PageFacts) -> list[Step]:
+    match = re.match(r"Select (.*) and click Submit\.", facts.query)
+    if match is None:
+        raise UnplannableTask(f"{facts.task}: cannot read the query {facts.query!r}")
+    names = [] if match[1] == "nothing" else match[1].split(", ")
+    steps = [
+        _click(_labelled(facts, name, "checkbox"), f'I tick the checkbox "{name}".')
+        for name in names
+    ]
+    steps.append(_click(_by_id(facts, "subbtn"), "All the right boxes are ticked; Submit."))
+    return [*steps, _finish(", ".join(names))]
+
+
+def _click_option(facts: PageFacts) -> list[Step]:
+    match = re.match(r"Select (.*) and click Submit\.", facts.query)
+    if match is None:
+        raise UnplannableTask(f"{facts.task}: cannot read the query {facts.query!r}")
+    return [
+        _click(_labelled(facts, match[1], "radio"), f'I select the option "{match[1]}".'),
+        _click(_by_id(facts, "subbtn"), "Now I click Submit."),
+        _finish(match[1]),
+    ]
+
+
+def _login_user(facts: PageFacts) -> list[Step]:
+    quoted = _quoted(facts.query)
+    if len(quoted) < 2:
+        raise UnplannableTask(f"{facts.task}: cannot read the query {facts.query!r}")
+    user, password = quoted[0], quoted[1]
+    return [
+        _click(_by_id(facts, "username"), "I click the username field."),
+        _type(user, f'I type the username "{user}".'),
+        _click(_by_id(facts, "password"), "Now the password field."),
+        _type(password, "I type the password."),
+        _click(_by_id(facts, "subbtn"), "Both fields are filled; I press Login."),
+        _finish(user),
+    ]
+
+
+def _enter_password(facts: PageFacts) -> list[Step]:
+    password = _first_quote(facts)
+    return [
+        _click(_by_id(facts, "password"), "I click the first password field."),
+        _type(password, "I type the password."),
+        _click(_by_id(facts, "verify"), "Now the verification field."),
+        _type(password, "I type the password again."),
+        _click(_by_id(facts, "subbtn"), "I press Submit."),
+        _finish(""),
+    ]
+
+
+def _click_dialog(facts: PageFacts) -> list[Step]:
+    close = _find(
+        facts, lambda w: w.tag == "button" and "ui-dialog-titlebar-close" in w.cls.split(),
+        'dialog "x" button',
+    )
+    return [_click(close, 'I close the dialog with its "x" button.'), _finish("")]
+
+
+def _click_tab(facts: PageFacts) -> list[Step]:
+    match = re.search(r"Tab #(\d+)", facts.query)
+    if match is None:
+        raise UnplannableTask(f"{facts.task}: cannot read the query {facts.query!r}")
+    label = f"Tab #{match[1]}"
+    tab = _find(facts, lambda w: w.tag == "a" and w.text == label, f'tab "{label}"')
+    return [_click(tab, f"I click on {label}."), _finish(label)]
+
+
+_PLANNERS: dict[str, Callable[[PageFacts], list[Step]]] = {
+    "click-button": _click_button,
+    "click-link": _click_link,
+    "enter-text": _enter_text,
+    "focus-text": _focus_text,
+    "click-checkboxes": _click_checkboxes,
+    "login-user": _login_user,
+    "click-dialog": _click_dialog,
+    "click-tab": _click_tab,
+    "enter-password": _enter_password,
+    "click-option": _click_option,
+}
+
+PLANNED_TASKS = tuple(_PLANNERS)
+"""The MiniWoB task types the expert can solve."""
+
+
+def plan_episode(facts: PageFacts) -> tuple[Step, ...]:
+    """The whole episode, step by step, from the initial page; the last step finishes it.
+
+    Raises:
+        UnplannableTask: the task type is unknown, or its page is not as expected.
+    """
+    planner = _PLANNERS.get(facts.task)
+    if planner is None:
+        raise UnplannableTask(
+            f"the miniwob expert cannot do {facts.task!r}; it knows: {', '.join(PLANNED_TASKS)}"
+        )
+    return tuple(planner(facts))
