@@ -1,1 +1,36 @@
-"""ownloop.grading"""
+"""Graders: pure functions of a session's answer and captured evidence, named by a spec.
+
+    grader = make_grader("answer:contains:42")
+    grade = grader.grade(session.answer, session.evidence)   # Grade(score, passed, details)
+
+See ``ownloop.grading.spec`` for the spec syntax.
+"""
+
+from ownloop.grading.answer import AnswerGrader, extract_numbers, normalize
+from ownloop.grading.capture import JsonGrader
+from ownloop.grading.evidence import final_url, latest_evidence, read_value
+from ownloop.grading.grade import Grade, Grader, GraderSpecError
+from ownloop.grading.miniwob import MiniwobGrader
+from ownloop.grading.plugin import PythonGrader
+from ownloop.grading.spec import GRADER_TYPES, NoGrader, grade_session, make_grader
+from ownloop.grading.url import UrlGrader
+
+__all__ = [
+    "GRADER_TYPES",
+    "AnswerGrader",
+    "Grade",
+    "Grader",
+    "GraderSpecError",
+    "JsonGrader",
+    "MiniwobGrader",
+    "NoGrader",
+    "PythonGrader",
+    "UrlGrader",
+    "extract_numbers",
+    "final_url",
+    "grade_session",
+    "latest_evidence",
+    "make_grader",
+    "normalize",
+    "read_value",
+]

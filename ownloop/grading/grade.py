@@ -1,0 +1,48 @@
+"""What every grader is and what it returns.
+
+A grader is a pure function of a session's answer and its captured evidence, with a name (the spec
+that made it, so ``make_grader(grade.grader)`` makes it again) and a version (bumped when the same
+spec would grade differently). Graders never do I/O, never raise on odd answers or evidence, and
+never evaluate model text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import EvidenceCaptured
+
+__all__ = ["Grade", "Grader", "GraderSpecError", "quoted"]
+
+
+class Grade(NamedTuple):
+    """A grader's verdict: a finite score, whether it passed, and a one-line reason."""
+
+    score: float
+    passed: bool
+    details: str
+
+
+@runtime_checkable
+class Grader(Protocol):
+    """Anything with a name, a version and a pure ``grade`` method."""
+
+    name: str
+    version: str
+
+    def grade(self, answer: str | None, evidence: Sequence[EvidenceCaptured]) -> Grade:
+        """Grade an answer against the session's evidence; never raises."""
+        ...
+
+
+class GraderSpecError(OwnloopError):
+    """A grader spec that cannot be understood; the message shows what a valid one looks like."""
+
+
+def quoted(text: str, limit: int = 80) -> str:
+    """``text`` shortened to ``limit`` characters and quoted on one line, for details and errors."""
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return repr(text)
