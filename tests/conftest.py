@@ -55,7 +55,7 @@ def chromium(playwright: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def new_session(chromium: Any) -> Iterator[Callable[..., Any]]:
-    """A factory of fresh ``BrowserSession`` contexts on the shared Chromium, closed after the test."""
+    """A factory of fresh ``BrowserSession`` contexts on the shared Chromium, closed after use."""
     from ownloop.recorder.browser import BrowserSession
 
     made: list[BrowserSession] = []

@@ -2,7 +2,7 @@
 
 Routes (state is per browser session, keyed by the ``sid`` cookie):
 
-- ``GET /login`` form; ``POST /login`` (user=demo, password=demo) logs in and redirects to ``/form``.
+- ``GET /login`` form; ``POST /login`` (user=demo, password=demo) logs in, redirects to ``/form``.
 - ``GET /form`` (login required) a form; ``POST /form`` writes the session's record.
 - ``GET /_admin/session-flags`` starts a fresh session (new ``sid``): logged in as ``demo`` unless
   ``?logout=1``; JSON ``{"session", "logged_in"}``.

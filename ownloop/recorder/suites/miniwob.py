@@ -1,0 +1,305 @@
+"""The ``--suite miniwob[:GLOB]`` suite: MiniWoB++ pages from the ``miniwob`` package.
+
+The pages are served by a threaded static server on 127.0.0.1 (ephemeral port) that the suite
+starts on first use and stops on ``__exit__``. Each task runs once per seed (``--seeds``, else one
+fixed seed derived from the task's name, so runs repeat); its id is ``<name>-<seed>`` and the seed
+is in the start URL's query. An episode is started as DESIGN §5 says (:func:`start_episode`).
+
+The prompt is the episode's utterance, which only the page can compute. Because the recorder
+writes the Task (prompt included) before the session's first step, :meth:`MiniwobSuite.tasks`
+opens every seeded episode once in a headless page to read it: in the caller's thread when the
+suite was given a ``browser`` made on that thread, else on a private thread with its own
+Chromium. :meth:`MiniwobSuite.prepare` starts the same episode in the session and checks that it
+shows the same utterance. The reward (raw, time-scaled, done, reason) is the suite's evidence.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import hashlib
+import importlib.util
+import json
+import threading
+import zlib
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ownloop.recorder.evidence import Evidence
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Task
+
+if TYPE_CHECKING:
+    from ownloop.recorder.browser import Browser, BrowserSession
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "MiniwobSuite",
+    "default_seed",
+    "html_dir",
+    "parse_seeds",
+    "read_reward",
+    "start_episode",
+]
+
+DEFAULT_TIMEOUT_S = 1800.0  # DESIGN §5's per-task limit; MiniWoB's own 10 s is under one step
+
+_START_JS = """async ([seed, maxMs, waitMs]) => {
+  const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+  const t0 = Date.now();
+  while (!(document.readyState === "complete" && window.core && core.cover_div
+           && typeof genProblem === "function")) {
+    if (Date.now() - t0 > waitMs) throw new Error("not a MiniWoB page: " + location.href);
+    await sleep(20);
+  }
+  core.endEpisode(0);
+  Math.seedrandom(seed);
+  core.setDataMode("train");
+  core.EPISODE_MAX_TIME = maxMs;
+  window.OWNLOOP_EPISODE = null;
+  if (!core.ownloopKeepsFirst) {
+    // The sync cover starts a new episode when clicked; keep the first episode's outcome.
+    const end = core.endEpisode;
+    core.endEpisode = function () {
+      const running = core.EP_TIMER !== null;
+      const out = end.apply(this, arguments);
+      if (running && !window.OWNLOOP_EPISODE) {
+        window.OWNLOOP_EPISODE = {reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
+                                  done: WOB_DONE_GLOBAL, reason: WOB_REWARD_REASON};
+      }
+      return out;
+    };
+    core.ownloopKeepsFirst = true;
+  }
+  core.startEpisodeReal();
+  while (!WOB_TASK_READY) {
+    if (Date.now() - t0 > waitMs) throw new Error("MiniWoB task never became ready");
+    await sleep(20);
+  }
+  return core.getUtterance();
+}"""
+
+_REWARD_JS = """() => {
+  if (!window.core) return null;
+  return window.OWNLOOP_EPISODE || {reward: WOB_REWARD_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL,
+                                    done: WOB_DONE_GLOBAL, reason: WOB_REWARD_REASON};
+}"""
+
+
+class MiniwobError(OwnloopError):
+    pass
+
+
+def html_dir() -> Path:
+    """The ``html`` folder of the installed ``miniwob`` package (found without importing it)."""
+    spec = importlib.util.find_spec("miniwob")
+    if spec is None or not spec.submodule_search_locations:
+        raise MiniwobError("the miniwob package is not installed. Run: pip install miniwob")
+    return Path(next(iter(spec.submodule_search_locations))) / "html"
+
+
+def default_seed(name: str) -> int:
+    """The fixed seed of a task when ``--seeds`` is not given (stable across runs and machines)."""
+    return zlib.crc32(name.encode()) % 100_000
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from ``--seeds``: comma-separated integers and inclusive ranges, e.g. ``1,2,10-19``.
+
+    Raises:
+        MiniwobError: the text is not such a list.
+    """
+    seeds: list[int] = []
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise MiniwobError(f"bad --seeds {text!r}: use integers and ranges, e.g. 1,2,10-19")
+        first, last = int(low), int(high) if dash else int(low)
+        if last < first or last - first >= 10_000:
+            raise MiniwobError(f"bad --seeds range {part.strip()!r}: at most 10000 seeds, low-high")
+        seeds.extend(range(first, last + 1))
+    return list(dict.fromkeys(seeds))
+
+
+def start_episode(target: Any, seed: int, timeout_s: float = DEFAULT_TIMEOUT_S, *,
+                  url: str | None = None, wait_s: float = 10.0) -> str:
+    """Start the seeded episode in a MiniWoB page and return its utterance.
+
+    ``core.endEpisode(0); Math.seedrandom(seed); core.setDataMode('train')``, then
+    ``core.EPISODE_MAX_TIME`` raised to ``timeout_s``, ``core.startEpisodeReal()`` and a wait for
+    ``WOB_TASK_READY``. The same task and seed always give the same utterance and layout.
+
+    Args:
+        target: a ``BrowserSession`` or a Playwright ``Page`` (anything with ``goto`` and
+            ``evaluate(js, arg)``), showing the task page or about to.
+        seed: the episode's seed.
+        timeout_s: the episode's time limit (its timer ends it with reward -1).
+        url: open this task page first.
+        wait_s: how long to wait for the page and the task to be ready.
+    """
+    if url is not None:
+        target.goto(url)
+    return str(target.evaluate(_START_JS, [seed, int(timeout_s * 1000), int(wait_s * 1000)]))
+
+
+def read_reward(target: Any) -> dict[str, Any] | None:
+    """The episode's reward ``{"reward", "raw_reward", "done", "reason"}``, None off MiniWoB.
+
+    The first finished episode's outcome is kept even if the page's START cover was clicked after.
+    """
+    return target.evaluate(_REWARD_JS)  # type: ignore[no-any-return]
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    disable_nagle_algorithm = True  # small files on loopback: no 40 ms delayed-ACK stalls
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+        pass
+
+
+class MiniwobSuite:
+    """MiniWoB++ tasks matching a glob, one per seed.
+
+    Args:
+        pattern: a glob over task names, e.g. ``click-*`` (default all).
+        seeds: ``--seeds`` text, else one fixed seed per task.
+        browser: a Chromium made on the calling thread to read utterances with; else
+            :meth:`tasks` launches a private one (``chromium`` overrides discovery).
+    """
+
+    name = "miniwob"
+    default_grader = "miniwob"
+
+    def __init__(self, pattern: str | None = None, seeds: str | None = None, *,
+                 browser: Browser | None = None, chromium: str | None = None) -> None:
+        self.root = html_dir()
+        self.pattern = pattern or "*"
+        names = sorted(p.stem for p in (self.root / "miniwob").glob("*.html"))
+        self.names = [n for n in names if fnmatch.fnmatchcase(n, self.pattern)]
+        if not self.names:
+            raise MiniwobError(f"no MiniWoB task matches {self.pattern!r} (e.g. miniwob:click-*)")
+        self.seeds = parse_seeds(seeds) if seeds else None
+        self._browser = browser
+        self._chromium = chromium
+        digest = hashlib.sha256((self.root / "core" / "core.js").read_bytes())
+        for name in self.names:
+            digest.update(name.encode() + (self.root / "miniwob" / f"{name}.html").read_bytes())
+        digest.update(repr(self.seeds).encode())
+        self.tasks_sha256 = digest.hexdigest()
+        self._server: ThreadingHTTPServer | None = None
+        self._tasks: list[Task] | None = None
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- the server
+    def __enter__(self) -> MiniwobSuite:
+        self.base  # noqa: B018 - starts the server
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            server.shutdown()
+            server.server_close()
+
+    @property
+    def base(self) -> str:
+        """The static server's URL, starting it on first use."""
+        with self._lock:
+            if self._server is None:
+                handler = functools.partial(_QuietHandler, directory=str(self.root))
+                server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+                server.daemon_threads = True
+                threading.Thread(target=server.serve_forever, name="miniwob", daemon=True).start()
+                self._server = server
+            host, port = self._server.server_address[:2]
+            return f"http://{host}:{port}"
+
+    def task_url(self, name: str, seed: int) -> str:
+        """The start URL of a task and seed on this suite's server."""
+        return f"{self.base}/miniwob/{name}.html?seed={seed}"
+
+    # ---------------------------------------------------------------- the suite
+    def tasks(self) -> list[Task]:
+        """One Task per task name and seed, prompts read from the seeded episodes."""
+        if self._tasks is None:
+            pairs = [(n, s) for n in self.names for s in (self.seeds or [default_seed(n)])]
+            utterances = self._utterances(pairs)
+            self._tasks = [
+                Task(task_id=f"{name}-{seed}", prompt=utterance, suite=self.name, seed=seed,
+                     start_url=self.task_url(name, seed), grader=self.default_grader)
+                for (name, seed), utterance in zip(pairs, utterances, strict=True)
+            ]
+        return list(self._tasks)
+
+    def _utterances(self, pairs: list[tuple[str, int]]) -> list[str]:
+        from ownloop.recorder.browser import BrowserSession, open_browser
+
+        def read(browser: Browser) -> list[str]:
+            session = BrowserSession(browser, (1280, 800), settle_s=0)
+            try:
+                return [start_episode(session, seed, url=self.task_url(name, seed))
+                        for name, seed in pairs]
+            finally:
+                session.close()
+
+        if self._browser is not None:
+            return read(self._browser)
+        results: list[list[str]] = []
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                launched = open_browser(self._chromium)
+                try:
+                    results.append(read(launched.browser))
+                finally:
+                    launched.close()
+            except BaseException as error:  # noqa: BLE001 - re-raised on the caller's thread
+                errors.append(error)
+
+        thread = threading.Thread(target=run, name="miniwob-utterances")
+        thread.start()
+        thread.join()
+        if errors:
+            raise errors[0]
+        return results[0]
+
+    def prepare(self, session: BrowserSession, task: Task) -> None:
+        """Open the task page on this server and start its seeded episode.
+
+        Raises:
+            MiniwobError: the episode shows another utterance than the Task's prompt.
+        """
+        name = PurePosixPath(urlsplit(task.start_url).path).stem
+        seed = task.seed if task.seed is not None else default_seed(name)
+        utterance = start_episode(session, seed, task.timeout_s or DEFAULT_TIMEOUT_S,
+                                  url=self.task_url(name, seed))
+        if utterance != task.prompt:
+            raise MiniwobError(
+                f"MiniWoB {name} seed {seed} shows {utterance!r}, not the task's prompt "
+                f"{task.prompt!r}: this task is not deterministic under a seed"
+            )
+
+    def capture(self, session: BrowserSession, task: Task) -> list[Evidence]:
+        """The reward of the episode (from the newest open page still showing the task)."""
+        for page in reversed(session.pages):
+            try:
+                reward = read_reward(_OnPage(session, page))
+            except OwnloopError:
+                continue
+            if reward is not None:
+                return [Evidence("miniwob_reward", value_json=json.dumps(reward))]
+        error = {"piece": "miniwob_reward", "error": f"no MiniWoB page open ({session.page.url})"}
+        return [Evidence("capture_error", value_json=json.dumps(error))]
+
+
+class _OnPage:
+    """A session's ``evaluate`` aimed at one of its pages."""
+
+    def __init__(self, session: BrowserSession, page: Any) -> None:
+        self.session, self.page = session, page
+
+    def evaluate(self, js: str, arg: Any = None) -> Any:
+        return self.session.evaluate(js, arg, page=self.page)

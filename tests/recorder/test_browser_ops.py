@@ -1,0 +1,148 @@
+"""Each browser operation does on a real page what it says, and reports it in its Effect."""
+
+from __future__ import annotations
+
+import pytest
+
+from ownloop.recorder.browser import BrowserFailed
+from ownloop.store.events import (
+    KeyboardDown,
+    KeyboardPress,
+    KeyboardType,
+    KeyboardUp,
+    MouseClick,
+    MouseDown,
+    MouseMove,
+    MouseUp,
+    MouseWheel,
+    PageGoBack,
+    PageGoto,
+    Sleep,
+)
+from tests.site.server import DOWNLOAD_BODY
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def ops(new_session, site):
+    session = new_session()
+    session.goto(f"{site.base}/pages/ops.html")
+    return session
+
+
+def events(session, kind):
+    return [e for e in session.evaluate("window.events") if e["kind"] == kind]
+
+
+def test_click_hits_the_point_and_names_the_button(ops):
+    effect = ops.execute(MouseClick(x=60, y=40))
+    assert effect.ok and effect.error is None
+    assert [(e["x"], e["y"], e["detail"]) for e in events(ops, "click")] == [(60, 40, 1)]
+    element = effect.element
+    assert (element.tag, element.id, element.role, element.name) == (
+        "button", "click", "button", "Click me")
+    assert element.css_path == "button#click" and element.bbox == (10, 10, 100, 60)
+
+
+def test_double_and_right_click(ops):
+    double = ops.execute(MouseClick(x=180, y=40, click_count=2))
+    right = ops.execute(MouseClick(x=300, y=40, button="right"))
+    assert len(events(ops, "dblclick")) == 1
+    assert [e["button"] for e in events(ops, "contextmenu")] == [2]
+    assert double.element.name == "Double target" and double.element.role == "button"
+    assert right.element.id == "right"
+
+
+def test_move_enters_and_names_by_title(ops):
+    effect = ops.execute(MouseMove(x=420, y=40, steps=3))
+    assert len(events(ops, "mouseenter")) == 1
+    assert effect.element.name == "Hover here"
+
+
+def test_drag_is_down_move_up_at_the_pointer(ops):
+    ops.execute(MouseMove(x=50, y=150))
+    down = ops.execute(MouseDown())
+    ops.execute(MouseMove(x=300, y=160, steps=5))
+    up = ops.execute(MouseUp())
+    assert [(e["kind"], e["x"], e["y"]) for e in ops.evaluate("window.events")] == [
+        ("mousedown", 50, 150), ("mouseup", 300, 160)]
+    assert down.element.id == "drag" and up.element.id == "drag"
+
+
+def test_wheel_scrolls_the_page(ops):
+    ops.execute(MouseMove(x=600, y=400))
+    effect = ops.execute(MouseWheel(dy=500))
+    ops.execute(Sleep(seconds=0.3))  # smooth scrolling lands after the wheel event
+    assert effect.ok and ops.evaluate("window.scrollY") == 500
+
+
+def test_type_press_and_keys(ops):
+    ops.execute(MouseClick(x=100, y=240))
+    ops.execute(KeyboardType(text="hello world"))
+    ops.execute(KeyboardPress(key="Control+a"))
+    ops.execute(KeyboardType(text="bye"))
+    assert ops.evaluate("document.getElementById('text').value") == "bye"
+    ops.execute(KeyboardDown(key="Shift"))
+    ops.execute(KeyboardUp(key="Shift"))
+    keys = [(e["kind"], e["key"]) for e in ops.evaluate("window.events") if e["key"] == "Shift"]
+    assert keys == [("keydown", "Shift"), ("keyup", "Shift")]
+
+
+def test_unknown_key_is_a_recorded_error(ops):
+    effect = ops.execute(KeyboardPress(key="NoSuchKey"))
+    assert not effect.ok and "NoSuchKey" in effect.error
+
+
+def test_goto_back_and_sleep(ops, site):
+    start = ops.page.url
+    goto = ops.execute(PageGoto(url=f"{site.base}/pages/page2.html"))
+    assert goto.ok and goto.url_before == start and goto.url_after.endswith("/page2.html")
+    back = ops.execute(PageGoBack())
+    assert back.ok and back.url_after == start
+    slept = ops.execute(Sleep(seconds=0.2))
+    assert slept.ok and slept.duration_ms >= 200 and slept.element is None
+
+
+def test_a_click_that_opens_a_tab_is_followed(new_session, site):
+    session = new_session()
+    session.goto(f"{site.base}/pages/popup.html")
+    effect = session.execute(MouseClick(x=50, y=30))
+    assert effect.pages_opened == 1 and effect.url_after.endswith("/page2.html")
+    session.settle()
+    assert session.page.url.endswith("/page2.html") and len(session.pages) == 2
+    assert session.title() == "Page two"
+
+
+def test_a_download_is_returned(new_session, site):
+    session = new_session()
+    session.goto(f"{site.base}/pages/popup.html")
+    assert session.execute(MouseClick(x=50, y=100)).download == DOWNLOAD_BODY
+
+
+@pytest.mark.parametrize(("policy", "title"), [("accept", "yes"), ("dismiss", "no")])
+def test_a_dialog_is_handled_by_policy_and_recorded(new_session, site, policy, title):
+    session = new_session(dialogs=policy)
+    session.goto(f"{site.base}/pages/dialog.html")
+    effect = session.execute(MouseClick(x=50, y=30))
+    assert effect.dialog.type == "confirm" and effect.dialog.message == "Delete it?"
+    assert effect.dialog.accepted is (policy == "accept")
+    assert session.title() == title
+
+
+def test_an_op_on_a_closed_page_is_a_recorded_error(new_session, site):
+    session = new_session()
+    session.goto(f"{site.base}/pages/ops.html")
+    session.page.close()
+    effect = session.execute(MouseClick(x=60, y=40))
+    assert not effect.ok and "closed" in effect.error
+    with pytest.raises(BrowserFailed, match="could not take a screenshot"):
+        session.screenshot()
+
+
+def test_an_op_after_the_context_closed_is_a_recorded_error(new_session, site):
+    session = new_session()
+    session.goto(f"{site.base}/pages/ops.html")
+    session.close()
+    effect = session.execute(KeyboardType(text="x"))
+    assert not effect.ok and effect.error
