@@ -14,20 +14,35 @@ The small public API later parts build on::
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from ownloop.store.blobs import BlobStore, MissingBlob
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.ids import new_id
-from ownloop.store.index import Index, SyncResult
 from ownloop.store.journal import StreamWriter, read_lines
-from ownloop.store.query import QueryError, QueryResult
 from ownloop.store.verify import VerifyReport, verify_store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ownloop.store.index import Index, SyncResult
+    from ownloop.store.query import QueryError, QueryResult
+
+# DuckDB and pyarrow load only when the index is used: recorders append to the journal and never
+# pay for them.
+_LAZY = {"QueryError": "ownloop.store.query", "QueryResult": "ownloop.store.query",
+         "SyncResult": "ownloop.store.index"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ownloop.store' has no attribute {name!r}")
 
 __all__ = [
     "DEFAULT_STORE",
@@ -86,6 +101,8 @@ class Store:
     # -------------------------------------------------------------- the index
     def index(self) -> Index:
         """The DuckDB index (opened per call, under the index lock)."""
+        from ownloop.store.index import Index
+
         return Index(self)
 
     def sync(self) -> SyncResult:

@@ -1,0 +1,145 @@
+"""One sample of every event kind, with every action and browser-operation kind inside them.
+
+The golden files in this folder were written from these samples once and are never rewritten:
+they are the bytes older ownloop versions wrote, and must keep decoding forever. When a new
+event, action or op kind is added, give it a sample here and run
+``.venv/bin/python -m tests.golden.samples`` to APPEND its golden line (existing lines stay).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import msgspec
+
+from ownloop.store import events as E
+
+__all__ = ["ACTIONS", "GOLDEN_EVENTS", "OPS", "SAMPLES", "append_golden"]
+
+GOLDEN_EVENTS = Path(__file__).with_name("events-v1.jsonl")
+_T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+_SHA = "9f" * 32
+
+
+def _at(seconds: float) -> datetime:
+    return _T0 + timedelta(seconds=seconds)
+
+
+ACTIONS: tuple[E.Action, ...] = (
+    E.Click(x=640.0, y=400.5, model_x=1000.0, model_y=500.0, raw="click(start_box='(1000,500)')"),
+    E.Click(x=10.0, y=20.0, button="right", count=2),
+    E.Move(x=1.0, y=2.0, model_x=3.0, model_y=4.0),
+    E.Drag(x=1.0, y=2.0, x2=30.0, y2=40.0, model_x=5.0, model_y=6.0, model_x2=7.0, model_y2=8.0),
+    E.Scroll(direction="down", amount=5.0, x=640.0, y=400.0),
+    E.Scroll(direction="left", amount=300.0, unit="px"),
+    E.TypeText(text="hello\nworld", raw="type(content='hello\\nworld')"),
+    E.Hotkey(keys=("ctrl", "shift", "t")),
+    E.KeyDown(key="shift"),
+    E.KeyUp(key="shift"),
+    E.Wait(seconds=2.5),
+    E.Goto(url="https://example.test/a?b=1"),
+    E.Search(query="ownloop"),
+    E.Back(),
+    E.Memorize(fact="the price is 42"),
+    E.Finish(answer="42"),
+    E.Finish(),
+    E.CallUser(text="need a password"),
+    E.Fail(reason="cannot find the button"),
+)
+
+OPS: tuple[E.Op, ...] = (
+    E.MouseClick(x=640.0, y=400.0),
+    E.MouseClick(x=1.5, y=2.5, button="right", click_count=2),
+    E.MouseMove(x=3.0, y=4.0, steps=20),
+    E.MouseDown(),
+    E.MouseUp(button="middle"),
+    E.MouseWheel(dx=0.0, dy=500.0),
+    E.KeyboardType(text="héllo"),
+    E.KeyboardPress(key="Control+a"),
+    E.KeyboardDown(key="Shift"),
+    E.KeyboardUp(key="Shift"),
+    E.PageGoto(url="https://example.test/"),
+    E.PageGoBack(),
+    E.Sleep(seconds=5.0),
+)
+
+_TASK = E.Task(task_id="click-button-42", prompt="Click OK", start_url="http://127.0.0.1:8312/",
+               suite="miniwob", seed=42, grader="answer:contains:42", needs_login=True,
+               setup_urls=("http://127.0.0.1:8312/_admin/session-flags?logout=1",),
+               capture_urls=("http://127.0.0.1:8312/_admin/record",), timeout_s=1800.0)
+_ELEMENT = E.Element(tag="button", id="ok", role="button", name="OK", css_path="body > button#ok",
+                     bbox=(600.0, 380.0, 80.0, 40.0), frame="")
+
+SAMPLES: tuple[E.EventBase, ...] = (
+    E.RunStarted(
+        at=_at(0), run_id="r1", argv=("ownloop", "record", "uitars"), agent="uitars",
+        agent_settings={"history_images": 5, "frequency_penalty": 0.0, "resample": True,
+                        "note": None, "mode": "qwen25vl"},
+        model="uitars15-7b", endpoint="http://127.0.0.1:8000/v1",
+        sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500, frequency_penalty=0.0),
+        viewport=(1280, 800), suite="miniwob", tasks_sha256="ab" * 32, prompt_source="ui-tars",
+        versions=E.Versions(ownloop="0.1.0", git_commit="1797401", python="3.11.2",
+                            playwright="1.45.0", chromium="120.0", os="Debian 12")),
+    E.SessionStarted(at=_at(1), run_id="r1", session_id="s1", task=_TASK, agent="uitars",
+                     model="uitars15-7b", attempt=2, viewport=(1280, 800),
+                     parent_session_id="s0", replay_mode="ops", fork_step=3),
+    E.ScreenshotTaken(at=_at(2), run_id="r1", session_id="s1", step=1, sha256=_SHA, width=1280,
+                      height=800, url="http://127.0.0.1:8312/", capture_ms=35.5),
+    E.ModelCalled(
+        at=_at(3), run_id="r1", session_id="s1", step=1, call_id="c1", attempt=2,
+        purpose="resample", model="uitars15-7b",
+        messages=(
+            E.Message(role="system", parts=(E.TextPart(text="You are a helpful assistant."),)),
+            E.Message(role="user", parts=(E.TextPart(text="Click OK"),
+                                          E.ImagePart(sha256=_SHA, width=1280, height=800))),
+            E.Message(role="assistant", parts=(E.TextPart(text="Action: click(...)"),)),
+        ),
+        sampling=E.Sampling(temperature=1.0, top_p=0.9, max_tokens=500),
+        response="Thought: ok\nAction: click(start_box='(1000,500)')", finish_reason="stop",
+        prompt_tokens=1500, completion_tokens=20, latency_ms=812.5, error=None,
+        served_by="cassette:exact"),
+    E.ActionParsed(at=_at(4), run_id="r1", session_id="s1", step=1, call_id="c1",
+                   parser="ui-tars", parser_version="0.5.1", thought="ok", actions=ACTIONS,
+                   error=None, model_size=(1288, 812)),
+    E.ActionParsed(at=_at(4.5), run_id="r1", session_id="s1", step=2, call_id="c2",
+                   parser="ui-tars", error="no Action: line"),
+    *(E.BrowserActed(
+        at=_at(5 + i), run_id="r1", session_id="s1", step=1, idx=i, action_idx=i // 2, op=op,
+        ok=i != 3, error="timeout" if i == 3 else None, url_before="http://127.0.0.1:8312/",
+        url_after="http://127.0.0.1:8312/next", element=_ELEMENT if i < 2 else None,
+        pages_opened=1 if i == 0 else 0,
+        dialog=E.Dialog(type="alert", message="hi", accepted=True) if i == 1 else None,
+        download=_SHA if i == 2 else None, duration_ms=12.25) for i, op in enumerate(OPS)),
+    E.EvidenceCaptured(at=_at(20), run_id="r1", session_id="s1", name="final_url",
+                       value_json='"http://127.0.0.1:8312/next"', source="page"),
+    E.EvidenceCaptured(at=_at(21), run_id="r1", session_id="s1", name="dom", sha256=_SHA,
+                       media_type="text/html", source="http://127.0.0.1:8312/next"),
+    E.SessionEnded(at=_at(22), run_id="r1", session_id="s1", status="finished",
+                   agent_status="finished", answer="42", steps=3, seconds=21.5,
+                   parse_failures=1, action_errors=1, error=None),
+    E.SessionGraded(at=_at(23), run_id="r1", session_id="s1", grader="answer",
+                    grader_version="1", score=1.0, passed=True, details="contains 42",
+                    source="regrade"),
+    E.FidelityMeasured(at=_at(24), run_id="r1", session_id="s1", step=1, parent_session_id="s0",
+                       screenshot_identical=False, pixel_diff=0.0125, url_equal=True,
+                       element_equal=None, diverged=True),
+    E.RunEnded(at=_at(25), run_id="r1", counts={"finished": 1, "crashed": 0}, seconds=25.0),
+)
+
+_encoder = msgspec.json.Encoder()
+
+
+def append_golden(path: Path = GOLDEN_EVENTS) -> int:
+    """Append the golden line of every sample not yet in ``path``; returns how many were added."""
+    existing = set(path.read_bytes().splitlines()) if path.exists() else set()
+    new = [line for line in (_encoder.encode(s) for s in SAMPLES) if line not in existing]
+    with open(path, "ab") as f:
+        for line in new:
+            f.write(line + b"\n")
+    return len(new)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(f"{append_golden()} golden lines appended to {GOLDEN_EVENTS}\n")
