@@ -8,6 +8,7 @@ from typing import Any
 import openai
 import pytest
 
+from ownloop.agents import AgentParseError, make_agent
 from ownloop.modelserver import (
     HOSTILE_MARKER,
     FaultPhase,
@@ -73,6 +74,17 @@ def test_hostile_mode_cycles_through_every_payload(serve, client):
     assert texts == list(HOSTILE_REPLIES)
     assert all(HOSTILE_MARKER in text for text in texts)
     assert any("type(content=" in text for text in texts)
+
+
+@pytest.mark.parametrize("payload", HOSTILE_REPLIES)
+def test_hostile_payloads_never_run_in_the_uitars_parser(payload, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    agent = make_agent("uitars")
+    try:
+        agent.parse(payload, (1280, 800))
+    except AgentParseError:
+        pass
+    assert not (tmp_path / HOSTILE_MARKER).exists()
 
 
 def test_500_is_an_internal_server_error_in_openai_shape(serve, client):

@@ -1,0 +1,224 @@
+"""The MiniWoB expert: answers like a competent model, in an agent's own output grammar.
+
+Every agent states the task with its start URL, and a MiniWoB start URL carries its seed, so the
+expert can open the very same episode in its own headless page, read the elements, plan the whole
+episode (``plans.py``) and rehearse it there. Step k of a session (k = the assistant messages
+already in the request) is answered with the plan's k-th step, rendered by the agent itself
+(``agent.render``) for the screenshot size found in the request: its coordinate mapping and
+grammar are the agent's own, so a run that earns a reward proves the whole chain.
+
+All browser work runs on one dedicated thread (Playwright's sync objects are bound to the thread
+that made them); plans are cached per (start URL, viewport).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path, PurePosixPath
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs, urlsplit
+
+import msgspec
+
+from ownloop.modelserver.chat import (
+    HttpFault,
+    Reply,
+    assistant_turns,
+    find_task,
+    last_image_size,
+)
+from ownloop.modelserver.plans import (
+    PLANNED_TASKS,
+    PageFacts,
+    Step,
+    UnplannableTask,
+    plan_episode,
+)
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Click, KeyboardType, MouseClick, TypeText
+
+__all__ = ["BrowserThread", "MiniwobExpert", "Plan"]
+
+_FACTS_JS = Path(__file__).with_name("page_facts.js").read_text(encoding="utf-8")
+
+
+class Plan(NamedTuple):
+    """A planned episode and the reward its rehearsal in the expert's own page earned."""
+
+    task: str
+    seed: int | None
+    viewport: tuple[int, int]
+    steps: tuple[Step, ...]
+    reward: float | None
+
+
+class BrowserThread:
+    """One thread that owns a Playwright driver and Chromium; ``call(fn)`` runs fn(browser) there.
+
+    The browser starts with the first call and is relaunched if it died.
+    """
+
+    def __init__(self, chromium: str | None = None) -> None:
+        self.chromium = chromium
+        self._jobs: queue.Queue[tuple[Callable[[Any], Any], Future[Any]] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def call(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn(browser)`` on the browser thread and return its result (or raise its error)."""
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._serve, name="ownloop-expert-browser", daemon=True
+                )
+                self._thread.start()
+            self._jobs.put((fn, future))
+        return future.result()
+
+    def close(self) -> None:
+        """Close the browser and end the thread; safe to call twice."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            if thread is not None:
+                self._jobs.put(None)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=30)
+
+    def _serve(self) -> None:
+        from ownloop.recorder.browser import open_browser  # Playwright loads on this thread only
+
+        launched = None
+        try:
+            while (job := self._jobs.get()) is not None:
+                fn, future = job
+                try:
+                    if launched is None or not launched.browser.is_connected():
+                        if launched is not None:
+                            launched.close()
+                        launched = open_browser(self.chromium)
+                    future.set_result(fn(launched.browser))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                    future.set_exception(exc)
+        finally:
+            if launched is not None:
+                launched.close()
+
+
+class MiniwobExpert:
+    """A responder that solves MiniWoB tasks in ``agent``'s output grammar.
+
+    Args:
+        agent: the ownloop agent whose grammar and coordinate space the answers use.
+        chromium: a Chromium executable overriding discovery.
+        rehearse: play each plan in the expert's own page first and keep the reward it earned.
+    """
+
+    def __init__(self, agent: str, *, chromium: str | None = None, rehearse: bool = True) -> None:
+        from ownloop.agents import make_agent
+
+        self.agent = make_agent(agent)
+        self.rehearse = rehearse
+        self.browser = BrowserThread(chromium)
+        self._plans: dict[tuple[str, tuple[int, int]], Future[Plan]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        statement = find_task(request)
+        if statement is None:
+            raise HttpFault(
+                400, "no task in the request: the expert looks for 'You are interacting with a "
+                "web application at URL. Your task: ...'", error_type="invalid_request_error",
+            )
+        size = last_image_size(request) or self.agent.settings.viewport
+        try:
+            plan = self.plan(statement.start_url, size)
+        except OwnloopError as exc:
+            raise HttpFault(400, str(exc), error_type="invalid_request_error") from None
+        step = plan.steps[min(assistant_turns(request), len(plan.steps) - 1)]
+        return Reply(self.agent.render(step.thought, step.actions, size))
+
+    def plan(self, start_url: str, viewport: tuple[int, int]) -> Plan:
+        """The plan for the episode at ``start_url`` in a page of ``viewport``, made once.
+
+        Raises:
+            UnplannableTask: the task type is not one the expert knows.
+            OwnloopError: the episode could not be opened (e.g. the suite's server is gone).
+        """
+        _task_and_seed(start_url)  # an unknown task fails here, before any browser work
+        key = (start_url, viewport)
+        with self._lock:
+            future = self._plans.get(key)
+            owner = future is None
+            if future is None:
+                future = self._plans[key] = Future()
+        if owner:
+            try:
+                plan = self.browser.call(lambda b: self._make_plan(b, start_url, viewport))
+                future.set_result(plan)
+            except BaseException as exc:
+                with self._lock:
+                    del self._plans[key]  # a failure is not cached: the next call tries again
+                future.set_exception(exc)
+        return future.result()
+
+    def close(self) -> None:
+        """Close the expert's browser."""
+        self.browser.close()
+
+    # ------------------------------------------------------------------ on the browser thread
+
+    def _make_plan(self, browser: Any, start_url: str, viewport: tuple[int, int]) -> Plan:
+        from ownloop.recorder.browser import BrowserSession
+        from ownloop.recorder.suites.miniwob import read_reward, start_episode
+
+        name, seed = _task_and_seed(start_url)
+        session = BrowserSession(browser, viewport, settle_s=0.0, event_grace_s=0.0)
+        try:
+            start_episode(session, seed, url=start_url)
+            raw = session.evaluate(_FACTS_JS)
+            facts = msgspec.convert({"task": name, **raw}, PageFacts)
+            steps = plan_episode(facts)
+            reward = None
+            if self.rehearse:
+                for step in steps:
+                    for action in step.actions:
+                        _perform(session, action)
+                outcome = read_reward(session) or {}
+                reward = outcome.get("reward")
+            return Plan(name, seed, viewport, steps, reward)
+        finally:
+            session.close()
+
+
+def _task_and_seed(start_url: str) -> tuple[str, int]:
+    """The MiniWoB task name and seed of a start URL like .../miniwob/click-button.html?seed=7.
+
+    Raises:
+        UnplannableTask: it is not a MiniWoB task URL, or not a task the expert knows.
+    """
+    from ownloop.recorder.suites.miniwob import default_seed
+
+    parts = urlsplit(start_url)
+    path = PurePosixPath(parts.path)
+    if path.parent.name != "miniwob" or path.suffix != ".html":
+        raise UnplannableTask(
+            f"{start_url} is not a MiniWoB task page (expected .../miniwob/NAME.html?seed=N)"
+        )
+    if path.stem not in PLANNED_TASKS:
+        raise UnplannableTask(
+            f"the miniwob expert cannot do {path.stem!r}; it knows: {', '.join(PLANNED_TASKS)}"
+        )
+    seeds = parse_qs(parts.query).get("seed", [])
+    seed = int(seeds[0]) if seeds and seeds[0].isdigit() else default_seed(path.stem)
+    return path.stem, seed
+
+
+def _perform(session: Any, action: Any) -> None:
+    if isinstance(action, Click):
+        session.execute(MouseClick(x=action.x, y=action.y))
+    elif isinstance(action, TypeText):
+        session.execute(KeyboardType(text=action.text))
