@@ -84,6 +84,7 @@ _BOX_TOKENS = re.compile(r"<\|box_(?:start|end)\|>")
 # '[x1, y1, x2, y2]' boxes (seen from earlier UI-TARS models) → '(x1, y1, x2, y2)': the package
 # only strips round brackets before reading the numbers.
 _SQUARE_BOX = re.compile(r"""((?:start_|end_)?(?:box|point)=)(['"])\[([^\]'"\n]*)\]\2""")
+_TYPE_CALL = re.compile(r"(\s*type\(content=')(.*)('\)\s*)", re.DOTALL)
 _ACTION_LABEL = re.compile(r"Action:[ \t]*\n?[ \t]*")
 _CLICKS: dict[str, tuple[Literal["left", "right"], int]] = {
     "click": ("left", 1),
@@ -283,8 +284,8 @@ class UiTarsAgent:
         if name == "wait":
             return Wait(seconds=self.wait_s, raw=raw)
         if name == "finished":
-            content = inputs.get("content")
-            return Finish(answer=None if content is None else str(content), raw=raw)
+            content = inputs.get("content")  # the package drops '' and left-strips values
+            return Finish(answer=str(content) if content else None, raw=raw)
         if name == "call_user":
             return CallUser(text=str(inputs.get("content", "")), raw=raw)
         raise AgentParseError(f"unknown action {name[:40]!r}")
@@ -340,13 +341,28 @@ class UiTarsAgent:
 
 def _normalize(text: str) -> str:
     """Repairs the package does not make: box tokens left in (it cannot read them), square
-    boxes, and 'Action:' followed by a newline instead of one space (it splits on 'Action: ')."""
+    boxes, 'Action:' followed by a newline instead of one space (it splits on 'Action: '), and
+    a quote followed by ')' inside type(content='...') (its non-greedy regex ends the text there;
+    we take the action's last "')" as the end, written as '\\x29' so the value is unchanged)."""
     text = _BOX_TOKENS.sub("", text)
     text = _SQUARE_BOX.sub(r"\1\2(\3)\2", text)
     if "Action: " not in text:
         head, _, tail = text.rpartition("Action:")
         text = head + "Action: " + tail.lstrip(" \t\n")
-    return text
+    head, label, tail = text.rpartition("Action: ")
+    parts = tail.split(")\n\n")
+    for index, part in enumerate(parts[:-1]):
+        parts[index] = _repair_type(part + ")")[:-1]
+    parts[-1] = _repair_type(parts[-1])
+    return head + label + ")\n\n".join(parts)
+
+
+def _repair_type(action: str) -> str:
+    match = _TYPE_CALL.fullmatch(action)
+    if match is None:
+        return action
+    start, content, end = match.groups()
+    return start + content.replace("')", "'\\x29") + end
 
 
 def _action_texts(text: str, count: int) -> list[str]:
