@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 
 import duckdb
@@ -13,6 +14,7 @@ import pytest
 from ownloop.store import QueryError, Store
 from ownloop.store import events as E
 from ownloop.store.index import SyncResult
+from ownloop.store.locks import IndexBusy, hold_lock
 from ownloop.store.schema import TABLES
 from tests.golden.samples import SAMPLES
 from tests.store.conftest import at
@@ -300,3 +302,22 @@ def test_read_only_statements_work(store: Store) -> None:
     assert store.sql("describe sessions").rows
     assert store.sql("pragma show_tables").rows
     assert store.sql("select 1; select 2").rows == [(2,)]
+
+
+def test_a_held_index_lock_is_a_bounded_wait_then_one_line(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OWNLOOP_LOCK_TIMEOUT", "0.3")
+    lock = store.root / "index.lock"
+    with hold_lock(lock, exclusive=True):
+        started = time.monotonic()
+        with pytest.raises(IndexBusy) as caught:
+            store.sql("select 1")
+        assert 0.3 <= time.monotonic() - started < 3
+    assert str(caught.value) == (
+        f"the index is busy: another ownloop command held {lock} for over 0.3 s. Try again when "
+        "it ends, or set OWNLOOP_LOCK_TIMEOUT"
+    )
+    store.sync()
+    with hold_lock(lock, exclusive=False):  # readers share the lock (no sync is needed here)
+        assert store.sql("select 1").rows == [(1,)]

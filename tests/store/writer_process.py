@@ -1,0 +1,38 @@
+"""A recorder-like writer process for the store's process tests (not a test module).
+
+    python writer_process.py STORE SESSION EVENTS BATCH FSYNC PAYLOAD_BYTES
+
+Appends EVENTS ModelCalled events of session SESSION to a new stream of STORE, BATCH at a time,
+and after each append returns prints ``acked <total>`` on stdout: every event it counted is
+durable in the journal.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+from ownloop.store import events as E
+from ownloop.store import open_store
+
+
+def main() -> None:
+    root, session, total, batch, fsync, payload = sys.argv[1:7]
+    store = open_store(root, fsync=fsync == "1")
+    text = "x" * int(payload)
+    done = 0
+    with store.stream() as stream:
+        while done < int(total):
+            n = min(int(batch), int(total) - done)
+            stream.append([
+                E.ModelCalled(at=datetime.now(UTC), run_id="r", session_id=session, step=done + i,
+                              call_id=f"{session}-{done + i}", response=text)
+                for i in range(n)
+            ])
+            done += n
+            sys.stdout.write(f"acked {done}\n")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
