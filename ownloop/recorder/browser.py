@@ -247,6 +247,7 @@ class BrowserSession:
         self.event_grace_s = event_grace_s
         self._pages: list[Page] = []
         self._cdp: dict[Page, CDPSession] = {}
+        self._loading: set[Page] = set()  # pages whose main frame is loading a new document
         self._pointer: dict[Page, tuple[float, float]] = {}
         self._dialogs: list[Dialog] = []
         self._downloads: list[PlaywrightDownload] = []
@@ -316,8 +317,19 @@ class BrowserSession:
             cdp = self.context.new_cdp_session(page)
             # A headless page otherwise loses focus to its siblings; pages expect to be focused.
             cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
+            # Playwright does not say when a click or key started a navigation; the page's own
+            # loading events do, so execute() and settle() can wait for the next document.
+            main = cdp.send("Page.getFrameTree")["frameTree"]["frame"]["id"]
+            cdp.on("Page.frameStartedLoading", lambda event: self._loads(page, event, main, True))
+            cdp.on("Page.frameStoppedLoading", lambda event: self._loads(page, event, main, False))
+            cdp.on("Page.domContentEventFired", lambda _: self._loading.discard(page))
+            cdp.send("Page.enable")
             self._cdp[page] = cdp
         return cdp
+
+    def _loads(self, page: Page, event: dict[str, Any], main: str, started: bool) -> None:
+        if event.get("frameId") == main:
+            (self._loading.add if started else self._loading.discard)(page)
 
     # ---------------------------------------------------------------- for suites
     def goto(self, url: str) -> None:
@@ -407,10 +419,15 @@ class BrowserSession:
         page = self.page
         try:
             self._session_for(page)
+            self._wait_for_document(page, time.perf_counter())
             page.wait_for_load_state("domcontentloaded", timeout=_LOAD_WAIT_MS)
         except PlaywrightError:
             pass  # a slow or closed page is the agent's to see in the next screenshot
         self._wait(page, self.settle_s)
+
+    def _wait_for_document(self, page: Page, since: float) -> None:
+        while page in self._loading and time.perf_counter() - since < _LOAD_WAIT_MS / 1000:
+            page.wait_for_timeout(10)
 
     def element_at(self, x: float, y: float) -> Element | None:
         """The element under viewport point (x, y) of the followed page, or None."""
@@ -436,6 +453,8 @@ class BrowserSession:
         element: Element | None = None
         error: str | None = None
         try:
+            if not page.is_closed():
+                self._session_for(page)
             if isinstance(op, _POINTER_OPS):
                 x, y = self._target(page, op)
                 element = self.element_at(x, y)
@@ -503,6 +522,8 @@ class BrowserSession:
     def _grace(self, page: Page) -> None:
         # Let a download announce itself (stop early once one has), and wait for every tab the
         # operation opened to be attached, so the Effect counts it and the next op can follow it.
+        # A navigation it started is followed to the new document's DOMContentLoaded, so the
+        # Effect's url_after is where the operation led.
         started = time.perf_counter()
         while not page.is_closed():
             waited = time.perf_counter() - started
@@ -511,6 +532,7 @@ class BrowserSession:
             elif waited < self.event_grace_s and not (self._downloads or self._announced):
                 page.wait_for_timeout(10)
             else:
+                self._wait_for_document(page, started)
                 return
 
     def _take_download(self) -> bytes | None:

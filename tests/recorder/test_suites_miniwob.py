@@ -116,6 +116,8 @@ def test_the_server_serves_pages_and_stops():
 def test_glob_selects_tasks_and_default_seeds_are_stable():
     own = MiniwobSuite("click-b*")
     assert own.names == ["click-button", "click-button-sequence"]
+    assert MiniwobSuite("enter-text, click-b*").names == [
+        "enter-text", "click-button", "click-button-sequence"]
     assert default_seed("click-button") == default_seed("click-button") == 44284
     assert own.tasks_sha256 == MiniwobSuite("click-b*").tasks_sha256
     assert own.tasks_sha256 != MiniwobSuite("click-b*", "1").tasks_sha256
@@ -126,7 +128,7 @@ def test_seeds_parse_lists_and_ranges():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"suite": "miniwob:nothing-*"},
+    ({"suite": "miniwob:click-*,nothing-*"},
      "no MiniWoB task matches 'nothing-*' (e.g. miniwob:click-*)"),
     ({"suite": "miniwob", "seeds": "1,x"},
      "bad --seeds '1,x': use integers and ranges, e.g. 1,2,10-19"),

@@ -116,7 +116,7 @@ def start_site() -> SiteServer:
 
         def _note(self) -> None:
             session = self._session()
-            if session is not None and not self.path.startswith("/_admin/"):
+            if session is not None and not self.path.startswith(("/_admin/", "/favicon.ico")):
                 with lock:
                     session.log.append({"method": self.command, "path": self.path})
 

@@ -1,4 +1,4 @@
-"""The ``--suite miniwob[:GLOB]`` suite: MiniWoB++ pages from the ``miniwob`` package.
+"""The ``--suite miniwob[:GLOB[,GLOB...]]`` suite: MiniWoB++ pages from the ``miniwob`` package.
 
 The pages are served by a threaded static server on 127.0.0.1 (ephemeral port) that the suite
 starts on first use and stops on ``__exit__``. Each task runs once per seed (``--seeds``, else one
@@ -163,7 +163,8 @@ class MiniwobSuite:
     """MiniWoB++ tasks matching a glob, one per seed.
 
     Args:
-        pattern: a glob over task names, e.g. ``click-*`` (default all).
+        pattern: globs over task names, comma-separated, e.g. ``click-*,enter-text`` (default
+            all); tasks come in the order of the globs.
         seeds: ``--seeds`` text, else one fixed seed per task.
         browser: a Chromium made on the calling thread to read utterances with; else
             :meth:`tasks` launches a private one (``chromium`` overrides discovery).
@@ -177,9 +178,13 @@ class MiniwobSuite:
         self.root = html_dir()
         self.pattern = pattern or "*"
         names = sorted(p.stem for p in (self.root / "miniwob").glob("*.html"))
-        self.names = [n for n in names if fnmatch.fnmatchcase(n, self.pattern)]
-        if not self.names:
-            raise MiniwobError(f"no MiniWoB task matches {self.pattern!r} (e.g. miniwob:click-*)")
+        chosen: dict[str, None] = {}
+        for glob in (part.strip() for part in self.pattern.split(",")):
+            matched = [n for n in names if fnmatch.fnmatchcase(n, glob)]
+            if not matched:
+                raise MiniwobError(f"no MiniWoB task matches {glob!r} (e.g. miniwob:click-*)")
+            chosen.update(dict.fromkeys(matched))
+        self.names = list(chosen)
         self.seeds = parse_seeds(seeds) if seeds else None
         self._browser = browser
         self._chromium = chromium

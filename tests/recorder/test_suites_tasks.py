@@ -1,0 +1,170 @@
+"""The tasks-file suite: parsing with one-line errors, and setup/capture on the test site."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ownloop.grading.spec import grade_session
+from ownloop.recorder.evidence import capture_end_state
+from ownloop.recorder.suites import TasksFileSuite, load_suite
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import EvidenceCaptured, KeyboardType, MouseClick, now
+
+GRADER = {"type": "json", "capture": "/_admin/record", "path": "record.title",
+          "equals": "Quarterly report"}
+FILE = {
+    "setup": ["{BASE}/_admin/session-flags{LOGOUT}", "{BASE}/pages/page2.html"],
+    "capture": ["{BASE}/_admin/record", "{BASE}/_admin/log"],
+    "grader": "none",
+    "tasks": [
+        {"task_id": "new-record", "prompt": "Save a record", "start": "{BASE}/form",
+         "grader": GRADER},
+        {"task_id": "login", "prompt": "Sign in", "start": "{BASE}/form", "needs_login": True},
+    ],
+}
+
+
+def write(tmp_path, data, name="tasks.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_tasks_are_expanded(tmp_path):
+    suite = load_suite(tasks_file=str(write(tmp_path, FILE)), base="http://h:1/")
+    record, login = suite.tasks()
+    assert suite.name == "tasks:tasks.json" and suite.default_grader == "none"
+    assert record.start_url == "http://h:1/form" and record.suite == "tasks:tasks.json"
+    assert record.setup_urls == ("http://h:1/_admin/session-flags", "http://h:1/pages/page2.html")
+    assert login.setup_urls[0] == "http://h:1/_admin/session-flags?logout=1"
+    assert record.capture_urls == ("http://h:1/_admin/record", "http://h:1/_admin/log")
+    assert record.grader == json.dumps(GRADER, separators=(",", ":"), sort_keys=True)
+    assert login.grader == "none" and login.needs_login
+
+
+def test_a_plain_list_file_and_its_hash(tmp_path):
+    path = write(tmp_path, [{"task_id": "a", "prompt": "p", "start": "http://x/"}], "list.json")
+    suite = TasksFileSuite(path)
+    [task] = suite.tasks()
+    assert task.setup_urls == () and task.grader is None and suite.default_grader == "none"
+    import hashlib
+
+    assert suite.tasks_sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ("[", "tasks.json is not valid JSON (Expecting value: line 1 column 2 (char 1))"),
+    ([], 'tasks.json: expected a non-empty list of tasks (or {"tasks": [...]})'),
+    ({"tasks": [], "extra": 1}, "tasks.json: unknown field 'extra' (allowed: setup, capture, "
+                                "grader, tasks)"),
+    ([1], "tasks.json: task #1 is not an object"),
+    ([{"prompt": "p", "start": "s"}], "tasks.json: task #1: field 'task_id' must be a non-empty "
+                                      "string"),
+    ([{"task_id": "a", "start": "s"}], "tasks.json: task 'a': field 'prompt' must be a non-empty "
+                                       "string"),
+    ([{"task_id": "a", "prompt": "p", "start": ""}], "tasks.json: task 'a': field 'start' must be "
+                                                     "a non-empty string"),
+    ([{"task_id": "a", "prompt": "p", "start": "s", "needs_login": "yes"}],
+     "tasks.json: task 'a': field 'needs_login' must be true or false"),
+    ([{"task_id": "a", "prompt": "p", "start": "s", "grader": 3}],
+     "tasks.json: task 'a': field 'grader' must be a grader spec string or an object"),
+    ([{"task_id": "a", "prompt": "p", "start": "s", "grade": "x"}],
+     "tasks.json: task 'a': unknown field 'grade' (allowed: task_id, prompt, start, needs_login, "
+     "grader)"),
+    ([{"task_id": "a", "prompt": "p", "start": "{BASE}/"}],
+     "tasks.json: task 'a': field 'start' uses {BASE}; pass --base URL"),
+    ({"setup": "{BASE}", "tasks": [{"task_id": "a", "prompt": "p", "start": "s"}]},
+     "tasks.json: field 'setup' must be a list of URLs"),
+    ([{"task_id": "a", "prompt": "p", "start": "s"}, {"task_id": "b", "prompt": "p", "start": "s"},
+      {"task_id": "a", "prompt": "q", "start": "s"}],
+     "tasks.json: task 'a': duplicate task_id (tasks #1 and #3)"),
+])
+def test_a_bad_file_is_a_one_line_error(tmp_path, data, message):
+    with pytest.raises(OwnloopError) as caught:
+        load_suite(tasks_file=str(write(tmp_path, data)))
+    assert str(caught.value) == message
+
+
+def test_missing_file_and_seeds_are_errors(tmp_path):
+    with pytest.raises(OwnloopError, match=r"^cannot read tasks file .*nope.json: No such file"):
+        load_suite(tasks_file=str(tmp_path / "nope.json"))
+    with pytest.raises(OwnloopError, match=r"^--seeds applies to --suite miniwob"):
+        load_suite(tasks_file=str(write(tmp_path, FILE)), seeds="1")
+
+
+def as_events(pieces):
+    return [EvidenceCaptured(at=now(), run_id="r", name=p.name, value_json=p.value_json,
+                             media_type=p.media_type, source=p.source) for p in pieces]
+
+
+def field_centre(session, element_id):
+    box = session.evaluate(f"document.getElementById('{element_id}').getBoundingClientRect()"
+                           ".toJSON()")
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def fill_and_save(session):
+    for field, text in (("title", "Quarterly report"), ("amount", "42")):
+        x, y = field_centre(session, field)
+        session.execute(MouseClick(x=x, y=y))
+        session.execute(KeyboardType(text=text))
+    x, y = field_centre(session, "save")
+    assert session.execute(MouseClick(x=x, y=y)).element.name == "Save"
+    session.settle()
+
+
+@pytest.mark.browser
+def test_setup_ops_and_captures_grade_a_record(tmp_path, site, new_session):
+    with load_suite(tasks_file=str(write(tmp_path, FILE)), base=site.base) as suite:
+        task = suite.tasks()[0]
+        session = new_session()
+        suite.prepare(session, task)
+        assert session.page.url == f"{site.base}/form"
+        before = suite.capture(session, task)
+        assert json.loads(before[0].value_json) == {"record": None}
+        fill_and_save(session)
+        pieces = suite.capture(session, task)
+    assert [p.source for p in pieces] == list(task.capture_urls)  # in the file's order
+    assert json.loads(pieces[0].value_json) == {
+        "record": {"title": "Quarterly report", "amount": "42"}}
+    log = [entry["path"] for entry in json.loads(pieces[1].value_json)["log"]]
+    assert log == ["/pages/page2.html", "/form", "/form"]  # setup, start, then the POST
+    grade = grade_session(task.grader, None, as_events(pieces))
+    assert grade.passed, grade.details
+    assert not grade_session(task.grader, None, as_events(before)).passed
+
+
+@pytest.mark.browser
+def test_a_login_task_starts_logged_out(tmp_path, site, new_session):
+    with load_suite(tasks_file=str(write(tmp_path, FILE)), base=site.base) as suite:
+        task = suite.tasks()[1]
+        session = new_session()
+        suite.prepare(session, task)
+        assert session.page.url == f"{site.base}/login"
+        for field, text in (("user", "demo"), ("password", "demo")):
+            x, y = field_centre(session, field)
+            session.execute(MouseClick(x=x, y=y))
+            session.execute(KeyboardType(text=text))
+        session.execute(KeyboardType(text="\n"))
+        session.settle()
+        assert session.page.url == f"{site.base}/form"
+
+
+@pytest.mark.browser
+def test_end_state_evidence(tmp_path, site, new_session):
+    session = new_session()
+    session.goto(f"{site.base}/_admin/session-flags")
+    session.goto(f"{site.base}/pages/page2.html")
+    session.evaluate("localStorage.setItem('cart', '3')")
+    pieces = {p.name: p for p in capture_end_state(session)}
+    assert json.loads(pieces["final_url"].value_json) == f"{site.base}/pages/page2.html"
+    assert json.loads(pieces["title"].value_json) == "Page two"
+    assert pieces["dom"].media_type == "text/html" and b'id="two"' in pieces["dom"].data
+    assert [c["name"] for c in json.loads(pieces["cookies"].value_json)] == ["sid"]
+    assert json.loads(pieces["local_storage"].value_json) == {"cart": "3"}
+    session.page.close()
+    after = capture_end_state(session)
+    assert [p.name for p in after] == [  # the context (cookies) outlives its page
+        "final_url", "capture_error", "capture_error", "cookies", "capture_error"]
