@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Sequence
 from importlib.metadata import version
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import ui_tars.action_parser as _package
 from ui_tars.prompt import COMPUTER_USE_DOUBAO
@@ -94,6 +94,7 @@ _CLICKS: dict[str, tuple[Literal["left", "right"], int]] = {
 }
 _DIRECTIONS = ("up", "down", "left", "right")
 Direction = Literal["up", "down", "left", "right"]
+_N = TypeVar("_N", int, float)
 
 
 class UiTarsAgent:
@@ -131,22 +132,26 @@ class UiTarsAgent:
             language: the language the prompt asks thoughts in (OSWorld: "Chinese").
 
         Raises:
-            OwnloopError: an option is out of range.
+            OwnloopError: an option has the wrong type or is out of range.
         """
         self.viewport = _viewport(viewport)
-        _check(images >= 1, "images must be at least 1 (the current screenshot)")
-        _check(max_tokens >= 1, "max_tokens must be at least 1")
-        _check(-2.0 <= frequency_penalty <= 2.0, "frequency_penalty must be between -2 and 2")
-        _check(scroll_notches > 0 and notch_px > 0, "scroll_notches and notch_px must be positive")
-        _check(drag_steps >= 1, "drag_steps must be at least 1")
-        _check(wait_s >= 0, "wait_s must not be negative")
-        self.images = int(images)
-        self.max_tokens = int(max_tokens)
-        self.frequency_penalty = float(frequency_penalty)
-        self.scroll_notches = float(scroll_notches)
-        self.notch_px = float(notch_px)
-        self.drag_steps = int(drag_steps)
-        self.wait_s = float(wait_s)
+        self.images = _number("images", images, int)
+        self.max_tokens = _number("max_tokens", max_tokens, int)
+        self.frequency_penalty = _number("frequency_penalty", frequency_penalty, float)
+        self.scroll_notches = _number("scroll_notches", scroll_notches, float)
+        self.notch_px = _number("notch_px", notch_px, float)
+        self.drag_steps = _number("drag_steps", drag_steps, int)
+        self.wait_s = _number("wait_s", wait_s, float)
+        _check(self.images >= 1, "images must be at least 1 (the current screenshot)")
+        _check(self.max_tokens >= 1, "max_tokens must be at least 1")
+        _check(-2.0 <= self.frequency_penalty <= 2.0,
+               "frequency_penalty must be between -2 and 2")
+        _check(self.scroll_notches > 0 and self.notch_px > 0,
+               "scroll_notches and notch_px must be positive")
+        _check(self.drag_steps >= 1, "drag_steps must be at least 1")
+        _check(self.wait_s >= 0, "wait_s must not be negative")
+        _check(isinstance(language, str) and bool(language.strip()),
+               "language must be a word, e.g. English")
         self.language = language
         self.settings = LoopSettings(
             viewport=self.viewport,
@@ -162,7 +167,7 @@ class UiTarsAgent:
             max_steps=40,
         )
         self._style = TranslationStyle(
-            notch_px=float(notch_px), drag_steps=self.drag_steps, literal_newline_submits=True
+            notch_px=self.notch_px, drag_steps=self.drag_steps, literal_newline_submits=True
         )
 
     def options(self) -> dict[str, str | int | float | bool | None]:
@@ -418,15 +423,31 @@ def _one_line(text: str, limit: int = 200) -> str:
     return _clip(" ".join(text.split()), limit)
 
 
-def _viewport(value: tuple[int, int] | str) -> tuple[int, int]:
+def _viewport(value: object) -> tuple[int, int]:
     if isinstance(value, str):
         w, sep, h = value.lower().partition("x")
         _check(bool(sep) and w.strip().isdigit() and h.strip().isdigit(),
                f"viewport must look like 1280x800, got {value!r}")
         value = (int(w), int(h))
-    width, height = value
+    _check(isinstance(value, tuple | list) and len(value) == 2
+           and all(isinstance(side, int) and not isinstance(side, bool) for side in value),
+           f"viewport must look like 1280x800, got {value!r}")
+    width, height = cast("tuple[int, int]", tuple(value))  # type: ignore[arg-type]
     _check(width > 0 and height > 0, f"viewport must be positive, got {width}x{height}")
-    return int(width), int(height)
+    return width, height
+
+
+def _number(name: str, value: object, kind: type[_N]) -> _N:
+    """An option as ``kind``; bools and text are refused rather than read as numbers."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or (kind is int and not float(value).is_integer())
+    ):
+        what = "a whole number" if kind is int else "a number"
+        raise OwnloopError(f"uitars: {name} must be {what}, got {value!r}")
+    return kind(value)
 
 
 def _check(ok: bool, message: str) -> None:

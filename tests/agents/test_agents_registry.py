@@ -68,12 +68,27 @@ def test_unknown_option_lists_the_options() -> None:
         ({"drag_steps": 0}, "uitars: drag_steps must be at least 1"),
         ({"notch_px": -1}, "uitars: scroll_notches and notch_px must be positive"),
         ({"frequency_penalty": 3}, "uitars: frequency_penalty must be between -2 and 2"),
+        ({"images": "abc"}, "uitars: images must be a whole number, got 'abc'"),
+        ({"images": 2.5}, "uitars: images must be a whole number, got 2.5"),
+        ({"images": True}, "uitars: images must be a whole number, got True"),
+        ({"wait_s": float("nan")}, "uitars: wait_s must be a number, got nan"),
+        ({"viewport": (1280,)}, "uitars: viewport must look like 1280x800, got (1280,)"),
+        ({"language": ""}, "uitars: language must be a word, e.g. English"),
     ],
 )
 def test_bad_option_values(options: dict[str, object], message: str) -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("uitars", **options)
     assert str(caught.value) == message
+
+
+def test_options_from_the_command_line_are_read() -> None:
+    # `-o images=3 -o viewport=1440x900 -o notch_px=50` arrive as int, str and int.
+    agent = make_agent("uitars", images=3, viewport="1440X900", notch_px=50, wait_s=2)
+    assert agent.options()["viewport"] == "1440x900"
+    assert (agent.settings.images, agent.options()["notch_px"], agent.options()["wait_s"]) == (
+        3, 50.0, 2.0)
+    assert make_agent("uitars", viewport=[1024, 768]).settings.viewport == (1024, 768)
 
 
 def test_agent_options_lists_defaults() -> None:
