@@ -10,13 +10,14 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ownloop.grading.evidence import read_value
 from ownloop.grading.grade import Grade, quoted
 from ownloop.store.events import EvidenceCaptured
 
-__all__ = ["JSON_OPS", "JsonGrader", "format_path", "parse_path", "resolve_path"]
+__all__ = ["JSON_OPS", "JsonGrader", "ParsedPath", "format_path", "parse_path", "resolve_path"]
 
 JSON_OPS = ("eq", "contains", "exists")
 Segment = str | int
@@ -26,10 +27,15 @@ _string_decoder = json.JSONDecoder()
 _INDEX = re.compile(r"-?[0-9]+")
 
 
-def parse_path(
-    text: str, start: int = 0, *, stop_at_colon: bool = False
-) -> tuple[tuple[Segment, ...], int]:
-    """Read a path from ``text[start:]``; return its segments and where it ended.
+class ParsedPath(NamedTuple):
+    """A path's segments and the position in the text just after it."""
+
+    segments: tuple[Segment, ...]
+    end: int
+
+
+def parse_path(text: str, start: int = 0, *, stop_at_colon: bool = False) -> ParsedPath:
+    """Read a path from ``text[start:]``: its segments and where it ended.
 
     Without ``stop_at_colon`` the whole rest of ``text`` must be the path.
 
@@ -42,7 +48,7 @@ def parse_path(
         dotted = text[start:]
         if not dotted or any(part == "" for part in dotted.split(".")):
             raise ValueError(f"path {dotted!r} has an empty segment")
-        return tuple(_dotted(part) for part in dotted.split(".")), len(text)
+        return ParsedPath(tuple(_dotted(part) for part in dotted.split(".")), len(text))
     segments: list[Segment] = []
     i = start + 1
     while i < len(text):
@@ -62,7 +68,7 @@ def parse_path(
             break
         else:
             raise ValueError(f"unexpected {char!r} at position {i - start}; use .key or [index]")
-    return tuple(segments), i
+    return ParsedPath(tuple(segments), i)
 
 
 def _dotted(part: str) -> Segment:

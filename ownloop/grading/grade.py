@@ -29,8 +29,15 @@ class Grade(NamedTuple):
 class Grader(Protocol):
     """Anything with a name, a version and a pure ``grade`` method."""
 
-    name: str
-    version: str
+    @property
+    def name(self) -> str:
+        """The spec that made the grader (or a plug-in's own name)."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """Changes when the same spec would grade differently."""
+        ...
 
     def grade(self, answer: str | None, evidence: Sequence[EvidenceCaptured]) -> Grade:
         """Grade an answer against the session's evidence; never raises."""

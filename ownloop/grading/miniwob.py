@@ -34,15 +34,26 @@ class MiniwobGrader:
             value = read_value(item)
         except ValueError as error:
             return Grade(0.0, False, str(error))
-        raw = value.get("raw_reward") if isinstance(value, dict) else None
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        fields = value if isinstance(value, dict) else {}
+        raw = _finite(fields.get("raw_reward"))
+        if raw is None:
             return Grade(0.0, False, f"miniwob_reward has no numeric raw_reward: {_short(value)}")
         passed = raw > 0
-        rest = {key: value.get(key) for key in ("reward", "done", "reason") if key in value}
+        rest = {key: fields[key] for key in ("reward", "done", "reason") if key in fields}
         details = f"raw reward {raw:g} {'>' if passed else '<='} 0" + (
             f" ({', '.join(f'{key} {_short(val)}' for key, val in rest.items())})" if rest else ""
         )
-        return Grade(min(1.0, max(0.0, float(raw))), passed, details)
+        return Grade(min(1.0, max(0.0, raw)), passed, details)
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _short(value: object) -> str:

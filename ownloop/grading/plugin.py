@@ -34,7 +34,7 @@ def load_function(module_name: str, function_name: str) -> PluginFunction:
         target = getattr(target, part)
     if not callable(target):
         raise TypeError(f"{module_name}:{function_name} is not callable")
-    return target  # type: ignore[return-value]
+    return target
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +82,36 @@ def _one_line(error: Exception) -> str:
 def _to_grade(result: object) -> Grade:
     if isinstance(result, Grade):
         score, passed, details = result
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            return Grade(0.0, False, f"plug-in returned a Grade with score {score!r}; use a float")
-        if not math.isfinite(score):
-            return Grade(0.0, False, f"plug-in returned a non-finite score {score!r}")
-        return Grade(float(score), bool(passed), " ".join(str(details).split()))
+        number = _finite(score)
+        if number is None:
+            shown = _short(score)
+            return Grade(0.0, False, f"plug-in returned a Grade with score {shown}; use a float")
+        return Grade(number, bool(passed), " ".join(str(details).split()))
     if isinstance(result, bool):
         return Grade(1.0 if result else 0.0, result, f"plug-in returned {result}")
+    number = _finite(result)
+    if number is not None:
+        return Grade(number, number >= 1.0, f"plug-in returned score {number:g}")
+    shown = _short(result)
     if isinstance(result, int | float):
-        if not math.isfinite(result):
-            return Grade(0.0, False, f"plug-in returned a non-finite score {result!r}")
-        passed = result >= 1.0
-        return Grade(float(result), passed, f"plug-in returned score {result:g}")
-    shown = repr(result)[:60]
+        return Grade(0.0, False, f"plug-in returned a non-finite score {shown}")
     return Grade(0.0, False, f"plug-in returned {shown}; return a Grade, a bool or a float")
+
+
+def _finite(value: object) -> float | None:
+    """``value`` as a finite float, or None (bools, non-numbers, NaN, inf, huge integers)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _short(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a result whose __repr__ fails still gets a grade
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -47,6 +47,22 @@ def returns_nan(answer, evidence):
     return float("nan")
 
 
+def returns_huge(answer, evidence):
+    return 10**400
+
+
+def returns_odd_grade(answer, evidence):
+    return Grade(1, True, "line one\\nline two")
+
+
+def returns_text_score_grade(answer, evidence):
+    return Grade("1", True, "")
+
+
+def returns_bad_score_grade(answer, evidence):
+    return Grade(float("inf"), True, "")
+
+
 def versioned(answer, evidence):
     return True
 

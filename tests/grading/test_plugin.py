@@ -31,6 +31,26 @@ DONE = (evidence("final_url", "http://h/done"),)
             Grade(0.0, False, "plug-in returned 'yes'; return a Grade, a bool or a float"),
         ),
         ("returns_nan", "", Grade(0.0, False, "plug-in returned a non-finite score nan")),
+        (
+            "returns_huge",
+            "",
+            Grade(0.0, False, "plug-in returned a non-finite score 1" + "0" * 56 + "..."),
+        ),
+        (
+            "returns_odd_grade",
+            "",
+            Grade(1.0, True, "line one line two"),  # an int score, details made one line
+        ),
+        (
+            "returns_text_score_grade",
+            "",
+            Grade(0.0, False, "plug-in returned a Grade with score '1'; use a float"),
+        ),
+        (
+            "returns_bad_score_grade",
+            "",
+            Grade(0.0, False, "plug-in returned a Grade with score inf; use a float"),
+        ),
     ],
 )
 def test_plugin_results(

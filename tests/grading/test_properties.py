@@ -29,7 +29,18 @@ SPECS = [
     '{"type":"json","capture":"http://h/r","path":"a.0.b","contains":"x"}',
     "none",
 ]
-PLUGINS = ["says_42", "url_score", "full_grade", "boom", "returns_text", "returns_nan"]
+PLUGINS = [
+    "says_42",
+    "url_score",
+    "full_grade",
+    "boom",
+    "returns_text",
+    "returns_nan",
+    "returns_huge",
+    "returns_odd_grade",
+    "returns_text_score_grade",
+    "returns_bad_score_grade",
+]
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

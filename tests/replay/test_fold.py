@@ -307,3 +307,20 @@ def test_to_json_round_trips() -> None:
 def test_session_is_frozen() -> None:
     with pytest.raises(AttributeError):
         EXPECTED.steps = ()  # type: ignore[misc]
+
+
+def test_fold_imports_only_the_store() -> None:
+    import ast
+    import importlib
+    from pathlib import Path
+
+    # ownloop.replay.fold is also the function's name, so ask for the module itself
+    module = importlib.import_module("ownloop.replay.fold")
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert {name for name in ours if name.startswith("ownloop")} == {
+        "ownloop.store.errors",
+        "ownloop.store.events",
+    }
+    assert all(hasattr(module, name) for name in module.__all__)
