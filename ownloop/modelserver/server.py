@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import signal
 import socket
 import threading
 import time
@@ -231,7 +232,10 @@ class ModelServer:
             close()
 
     def serve_forever(self) -> None:
-        """Block until Ctrl-C (or ``stop`` from another thread), then stop."""
+        """Block until Ctrl-C, SIGTERM (on the main thread) or ``stop`` from another thread."""
+        if threading.current_thread() is threading.main_thread():
+            # A background job ignores SIGINT; `kill PID` must still close the browser cleanly.
+            signal.signal(signal.SIGTERM, lambda *_: self._stopping.set())
         try:
             while not self._stopping.wait(0.5):
                 pass

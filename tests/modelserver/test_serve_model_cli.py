@@ -16,7 +16,8 @@ from ownloop.cli import cli
 MESSAGES = [{"role": "user", "content": "hello"}]
 
 
-def test_serve_model_prints_its_url_serves_faults_then_the_expert_and_stops_on_ctrl_c(client):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_serve_model_prints_its_url_serves_faults_then_the_expert_and_stops(client, stop):
     process = subprocess.Popen(
         [sys.executable, "-W", "error", "-c", "from ownloop.cli import main; main()",
          "serve-model", "--port", "0", "--expert", "miniwob", "--agent", "uitars",
@@ -37,7 +38,7 @@ def test_serve_model_prints_its_url_serves_faults_then_the_expert_and_stops_on_c
             api.chat.completions.create(model="m", messages=MESSAGES)
         assert "call 1 -> HTTP 500" in process.stdout.readline()
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         started = time.monotonic()
         code = process.wait(timeout=20)
     assert code == 0, process.stderr.read()
