@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
+from rich.console import Console
 
 from ownloop import __version__
 from ownloop.store import Store, open_store
@@ -120,6 +122,67 @@ def index_command(ctx: click.Context, rebuild: bool) -> None:
     """
     store = _store(ctx)
     click.echo((store.rebuild_index() if rebuild else store.sync()).summary())
+
+
+@cli.command()
+@click.argument("agent")
+@click.option("--suite", help="A built-in suite, e.g. miniwob or miniwob:click-*.")
+@click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), help="A JSON tasks file.")
+@click.option("--base", help="Replaces {BASE} in the tasks file's URLs.")
+@click.option("--seeds", help="MiniWoB seeds: N, N-M or a comma list (default: fixed per task).")
+@click.option("--endpoint", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--model", required=True, help="The served model's name.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for the endpoint (never recorded).")
+@click.option("--run", "run_id", help="The run's name; the same name resumes it.")
+@click.option("--workers", default=2, show_default=True, help="Tasks at once, each with a browser.")
+@click.option("--max-steps", default=40, show_default=True)
+@click.option("--timeout", default=1800.0, show_default=True, help="Seconds per task.")
+@click.option("--error-retries", type=int, help="Re-run error/parse_error sessions K times.")
+@click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
+@click.option("--chromium", help="Path to a Chromium to drive.")
+@click.option("--frequency-penalty", type=float, help="uitars: sampling option (OSWorld sends 1).")
+@click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE", help="Agent setting.")
+@click.option("--retries", default=3, show_default=True, help="Retries of a failed model call.")
+@click.option("--retry-wait", default=5.0, show_default=True, help="Seconds between retries.")
+@click.option("--call-timeout", default=120.0, show_default=True, help="Seconds per model call.")
+@click.pass_context
+@_friendly
+def record(ctx: click.Context, agent: str, **options: Any) -> None:
+    """Run AGENT on every task and record everything it does.
+
+    Example: ownloop record uitars --suite miniwob:click-* --endpoint http://127.0.0.1:8000/v1
+    --model uitars15-7b
+    """
+    from ownloop.recorder.command import record_from_options
+
+    summary = record_from_options(_store(ctx), agent, options, argv=tuple(sys.argv))
+    click.echo(summary)
+
+
+@cli.command()
+@click.option("--run", "run_id", help="Only this run.")
+@click.option("--status", help="Only sessions with this status.")
+@click.option("--limit", default=50, show_default=True)
+@click.pass_context
+@_friendly
+def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: int) -> None:
+    """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
+    from ownloop.store.sessions import sessions_table
+
+    table = sessions_table(_store(ctx), run_id=run_id, status=status, limit=limit)
+    Console().print(table.to_rich())
+
+
+@cli.command()
+@click.option("--tasks", "count", default=6, show_default=True, help="How many MiniWoB tasks.")
+@click.option("--workers", default=2, show_default=True)
+@click.pass_context
+@_friendly
+def demo(ctx: click.Context, count: int, workers: int) -> None:
+    """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium."""
+    from ownloop.demo import run_demo
+
+    run_demo(_store(ctx), tasks=count, workers=workers, echo=click.echo)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The sessions listing behind ``ownloop sessions``: the ``sessions`` view, filtered, newest first."""
+"""The listing behind ``ownloop sessions``: the ``sessions`` view, filtered, newest first."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from ownloop.store.query import QueryResult
 
 __all__ = ["sessions_table"]
 
-_COLUMNS = ("session_id, run_id, task_id, agent, attempt, status, steps, "
-            "round(seconds, 1) as seconds, score, passed, answer")
+_COLUMNS = ("session_id, task_id, agent, attempt, status, steps, round(seconds, 1) as seconds, "
+            "passed, answer")
 
 
 def _quote(text: str) -> str:
@@ -25,5 +25,6 @@ def sessions_table(
     if status:
         where.append(f"status = {_quote(status)}")
     clause = f"where {' and '.join(where)} " if where else ""
+    columns = _COLUMNS if run_id else "run_id, " + _COLUMNS
     return store.sql(
-        f"select {_COLUMNS} from sessions {clause}order by started_at desc limit {int(limit)}")
+        f"select {columns} from sessions {clause}order by started_at desc limit {int(limit)}")

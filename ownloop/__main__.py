@@ -1,0 +1,5 @@
+"""``python -m ownloop``: the same as the ``ownloop`` command."""
+
+from ownloop.cli import main
+
+main()

@@ -1,0 +1,67 @@
+"""``ownloop demo``: the whole loop offline, on built-in tasks and a built-in model.
+
+It serves MiniWoB++ pages from the ``miniwob`` package, starts the scripted expert endpoint (an
+OpenAI-compatible HTTP server that answers in UI-TARS's grammar) on a free local port, records the
+``uitars`` agent on the tasks with real headless Chromium, then shows the sessions and a query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Console
+
+from ownloop.modelserver.endpoint import make_server
+from ownloop.recorder.command import summary_text
+from ownloop.recorder.episode import EpisodeLimits
+from ownloop.recorder.progress import RunProgress
+from ownloop.recorder.runner import RecordOptions, record
+from ownloop.recorder.suites import load_suite
+from ownloop.store import Store, new_id
+from ownloop.store.sessions import sessions_table
+
+__all__ = ["DEMO_TASKS", "run_demo"]
+
+DEMO_TASKS = (
+    "click-button",
+    "click-link",
+    "enter-text",
+    "focus-text",
+    "click-checkboxes",
+    "login-user",
+)
+
+_EXAMPLE_QUERY = (
+    "select e.op, e.element_tag, count(*) as n, round(avg(e.duration_ms)) as ms "
+    "from effects e join sessions s using (session_id) where s.run_id = '{run}' "
+    "group by all order by n desc"
+)
+
+
+def run_demo(store: Store, *, tasks: int = 6, workers: int = 2,
+             echo: Callable[[str], None] = print) -> str:
+    """Record uitars against the expert on ``tasks`` MiniWoB tasks; returns the run id."""
+    names = DEMO_TASKS[: max(1, min(tasks, len(DEMO_TASKS)))]
+    pattern = "miniwob:" + ",".join(names)
+    run_id = f"demo-{new_id(8)}"
+    console = Console(highlight=False)
+    progress = RunProgress(console)
+    with load_suite(suite=pattern) as suite, make_server("miniwob", "uitars") as endpoint:
+        echo(f"MiniWoB pages served locally; scripted expert model at {endpoint}")
+        options = RecordOptions(
+            agent="uitars", endpoint=endpoint, model="expert-uitars", run_id=run_id,
+            workers=workers, limits=EpisodeLimits(max_steps=12, timeout_s=120.0),
+            settle_s=0.2, argv=("ownloop", "demo"))
+        try:
+            summary = record(store, suite, options, on_start=progress.on_start,
+                             on_result=progress.on_result)
+        finally:
+            progress.close()
+    echo(summary_text(summary, store))
+    console.print(sessions_table(store, run_id=run_id).to_rich())
+    query = _EXAMPLE_QUERY.format(run=run_id)
+    echo(f'\nownloop sql "{query}"')
+    console.print(store.sql(query).to_rich())
+    echo(f"\nThe store is in {store.root.resolve()}; replay a task with: "
+         f"ownloop replay {names[0]} --run {run_id}")
+    return run_id

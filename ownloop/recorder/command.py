@@ -1,0 +1,80 @@
+"""``ownloop record``: from command-line options to a finished (or resumed) run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ownloop.recorder.episode import EpisodeLimits
+from ownloop.recorder.progress import RunProgress
+from ownloop.recorder.runner import RecordOptions, RunSummary, record
+from ownloop.recorder.suites import load_suite
+from ownloop.store import Store
+from ownloop.store.errors import OwnloopError
+
+__all__ = ["agent_options", "record_from_options", "summary_text"]
+
+
+def agent_options(pairs: tuple[str, ...], frequency_penalty: float | None) -> dict[str, Any]:
+    """``-o KEY=VALUE`` pairs as agent settings; numbers and booleans are read as such."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise OwnloopError(f"agent option {pair!r} is not KEY=VALUE, e.g. -o scroll_notches=3")
+        options[key.replace("-", "_")] = _scalar(value)
+    if frequency_penalty is not None:
+        options["frequency_penalty"] = frequency_penalty
+    return options
+
+
+def _scalar(value: str) -> Any:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def summary_text(summary: RunSummary, store: Store) -> str:
+    """The closing lines of a run."""
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts().items()))
+    lines = [f"run {summary.run_id}: {counts or 'nothing to do'} in {summary.seconds:.1f}s"]
+    if summary.skipped:
+        lines.append(f"{summary.skipped} tasks were done already")
+    if summary.crashed:
+        lines.append(f"{summary.crashed} sessions left by a stopped recorder marked crashed")
+    if summary.interrupted:
+        lines.append("interrupted: run the same command again to finish the run")
+    lines.append(f"store: {store.root}   query: ownloop sql \"select * from sessions "
+                 f"where run_id = '{summary.run_id}'\"")
+    return "\n".join(lines)
+
+
+def record_from_options(store: Store, agent: str, options: dict[str, Any],
+                        argv: tuple[str, ...]) -> str:
+    """Run ``ownloop record`` with the parsed options; returns the summary text."""
+    if bool(options["suite"]) == bool(options["tasks_file"]):
+        raise OwnloopError("give exactly one of --suite (e.g. miniwob) or --tasks FILE")
+    record_options = RecordOptions(
+        agent=agent, endpoint=options["endpoint"], model=options["model"],
+        api_key=options["api_key"],
+        agent_options=agent_options(options["agent_option"], options["frequency_penalty"]),
+        run_id=options["run_id"], workers=options["workers"],
+        limits=EpisodeLimits(options["max_steps"], options["timeout"]),
+        error_retries=options["error_retries"], settle_s=options["settle"],
+        chromium=options["chromium"], call_retries=options["retries"],
+        call_retry_wait_s=options["retry_wait"], call_timeout_s=options["call_timeout"],
+        argv=argv)
+    progress = RunProgress()
+    with load_suite(suite=options["suite"], tasks_file=options["tasks_file"],
+                    base=options["base"], seeds=options["seeds"]) as suite:
+        try:
+            summary = record(store, suite, record_options, on_start=progress.on_start,
+                             on_result=progress.on_result)
+        finally:
+            progress.close()
+    return summary_text(summary, store)

@@ -1,0 +1,49 @@
+"""What a run shows while it works: a progress bar and one line per finished task."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from ownloop.recorder.episode import EpisodeResult
+
+__all__ = ["RunProgress", "result_line"]
+
+_STYLE = {"finished": "green", "endpoint_error": "red", "error": "red", "crashed": "red",
+          "parse_error": "yellow", "interrupted": "yellow"}
+
+
+def result_line(result: EpisodeResult) -> str:
+    """One line for a finished task, plain text."""
+    grade = "" if result.passed is None else (
+        f" score={result.score:g} {'passed' if result.passed else 'failed'}")
+    answer = "" if result.answer is None else f" answer={result.answer[:40]!r}"
+    error = "" if not result.error else f" ({result.error[:80]})"
+    return (f"{result.task_id} [{result.session_id}] {result.status} "
+            f"steps={result.steps} {result.seconds:.1f}s{grade}{answer}{error}")
+
+
+class RunProgress:
+    """Callbacks for ``record``: ``on_start`` opens the bar, ``on_result`` prints and advances."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(highlight=False)
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=self.console, transient=True)
+        self._bar: int | None = None
+
+    def on_start(self, run_id: str, todo: int, skipped: int) -> None:
+        resumed = f" (resumed: {skipped} done already)" if skipped else ""
+        self.console.print(f"run {run_id}: {todo} tasks{resumed}")
+        self._progress.start()
+        self._bar = self._progress.add_task(run_id, total=todo)
+
+    def on_result(self, result: EpisodeResult) -> None:
+        self._progress.console.print(Text(result_line(result), style=_STYLE.get(result.status, "")))
+        if self._bar is not None:
+            self._progress.advance(self._bar)
+
+    def close(self) -> None:
+        self._progress.stop()

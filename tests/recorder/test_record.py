@@ -1,0 +1,193 @@
+"""``ownloop record uitars`` end to end: real Chromium, MiniWoB pages, the expert over HTTP.
+
+The expert endpoint answers like a competent model in UI-TARS's grammar, so a session that earns
+reward > 0 proves the whole chain: prompt, parse, coordinate mapping, translation, execution.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ownloop.cli import cli
+from ownloop.modelserver.endpoint import make_server
+from ownloop.store import open_store
+
+pytestmark = pytest.mark.browser
+
+SIX = "click-button,click-link,enter-text,focus-text,click-checkboxes,login-user"
+SECRET = "sk-ownloop-test-SECRET-4711"
+
+
+@pytest.fixture(scope="module")
+def expert() -> Iterator[str]:
+    with make_server("miniwob", "uitars") as url:
+        yield url
+
+
+def _record(store: Path, *args: str) -> str:
+    result = CliRunner().invoke(
+        cli, ["--store", str(store), "record", "uitars", "--model", "expert", "--settle", "0.1",
+              *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _rows(store: Path, sql: str) -> list[tuple]:
+    return open_store(store).sql(sql).rows
+
+
+def test_six_task_types_finish_with_reward_and_fill_every_view(tmp_path: Path, expert: str) -> None:
+    out = _record(tmp_path, "--suite", f"miniwob:{SIX}", "--endpoint", expert, "--run", "r1",
+                  "--api-key", SECRET, "--workers", "2")
+    assert "6 finished" in out
+    rows = _rows(tmp_path, "select task_id, status, passed, score, agent, attempt "
+                 "from sessions where run_id = 'r1' order by task_id")
+    assert sorted(r[0].rsplit("-", 1)[0] for r in rows) == sorted(SIX.split(","))
+    assert all(r[1:] == ("finished", True, 1.0, "uitars", 1) for r in rows), rows
+    # Every view is filled: calls, actions, effects with the element clicked, screenshots.
+    calls = _rows(tmp_path, "select count(*), min(temperature), max(latency_ms) > 0 "
+                  "from model_calls where error is null")
+    assert calls[0][0] >= 6 and calls[0][1] == 0 and calls[0][2]
+    clicked = _rows(tmp_path, "select count(*) from effects e join sessions s using (session_id) "
+                    "where s.task_id = 'click-button' and e.ok and e.element_tag = 'button'")
+    assert clicked[0][0] >= 1
+    shots = _rows(tmp_path, "select min(width), min(height) from screenshots")
+    assert shots == [(1280, 800)]
+    actions = _rows(tmp_path, "select count(*) from actions where kind = 'click' and x > 0")
+    assert actions[0][0] >= 6
+    reward = _rows(tmp_path, "select count(*) from evidence where name = 'miniwob_reward'")
+    assert reward[0][0] == 6
+    # The key never reaches the store: not the journal, not a blob, not the index.
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    argv = _rows(tmp_path, "select argv from runs where run_id = 'r1'")[0][0]
+    assert SECRET not in str(argv) and "***" in str(argv)
+
+
+def test_endpoint_down_then_resume_finishes_the_task(tmp_path: Path, expert: str) -> None:
+    dead = "http://127.0.0.1:9/v1"  # discard port: nothing listens, connections are refused
+    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", dead, "--run", "r2",
+                  "--retries", "1", "--retry-wait", "0.1")
+    assert "1 endpoint_error" in out
+    calls = _rows(tmp_path, "select count(*), count(error) from model_calls")
+    assert calls == [(2, 2)]  # the call and its one retry, both recorded with their error
+    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", expert,
+                  "--run", "r2")
+    assert "1 finished" in out
+    rows = _rows(tmp_path, "select attempt, status, passed from sessions order by attempt")
+    assert rows == [(1, "endpoint_error", None), (2, "finished", True)]
+    # A third run of the same command has nothing left to do.
+    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", expert,
+                  "--run", "r2")
+    assert "nothing to do" in out
+
+
+def test_garbage_ends_in_parse_error_after_three_resamples(tmp_path: Path) -> None:
+    with make_server("miniwob", "uitars", "garbage") as url:
+        out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", url)
+    assert "1 parse_error" in out
+    rows = _rows(tmp_path, "select temperature from model_calls order by call_id")
+    assert sorted(r[0] for r in rows) == [0, 1, 1, 1]
+    parses = _rows(tmp_path, "select count(*) from actions")
+    assert parses == [(0,)]
+
+
+def test_a_hanging_endpoint_costs_bounded_time(tmp_path: Path) -> None:
+    with make_server("miniwob", "uitars", "hang=20") as url:
+        began = time.monotonic()
+        out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", url,
+                      "--call-timeout", "1", "--retries", "1", "--retry-wait", "0")
+        took = time.monotonic() - began
+    assert "1 endpoint_error" in out
+    assert took < 15
+
+
+def _ownloop(store: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_chromium_killed_mid_session_errors_that_session_only(tmp_path: Path) -> None:
+    # Slow answers (2 s) leave time to kill the browser while the first session runs.
+    with make_server("miniwob", "uitars", "slow=2") as url:
+        proc = _ownloop(tmp_path, "record", "uitars", "--model", "m", "--endpoint", url,
+                        "--suite", "miniwob:click-button,focus-text", "--workers", "1",
+                        "--settle", "0.1")
+        time.sleep(4)
+        browsers = [p for p in _descendants(proc.pid) if "chrom" in _comm(p)]
+        assert browsers, "no Chromium under the recorder"
+        for pid in browsers:
+            os.kill(pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    rows = _rows(tmp_path, "select task_id, status from sessions order by started_at")
+    assert rows[0][1] == "error", rows
+    assert rows[1][0].startswith("focus-text-") and rows[1][1] == "finished", rows
+
+
+def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
+    with make_server("miniwob", "uitars", "slow=1") as url:
+        command = ["record", "uitars", "--model", "m", "--endpoint", url, "--run", "k",
+                   "--suite", "miniwob:click-button,click-link,focus-text", "--workers", "1",
+                   "--settle", "0.1"]
+        proc = _ownloop(tmp_path, *command)
+        journal = tmp_path / "journal"
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:  # wait for one finished session and one under way
+            ends = sum(p.read_bytes().count(b'"session_ended"') for p in journal.glob("*.jsonl"))
+            starts = sum(p.read_bytes().count(b'"session_started"')
+                         for p in journal.glob("*.jsonl"))
+            if ends >= 1 and starts >= 2:
+                break
+            time.sleep(0.2)
+        time.sleep(1.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        again = _ownloop(tmp_path, *command)
+        out, _ = again.communicate(timeout=120)
+    assert again.returncode == 0, out
+    rows = _rows(tmp_path, "select task_id, status from sessions order by started_at")
+    statuses = {}
+    for task_id, status in rows:
+        statuses.setdefault(task_id, []).append(status)
+    assert "crashed" in statuses[rows[1][0]], rows
+    assert all(s[-1] == "finished" for s in statuses.values()), rows
+    assert all(s.count("finished") == 1 for s in statuses.values()), rows
+    assert json.loads(open_store(tmp_path).sql(
+        "select to_json(list(status)) from sessions").rows[0][0]).count("crashed") == 1
