@@ -29,6 +29,7 @@ class BlobStore:
     def __init__(self, root: Path, *, fsync: bool = True) -> None:
         self.root = root
         self._fsync = fsync
+        self._shards: set[str] = set()  # shard folders known to exist: no mkdir per blob
 
     def path(self, sha256: str) -> Path:
         if not _SHA256.match(sha256):
@@ -41,7 +42,9 @@ class BlobStore:
         target = self.path(sha256)
         if target.exists():
             return sha256
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if sha256[:2] not in self._shards:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._shards.add(sha256[:2])
         temporary = target.parent / f".{sha256}.{secrets.token_hex(4)}.tmp"
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:

@@ -16,6 +16,7 @@ import heapq
 import os
 from collections.abc import Iterator
 from importlib import resources
+from itertools import accumulate, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -25,7 +26,7 @@ import pyarrow as pa
 
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
-from ownloop.store.journal import decode_batch
+from ownloop.store.journal import decode_lines
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerprint
@@ -63,62 +64,80 @@ class _Manifest(msgspec.Struct):
     sizes: dict[str, int]
 
 
+class _Part(NamedTuple):
+    """Decoded lines of one kind from one stream chunk."""
+
+    stream: str
+    seqs: list[int]
+    events: list[Event]
+    offsets: list[int]
+    lengths: list[int]
+
+
 class _Batch:
-    """Decoded lines waiting to be written: columns per event kind, the journal, skipped lines."""
+    """Decoded lines waiting to be written, grouped by event kind, and skipped lines."""
 
     def __init__(self) -> None:
         self.nbytes = 0
-        self.by_type: dict[type, tuple[list[str], list[int], list[Event]]] = {}
-        self.journal: tuple[list[str], list[int], list[int], list[int], list[Event]] = (
-            [], [], [], [], [])
+        self.events = 0
+        self.parts: dict[type, list[_Part]] = {}
         self.skipped: tuple[list[str], list[int], list[str]] = ([], [], [])
         self.marks: dict[str, tuple[int, int]] = {}  # stream -> (ingested, size)
 
     def add(self, stream: str, base: int, chunk: bytes) -> None:
+        """Decode ``chunk`` (complete lines of ``stream`` starting at byte ``base``)."""
         raw_lines = chunk.split(b"\n")
         raw_lines.pop()  # the chunk ends with a newline
-        decoded = decode_batch(raw_lines)
-        streams, offsets, lengths, seqs, events = self.journal
-        offset = base
-        for raw, item in zip(raw_lines, decoded, strict=True):
-            length = len(raw) + 1
-            if isinstance(item, str):
-                self.skipped[0].append(stream)
-                self.skipped[1].append(offset)
-                self.skipped[2].append(item)
-            else:
-                seq, event = item
-                group = self.by_type.get(type(event))
-                if group is None:
-                    group = self.by_type[type(event)] = ([], [], [])
-                group[0].append(stream)
-                group[1].append(seq)
-                group[2].append(event)
-                streams.append(stream)
-                offsets.append(offset)
-                lengths.append(length)
-                seqs.append(seq)
-                events.append(event)
-            offset += length
+        decoded = decode_lines(raw_lines)
+        lengths = [len(raw) + 1 for raw in raw_lines]
+        offsets = list(accumulate(lengths[:-1], initial=base))
+        for i, error in decoded.errors:
+            self.skipped[0].append(stream)
+            self.skipped[1].append(offsets[i])
+            self.skipped[2].append(error)
+        if decoded.index is not None:
+            offsets = [offsets[i] for i in decoded.index]
+            lengths = [lengths[i] for i in decoded.index]
+        events, seqs = decoded.events, decoded.seqs
+        kinds = set(map(type, events))
+        if len(kinds) == 1:  # e.g. a batch of one kind: no regrouping
+            self._part(kinds.pop(), _Part(stream, seqs, events, offsets, lengths))
+        else:
+            groups: dict[type, list[int]] = {kind: [] for kind in kinds}
+            for i, event in enumerate(events):
+                groups[type(event)].append(i)
+            for kind, idx in groups.items():
+                self._part(kind, _Part(stream, [seqs[i] for i in idx], [events[i] for i in idx],
+                                       [offsets[i] for i in idx], [lengths[i] for i in idx]))
+        self.events += len(events)
         self.nbytes += len(chunk)
 
+    def _part(self, kind: type, part: _Part) -> None:
+        self.parts.setdefault(kind, []).append(part)
+
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Insert everything and move the streams' offsets, in one transaction."""
         con.begin()
-        for event_type, (streams, seqs, events) in self.by_type.items():
-            table = TABLE_BY_TYPE[event_type]
-            _insert(con, table.name, table.arrow_table(streams, seqs, events))
-        streams, offsets, lengths, seqs, events = self.journal
-        _insert(con, "journal", pa.table({
-            "stream": pa.array(streams, pa.string()),
-            "byte_offset": pa.array(offsets, pa.int64()),
-            "byte_length": pa.array(lengths, pa.int64()),
-            "seq": pa.array(seqs, pa.int64()),
-            "kind": pa.array([TABLE_BY_TYPE[type(e)].name for e in events], pa.string()),
-            "session_id": pa.array([e.session_id for e in events], pa.string()),
-            "run_id": pa.array([e.run_id for e in events], pa.string()),
-            "time": pa.array([e.at for e in events], pa.timestamp("us", tz="UTC")).cast(
-                pa.timestamp("us")),
-        }))
+        journal = []
+        for kind, parts in self.parts.items():
+            table = TABLE_BY_TYPE[kind]
+            streams = [s for p in parts for s in repeat(p.stream, len(p.events))]
+            rows = table.arrow_table(streams, [q for p in parts for q in p.seqs],
+                                     [e for p in parts for e in p.events])
+            _insert(con, table.name, rows)
+            # The journal rows reuse the columns just built for the kind's table.
+            journal.append(pa.table({
+                "stream": rows.column("stream"),
+                "byte_offset": pa.array([o for p in parts for o in p.offsets], pa.int64()),
+                "byte_length": pa.array([n for p in parts for n in p.lengths], pa.int64()),
+                "seq": rows.column("seq"),
+                "kind": pa.array(repeat(table.name, rows.num_rows), pa.string()),
+                "session_id": rows.column("session_id"),
+                "run_id": rows.column("run_id"),
+                "time": rows.column("time"),
+            }))
+        if journal:
+            _insert(con, "journal", pa.concat_tables(journal))
         if self.skipped[0]:
             _insert(con, "skipped_lines", pa.table({
                 "stream": self.skipped[0], "byte_offset": self.skipped[1],
@@ -250,14 +269,14 @@ class Index:
                 if batch.nbytes >= _BATCH:
                     batch.marks[stream] = (end, -1)  # this stream is not finished yet
                     batch.write(con)
-                    events += len(batch.journal[0])
+                    events += batch.events
                     skipped += len(batch.skipped[0])
                     known.update(batch.marks)
                     batch = _Batch()
             batch.marks[stream] = (end, size)
         batch.write(con)
         known.update(batch.marks)
-        events += len(batch.journal[0])
+        events += batch.events
         skipped += len(batch.skipped[0])
         return SyncResult(streams, events, skipped, False)
 
@@ -323,7 +342,7 @@ class Index:
                 for offset, length in spans:
                     f.seek(offset)
                     raws.append(f.read(length - 1))  # without the newline
-            per_stream.append([item[1] for item in decode_batch(raws) if not isinstance(item, str)])
+            per_stream.append(decode_lines(raws).events)
         return list(heapq.merge(*per_stream, key=lambda e: e.at))
 
 

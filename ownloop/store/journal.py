@@ -13,6 +13,7 @@ torn tail (a writer died mid-write): readers skip it and ``verify`` names it as 
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import re
 import threading
@@ -25,13 +26,14 @@ import msgspec
 from ownloop.store.events import Event
 
 __all__ = [
+    "DecodedLines",
     "JournalLine",
-    "StreamProblem",
     "StreamCheck",
+    "StreamProblem",
     "StreamWriter",
     "check_stream",
-    "decode_batch",
     "decode_events",
+    "decode_lines",
     "read_lines",
     "split_lines",
     "verify_stream",
@@ -154,28 +156,47 @@ def decode_events(raw_lines: Iterable[bytes]) -> list[Event]:
     return [_decoder.decode(raw).event for raw in raw_lines]
 
 
-def decode_batch(raw_lines: Sequence[bytes]) -> list[tuple[int, Event] | str]:
-    """Decode many raw lines at once: (seq, event) for each, or why the line does not decode.
+class DecodedLines(NamedTuple):
+    """Many lines decoded at once, as columns."""
+
+    index: list[int] | None  # where each decoded line was among the input; None: all of them
+    seqs: list[int]
+    events: list[Event]
+    errors: list[tuple[int, str]]  # (where, why) for each line that did not decode
+
+
+_seq_of = operator.attrgetter("seq")
+_event_of = operator.attrgetter("event")
+
+
+def decode_lines(raw_lines: Sequence[bytes]) -> DecodedLines:
+    """Decode many raw lines (without newlines) at once.
 
     The lines are decoded as one JSON array (a single C call); only when that fails, or yields a
     different number of values, is each line decoded alone to find the bad ones.
     """
-    if not raw_lines:
-        return []
-    try:
-        lines = _batch_decoder.decode(b"[" + b",".join(raw_lines) + b"]")
-        if len(lines) == len(raw_lines):
-            return [(line.seq, line.event) for line in lines]
-    except msgspec.DecodeError:
-        pass
-    out: list[tuple[int, Event] | str] = []
-    for raw in raw_lines:
+    lines: list[_Line] | None = None
+    if raw_lines:
         try:
-            line = _decoder.decode(raw)
-            out.append((line.seq, line.event))
+            lines = _batch_decoder.decode(b"[" + b",".join(raw_lines) + b"]")
+            if len(lines) != len(raw_lines):
+                lines = None
+        except msgspec.DecodeError:
+            lines = None
+    else:
+        lines = []
+    if lines is not None:
+        return DecodedLines(None, list(map(_seq_of, lines)), list(map(_event_of, lines)), [])
+    index: list[int] = []
+    good: list[_Line] = []
+    errors: list[tuple[int, str]] = []
+    for i, raw in enumerate(raw_lines):
+        try:
+            good.append(_decoder.decode(raw))
+            index.append(i)
         except msgspec.DecodeError as exc:
-            out.append(str(exc))
-    return out
+            errors.append((i, str(exc)))
+    return DecodedLines(index, list(map(_seq_of, good)), list(map(_event_of, good)), errors)
 
 
 class StreamCheck(NamedTuple):

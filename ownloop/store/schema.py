@@ -10,6 +10,7 @@ encoding, so SQL sees exactly what the journal holds.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -41,6 +42,8 @@ class Column(NamedTuple):
     sql_type: str
     arrow_type: pa.DataType
     to_cell: Callable[[Any], Any] | None  # None: the value is used as is
+    get: Callable[[Any], Any] | None = None  # reads the value from an event
+    nullable: bool = True
 
 
 class EventTable(NamedTuple):
@@ -56,14 +59,17 @@ class EventTable(NamedTuple):
 
     def arrow_table(self, stream: Sequence[str], seq: Sequence[int],
                     events: Sequence[EventBase]) -> pa.Table:
-        """Build the Arrow table of ``events`` (all of this kind) in one columnar pass."""
-        # astuple is C code; zip(*) transposes rows to columns without a Python loop per cell.
-        rows = [msgspec.structs.astuple(e) for e in events]
-        fields = list(zip(*rows, strict=True)) if rows else [()] * (len(self.columns) - 2)
+        """Build the Arrow table of ``events`` (all of this kind) column by column."""
         arrays = [pa.array(stream, pa.string()), pa.array(seq, pa.int64())]
-        for column, values in zip(self.columns[2:], fields, strict=True):
+        for column in self.columns[2:]:
+            assert column.get is not None
+            # map() with attrgetter and the encoder runs in C: no Python frame per cell.
+            values: list[Any] = list(map(column.get, events))
             if column.to_cell is not None:
-                values = [None if v is None else column.to_cell(v) for v in values]
+                if column.nullable:
+                    values = [None if v is None else column.to_cell(v) for v in values]
+                else:
+                    values = list(map(column.to_cell, values))
             array = pa.array(values, column.arrow_type)
             if column.sql_type == "TIMESTAMP":
                 # DuckDB's TIMESTAMPTZ needs the ICU extension, which may not be installable
@@ -71,10 +77,6 @@ class EventTable(NamedTuple):
                 array = array.cast(pa.timestamp("us"))
             arrays.append(array)
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
-
-
-def _json_cell(value: Any) -> bytes:
-    return _encode(value)
 
 
 def _scalar(kind: msgspec.inspect.Type) -> tuple[str, pa.DataType] | None:
@@ -94,15 +96,18 @@ def _scalar(kind: msgspec.inspect.Type) -> tuple[str, pa.DataType] | None:
     return None
 
 
-def _column(name: str, kind: msgspec.inspect.Type) -> Column:
+def _column(name: str, attr: str, kind: msgspec.inspect.Type) -> Column:
+    nullable = False
     if isinstance(kind, msgspec.inspect.UnionType):
         others = [t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType)]
+        nullable = len(others) < len(kind.types)
         if len(others) == 1:  # Optional[X]: X's column, nullable
             kind = others[0]
     scalar = _scalar(kind)
+    get = operator.attrgetter(attr)
     if scalar is None:
-        return Column(name, "JSON", pa.string(), _json_cell)
-    return Column(name, scalar[0], scalar[1], None)
+        return Column(name, "JSON", pa.string(), _encode, get, nullable)
+    return Column(name, scalar[0], scalar[1], None, get, nullable)
 
 
 def _table(event_type: type[EventBase]) -> EventTable:
@@ -115,7 +120,7 @@ def _table(event_type: type[EventBase]) -> EventTable:
         if name in ("stream", "seq") or name in SQL_NAMES.values() and name != SQL_NAMES.get(
                 field.encode_name):
             raise TypeError(f"{event_type.__name__}.{field.name} clashes with another column")
-        columns.append(_column(name, field.type))
+        columns.append(_column(name, field.name, field.type))
     return EventTable(str(info.tag), event_type, tuple(columns))
 
 

@@ -1,0 +1,210 @@
+"""Store benchmark: append cost against a plain harness, ingest rate, query and sync latency.
+
+    .venv/bin/python bench/store_bench.py            # the issue's sizes (a few minutes)
+    .venv/bin/python bench/store_bench.py --quick    # a tenth of them
+
+Prints one line per figure, with the aim beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from io import BytesIO
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from ownloop.store import Store, open_store
+from ownloop.store import events as E
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
+
+
+def screenshots(n: int, seed: int = 1) -> list[bytes]:
+    """``n`` distinct 1280x800 PNGs that look like web pages: flat boxes, text, a cursor."""
+    rng = random.Random(seed)
+    pngs = []
+    for i in range(n):
+        image = Image.new("RGB", (1280, 800), (250, 250, 250))
+        draw = ImageDraw.Draw(image)
+        draw.rectangle((0, 0, 1280, 60), fill=(30, 60, 120))
+        for _ in range(12):
+            x, y = rng.randrange(0, 1100), rng.randrange(80, 740)
+            color = tuple(rng.randrange(120, 255) for _ in range(3))
+            draw.rectangle((x, y, x + rng.randrange(40, 180), y + rng.randrange(20, 60)),
+                           fill=color, outline=(0, 0, 0))
+            draw.text((x + 4, y + 4), f"item {i}-{rng.randrange(10**6)}", fill=(0, 0, 0))
+        for line in range(20):
+            draw.text((40, 90 + 30 * line), f"step {i} line {line} " * 4, fill=(20, 20, 20))
+        out = BytesIO()
+        image.save(out, format="PNG")
+        pngs.append(out.getvalue())
+    return pngs
+
+
+def step_events(run_id: str, session: str, step: int, sha: str, t: datetime) -> list[E.Event]:
+    """The five events of one recorded step."""
+    return [
+        E.ScreenshotTaken(at=t, run_id=run_id, session_id=session, step=step, sha256=sha,
+                          width=1280, height=800, url=f"http://127.0.0.1:8312/page/{step}",
+                          capture_ms=30.0),
+        E.ModelCalled(at=t, run_id=run_id, session_id=session, step=step,
+                      call_id=f"{session}-{step}", model="uitars15-7b",
+                      messages=(E.Message(role="user", parts=(
+                          E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha))),),
+                      sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
+                      response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
+                      finish_reason="stop", prompt_tokens=1800, completion_tokens=25,
+                      latency_ms=900.0 + step),
+        E.ActionParsed(at=t, run_id=run_id, session_id=session, step=step,
+                       call_id=f"{session}-{step}", parser="ui-tars", thought="I click OK.",
+                       actions=(E.Click(x=step * 1.0, y=200.0, model_x=step * 1.0, model_y=200.0,
+                                        raw=f"click(start_box='({step},200)')"),)),
+        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=0,
+                       op=E.MouseMove(x=step * 1.0, y=200.0), duration_ms=3.0),
+        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=1,
+                       op=E.MouseClick(x=step * 1.0, y=200.0), duration_ms=20.0,
+                       element=E.Element(tag="button", name="OK", role="button",
+                                         css_path="body > div > button")),
+    ]
+
+
+def timed(fn: Callable[[], object], repeat: int = 1) -> float:
+    """The median wall time of ``fn`` in seconds."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def bench_append(work: Path, steps: int) -> None:
+    pngs = screenshots(steps)
+    mb = sum(map(len, pngs)) / 1e6
+    print(f"append: {steps} steps of 5 events + one 1280x800 PNG ({mb / steps * 1000:.0f} kB avg)")
+
+    def baseline() -> None:
+        folder = work / "baseline"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        with open(folder / "trajectory.jsonl", "a") as log:
+            for i, png in enumerate(pngs):
+                (folder / f"step_{i}.png").write_bytes(png)
+                log.write(json.dumps({"step": i, "screenshot": f"step_{i}.png",
+                                      "response": "Action: click(start_box='(1,2)')",
+                                      "action": {"kind": "click", "x": 1, "y": 2},
+                                      "url": "http://127.0.0.1/"}) + "\n")
+                log.flush()
+
+    def through_store(fsync: bool) -> Callable[[], None]:
+        def run() -> None:
+            root = work / f"store-{fsync}"
+            shutil.rmtree(root, ignore_errors=True)
+            store = open_store(root, fsync=fsync)
+            with store.stream() as stream:
+                for i, png in enumerate(pngs):
+                    sha = store.put_blob(png)
+                    stream.append(step_events("r", "s", i, sha, T0))
+        return run
+
+    base = timed(baseline, 3)
+    fast = timed(through_store(False), 3)
+    durable = timed(through_store(True), 3)
+    print(f"  plain harness (JSON line + PNG file, no fsync): {base:.3f} s "
+          f"({base / steps * 1000:.2f} ms/step)")
+    print(f"  store, fsync off: {fast:.3f} s ({fast / steps * 1000:.2f} ms/step), "
+          f"{fast / base:.2f}x the baseline")
+    print(f"  store, fsync on:  {durable:.3f} s ({durable / steps * 1000:.2f} ms/step), "
+          f"{durable / base:.2f}x the baseline (aim <= 1.5x)")
+
+
+def write_journal(store: Store, sessions: int, steps: int) -> int:
+    """``sessions`` sessions of ``steps`` steps, one stream each; returns the number of events."""
+    total = 0
+    sha = "ab" * 32
+    for n in range(sessions):
+        run_id, session = f"run{n % 10}", f"s{n:06d}"
+        t = T0 + timedelta(seconds=n)
+        events: list[E.Event] = []
+        if n < 10:
+            events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
+        events.append(E.SessionStarted(
+            at=t, run_id=run_id, session_id=session, agent=AGENTS[n % 4], model="m",
+            task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/")))
+        for step in range(1, steps + 1):
+            events += step_events(run_id, session, step, sha, t)
+        events.append(E.SessionEnded(at=t, run_id=run_id, session_id=session,
+                                     status="finished" if n % 3 else "max_steps", steps=steps,
+                                     seconds=steps * 2.0, answer="42"))
+        events.append(E.SessionGraded(at=t, run_id=run_id, session_id=session, grader="answer",
+                                      score=float(n % 2), passed=bool(n % 2)))
+        with store.stream(f"{n:06d}") as stream:
+            stream.append(events)
+        total += len(events)
+    return total
+
+
+def bench_index(work: Path, sessions: int, steps: int) -> None:
+    store = open_store(work / "big", fsync=False)
+    started = time.perf_counter()
+    total = write_journal(store, sessions, steps)
+    print(f"journal: {total:,} events in {sessions:,} streams written in "
+          f"{time.perf_counter() - started:.1f} s")
+    result = store.sync()
+    ingest = timed(lambda: store.rebuild_index())
+    assert result.events == total, result
+    print(f"ingest: {total / ingest:,.0f} events/s ({ingest:.2f} s for {total:,}, from nothing; "
+          "aim >= 100,000/s)")
+    queries = {
+        "select * from sessions": "select * from sessions",
+        "per-agent aggregate": "select agent, count(*) as sessions, avg(score) as score, "
+                               "avg(steps) as steps, sum(passed::int) as passed "
+                               "from sessions group by agent order by agent",
+        "per-agent latency (model_calls)": "select s.agent, avg(m.latency_ms), count(*) from "
+                                           "model_calls m join sessions s using (session_id) "
+                                           "group by s.agent",
+    }
+    for name, sql in queries.items():
+        seconds = timed(lambda sql=sql: store.sql(sql), 3)
+        rows = len(store.sql(sql).rows)
+        print(f"query: {name}: {seconds:.3f} s ({rows:,} rows, after sync; aim <= 0.5 s)")
+    noop = timed(lambda: store.sync(), 5)
+    print(f"sync with no change, {sessions:,} streams: {noop * 1000:.1f} ms (aim <= 200 ms)")
+    session = "s000042"
+    seconds = timed(lambda: store.session_events(session), 3)
+    print(f"session_events of one session: {seconds * 1000:.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
+    parser.add_argument("--dir", help="where to write (default: a temporary folder)")
+    args = parser.parse_args()
+    steps, sessions = (100, 1_000) if args.quick else (1_000, 10_000)
+    work = Path(args.dir or tempfile.mkdtemp(prefix="ownloop-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"ownloop store benchmark ({'quick' if args.quick else 'full'}), {os.cpu_count()} cores, "
+          f"in {work}")
+    try:
+        bench_append(work, steps)
+        bench_index(work, sessions, 20)  # 20 steps x 5 events + 3 = 103 events per session
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
