@@ -1,0 +1,35 @@
+"""The README's "SQL views" section documents every view and every column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ownloop.store import Store
+
+_README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _section() -> str:
+    text = _README.read_text()
+    return text[text.index("## SQL views") : text.index("## Design")]
+
+
+def test_every_view_and_column_is_documented(store: Store) -> None:
+    views = store.sql("select view_name from duckdb_views() where not internal").rows
+    assert len(views) == 10
+    section = _section()
+    missing = []
+    for (view,) in views:
+        if f"**`{view}`**" not in section:
+            missing.append(view)
+        for column in store.sql(f"select * from {view} limit 0").columns:
+            if f"`{column}`" not in section:
+                missing.append(f"{view}.{column}")
+    assert missing == []
+
+
+@pytest.mark.parametrize("command", ["ownloop sql", "ownloop verify", "ownloop index"])
+def test_commands_table_lists_the_store_commands(command: str) -> None:
+    assert f"| `{command}" in _README.read_text()
