@@ -17,9 +17,10 @@ import json
 import logging
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from importlib.metadata import version
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, cast
 
 import ui_tars.action_parser as _package
 from ui_tars.prompt import COMPUTER_USE_DOUBAO
@@ -35,8 +36,8 @@ from ownloop.agents.base import (
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
+from ownloop.agents.options import OptionCheck
 from ownloop.agents.translation import TranslationStyle, translate_action
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     CallUser,
@@ -79,6 +80,13 @@ def _log_instead_of_print(*args: object, **_: object) -> None:
 # Unlike redirect_stdout, which swaps sys.stdout for the whole process while held, this touches no
 # other thread's output, needs no lock, and only ever affects that one module.
 _package.print = _log_instead_of_print
+# Its ast.parse of model text (file name "<unknown>") warns about things like "1if" or "\d"
+# (SyntaxWarning, DeprecationWarning) on stderr, in the middle of a progress bar. Filters are
+# process-wide, so one is added once, here, rather than swapped in and out around each call
+# (catch_warnings is not thread-safe); it matches only code compiled from a string without a
+# file name.
+for _category in (SyntaxWarning, DeprecationWarning):
+    warnings.filterwarnings("ignore", category=_category, module=r"<unknown>\Z")
 
 _BOX_TOKENS = re.compile(r"<\|box_(?:start|end)\|>")
 # '[x1, y1, x2, y2]' boxes (seen from earlier UI-TARS models) → '(x1, y1, x2, y2)': the package
@@ -94,7 +102,6 @@ _CLICKS: dict[str, tuple[Literal["left", "right"], int]] = {
 }
 _DIRECTIONS = ("up", "down", "left", "right")
 Direction = Literal["up", "down", "left", "right"]
-_N = TypeVar("_N", int, float)
 
 
 class UiTarsAgent:
@@ -134,23 +141,24 @@ class UiTarsAgent:
         Raises:
             OwnloopError: an option has the wrong type or is out of range.
         """
-        self.viewport = _viewport(viewport)
-        self.images = _number("images", images, int)
-        self.max_tokens = _number("max_tokens", max_tokens, int)
-        self.frequency_penalty = _number("frequency_penalty", frequency_penalty, float)
-        self.scroll_notches = _number("scroll_notches", scroll_notches, float)
-        self.notch_px = _number("notch_px", notch_px, float)
-        self.drag_steps = _number("drag_steps", drag_steps, int)
-        self.wait_s = _number("wait_s", wait_s, float)
-        _check(self.images >= 1, "images must be at least 1 (the current screenshot)")
-        _check(self.max_tokens >= 1, "max_tokens must be at least 1")
-        _check(-2.0 <= self.frequency_penalty <= 2.0,
+        check = OptionCheck(self.name)
+        self.viewport = check.viewport(viewport)
+        self.images = check.number("images", images, int)
+        self.max_tokens = check.number("max_tokens", max_tokens, int)
+        self.frequency_penalty = check.number("frequency_penalty", frequency_penalty, float)
+        self.scroll_notches = check.number("scroll_notches", scroll_notches, float)
+        self.notch_px = check.number("notch_px", notch_px, float)
+        self.drag_steps = check.number("drag_steps", drag_steps, int)
+        self.wait_s = check.number("wait_s", wait_s, float)
+        check.that(self.images >= 1, "images must be at least 1 (the current screenshot)")
+        check.that(self.max_tokens >= 1, "max_tokens must be at least 1")
+        check.that(-2.0 <= self.frequency_penalty <= 2.0,
                "frequency_penalty must be between -2 and 2")
-        _check(self.scroll_notches > 0 and self.notch_px > 0,
+        check.that(self.scroll_notches > 0 and self.notch_px > 0,
                "scroll_notches and notch_px must be positive")
-        _check(self.drag_steps >= 1, "drag_steps must be at least 1")
-        _check(self.wait_s >= 0, "wait_s must not be negative")
-        _check(isinstance(language, str) and bool(language.strip()),
+        check.that(self.drag_steps >= 1, "drag_steps must be at least 1")
+        check.that(self.wait_s >= 0, "wait_s must not be negative")
+        check.that(isinstance(language, str) and bool(language.strip()),
                "language must be a word, e.g. English")
         self.language = language
         self.settings = LoopSettings(
@@ -421,38 +429,6 @@ def _clip(text: str, limit: int = 80) -> str:
 
 def _one_line(text: str, limit: int = 200) -> str:
     return _clip(" ".join(text.split()), limit)
-
-
-def _viewport(value: object) -> tuple[int, int]:
-    if isinstance(value, str):
-        w, sep, h = value.lower().partition("x")
-        _check(bool(sep) and w.strip().isdigit() and h.strip().isdigit(),
-               f"viewport must look like 1280x800, got {value!r}")
-        value = (int(w), int(h))
-    _check(isinstance(value, tuple | list) and len(value) == 2
-           and all(isinstance(side, int) and not isinstance(side, bool) for side in value),
-           f"viewport must look like 1280x800, got {value!r}")
-    width, height = cast("tuple[int, int]", tuple(value))  # type: ignore[arg-type]
-    _check(width > 0 and height > 0, f"viewport must be positive, got {width}x{height}")
-    return width, height
-
-
-def _number(name: str, value: object, kind: type[_N]) -> _N:
-    """An option as ``kind``; bools and text are refused rather than read as numbers."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or (kind is int and not float(value).is_integer())
-    ):
-        what = "a whole number" if kind is int else "a number"
-        raise OwnloopError(f"uitars: {name} must be {what}, got {value!r}")
-    return kind(value)
-
-
-def _check(ok: bool, message: str) -> None:
-    if not ok:
-        raise OwnloopError(f"uitars: {message}")
 
 
 # ---------------------------------------------------------------------- rendering helpers

@@ -130,7 +130,7 @@ def test_smart_resize_table(size: tuple[int, int], model: tuple[int, int]) -> No
 @pytest.mark.parametrize(
     "module",
     ["ownloop.agents", "ownloop.agents.base", "ownloop.agents.keys", "ownloop.agents.coordinates",
-     "ownloop.agents.translation", "ownloop.agents.uitars"],
+     "ownloop.agents.translation", "ownloop.agents.uitars", "ownloop.agents.options"],
 )
 def test_public_names_are_listed(module: str) -> None:
     mod = importlib.import_module(module)
@@ -143,7 +143,7 @@ def test_public_names_are_listed(module: str) -> None:
 
 
 def test_agents_import_nothing_of_ours_but_the_store() -> None:
-    for module in ["base", "keys", "coordinates", "translation", "uitars"]:
+    for module in ["base", "keys", "coordinates", "translation", "uitars", "options"]:
         source = importlib.import_module(f"ownloop.agents.{module}").__file__
         assert source is not None
         text = open(source, encoding="utf-8").read()

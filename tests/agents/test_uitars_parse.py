@@ -118,17 +118,28 @@ def test_muting_the_package_does_not_swallow_other_threads_output(
     assert capsys.readouterr().out.splitlines() == [f"line {i}" for i in range(300)]
 
 
-def test_python_dash_o_still_requires_action() -> None:
+def test_python_dash_o_still_requires_action_and_warnings_stay_quiet() -> None:
     # The package checks "Action:" with assert, which -O strips; we check it ourselves.
+    # Python warns about "1if" and "\\d" when the package compiles model text; our filter keeps
+    # that off stderr even under -W default. (In-process, pytest resets warning filters.)
     code = (
         "from ownloop.agents.uitars import UiTarsAgent\n"
         "from ownloop.agents.base import AgentParseError\n"
-        "try:\n"
-        "    UiTarsAgent().parse('Thought: click(start_box=\\'(1,2)\\')', (1280, 800))\n"
-        "except AgentParseError as e:\n"
-        "    print('refused:', e)\n"
+        "agent = UiTarsAgent()\n"
+        "for text in ['Thought: click(start_box=\\'(1,2)\\')', 'Action: click(start_box=1if 2)']:\n"
+        "    try:\n"
+        "        agent.parse(text, (1280, 800))\n"
+        "    except AgentParseError as e:\n"
+        "        print('refused:', e)\n"
+        "print(agent.parse(r\"Action: type(content='C:\\dir')\", (1280, 800)).actions[0].text)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-O", "-W", "default", "-c", code],
+        capture_output=True, text=True, timeout=60, check=True,
     )
-    assert result.stdout == "refused: no 'Action:' in the response\n"
+    assert result.stdout.splitlines() == [
+        "refused: no 'Action:' in the response",
+        "refused: ui-tars parser failed: ValueError: Action can't parse: click(start_box=1if 2)",
+        "C:\\dir",
+    ]
+    assert result.stderr == ""
