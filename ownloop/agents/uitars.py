@@ -87,6 +87,7 @@ _package.print = _log_instead_of_print
 # file name.
 for _category in (SyntaxWarning, DeprecationWarning):
     warnings.filterwarnings("ignore", category=_category, module=r"<unknown>\Z")
+del _category
 
 _BOX_TOKENS = re.compile(r"<\|box_(?:start|end)\|>")
 # '[x1, y1, x2, y2]' boxes (seen from earlier UI-TARS models) → '(x1, y1, x2, y2)': the package
@@ -230,6 +231,9 @@ class UiTarsAgent:
         except AgentParseError:
             raise
         except Exception as error:  # the package raises any type on garbage, by design or not
+            if isinstance(error, AttributeError) and "lstrip" in str(error):
+                # It calls .lstrip() on every argument value: a name, a number or a call.
+                raise AgentParseError("an argument is not a quoted string") from error
             reason = _one_line(f"{type(error).__name__}: {error}")
             raise AgentParseError(f"ui-tars parser failed: {reason}") from error
 

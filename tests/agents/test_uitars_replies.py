@@ -138,6 +138,7 @@ ERRORS: dict[str, str] = {
     "three_numbers": "start_box must be a point or a box of finite numbers",
     "keydown_two_keys": "keydown takes one key, got 'ctrl shift'",
     "prose_after_action": "ui-tars parser failed",
+    "unquoted_box": "an argument is not a quoted string",
 }
 
 
