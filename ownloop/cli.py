@@ -185,5 +185,122 @@ def demo(ctx: click.Context, count: int, workers: int) -> None:
     run_demo(_store(ctx), tasks=count, workers=workers, echo=click.echo)
 
 
+# --- replay: show, replay, regrade, diff (ownloop/replay/) -----------------------------------
+
+
+def _print_session(session: Any, as_json: bool) -> None:
+    from ownloop.replay.render import session_view
+
+    if as_json:
+        click.echo(session.to_json())
+    else:
+        Console(soft_wrap=True, highlight=False).print(session_view(session))
+
+
+@cli.command()
+@click.argument("target")
+@click.option("--run", "run_id", help="Look for TARGET's task in this run (default: the latest).")
+@click.option("--json", "as_json", is_flag=True, help="Print the rebuilt session as JSON.")
+@click.pass_context
+@_friendly
+def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool) -> None:
+    """Rebuild a session (TARGET: a session id, or a task id) offline and print it step by step.
+
+    Example: ownloop show click-button-42 --run r1
+    """
+    from ownloop.replay.target import load_session
+
+    _print_session(load_session(_store(ctx), target, run_id), as_json)
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--run", "run_id", help="TARGET's run (default: the latest that has it); alone "
+              "with --reparse: every session of the run.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--reparse", is_flag=True, help="Parse the recorded responses again with today's "
+              "parser and translator; list the steps that change. Writes nothing.")
+@click.option("--execute", type=click.Choice(["ops", "actions", "responses"]),
+              help="Re-run in a fresh browser: recorded ops, re-translated actions, or the agent "
+              "loop on recorded responses.")
+@click.option("--fork-at", type=int, metavar="K", help="Replay steps before K, then go live.")
+@click.option("--endpoint", help="Live OpenAI-compatible endpoint for --fork-at.")
+@click.option("--model", help="The live model's name for --fork-at.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for --endpoint (never recorded).")
+@click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
+@click.option("--chromium", help="Path to a Chromium to drive.")
+@click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE",
+              help="Agent option over the recorded ones, e.g. -o notch_px=50.")
+@click.option("--on-miss", type=click.Choice(["stop", "forward", "force"]), default="stop",
+              show_default=True, help="When no recorded response matches a request.")
+@click.pass_context
+@_friendly
+def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: bool,
+           reparse: bool, **options: Any) -> None:
+    """Rebuild a session offline and print it, re-parse it, or re-execute it in a browser.
+
+    Examples: ownloop replay click-button-42; ownloop replay --run r1 --reparse -o scroll_notches=3;
+    ownloop replay click-button-42 --execute ops
+    """
+    from ownloop.replay.reparse import reparse_target
+    from ownloop.replay.target import load_session
+
+    store = _store(ctx)
+    if reparse:
+        report = reparse_target(store, target, run_id, options["agent_option"])
+        click.echo(report.to_json() if as_json else "\n".join(report.lines()))
+        return
+    session = load_session(store, target, run_id)
+    if options["execute"] or options["fork_at"] is not None:
+        from ownloop.replay.execute import replay_from_options  # type: ignore[import-not-found]
+
+        click.echo(replay_from_options(store, session, {**options, "run_id": run_id}))
+        return
+    _print_session(session, as_json)
+
+
+@cli.command()
+@click.option("--run", "run_id", help="Only this run's sessions.")
+@click.option("--task", "task_id", help="Only this task's sessions.")
+@click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
+@click.option("--grader", help="One grader spec for all, e.g. answer:contains:42 (default: each "
+              "session's own task grader).")
+@click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False),
+              help="Take each task's grader from this tasks file.")
+@click.pass_context
+@_friendly
+def regrade(ctx: click.Context, run_id: str | None, task_id: str | None, where: str | None,
+            grader: str | None, tasks_file: str | None) -> None:
+    """Grade sessions again offline; append the new grades, print what flipped.
+
+    Example: ownloop regrade --run r1 --grader "answer:exact:42"
+    """
+    from ownloop.replay.regrade import graders_from_tasks_file, regrade
+
+    tasks = graders_from_tasks_file(tasks_file) if tasks_file else None
+    result = regrade(_store(ctx), run_id=run_id, task_id=task_id, where=where, grader=grader,
+                     tasks=tasks)
+    click.echo("\n".join(result.lines()))
+
+
+@cli.command()
+@click.argument("a")
+@click.argument("b")
+@click.option("--run", "run_id", help="Look for task ids in this run (default: the latest).")
+@click.pass_context
+@_friendly
+def diff(ctx: click.Context, a: str, b: str, run_id: str | None) -> None:
+    """Two sessions (or tasks' latest sessions) side by side: actions, URLs, screenshots, outcome.
+
+    Example: ownloop diff 3f2a9c8b1d0e 3f2a9c8b1d0f
+    """
+    from ownloop.replay.diff import diff_sessions, diff_view
+    from ownloop.replay.target import load_session
+
+    store = _store(ctx)
+    result = diff_sessions(load_session(store, a, run_id), load_session(store, b, run_id))
+    Console(soft_wrap=False, highlight=False).print(diff_view(result))
+
+
 def main() -> None:
     cli(prog_name="ownloop")

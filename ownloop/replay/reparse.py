@@ -1,0 +1,264 @@
+"""Re-parse: today's parser and translator over the recorded model responses, offline.
+
+For every recorded response (the accepted one of each step, and those that failed to parse), the
+agent parses it again for the recorded screenshot size and translates the new actions; a step is
+listed when its actions or its browser operations differ from what was recorded (the operations
+recorded are the step's ``BrowserActed.op``). Nothing is written to the store.
+
+The agent is made with the settings its run recorded (``RunStarted.agent_settings``), then the
+``-o KEY=VALUE`` overrides: with no overrides, only a change in the code shows up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ownloop.agents import Agent, AgentParseError, agent_options, make_agent
+from ownloop.replay.fold import Session, Step
+from ownloop.replay.render import actions_text, op_text
+from ownloop.replay.selection import fold_selected, literal, selection_sql
+from ownloop.replay.target import load_session
+from ownloop.store import Store
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import ModelCalled, Op
+
+__all__ = ["ReparseReport", "StepChange", "agent_for", "parse_overrides", "recorded_settings",
+           "reparse", "reparse_session", "reparse_target"]
+
+
+class StepChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One recorded response whose parse or translation is different today (compact texts)."""
+
+    session_id: str
+    task_id: str
+    step: int
+    call_id: str
+    change: str  # "actions", "ops", "actions and ops", "now parses", "now fails"
+    old_actions: str
+    new_actions: str
+    old_ops: str
+    new_ops: str
+
+
+class ReparseReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What a re-parse found."""
+
+    sessions: int
+    steps: int
+    responses: int
+    changes: tuple[StepChange, ...] = ()
+    options: dict[str, Any] = {}
+
+    def lines(self) -> list[str]:
+        """One block per changed response, then the count line."""
+        lines = []
+        for c in self.changes:
+            lines.append(f"{c.session_id}  {c.task_id}  step {c.step}  call {c.call_id}: "
+                         f"{c.change}")
+            if c.old_actions != c.new_actions:
+                lines.append(f"  actions: {c.old_actions}")
+                lines.append(f"       ->  {c.new_actions}")
+            if c.old_ops != c.new_ops:
+                lines.append(f"  ops:     {c.old_ops}")
+                lines.append(f"       ->  {c.new_ops}")
+        changed_steps = len({(c.session_id, c.step) for c in self.changes})
+        lines.append(f"{changed_steps} of {self.steps} steps changed ({len(self.changes)} of "
+                     f"{self.responses} responses) in {self.sessions} sessions; nothing was "
+                     "written")
+        return lines
+
+    def to_json(self) -> str:
+        return msgspec.json.encode(self).decode()
+
+
+def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
+    """``-o KEY=VALUE`` pairs as agent options; numbers and true/false are read as such (the same
+    reading as ``ownloop record -o``).
+
+    Raises:
+        OwnloopError: a pair is not KEY=VALUE.
+    """
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise OwnloopError(f"agent option {pair!r} is not KEY=VALUE, e.g. -o scroll_notches=3")
+        options[key.replace("-", "_")] = _scalar(value)
+    return options
+
+
+def _scalar(value: str) -> Any:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _ops_text(ops: Iterable[Op]) -> str:
+    return "; ".join(op_text(op) for op in ops) or "-"
+
+
+def recorded_settings(store: Store, sessions: Iterable[Session]) -> dict[str, dict[str, Any]]:
+    """Session id → the agent settings its run recorded (the last RunStarted before it began)."""
+    sessions = list(sessions)
+    runs = sorted({s.run_id for s in sessions if s.run_id})
+    if not runs:
+        return {}
+    rows = store.sql(
+        "select run_id, time, agent_settings from run_started where run_id in "
+        f"({', '.join(literal(r) for r in runs)}) order by time").rows
+    starts: dict[str, list[tuple[datetime, dict[str, Any]]]] = {}
+    for run_id, at, settings in rows:
+        starts.setdefault(run_id, []).append((at, json.loads(settings) if settings else {}))
+    found: dict[str, dict[str, Any]] = {}
+    for session in sessions:
+        history = starts.get(session.run_id)
+        if not history:
+            continue
+        chosen = history[0][1]
+        began = session.started_at.replace(tzinfo=None) if session.started_at else None
+        for at, settings in history:
+            if began is None or at <= began:
+                chosen = settings
+        found[session.session_id] = chosen
+    return found
+
+
+def agent_for(name: str, recorded: Mapping[str, Any], overrides: Mapping[str, Any]) -> Agent:
+    """The agent ``name`` with its recorded settings (those it still has), then ``overrides``.
+
+    Raises:
+        OwnloopError: the agent is unknown, or an override is unknown or out of range.
+    """
+    known = agent_options(name)
+    options = {key: value for key, value in recorded.items() if key in known}
+    options.update(overrides)
+    return make_agent(name, **options)
+
+
+def _parse(agent: Agent, call: ModelCalled, size: tuple[int, int]) -> tuple[Any, str | None]:
+    """(Parsed or None, error or None) as the recorder would have it today."""
+    if call.response is None:
+        return None, "no response"
+    if agent.settings.stop_only and call.finish_reason != "stop":
+        return None, f"finish reason {call.finish_reason!r}, not 'stop'"
+    try:
+        return agent.parse(call.response, size), None
+    except AgentParseError as exc:
+        return None, str(exc)
+
+
+def _image_size(session: Session, step: Step) -> tuple[int, int]:
+    shot = step.screenshot
+    if shot is not None and shot.width and shot.height:
+        return shot.width, shot.height
+    return session.viewport
+
+
+def reparse_session(session: Session, agent: Agent) -> tuple[list[StepChange], int]:
+    """The changed responses of one session and how many responses were parsed again."""
+    changes: list[StepChange] = []
+    count = 0
+    for step in session.steps:
+        size = _image_size(session, step)
+        calls = {call.call_id: call for call in step.calls}
+        for parse in step.parses:
+            call = calls.get(parse.call_id)
+            if call is None or call.response is None:
+                continue
+            count += 1
+            accepted = parse is step.parsed and parse.error is None
+            parsed, error = _parse(agent, call, size)
+            new_actions = parsed.actions if parsed is not None else ()
+            new_ops = tuple(op for a in new_actions for op in agent.translate(a))
+            old_ops = tuple(effect.op for effect in step.effects) if accepted else ()
+            if parse.error is not None and error is not None:
+                continue  # failed then, fails now: nothing was or would be done
+            if parse.error is not None:
+                change = "now parses"
+            elif error is not None:
+                change = "now fails"
+            else:
+                differs = [name for name, same in (("actions", parse.actions == new_actions),
+                                                   ("ops", old_ops == new_ops)) if not same]
+                if not differs:
+                    continue
+                change = " and ".join(differs)
+            changes.append(StepChange(
+                session_id=session.session_id, task_id=session.task_id, step=step.step,
+                call_id=call.call_id, change=change,
+                old_actions=(f"parse error: {parse.error}" if parse.error is not None
+                             else actions_text(parse.actions)),
+                new_actions=(f"parse error: {error}" if error is not None
+                             else actions_text(new_actions)),
+                old_ops=_ops_text(old_ops), new_ops=_ops_text(new_ops)))
+    return changes, count
+
+
+def reparse(
+    store: Store,
+    *,
+    session: Session | None = None,
+    run_id: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> ReparseReport:
+    """Re-parse one session, or every session of a run, with today's agent code.
+
+    Args:
+        store: the store (read only).
+        session: the session to re-parse; else every session of ``run_id``.
+        run_id: the run whose sessions to re-parse when ``session`` is None.
+        overrides: agent options over the recorded ones, e.g. ``{"scroll_notches": 3}``.
+
+    Raises:
+        OwnloopError: neither a session nor a run, an unknown agent, or a bad option.
+    """
+    overrides = dict(overrides or {})
+    if session is not None:
+        sessions = [session]
+    elif run_id:
+        sessions = list(fold_selected(store, selection_sql(run_id=run_id)).values())
+        if not sessions:
+            raise OwnloopError(f"no sessions in run '{run_id}' of {store.root}. List runs "
+                               "with: ownloop sql \"select * from runs\"")
+    else:
+        raise OwnloopError("give a TARGET (session or task id) or --run R to re-parse")
+    settings = recorded_settings(store, sessions)
+    agents: dict[str, Agent] = {}
+    changes: list[StepChange] = []
+    steps = responses = 0
+    for one in sessions:
+        recorded = settings.get(one.session_id, {})
+        name = one.agent
+        if not name:
+            raise OwnloopError(f"session {one.session_id} recorded no agent; cannot re-parse it")
+        key = name + json.dumps(recorded, sort_keys=True, default=str)
+        agent = agents.get(key)
+        if agent is None:
+            agents[key] = agent = agent_for(name, recorded, overrides)
+        found, count = reparse_session(one, agent)
+        changes.extend(found)
+        responses += count
+        steps += len(one.steps)
+    return ReparseReport(sessions=len(sessions), steps=steps, responses=responses,
+                         changes=tuple(changes), options=overrides)
+
+
+def reparse_target(
+    store: Store, target: str | None, run_id: str | None, pairs: Iterable[str] = ()
+) -> ReparseReport:
+    """``ownloop replay --reparse``: TARGET's session (in ``run_id`` if given), or every session
+    of ``run_id`` when there is no TARGET; ``pairs`` are ``-o KEY=VALUE`` overrides."""
+    overrides = parse_overrides(pairs)
+    if target:
+        return reparse(store, session=load_session(store, target, run_id), overrides=overrides)
+    return reparse(store, run_id=run_id, overrides=overrides)
