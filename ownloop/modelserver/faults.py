@@ -14,6 +14,7 @@ phases are used up, the wrapped responder (the expert) answers. Modes:
 
 ========== ======================================================================
 ok         answer normally (the wrapped responder)
+slow       answer normally after ARG seconds (default 1)
 garbage    prose without any action
 truncated  a response cut off mid-action, with finish_reason "length"
 huge       about 200 kB of text, finish_reason "length"
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any
 
 import msgspec
@@ -56,7 +58,7 @@ __all__ = [
 ]
 
 FAULT_MODES = (
-    "ok", "garbage", "truncated", "huge", "hostile", "500", "429", "hang", "drop", "down",
+    "ok", "slow", "garbage", "truncated", "huge", "hostile", "500", "429", "hang", "drop", "down",
 )
 
 HOSTILE_MARKER = "ownloop-pwned"
@@ -158,6 +160,9 @@ class FaultyResponder:
             self._calls += 1
         phase = self.phase_for(call)
         if phase is None or phase.mode == "ok":
+            return self.inner(request)
+        if phase.mode == "slow":  # a slow but good model: time for tests to act mid-session
+            time.sleep(1.0 if phase.arg is None else phase.arg)
             return self.inner(request)
         return _misbehave(phase, call)
 

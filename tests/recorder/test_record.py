@@ -59,7 +59,7 @@ def test_six_task_types_finish_with_reward_and_fill_every_view(tmp_path: Path, e
                   "from model_calls where error is null")
     assert calls[0][0] >= 6 and calls[0][1] == 0 and calls[0][2]
     clicked = _rows(tmp_path, "select count(*) from effects e join sessions s using (session_id) "
-                    "where s.task_id = 'click-button' and e.ok and e.element_tag = 'button'")
+                    "where s.task_id like 'click-button-%' and e.ok and e.element_tag = 'button'")
     assert clicked[0][0] >= 1
     shots = _rows(tmp_path, "select min(width), min(height) from screenshots")
     assert shots == [(1280, 800)]
@@ -71,8 +71,6 @@ def test_six_task_types_finish_with_reward_and_fill_every_view(tmp_path: Path, e
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
-    argv = _rows(tmp_path, "select argv from runs where run_id = 'r1'")[0][0]
-    assert SECRET not in str(argv) and "***" in str(argv)
 
 
 def test_endpoint_down_then_resume_finishes_the_task(tmp_path: Path, expert: str) -> None:
@@ -136,21 +134,32 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _comm(pid: int) -> str:
+def _is_browser(pid: int) -> bool:
+    """The main Chromium process (its helpers carry a --type= switch)."""
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
-        return ""
+        return False
+    return b"chrom" in args[0] and not any(a.startswith(b"--type=") for a in args)
+
+
+def _wait_for(journal: Path, marker: bytes, count: int, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sum(p.read_bytes().count(marker) for p in journal.glob("*.jsonl")) >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} {marker!r} in {journal} after {timeout}s")
 
 
 def test_chromium_killed_mid_session_errors_that_session_only(tmp_path: Path) -> None:
-    # Slow answers (2 s) leave time to kill the browser while the first session runs.
+    # Slow answers (2 s) leave time to kill the browser while login-user (6 steps) runs.
     with make_server("miniwob", "uitars", "slow=2") as url:
         proc = _ownloop(tmp_path, "record", "uitars", "--model", "m", "--endpoint", url,
-                        "--suite", "miniwob:click-button,focus-text", "--workers", "1",
+                        "--suite", "miniwob:login-user,focus-text", "--workers", "1",
                         "--settle", "0.1")
-        time.sleep(4)
-        browsers = [p for p in _descendants(proc.pid) if "chrom" in _comm(p)]
+        _wait_for(tmp_path / "journal", b'"screenshot_taken"', 1)
+        browsers = [p for p in _descendants(proc.pid) if _is_browser(p)]
         assert browsers, "no Chromium under the recorder"
         for pid in browsers:
             os.kill(pid, signal.SIGKILL)
@@ -166,16 +175,9 @@ def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
         command = ["record", "uitars", "--model", "m", "--endpoint", url, "--run", "k",
                    "--suite", "miniwob:click-button,click-link,focus-text", "--workers", "1",
                    "--settle", "0.1"]
-        proc = _ownloop(tmp_path, *command)
-        journal = tmp_path / "journal"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:  # wait for one finished session and one under way
-            ends = sum(p.read_bytes().count(b'"session_ended"') for p in journal.glob("*.jsonl"))
-            starts = sum(p.read_bytes().count(b'"session_started"')
-                         for p in journal.glob("*.jsonl"))
-            if ends >= 1 and starts >= 2:
-                break
-            time.sleep(0.2)
+        proc = _ownloop(tmp_path, *command, "--api-key", SECRET)
+        _wait_for(tmp_path / "journal", b'"session_ended"', 1)  # one task done,
+        _wait_for(tmp_path / "journal", b'"session_started"', 2)  # the next one under way
         time.sleep(1.5)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -191,3 +193,16 @@ def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
     assert all(s.count("finished") == 1 for s in statuses.values()), rows
     assert json.loads(open_store(tmp_path).sql(
         "select to_json(list(status)) from sessions").rows[0][0]).count("crashed") == 1
+    # The key given on the command line is recorded as *** in argv, and nowhere else.
+    argv = _rows(tmp_path, "select argv from runs where run_id = 'k'")[0][0]
+    assert SECRET not in str(argv) and "***" in str(argv)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_redact_argv_hides_keys_in_both_spellings() -> None:
+    from ownloop.recorder.runner import redact_argv
+
+    assert redact_argv(["ownloop", "record", "--api-key", "k1", "--api-key=k2", "--model", "m"]) \
+        == ("ownloop", "record", "--api-key", "***", "--api-key=***", "--model", "m")
