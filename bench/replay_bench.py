@@ -1,0 +1,123 @@
+"""Replay benchmark: one function per measurement, ``main`` runs them.
+
+    .venv/bin/python bench/replay_bench.py               # regrade 10k synthetic sessions
+    .venv/bin/python bench/replay_bench.py --sessions 2000
+
+Regrade: 10k synthetic sessions (3 steps each, one journal stream per session, as the recorder
+writes them; fsync off) are written with the store API and indexed, then ``regrade`` runs over all
+of them twice: with each session's own task grader (miniwob) and with one stricter spec for all.
+The figure is sessions per second, end to end: select, read, fold, grade, append, sync.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ownloop.replay.regrade import regrade
+from ownloop.store import Store, open_store
+from ownloop.store import events as E
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+PROMPT = "You are a GUI agent. You are given a task and your action history. " * 20
+REGRADE_AIM = 2000.0
+
+
+def session_events(run_id: str, number: int, sha: str) -> list[E.Event]:
+    """A finished three-step MiniWoB-like session with evidence and its recorded grade."""
+    sid = f"s{number:06d}"
+    t = T0 + timedelta(seconds=number)
+    ids = {"run_id": run_id, "session_id": sid}
+    answer = "yes" if number % 3 else "no"
+    reward = 1 if number % 4 else 0
+    task = E.Task(task_id=f"click-button-{number}", prompt='Click on the "yes" button.',
+                  start_url=f"http://127.0.0.1:8000/miniwob/click-button.html?seed={number}",
+                  suite="miniwob", seed=number, grader="miniwob")
+    events: list[E.Event] = [E.SessionStarted(at=t, **ids, task=task, agent="uitars",
+                                              model="bench", viewport=(1280, 800))]
+    for step in (1, 2, 3):
+        at = t + timedelta(milliseconds=100 * step)
+        call = f"{sid}c{step}"
+        events += [
+            E.ScreenshotTaken(at=at, **ids, step=step, sha256=sha, width=1280, height=800,
+                              url=task.start_url, capture_ms=40.0),
+            E.ModelCalled(at=at, **ids, step=step, call_id=call, model="bench", messages=(
+                E.Message(role="user", parts=(E.TextPart(text=PROMPT),
+                                              E.ImagePart(sha256=sha, width=1280, height=800))),
+            ), response=f"Thought: step {step}\nAction: click(start_box='(100,200)')",
+                latency_ms=300.0),
+            E.ActionParsed(at=at, **ids, step=step, call_id=call, parser="uitars",
+                           thought=f"step {step}", actions=(E.Click(x=91.4, y=228.6),)),
+            E.BrowserActed(at=at, **ids, step=step, idx=0, op=E.MouseClick(x=91.4, y=228.6),
+                           element=E.Element(tag="button", name="yes"),
+                           url_before=task.start_url, url_after=task.start_url),
+        ]
+    end = t + timedelta(seconds=1)
+    events += [
+        E.EvidenceCaptured(at=end, **ids, name="final_url", value_json=f'"{task.start_url}"'),
+        E.EvidenceCaptured(at=end, **ids, name="miniwob_reward",
+                           value_json=f'{{"reward": {reward}, "raw_reward": {reward}, '
+                           '"done": true, "reason": null}'),
+        E.SessionEnded(at=end, **ids, status="finished", answer=answer, steps=3, seconds=1.0),
+        E.SessionGraded(at=end, **ids, grader="miniwob", grader_version="1",
+                        score=float(reward), passed=bool(reward), source="record"),
+    ]
+    return events
+
+
+def write_sessions(store: Store, run_id: str, count: int) -> None:
+    """``count`` sessions, one stream each, then one sync of the index."""
+    sha = store.put_blob(b"a synthetic screenshot")
+    with store.stream(f"{run_id}-start") as stream:
+        stream.append([E.RunStarted(at=T0, run_id=run_id, agent="uitars")])
+    for number in range(count):
+        with store.stream(f"{run_id}-{number:06d}") as stream:
+            stream.append(session_events(run_id, number, sha))
+    store.sync()
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    began = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - began, result
+
+
+def bench_regrade(work: Path, sessions: int) -> float:
+    """Regrade ``sessions`` synthetic sessions; prints and returns the slower rate (sessions/s)."""
+    store = open_store(work / "regrade", fsync=False)
+    took, _ = timed(lambda: write_sessions(store, "bench", sessions))
+    print(f"setup: wrote and indexed {sessions} sessions in {took:.1f}s")
+    rates = []
+    for label, spec in (("own task graders (miniwob)", None),
+                        ("stricter grader answer:exact:yes", "answer:exact:yes")):
+        took, result = timed(lambda spec=spec: regrade(store, run_id="bench", grader=spec))
+        assert result.graded == sessions, result  # type: ignore[attr-defined]
+        rate = sessions / took
+        rates.append(rate)
+        print(f"regrade {sessions} sessions, {label}: {took:.2f}s = {rate:,.0f} sessions/s "
+              f"(aim >= {REGRADE_AIM:,.0f}/s); {len(result.flips)} flipped")  # type: ignore[attr-defined]
+    return min(rates)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=10_000, help="sessions to regrade")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ownloop-replay-bench-"))
+    try:
+        bench_regrade(work, args.sessions)
+    finally:
+        if args.keep:
+            print(f"work directory: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
