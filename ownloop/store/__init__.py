@@ -28,7 +28,7 @@ from ownloop.store.journal import StreamWriter, read_lines
 from ownloop.store.verify import VerifyReport, verify_store
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]
 
     from ownloop.store.index import Index, SyncResult
     from ownloop.store.query import QueryError, QueryResult

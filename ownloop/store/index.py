@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 import msgspec
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
@@ -95,9 +95,9 @@ class _Batch:
             self.skipped[0].append(stream)
             self.skipped[1].append(offsets[i])
             self.skipped[2].append(error)
-        if decoded.index is not None:
-            offsets = [offsets[i] for i in decoded.index]
-            lengths = [lengths[i] for i in decoded.index]
+        if decoded.positions is not None:
+            offsets = [offsets[i] for i in decoded.positions]
+            lengths = [lengths[i] for i in decoded.positions]
         events, seqs = decoded.events, decoded.seqs
         kinds = set(map(type, events))
         if len(kinds) == 1:  # e.g. a batch of one kind: no regrouping
@@ -315,11 +315,11 @@ class Index:
     # -------------------------------------------------------------- reading
     def query(self, sql: str) -> QueryResult:
         """Bring the index up to date, then run ``sql`` read-only: column names, types, rows."""
-        return self._read(sql, arrow=False)  # type: ignore[return-value]
+        return self._read(sql, arrow=False)
 
     def query_arrow(self, sql: str) -> pa.Table:
         """Like ``query``, returning an Arrow table."""
-        return self._read(sql, arrow=True)  # type: ignore[return-value]
+        return self._read(sql, arrow=True)
 
     def _read(self, sql: str, *, arrow: bool) -> QueryResult | pa.Table:
         if not self.up_to_date():

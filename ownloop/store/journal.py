@@ -159,7 +159,7 @@ def decode_events(raw_lines: Iterable[bytes]) -> list[Event]:
 class DecodedLines(NamedTuple):
     """Many lines decoded at once, as columns."""
 
-    index: list[int] | None  # where each decoded line was among the input; None: all of them
+    positions: list[int] | None  # where each decoded line was in the input; None: all of them
     seqs: list[int]
     events: list[Event]
     errors: list[tuple[int, str]]  # (where, why) for each line that did not decode

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 import duckdb
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 from rich.table import Table
 
 from ownloop.store.errors import OwnloopError

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from ownloop.store.events import EVENT_TYPES, EventBase
 
