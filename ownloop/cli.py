@@ -142,6 +142,8 @@ def index_command(ctx: click.Context, rebuild: bool) -> None:
 @click.option("--chromium", help="Path to a Chromium to drive.")
 @click.option("--frequency-penalty", type=float, help="uitars: sampling option (OSWorld sends 1).")
 @click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE", help="Agent setting.")
+@click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",
+              help="Clones of the model's released code, to read its prompt from.")
 @click.option("--retries", default=3, show_default=True, help="Retries of a failed model call.")
 @click.option("--retry-wait", default=5.0, show_default=True, help="Seconds between retries.")
 @click.option("--call-timeout", default=120.0, show_default=True, help="Seconds per model call.")

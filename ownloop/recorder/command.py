@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ownloop.agents import agent_options as known_options
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, RunSummary, record
@@ -14,7 +15,8 @@ from ownloop.store.errors import OwnloopError
 __all__ = ["agent_options", "record_from_options", "summary_text"]
 
 
-def agent_options(pairs: tuple[str, ...], frequency_penalty: float | None) -> dict[str, Any]:
+def agent_options(agent: str, pairs: tuple[str, ...], frequency_penalty: float | None,
+                  released: str | None = None) -> dict[str, Any]:
     """``-o KEY=VALUE`` pairs as agent settings; numbers and booleans are read as such."""
     options: dict[str, Any] = {}
     for pair in pairs:
@@ -24,6 +26,8 @@ def agent_options(pairs: tuple[str, ...], frequency_penalty: float | None) -> di
         options[key.replace("-", "_")] = _scalar(value)
     if frequency_penalty is not None:
         options["frequency_penalty"] = frequency_penalty
+    if released and "released" in known_options(agent):
+        options["released"] = released
     return options
 
 
@@ -62,7 +66,8 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
     record_options = RecordOptions(
         agent=agent, endpoint=options["endpoint"], model=options["model"],
         api_key=options["api_key"],
-        agent_options=agent_options(options["agent_option"], options["frequency_penalty"]),
+        agent_options=agent_options(agent, options["agent_option"], options["frequency_penalty"],
+                                    options.get("released")),
         run_id=options["run_id"], workers=options["workers"],
         limits=EpisodeLimits(options["max_steps"], options["timeout"]),
         error_retries=options["error_retries"], settle_s=options["settle"],

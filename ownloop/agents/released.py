@@ -1,0 +1,90 @@
+"""Prompt texts read at run time from the user's clones of a model's released code.
+
+OpenCUA's, Fara-7B's and MolmoWeb's prompts live in their released repositories, not on PyPI, and
+their prose is not copied into ownloop. As the user's own runner does with ``--path``, the agent
+looks for the released module under ``--released PATH`` (a colon list; default ``$OWNLOOP_PATH``)
+and takes the prompt constants from it. The file is *read*, never imported or run: top-level
+assignments of string literals (implicit concatenation and ``+`` of literals included) are taken
+with ``ast.literal_eval``, so a clone needs none of its own dependencies installed. Without the
+module the agent uses its built-in prompt, and ``prompt_source`` says which was used.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+__all__ = ["Released", "find_released", "search_roots"]
+
+
+class Released(NamedTuple):
+    constants: dict[str, str]
+    source: str  # "released:/abs/path/to/module.py"
+
+
+def search_roots(released: str | None) -> list[Path]:
+    """The folders to search: ``released`` (a colon list), else ``$OWNLOOP_PATH``."""
+    text = released if released is not None else os.environ.get("OWNLOOP_PATH", "")
+    return [Path(part).expanduser() for part in text.split(os.pathsep) if part.strip()]
+
+
+def _string_constants(path: Path) -> dict[str, str]:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    found: dict[str, str] = {}
+    for node in tree.body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        if value is None:
+            continue
+        text = _literal_text(value)
+        if text is None:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name):
+                found[target.id] = text
+    return found
+
+
+def _literal_text(node: ast.expr) -> str | None:
+    """A string literal, or ``+`` of string literals; anything else is not taken."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal_text(node.left), _literal_text(node.right)
+        return None if left is None or right is None else left + right
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def find_released(
+    candidates: Sequence[str], names: Sequence[str], released: str | None = None
+) -> Released | None:
+    """The first candidate module under the search roots that defines every constant in ``names``.
+
+    Args:
+        candidates: module paths relative to a clone's root, e.g. ``"src/fara/_prompts.py"``; a
+            root may also be the module's own folder, so the file name alone is tried too.
+        names: the string constants the agent needs.
+        released: the ``--released`` value (None: ``$OWNLOOP_PATH``).
+    """
+    for root in search_roots(released):
+        for candidate in candidates:
+            for path in (root / candidate, root / Path(candidate).name):
+                if not path.is_file():
+                    continue
+                constants = _string_constants(path)
+                if all(name in constants for name in names):
+                    return Released({n: constants[n] for n in names},
+                                    f"released:{path.resolve()}")
+    return None
