@@ -1,0 +1,149 @@
+"""What recording costs: the same expert-driven MiniWoB run with the store on, and with a sink that
+discards every event (screenshots kept in memory only, as a bare harness would to send them).
+
+Prints the wall-time ratio (aim: <= 1.03) and, per step, the recorder's own milliseconds (event
+appends with fsync and blob writes) beside the screenshot's and the model call's.
+
+    .venv/bin/python bench/record_bench.py [--tasks N] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from ownloop.modelserver.endpoint import make_server
+from ownloop.recorder.episode import EpisodeLimits
+from ownloop.recorder.runner import RecordOptions, record
+from ownloop.recorder.suites import load_suite
+from ownloop.store import Store
+from ownloop.store.events import Event
+from ownloop.store.journal import StreamWriter
+
+TASKS = "click-button,click-link,enter-text,focus-text,click-checkboxes,login-user"
+
+
+class _Timed:
+    """Adds up the seconds spent in the store's write paths."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+class TimedStore(Store):
+    """The real store, with its write paths timed."""
+
+    def __init__(self, root: Path, timer: _Timed) -> None:
+        root.mkdir(parents=True)
+        super().__init__(root)
+        self.timer = timer
+
+    def stream(self, stream_id: str | None = None) -> StreamWriter:
+        writer = super().stream(stream_id)
+        timer, append = self.timer, writer.append
+
+        def timed(events: Sequence[Event]) -> None:
+            began = time.perf_counter()
+            append(events)
+            timer.seconds += time.perf_counter() - began
+
+        writer.append = timed  # type: ignore[method-assign]
+        return writer
+
+    def put_blob(self, data: bytes) -> str:
+        began = time.perf_counter()
+        try:
+            return super().put_blob(data)
+        finally:
+            self.timer.seconds += time.perf_counter() - began
+
+
+class _NullWriter:
+    def __init__(self) -> None:
+        self.stream_id = "null"
+
+    def append(self, events: Sequence[Event]) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> _NullWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class DiscardingStore(Store):
+    """Events go nowhere; blobs stay in memory so the model can still be sent the screenshots."""
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True)
+        super().__init__(root)
+        self._blobs: dict[str, bytes] = {}
+
+    def stream(self, stream_id: str | None = None) -> StreamWriter:
+        return _NullWriter()  # type: ignore[return-value]
+
+    def put_blob(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        self._blobs[sha] = data
+        return sha
+
+    def get_blob(self, sha256: str) -> bytes:
+        return self._blobs[sha256]
+
+
+def _run(store: Store, endpoint: str, tasks: str, run_id: str) -> tuple[float, int]:
+    options = RecordOptions(agent="uitars", endpoint=endpoint, model="expert", run_id=run_id,
+                            workers=1, limits=EpisodeLimits(12, 120.0), settle_s=0.0)
+    with load_suite(suite=f"miniwob:{tasks}") as suite:
+        began = time.perf_counter()
+        summary = record(store, suite, options)
+        seconds = time.perf_counter() - began
+    assert all(r.status == "finished" for r in summary.results), summary.counts()
+    return seconds, sum(r.steps for r in summary.results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    tasks = ",".join(TASKS.split(",")[: args.tasks])
+    recorded, discarded, store_seconds, steps_total = [], [], 0.0, 0
+    with tempfile.TemporaryDirectory() as tmp, make_server("miniwob", "uitars") as endpoint:
+        root = Path(tmp)
+        _run(DiscardingStore(root / "warm"), endpoint, tasks, "warm")  # plans cached, pages hot
+        for n in range(args.rounds):  # alternate the order so drift hits both alike
+            timer = _Timed()
+            pair = [("rec", TimedStore(root / f"rec{n}", timer)),
+                    ("null", DiscardingStore(root / f"null{n}"))]
+            for kind, store in pair if n % 2 == 0 else reversed(pair):
+                seconds, steps = _run(store, endpoint, tasks, f"{kind}{n}")
+                (recorded if kind == "rec" else discarded).append(seconds)
+                if kind == "rec":
+                    store_seconds += timer.seconds
+                    steps_total += steps
+        real = Store(root / "rec0")
+        shot_ms, call_ms = real.sql(
+            "select (select avg(capture_ms) from screenshots), "
+            "(select avg(latency_ms) from model_calls)").rows[0]
+    rec, null = statistics.median(recorded), statistics.median(discarded)
+    per_run = steps_total // args.rounds
+    print(f"tasks: {args.tasks}, rounds: {args.rounds}, steps per run: {per_run}")
+    print(f"recording on : median {rec:.2f} s  {[round(s, 2) for s in recorded]}")
+    print(f"discarding   : median {null:.2f} s  {[round(s, 2) for s in discarded]}")
+    print(f"ratio        : {rec / null:.3f}  (aim <= 1.03)")
+    print(f"per step     : recorder {1000 * store_seconds / steps_total:.2f} ms, "
+          f"screenshot {shot_ms:.1f} ms, model call {call_ms:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
