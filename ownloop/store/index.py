@@ -12,6 +12,7 @@ never open it.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import os
 from collections.abc import Iterator
@@ -240,7 +241,16 @@ class Index:
             rebuilt = self._ensure_schema(con)
             known = {s: (i, z) for s, i, z in con.execute(
                 "select stream, ingested, size from streams").fetchall()}
-            result = self._ingest(con, sizes, known)
+            # Decoding allocates millions of small objects that all stay alive until they are
+            # written: the cyclic GC would rescan them again and again (quadratic), and there
+            # are no cycles to find.
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                result = self._ingest(con, sizes, known)
+            finally:
+                if collecting:
+                    gc.enable()
             seen = {s: z for s, (_, z) in known.items()}
         finally:
             con.close()
