@@ -238,6 +238,7 @@ def test_session_events_merges_streams_in_time_order(
     assert len(events) == 8
     assert [e.at for e in events] == sorted(e.at for e in events)
     assert events[6] == grade  # after the step at 1.0-1.4 s, before the end at 3 s
+    assert list(store.events("a")) == events
     assert store.session_events("nobody") == []
 
 
