@@ -81,3 +81,22 @@ def test_op_text_and_plain() -> None:
     assert op_text(MouseWheel(dy=-100)) == "mouse.wheel(dy=-100)"
     assert plain("a\tb\nc\x07\x9b") == "a\tb\nc\\x07\\x9b"
     assert plain("x" * 10, 6) == "xxx..."
+
+
+MODULES = ("selection", "target", "render", "regrade", "reparse", "diff")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_replay_modules_public_names_and_imports(name: str) -> None:
+    import ast
+    import importlib
+
+    module = importlib.import_module(f"ownloop.replay.{name}")
+    assert module.__all__ and all(hasattr(module, n) for n in module.__all__)
+    tree = ast.parse(Path(module.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m.split(".")[0] in ("duckdb", "playwright")}
+    ours = {m for m in imported if m.startswith("ownloop")}
+    assert all(m.startswith(("ownloop.store", "ownloop.agents", "ownloop.grading",
+                             "ownloop.recorder.suites", "ownloop.replay")) for m in ours), ours
