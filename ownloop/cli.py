@@ -304,5 +304,45 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None) -> None:
     Console(soft_wrap=False, highlight=False).print(diff_view(result))
 
 
+# --- import and export (ownloop/transfer/) ---------------------------------------------------
+
+
+@cli.command("import")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--agent", required=True, help="Whose steps.jsonl form: uitars, molmoweb, fara7b "
+              "or opencua (its parser fills the parsed actions when it loads).")
+@click.option("--run", "run_id", help="The run to import into (default: import-<DIR name>); "
+              "folders already in it are skipped.")
+@click.pass_context
+@_friendly
+def import_command(ctx: click.Context, directory: str, agent: str, run_id: str | None) -> None:
+    """Import result folders written by a plain harness (one per task) as a new run.
+
+    Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
+    """
+    from ownloop.transfer import import_dir
+
+    result = import_dir(_store(ctx), directory, agent, run_id, argv=tuple(sys.argv))
+    click.echo("\n".join(result.lines()))
+
+
+@cli.command("export")
+@click.option("--run", "run_id", help="The run (required for session-dir; parquet: all runs "
+              "when left out).")
+@click.option("--format", "fmt", type=click.Choice(["session-dir", "parquet"]),
+              default="session-dir", show_default=True, help="Harness folders or Parquet files.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
+@click.pass_context
+@_friendly
+def export_command(ctx: click.Context, run_id: str | None, fmt: str, out: str) -> None:
+    """Write a run as a plain harness's result folders, or every SQL view as Parquet.
+
+    Example: ownloop export --run r1 --format session-dir --out results/r1
+    """
+    from ownloop.transfer import export_run
+
+    click.echo("\n".join(export_run(_store(ctx), run_id, fmt, out).lines()))
+
+
 def main() -> None:
     cli(prog_name="ownloop")

@@ -1,0 +1,219 @@
+"""``ownloop export``: a run written back as a plain harness's result folders, or as Parquet.
+
+``session-dir`` writes one folder per task: the latest attempt as ``session.json`` (or
+``session_failed.json`` when it ended crashed, endpoint_error or interrupted), its
+``steps.jsonl`` in the agent's form (see ``forms.py``) and ``screens/step_NN.png`` byte for byte;
+earlier attempts as ``error_attempt_N/`` with ``attempt.json``. Fields an import kept are written
+back as they came. ``parquet`` writes every view as ``<view>.parquet``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+from ownloop.grading.evidence import read_value
+from ownloop.replay.fold import Session, fold
+from ownloop.store import MissingBlob, Store
+from ownloop.store.errors import OwnloopError
+from ownloop.transfer.forms import form_of, step_line
+from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
+
+__all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
+
+FORMATS = ("session-dir", "parquet")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
+
+
+class ExportResult(NamedTuple):
+    """What one export wrote."""
+
+    out: Path
+    lines_written: list[str]  # one line per file or folder kind written
+    skipped: list[str]  # what could not be written (e.g. a blob missing from the store)
+
+    def lines(self) -> list[str]:
+        return [*self.skipped, *self.lines_written]
+
+
+def export_run(store: Store, run_id: str | None, fmt: str, out: str | Path) -> ExportResult:
+    """Export ``run_id`` as ``fmt`` (``session-dir`` or ``parquet``) into ``out``.
+
+    Raises:
+        OwnloopError: an unknown format, no run given for session-dir, an unknown run, or an
+            ``out`` folder that is not empty (session-dir).
+    """
+    if fmt == "parquet":
+        from ownloop.store.export import export_views
+
+        files = export_views(store, out, run_id)
+        return ExportResult(Path(out), [f"{f.path} ({f.rows} rows)" for f in files], [])
+    if fmt != "session-dir":
+        raise OwnloopError(f"unknown format {fmt!r}. Choose one of: {', '.join(FORMATS)}")
+    if not run_id:
+        raise OwnloopError("session-dir needs a run: pass --run R")
+    return export_session_dirs(store, run_id, out)
+
+
+def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportResult:
+    """Write every task of ``run_id`` as a harness result folder under ``out``.
+
+    Folders are named by the task id when it is a plain name (letters, digits, ``.``, ``_``,
+    ``-``), else by the latest session's id. Replays (sessions with a parent) are left out.
+    """
+    rows = store.sql(
+        "select session_id, task_id, agent from sessions where run_id = "
+        + "'" + run_id.replace("'", "''") + "' and parent_session_id is null "
+        "order by task_id, attempt, started_at").rows
+    if not rows:
+        raise OwnloopError(f"no sessions in run {run_id!r}. List runs with: ownloop sql "
+                           "\"select run_id, agent, sessions from runs\"")
+    root = Path(out)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise OwnloopError(f"{root} is not an empty folder. Pass a new --out folder")
+    tasks: dict[str, list[tuple[str, str]]] = {}
+    for session_id, task_id, agent in rows:
+        tasks.setdefault(task_id or session_id, []).append((session_id, agent or ""))
+    writer = _Writer(store)
+    used: set[str] = set()
+    for task_id, sessions in tasks.items():
+        latest = sessions[-1][0]
+        name = task_id if _SAFE_NAME.fullmatch(task_id) and task_id.lower() not in used \
+            else latest
+        used.add(name.lower())
+        writer.task(root / name, [(fold(store.session_events(s), s), a) for s, a in sessions])
+    written = [f"{root}: {len(tasks)} task folders, {writer.sessions} sessions, "
+               f"{writer.screens} screenshots"]
+    return ExportResult(root, written, writer.skipped)
+
+
+class _Writer:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.sessions = 0
+        self.screens = 0
+        self.skipped: list[str] = []
+
+    def task(self, folder: Path, sessions: list[tuple[Session, str]]) -> None:
+        """Write one task's folder: earlier attempts first, then the latest at the top."""
+        *earlier, (latest, agent) = sessions
+        summaries = []
+        for number, (session, attempt_agent) in enumerate(earlier, start=1):
+            sub = folder / f"error_attempt_{number}"
+            summary = _summary(session, full=False)
+            self._attempt(sub, session, attempt_agent or agent)
+            _write_json(sub / "attempt.json", summary)
+            summaries.append(summary)
+        self._attempt(folder, latest, agent)
+        summary = _summary(latest, full=True)
+        if form_of(agent) == "fara7b" and "error_attempts" not in summary:
+            summary["error_attempts"] = summaries
+        failed = latest.outcome is None or latest.outcome.status in FAILED_FOLDER_STATUSES
+        _write_json(folder / ("session_failed.json" if failed else "session.json"), summary)
+
+    def _attempt(self, folder: Path, session: Session, agent: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.sessions += 1
+        originals: dict[int, dict[str, Any]] = {}
+        for item in session.evidence:
+            if item.name == "imported_step":
+                value = _value(item)
+                if isinstance(value, dict) and isinstance(value.get("step"), int):
+                    originals[value["step"]] = value
+        lines = []
+        for step in session.steps:
+            line = step_line(agent or session.agent, step, originals.get(step.step))
+            if line is not None:
+                lines.append(json.dumps(line, ensure_ascii=False))
+            shot = step.screenshot
+            if shot is not None:
+                self._copy_blob(shot.sha256, folder / "screens" / f"step_{step.step:02d}.png")
+        (folder / "steps.jsonl").write_text("".join(f"{line}\n" for line in lines))
+        for item in session.evidence:
+            if item.name == "import:file" and item.sha256 and _safe_relative(item.source):
+                self._copy_blob(item.sha256, folder / item.source)
+
+    def _copy_blob(self, sha256: str, target: Path) -> None:
+        try:
+            data = self.store.get_blob(sha256)
+        except MissingBlob:
+            self.skipped.append(f"skipped {target} (blob {sha256[:12]} missing from the store)")
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        self.screens += target.suffix == ".png"
+
+
+def _summary(session: Session, *, full: bool) -> dict[str, Any]:
+    """session.json's fields (``full``) or attempt.json's, filled from the session's events."""
+    outcome = session.outcome
+    status = outcome.status if outcome is not None else "crashed"
+    summary: dict[str, Any] = {}
+    if full:
+        start = session.task.start_url if session.task is not None else ""
+        imported = session.task is not None and session.task.suite.startswith("import:")
+        summary.update(task_id=session.task_id, base=start if imported else _origin(start))
+    if full or (outcome is not None and outcome.answer is not None):
+        summary["answer"] = outcome.answer if outcome is not None else None
+    summary.update(
+        status=harness_status(status, outcome.agent_status if outcome is not None else ""),
+        rounds=outcome.steps if outcome is not None else len(session.steps),
+        error=outcome.error if outcome is not None else "no end recorded")
+    if full:
+        summary.update(record=_captured(session, "record"), log=_captured(session, "log"))
+    summary.update(
+        seconds=outcome.seconds if outcome is not None else 0.0,
+        parse_fails=outcome.parse_failures if outcome is not None else 0,
+        action_errors=outcome.action_errors if outcome is not None else 0)
+    for grade in session.grades:
+        if grade.source == "import":
+            details = _loads(grade.details)
+            if isinstance(details, dict):
+                summary.update(details)
+    for item in session.evidence:
+        if item.name.startswith("import:") and item.name != "import:file":
+            summary[item.name.removeprefix("import:")] = _value(item)
+    return summary
+
+
+def _captured(session: Session, kind: str) -> Any:
+    """A capture URL's JSON whose path ends with ``/<kind>`` (e.g. /_admin/record), else []."""
+    for item in reversed(session.evidence):
+        if item.name == "capture" and urlsplit(item.source).path.rstrip("/").endswith(f"/{kind}"):
+            value = _value(item)
+            if value is not None:
+                return value
+    return []
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else url
+
+
+def _value(item: Any) -> Any:
+    try:
+        return read_value(item)
+    except ValueError:
+        return None
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _safe_relative(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return bool(parts) and not PurePosixPath(path).is_absolute() and ".." not in parts \
+        and all(part not in ("", ".") for part in parts)
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n")

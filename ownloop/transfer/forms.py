@@ -1,0 +1,98 @@
+"""The four steps.jsonl forms a plain harness writes, one per agent, and how a step fills them.
+
+=========  ==============================================================================
+uitars     ``{step, url, raw, actions, notes, fails}``; ``raw`` null and only ``fails`` when
+           nothing parsed (``fails``: the responses that did not parse)
+molmoweb   ``{step, url, raw, action, action_str, thought, error, action_error}``
+fara7b     ``{step, raw, action, parse_error}``
+opencua    ``{step, url, raw, attempts, action, code, executed, notes}``, plus ``error`` when the
+           step's response did not parse
+=========  ==============================================================================
+
+Import maps ``step``, ``url`` (to the step's screenshot), ``raw`` and uitars' ``fails`` (to model
+calls); every other field is kept as it was. Export fills the fields from the events, then puts
+back the fields an import kept, so an imported folder exports as it came in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ownloop.replay.fold import Step
+
+__all__ = ["FORMS", "form_of", "step_line"]
+
+FORMS: dict[str, tuple[str, ...]] = {
+    "uitars": ("step", "url", "raw", "actions", "notes", "fails"),
+    "molmoweb": ("step", "url", "raw", "action", "action_str", "thought", "error", "action_error"),
+    "fara7b": ("step", "raw", "action", "parse_error"),
+    "opencua": ("step", "url", "raw", "attempts", "action", "code", "executed", "notes"),
+}
+"""Agent name -> the fields of its steps.jsonl lines, in the order the harness writes them."""
+
+
+def form_of(agent: str) -> str:
+    """The steps.jsonl form for ``agent``: its own, or uitars' for an agent without one."""
+    return agent if agent in FORMS else "uitars"
+
+
+def step_line(agent: str, step: Step, original: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The steps.jsonl object for one step, or None when the step made no model call.
+
+    Args:
+        agent: whose form to write (see ``FORMS``).
+        step: the folded step.
+        original: the fields an import kept for this step (None for a recorded step).
+    """
+    if not step.calls and original is None:
+        return None  # e.g. the screenshot after the last step: no line of its own
+    responses = [c.response for c in step.calls if c.response is not None]
+    accepted = step.parsed if step.parsed is not None and step.parsed.error is None else None
+    if original is not None:
+        # An imported step: its last call was the line's raw, the earlier ones its fails.
+        raw_null = "raw" in original and original["raw"] is None
+        raw = None if raw_null else (responses[-1] if responses else None)
+        fails = responses if raw_null else responses[:-1]
+    else:
+        parsed_ok = {p.call_id for p in step.parses if p.error is None}
+        by_id = {c.call_id: c.response for c in step.calls}
+        raw = by_id.get(accepted.call_id) if accepted is not None else None
+        fails = [c.response for c in step.calls
+                 if c.response is not None and c.call_id not in parsed_ok]
+    parse_error = step.parsed.error if step.parsed is not None else None
+    url = step.screenshot.url if step.screenshot is not None else ""
+    actions = step.actions if accepted is not None else ()
+    first = actions[0] if actions else None
+    op_errors = [e.error or "failed" for e in step.effects if not e.ok]
+    form = form_of(agent)
+    line: dict[str, Any]
+    if form == "uitars":
+        if raw is None:
+            line = {"step": step.step, "url": url, "raw": None, "fails": fails}
+        else:
+            line = {"step": step.step, "url": url, "raw": raw,
+                    "actions": [msgspec.to_builtins(a) for a in actions], "notes": op_errors,
+                    "fails": fails}
+    else:
+        if raw is None and original is None:
+            raw = responses[-1] if responses else None  # these harnesses keep unparsed text
+        action = msgspec.to_builtins(first) if first is not None else None
+        if form == "molmoweb":
+            line = {"step": step.step, "url": url, "raw": raw, "action": action,
+                    "action_str": first.raw if first is not None else "",
+                    "thought": step.thought, "error": parse_error,
+                    "action_error": op_errors[0] if op_errors else None}
+        elif form == "fara7b":
+            line = {"step": step.step, "raw": raw, "action": action, "parse_error": parse_error}
+        else:
+            line = {"step": step.step, "url": url, "raw": raw, "attempts": len(step.calls),
+                    "action": [msgspec.to_builtins(a) for a in actions],
+                    "code": "\n".join(a.raw for a in actions if a.raw),
+                    "executed": bool(step.effects) and not op_errors, "notes": op_errors}
+            if parse_error is not None:
+                line["error"] = parse_error
+    if original is not None:
+        line.update((key, value) for key, value in original.items() if key != "step")
+    return line

@@ -1,0 +1,221 @@
+"""Reading one result folder written by a plain harness, as far as it can be read.
+
+The layout, one folder per task::
+
+    session.json            task_id, base, answer, status, rounds, error, record, log, seconds,
+                            parse_fails, action_errors (fara7b: error_attempts, a list of summaries)
+    session_failed.json     the same, for a session the harness left to be re-run
+    steps.jsonl             one JSON object a line, one line per model call (fields per agent)
+    screens/step_NN.png     what step NN saw (from 01), plus one more after the last step
+    error_attempt_N/        an earlier failed attempt in the same layout, plus attempt.json
+
+Nothing here touches the store: ``read_folder`` returns the folder's contents and a list of what
+it had to skip (a line that is not JSON, a screenshot that is missing, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Attempt",
+    "ResultFolder",
+    "Screen",
+    "StepLine",
+    "folder_sha256",
+    "is_result_folder",
+    "png_size",
+    "read_folder",
+]
+
+_SUMMARIES = ("session.json", "session_failed.json")
+_KNOWN = {"session.json", "session_failed.json", "steps.jsonl", "attempt.json"}
+_SCREEN = re.compile(r"step_(\d+)\.png")
+_ATTEMPT = re.compile(r"error_attempt_(\d+)")
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@dataclass(frozen=True)
+class StepLine:
+    """One line of steps.jsonl: its 1-based line number, its step number and its fields."""
+
+    line: int
+    step: int
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Screen:
+    """One screenshot file with its pixel size (0 x 0 when it is not a readable PNG)."""
+
+    step: int
+    data: bytes
+    width: int
+    height: int
+
+
+@dataclass
+class Attempt:
+    """One attempt: the folder's own session, or one of its ``error_attempt_N`` folders.
+
+    ``summary`` is the summary file's object (None when there was none or it did not read),
+    ``summary_file`` the file it came from (``session.json``, ``session_failed.json``,
+    ``attempt.json``, or ``error_attempts[i]`` for an entry of the parent's list).
+    ``extra_files`` maps relative paths of files the layout does not name to their bytes.
+    """
+
+    label: str  # "" for the folder's own session, else e.g. "error_attempt_1"
+    summary: dict[str, Any] | None = None
+    summary_file: str = ""
+    steps: list[StepLine] = field(default_factory=list)
+    screens: dict[int, Screen] = field(default_factory=dict)
+    extra_files: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class ResultFolder:
+    """A task's result folder: its final attempt, earlier error attempts (in order) and what was
+    skipped (each item names a file, and a line when it is one line, with the reason)."""
+
+    name: str
+    sha256: str
+    final: Attempt
+    error_attempts: list[Attempt]
+    skipped: list[str]
+
+
+def is_result_folder(path: Path) -> bool:
+    """Whether ``path`` looks like a harness result folder."""
+    return path.is_dir() and any(
+        (path / name).exists() for name in (*_SUMMARIES, "steps.jsonl", "screens"))
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's header, or (0, 0) when ``data`` is not a PNG."""
+    if len(data) >= 24 and data.startswith(_PNG) and data[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", data[16:24])
+        return int(width), int(height)
+    return 0, 0
+
+
+def folder_sha256(path: Path) -> str:
+    """A hash of every file under ``path``: relative names and bytes, in name order."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        name = file.relative_to(path).as_posix().encode()
+        data = file.read_bytes()
+        digest.update(b"%d:%s:%d:" % (len(name), name, len(data)))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def read_folder(path: Path) -> ResultFolder:
+    """Read a result folder as far as it goes; never raises for damaged content.
+
+    Args:
+        path: the task's folder.
+    """
+    skipped: list[str] = []
+    final = _read_attempt(path, "", skipped)
+    if final.summary is not None and (path / "session_failed.json").exists() \
+            and final.summary_file == "session.json":
+        # Both files: session.json is the later word; the other is kept beside it.
+        other = _read_json(path / "session_failed.json", "session_failed.json", skipped)
+        if other is not None:
+            final.summary["session_failed.json"] = other
+    listed = final.summary.pop("error_attempts", None) if final.summary is not None else None
+    entries: list[Any] = listed if isinstance(listed, list) else []
+    if listed is not None and not isinstance(listed, list):
+        assert final.summary is not None
+        final.summary["error_attempts"] = listed  # not a list: kept as an unknown field
+    numbered = sorted(
+        (int(m.group(1)), p) for p in path.iterdir()
+        if p.is_dir() and (m := _ATTEMPT.fullmatch(p.name)))
+    attempts = []
+    for i, (_, sub) in enumerate(numbered):
+        attempt = _read_attempt(sub, sub.name, skipped)
+        entry = entries[i] if i < len(entries) else None
+        if isinstance(entry, dict):
+            # The folder's own summary wins; fields only the parent's list has are kept too.
+            attempt.summary = {**entry, **(attempt.summary or {})}
+            attempt.summary_file = attempt.summary_file or f"error_attempts[{i}]"
+        elif entry is not None and attempt.summary is None:
+            skipped.append(f"session.json error_attempts[{i}] (not an object)")
+        attempts.append(attempt)
+    for i in range(len(numbered), len(entries)):
+        entry = entries[i]
+        if isinstance(entry, dict):
+            attempts.append(Attempt(f"error_attempts[{i}]", dict(entry), f"error_attempts[{i}]"))
+        else:
+            skipped.append(f"session.json error_attempts[{i}] (not an object)")
+    return ResultFolder(path.name, folder_sha256(path), final, attempts, skipped)
+
+
+def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
+    prefix = f"{label}/" if label else ""
+    attempt = Attempt(label)
+    names = ("attempt.json", *_SUMMARIES) if label else _SUMMARIES
+    for name in names:
+        if (path / name).exists():
+            attempt.summary = _read_json(path / name, prefix + name, skipped)
+            attempt.summary_file = name
+            break
+    if (path / "steps.jsonl").exists():
+        attempt.steps = _read_steps(path / "steps.jsonl", prefix, skipped)
+    screens_dir = path / "screens"
+    if screens_dir.is_dir():
+        for file in sorted(screens_dir.iterdir()):
+            match = _SCREEN.fullmatch(file.name)
+            if match and file.is_file():
+                data = file.read_bytes()
+                number = int(match.group(1))
+                attempt.screens[number] = Screen(number, data, *png_size(data))
+    for number in sorted({s.step for s in attempt.steps} - set(attempt.screens)):
+        skipped.append(f"{prefix}screens/step_{number:02d}.png (missing)")
+    for file in sorted(path.rglob("*")):
+        relative = file.relative_to(path)
+        top = relative.parts[0]
+        if not file.is_file() or top in _KNOWN or _ATTEMPT.fullmatch(top):
+            continue
+        if top == "screens" and len(relative.parts) == 2 and _SCREEN.fullmatch(relative.name):
+            continue
+        attempt.extra_files[relative.as_posix()] = file.read_bytes()
+    return attempt
+
+
+def _read_json(path: Path, label: str, skipped: list[str]) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_bytes())
+    except (ValueError, RecursionError):
+        skipped.append(f"{label} (not JSON)")
+        return None
+    if not isinstance(value, dict):
+        skipped.append(f"{label} (not an object)")
+        return None
+    return value
+
+
+def _read_steps(path: Path, prefix: str, skipped: list[str]) -> list[StepLine]:
+    lines = []
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            skipped.append(f"{prefix}steps.jsonl line {number} (not JSON)")
+            continue
+        if not isinstance(value, dict):
+            skipped.append(f"{prefix}steps.jsonl line {number} (not an object)")
+            continue
+        step = value.get("step")
+        if not isinstance(step, int) or isinstance(step, bool) or step < 1:
+            step = len(lines) + 1
+        lines.append(StepLine(number, step, value))
+    return lines
