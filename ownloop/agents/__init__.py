@@ -21,8 +21,29 @@ def _uitars() -> Callable[..., Agent]:
     return UiTarsAgent
 
 
+def _fara7b() -> Callable[..., Agent]:
+    from ownloop.agents.fara7b import Fara7bAgent
+
+    return Fara7bAgent
+
+
+def _molmoweb() -> Callable[..., Agent]:
+    from ownloop.agents.molmoweb import MolmoWebAgent
+
+    return MolmoWebAgent
+
+
+def _opencua() -> Callable[..., Agent]:
+    from ownloop.agents.opencua import OpenCuaAgent
+
+    return OpenCuaAgent
+
+
 AGENTS: dict[str, Callable[[], Callable[..., Agent]]] = {
+    "molmoweb": _molmoweb,
     "uitars": _uitars,
+    "opencua": _opencua,
+    "fara7b": _fara7b,
 }
 """Agent name → a function returning the agent's class (imported on demand)."""
 

@@ -14,6 +14,7 @@ that made them); plans are cached per (start URL, viewport).
 from __future__ import annotations
 
 import queue
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -29,6 +30,7 @@ from ownloop.modelserver.chat import (
     assistant_turns,
     find_task,
     last_image_size,
+    request_text,
 )
 from ownloop.modelserver.plans import (
     PLANNED_TASKS,
@@ -138,8 +140,12 @@ class MiniwobExpert:
             plan = self.plan(statement.start_url, size)
         except OwnloopError as exc:
             raise HttpFault(400, str(exc), error_type="invalid_request_error") from None
-        step = plan.steps[min(assistant_turns(request), len(plan.steps) - 1)]
-        return Reply(self.agent.render(step.thought, step.actions, size))
+        index = min(_steps_taken(request), len(plan.steps) - 1)
+        step = plan.steps[index]
+        actions = step.actions
+        if getattr(self.agent, "types_at_a_point", False):
+            actions = _with_typing_point(plan.steps, index)
+        return Reply(self.agent.render(step.thought, actions, size))
 
     def plan(self, start_url: str, viewport: tuple[int, int]) -> Plan:
         """The plan for the episode at ``start_url`` in a page of ``viewport``, made once.
@@ -194,6 +200,20 @@ class MiniwobExpert:
             session.close()
 
 
+# An agent that gives its history as text in one user turn (molmoweb) heads each past step
+# "## Step N", numbered from 1 over the whole episode even when only the last few are shown.
+_STEP_HEADING = re.compile(r"^## Step (\d+)$", re.MULTILINE)
+
+
+def _steps_taken(request: dict[str, Any]) -> int:
+    """The steps the session has taken: its assistant turns, else its last step heading."""
+    turns = assistant_turns(request)
+    if turns:
+        return turns
+    headings = _STEP_HEADING.findall(request_text(request))
+    return int(headings[-1]) if headings else 0
+
+
 def _task_and_seed(start_url: str) -> tuple[str, int]:
     """The MiniWoB task name and seed of a start URL like .../miniwob/click-button.html?seed=7.
 
@@ -215,6 +235,17 @@ def _task_and_seed(start_url: str) -> tuple[str, int]:
     seeds = parse_qs(parts.query).get("seed", [])
     seed = int(seeds[0]) if seeds and seeds[0].isdigit() else default_seed(path.stem)
     return path.stem, seed
+
+
+def _with_typing_point(steps: tuple[Step, ...], index: int) -> tuple[Any, ...]:
+    """Step ``index``'s actions, with the previous step's click before text typed on its own:
+    an agent whose ``type`` clicks its point first (fara7b) needs the field's point."""
+    actions = steps[index].actions
+    if index > 0 and actions and isinstance(actions[0], TypeText):
+        before = steps[index - 1].actions
+        if before and isinstance(before[-1], Click):
+            return (before[-1], *actions)
+    return actions
 
 
 def _perform(session: Any, action: Any) -> None:
