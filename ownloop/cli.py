@@ -58,19 +58,31 @@ def cli(ctx: click.Context, store: str) -> None:
 @click.option("--faults", default=None, metavar="MODE[=ARG][:N],...",
               help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see README).")
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@click.option("--cassette", metavar="TARGET",
+              help="Serve the recorded responses of a session, task or run instead.")
+@click.option("--on-miss", type=click.Choice(["stop", "forward", "force"]), default="stop",
+              show_default=True, help="--cassette: when no recorded response matches.")
+@click.option("--forward", metavar="URL", help="--on-miss forward: the live endpoint (.../v1).")
+@click.pass_context
 @_friendly
 def serve_model(
-    host: str, port: int, expert: str, agent: str, faults: str | None, quiet: bool
+    ctx: click.Context, host: str, port: int, expert: str, agent: str, faults: str | None,
+    quiet: bool, cassette: str | None, on_miss: str, forward: str | None,
 ) -> None:
     """Serve a scripted OpenAI-compatible model endpoint until Ctrl-C.
 
-    Example: ownloop serve-model --expert miniwob --agent uitars --faults 500:2
+    Example: ownloop serve-model --expert miniwob --agent uitars --faults 500:2;
+    ownloop serve-model --cassette RUN --on-miss forward --forward http://127.0.0.1:8000/v1
     """
     from ownloop.modelserver.endpoint import make_server
+    from ownloop.replay.cassette import make_cassette_server
 
-    server = make_server(expert, agent, faults, host=host, port=port,
-                         log=None if quiet else click.echo)
-    click.echo(f"ownloop serve-model: {expert} expert for {agent} at {server.start()}")
+    log = None if quiet else click.echo
+    server = make_cassette_server(_store(ctx), cassette, on_miss, forward, faults=faults,
+                                  host=host, port=port, log=log) if cassette else \
+        make_server(expert, agent, faults, host=host, port=port, log=log)
+    what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
+    click.echo(f"ownloop serve-model: {what} at {server.start()}")
     server.serve_forever()
 
 

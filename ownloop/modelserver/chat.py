@@ -37,6 +37,7 @@ class Reply(msgspec.Struct, frozen=True):
 
     text: str
     finish_reason: str = "stop"
+    match: str = ""  # how a cassette matched the request (x-ownloop-match, system_fingerprint)
 
 
 Responder = Callable[[dict[str, Any]], Reply]

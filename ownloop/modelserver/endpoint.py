@@ -12,7 +12,8 @@ from ownloop.store.errors import OwnloopError
 __all__ = ["EXPERTS", "UnknownExpert", "make_responder", "make_server"]
 
 EXPERTS = ("miniwob",)
-"""The scripted experts ``--expert`` can name. (A recorded-responses cassette comes later.)"""
+"""The scripted experts ``--expert`` can name (recorded responses: ``--cassette``, served by
+``ownloop.replay.cassette``)."""
 
 
 class UnknownExpert(OwnloopError):

@@ -128,12 +128,16 @@ class _Handler(BaseHTTPRequestHandler):
             owner._log(f"-> responder failed: {exc!r}")
             self._send_json(500, error_body(f"responder failed: {exc}", "server_error"))
             return
-        owner._log(f"-> {reply.text[:80]!r} ({(time.monotonic() - started) * 1000:.0f} ms)")
+        matched = f" [{reply.match}]" if reply.match else ""
+        owner._log(f"-> {reply.text[:80]!r}{matched} "
+                   f"({(time.monotonic() - started) * 1000:.0f} ms)")
+        headers = {"x-ownloop-match": reply.match} if reply.match else {}
         if request.get("stream"):
             body = stream_body(request, reply)
-            self._send(200, body, "text/event-stream; charset=utf-8", {"Cache-Control": "no-cache"})
+            self._send(200, body, "text/event-stream; charset=utf-8",
+                       {"Cache-Control": "no-cache", **headers})
         else:
-            self._send_json(200, completion_body(request, reply))
+            self._send_json(200, completion_body(request, reply), headers)
 
     # ------------------------------------------------------------------ wire
 

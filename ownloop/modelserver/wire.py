@@ -100,6 +100,7 @@ def completion_body(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
             }
         ],
         "usage": _usage(request, reply),
+        **({"system_fingerprint": reply.match} if reply.match else {}),
     }
 
 
@@ -119,6 +120,7 @@ def stream_body(request: dict[str, Any], reply: Reply) -> bytes:
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": _model(request),
+        **({"system_fingerprint": reply.match} if reply.match else {}),
     }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

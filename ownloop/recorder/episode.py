@@ -2,6 +2,11 @@
 
 Every side effect becomes exactly one event, and a step's events are appended (and fsync'd)
 together before the next step starts, so a kill at any moment loses at most the step in flight.
+
+Replays reuse the loop: ``run_episode(play=...)`` swaps the agent's step for another one built
+from :meth:`Episode.observe` and :meth:`Episode.act` (e.g. re-executing recorded operations), and
+``on_step`` may add events (fidelity) to each step's batch before it is appended. The model client
+is any object with ``ModelClient.call``'s signature (a cassette of recorded responses, too).
 """
 
 from __future__ import annotations
@@ -10,13 +15,13 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.grading import make_grader
 from ownloop.recorder.browser import BrowserSession
 from ownloop.recorder.evidence import capture_end_state
-from ownloop.recorder.model import ModelClient
+from ownloop.recorder.model import CallOutcome
 from ownloop.recorder.suites import Evidence, Suite
 from ownloop.store import Store
 from ownloop.store.events import (
@@ -25,6 +30,8 @@ from ownloop.store.events import (
     Event,
     EvidenceCaptured,
     ImagePart,
+    Message,
+    Op,
     Sampling,
     ScreenshotTaken,
     SessionEnded,
@@ -35,7 +42,16 @@ from ownloop.store.events import (
 )
 from ownloop.store.journal import StreamWriter
 
-__all__ = ["EpisodeLimits", "EpisodeResult", "run_episode", "UNGRADED"]
+__all__ = [
+    "UNGRADED",
+    "Episode",
+    "EpisodeLimits",
+    "EpisodeResult",
+    "ModelCaller",
+    "Play",
+    "StepHook",
+    "run_episode",
+]
 
 UNGRADED = frozenset({"endpoint_error", "interrupted", "crashed"})
 
@@ -57,12 +73,34 @@ class EpisodeResult(NamedTuple):
     error: str | None
 
 
+class ModelCaller(Protocol):
+    """What the loop calls for a step's answer: ``ModelClient`` or a cassette of responses."""
+
+    def call(
+        self,
+        messages: tuple[Message, ...],
+        sampling: Sampling,
+        *,
+        run_id: str,
+        session_id: str,
+        step: int,
+        attempt: int,
+        purpose: str,
+        should_stop: Callable[[], bool] = ...,
+    ) -> CallOutcome: ...
+
+
 class _Interrupted(Exception):
     pass
 
 
-class _Episode:
-    """The state of one running episode; ``run`` drives it and always writes SessionEnded."""
+class Episode:
+    """The state of one running episode; ``run`` drives it and always writes SessionEnded.
+
+    ``play(episode, step, batch)`` does one step and returns the SessionEnded that ends the
+    episode, or None to go on (default: :meth:`agent_step`); ``on_step(step, batch)`` sees each
+    step's events before they are appended and may add its own.
+    """
 
     def __init__(
         self,
@@ -70,7 +108,7 @@ class _Episode:
         store: Store,
         stream: StreamWriter,
         agent: Agent,
-        client: ModelClient,
+        client: ModelCaller,
         browser: BrowserSession,
         suite: Suite,
         task: Task,
@@ -79,11 +117,15 @@ class _Episode:
         limits: EpisodeLimits,
         stop: threading.Event,
         grader_spec: str | None,
+        play: Play | None = None,
+        on_step: StepHook | None = None,
     ) -> None:
         self.store, self.stream, self.agent, self.client = store, stream, agent, client
         self.browser, self.suite, self.task = browser, suite, task
         self.run_id, self.session_id = run_id, session_id
         self.limits, self.stop, self.grader_spec = limits, stop, grader_spec
+        self.play: Play = play or Episode.agent_step
+        self.on_step = on_step
         self.started = time.monotonic()
         self.history: list[PastStep] = []
         self.parse_failures = 0
@@ -93,29 +135,52 @@ class _Episode:
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def _check(self) -> None:
+    def check(self) -> None:
+        """Stop here (the episode ends ``interrupted``) if Ctrl-C was pressed."""
         if self.stop.is_set():
             raise _Interrupted
 
-    def _ids(self) -> dict[str, str]:
+    def ids(self) -> dict[str, str]:
+        """The run and session ids every event of the episode carries."""
         return {"run_id": self.run_id, "session_id": self.session_id}
 
-    # ---------------------------------------------------------------- one step
-    def _step(self, step: int, batch: list[Event]) -> SessionEnded | None:
-        settings = self.agent.settings
+    # ---------------------------------------------------------------- the parts of a step
+    def observe(self, step: int, batch: list[Event]) -> Observation:
+        """Take the step's screenshot, store it and add its ScreenshotTaken to ``batch``."""
         shot = self.browser.screenshot()
         sha = self.store.put_blob(shot.png)
         batch.append(ScreenshotTaken(
-            at=now(), **self._ids(), step=step, sha256=sha, width=shot.width,
+            at=now(), **self.ids(), step=step, sha256=sha, width=shot.width,
             height=shot.height, url=shot.url, capture_ms=shot.capture_ms))
-        observation = Observation(step, ImagePart(
-            sha256=sha, width=shot.width, height=shot.height), shot.url)
+        return Observation(step, ImagePart(sha256=sha, width=shot.width, height=shot.height),
+                           shot.url)
+
+    def act(self, step: int, index: int, action_idx: int, op: Op, batch: list[Event]) -> None:
+        """Execute one browser operation and add its BrowserActed to ``batch``."""
+        self.check()
+        effect = self.browser.execute(op)
+        download = self.store.put_blob(effect.download) if effect.download else None
+        if not effect.ok:
+            self.action_errors += 1
+        batch.append(BrowserActed(
+            at=now(), **self.ids(), step=step, idx=index, action_idx=action_idx, op=op,
+            ok=effect.ok, error=effect.error, url_before=effect.url_before,
+            url_after=effect.url_after, element=effect.element,
+            pages_opened=effect.pages_opened, dialog=effect.dialog, download=download,
+            duration_ms=effect.duration_ms))
+
+    # ---------------------------------------------------------------- one step
+    def agent_step(self, step: int, batch: list[Event]) -> SessionEnded | None:
+        """The recorder's step: screenshot, call the model, parse, act, settle."""
+        settings = self.agent.settings
+        observation = self.observe(step, batch)
+        shot_size = (observation.screenshot.width, observation.screenshot.height)
         messages = self.agent.build_messages(self.task, self.history, observation)
 
         parsed: Parsed | None = None
         response = ""
         for attempt in range(1, settings.calls_per_step + 1):
-            self._check()
+            self.check()
             sampling = settings.sampling
             if attempt > 1 and settings.resample_temperature is not None:
                 sampling = Sampling(
@@ -123,55 +188,45 @@ class _Episode:
                     top_p=sampling.top_p, max_tokens=sampling.max_tokens,
                     frequency_penalty=sampling.frequency_penalty)
             outcome = self.client.call(
-                messages, sampling, **self._ids(), step=step, attempt=attempt,
+                messages, sampling, **self.ids(), step=step, attempt=attempt,
                 purpose="step" if attempt == 1 else "resample", should_stop=self.stop.is_set)
             batch.extend(outcome.events)
             if outcome.text is None:
-                self._check()
-                return self._end("endpoint_error", step - 1, error=outcome.error)
+                self.check()
+                return self.end("endpoint_error", step - 1, error=outcome.error)
             call_id = outcome.events[-1].call_id
             try:
                 if settings.stop_only and outcome.finish_reason != "stop":
                     raise AgentParseError(f"finish reason {outcome.finish_reason!r}, not 'stop'")
-                parsed = self.agent.parse(outcome.text, (shot.width, shot.height))
+                parsed = self.agent.parse(outcome.text, shot_size)
             except AgentParseError as exc:
                 self.parse_failures += 1
                 batch.append(ActionParsed(
-                    at=now(), **self._ids(), step=step, call_id=call_id,
+                    at=now(), **self.ids(), step=step, call_id=call_id,
                     parser=self.agent.parser_name, parser_version=self.agent.parser_version,
                     error=str(exc)[:1000]))
                 continue
             response = outcome.text
             batch.append(ActionParsed(
-                at=now(), **self._ids(), step=step, call_id=call_id,
+                at=now(), **self.ids(), step=step, call_id=call_id,
                 parser=self.agent.parser_name, parser_version=self.agent.parser_version,
                 thought=parsed.thought, actions=parsed.actions, model_size=parsed.model_size))
             break
         if parsed is None:
-            return self._end("parse_error", step, error="no parsable response after "
+            return self.end("parse_error", step, error="no parsable response after "
                              f"{settings.calls_per_step} calls")
         if not parsed.actions:
-            return self._end("no_action", step)
+            return self.end("no_action", step)
 
         index = 0
         for action_idx, action in enumerate(parsed.actions):
             for op in self.agent.translate(action):
-                self._check()
-                effect = self.browser.execute(op)
-                download = self.store.put_blob(effect.download) if effect.download else None
-                if not effect.ok:
-                    self.action_errors += 1
-                batch.append(BrowserActed(
-                    at=now(), **self._ids(), step=step, idx=index, action_idx=action_idx, op=op,
-                    ok=effect.ok, error=effect.error, url_before=effect.url_before,
-                    url_after=effect.url_after, element=effect.element,
-                    pages_opened=effect.pages_opened, dialog=effect.dialog, download=download,
-                    duration_ms=effect.duration_ms))
+                self.act(step, index, action_idx, op, batch)
                 index += 1
         ending = self.agent.ending(parsed, self.history)
         self.history.append(PastStep(observation, response, parsed))
         if ending is not None:
-            return self._end(ending.status, step, agent_status=ending.agent_status,
+            return self.end(ending.status, step, agent_status=ending.agent_status,
                              answer=ending.answer)
         self.browser.settle()
         if settings.pause_s:
@@ -179,10 +234,11 @@ class _Episode:
         return None
 
     # ---------------------------------------------------------------- the end
-    def _end(self, status: str, steps: int, *, agent_status: str = "", answer: str | None = None,
-             error: str | None = None) -> SessionEnded:
+    def end(self, status: str, steps: int, *, agent_status: str = "", answer: str | None = None,
+            error: str | None = None) -> SessionEnded:
+        """The SessionEnded of this episode (not yet appended)."""
         return SessionEnded(
-            at=now(), **self._ids(), status=status,  # type: ignore[arg-type]
+            at=now(), **self.ids(), status=status,  # type: ignore[arg-type]
             agent_status=agent_status or status, answer=answer, steps=steps,
             seconds=round(self._elapsed(), 3), parse_failures=self.parse_failures,
             action_errors=self.action_errors, error=error)
@@ -198,7 +254,7 @@ class _Episode:
         for piece in pieces:
             sha = self.store.put_blob(piece.data) if piece.data is not None else None
             events.append(EvidenceCaptured(
-                at=now(), **self._ids(), name=piece.name, value_json=piece.value_json,
+                at=now(), **self.ids(), name=piece.name, value_json=piece.value_json,
                 sha256=sha, media_type=piece.media_type, source=piece.source))
         return events
 
@@ -208,7 +264,7 @@ class _Episode:
         grader = make_grader(self.grader_spec)
         grade = grader.grade(ended.answer, evidence)
         return SessionGraded(
-            at=now(), **self._ids(), grader=grader.name, grader_version=grader.version,
+            at=now(), **self.ids(), grader=grader.name, grader_version=grader.version,
             score=grade.score, passed=grade.passed, details=grade.details, source="record")
 
     def run(self, started: SessionStarted) -> tuple[SessionEnded, SessionGraded | None]:
@@ -220,24 +276,33 @@ class _Episode:
             while ended is None:
                 step += 1
                 if step > self.limits.max_steps:
-                    ended = self._end("max_steps", step - 1)
+                    ended = self.end("max_steps", step - 1)
                     break
                 if self._elapsed() > self.limits.timeout_s:
-                    ended = self._end("timeout", step - 1)
+                    ended = self.end("timeout", step - 1)
                     break
                 batch: list[Event] = []
                 try:
-                    ended = self._step(step, batch)
+                    ended = self.play(self, step, batch)
                 finally:
+                    if self.on_step is not None and batch:
+                        self.on_step(step, batch)
                     self.stream.append(batch)
         except _Interrupted:
-            ended = self._end("interrupted", step, error="interrupted (Ctrl-C)")
+            ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
         except Exception as exc:  # noqa: BLE001 - a crashed browser ends this session only
-            ended = self._end("error", step, error=f"{type(exc).__name__}: {exc}"[:1000])
+            ended = self.end("error", step, error=f"{type(exc).__name__}: {exc}"[:1000])
         evidence = self._evidence() if ended.status != "interrupted" else []
         grade = self._grade(ended, evidence)
         self.stream.append([*evidence, ended, *([grade] if grade else [])])
         return ended, grade
+
+
+Play = Callable[[Episode, int, list[Event]], SessionEnded | None]
+"""One step of an episode: (episode, step number, the step's batch) -> the end, or None."""
+
+StepHook = Callable[[int, list[Event]], None]
+"""Sees a step's events (and may add some) before they are appended."""
 
 
 def _json_string(text: str) -> str:
@@ -248,7 +313,7 @@ def run_episode(
     *,
     store: Store,
     agent: Agent,
-    client: ModelClient,
+    client: ModelCaller,
     browser: BrowserSession,
     suite: Suite,
     started: SessionStarted,
@@ -256,16 +321,23 @@ def run_episode(
     stop: threading.Event | None = None,
     grader_spec: str | None = None,
     on_stream: Callable[[StreamWriter], None] | None = None,
+    play: Play | None = None,
+    on_step: StepHook | None = None,
 ) -> EpisodeResult:
-    """Record one episode of ``started.task`` into a new stream named by its session id."""
+    """Record one episode of ``started.task`` into a new stream named by its session id.
+
+    Args:
+        play: does one step in place of the agent's (replays); see :class:`Episode`.
+        on_step: sees (and may add to) each step's events before they are appended.
+    """
     with store.stream(started.session_id) as stream:
         if on_stream:
             on_stream(stream)
-        episode = _Episode(
+        episode = Episode(
             store=store, stream=stream, agent=agent, client=client, browser=browser, suite=suite,
             task=started.task, run_id=started.run_id, session_id=started.session_id,
             limits=limits or EpisodeLimits(), stop=stop or threading.Event(),
-            grader_spec=grader_spec)
+            grader_spec=grader_spec, play=play, on_step=on_step)
         ended, grade = episode.run(started)
     return EpisodeResult(
         started.session_id, started.task.task_id, ended.status, ended.answer, ended.steps,

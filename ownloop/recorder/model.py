@@ -170,6 +170,10 @@ class ModelClient:
             text = (choice.message.content or "") if choice else ""
             finish = choice.finish_reason if choice else None
             usage = reply.usage
+            # A cassette endpoint (serve-model --cassette) says how it matched the request.
+            fingerprint = getattr(reply, "system_fingerprint", None)
+            served_by = fingerprint if isinstance(fingerprint, str) \
+                and fingerprint.startswith("cassette:") else ""
             events.append(ModelCalled(
                 **base,  # type: ignore[arg-type]
                 response=text,
@@ -177,6 +181,7 @@ class ModelClient:
                 prompt_tokens=usage.prompt_tokens if usage else None,
                 completion_tokens=usage.completion_tokens if usage else None,
                 latency_ms=_ms(started),
+                served_by=served_by,
             ))
             return CallOutcome(events, text, finish, None)
         return CallOutcome(events, None, None, error or "stopped")

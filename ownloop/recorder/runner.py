@@ -116,11 +116,15 @@ class _Previous(NamedTuple):
 
 
 def _previous(store: Store, run_id: str) -> _Previous:
-    """For a resumed run: each task's latest status, sessions without an end, attempts per task."""
+    """For a resumed run: each task's latest status, sessions without an end, attempts per task.
+
+    Replays of a run's sessions (``ownloop replay --execute``) share its run id but are not its
+    attempts: they are left out.
+    """
     rows = store.sql(
         "select task_id, session_id, status, attempt from sessions "
         f"where run_id = '{run_id.replace(chr(39), chr(39) * 2)}' "
-        "order by started_at").rows
+        "and parent_session_id is null order by started_at").rows
     latest: dict[str, str | None] = {}
     open_sessions: list[str] = []
     attempts: dict[str, int] = {}

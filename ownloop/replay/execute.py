@@ -1,0 +1,390 @@
+"""Re-execute a recorded session in a fresh browser, recorded as a new session linked to it.
+
+Modes (``SessionStarted.replay_mode``):
+
+- ``ops``: each step's recorded browser operations, exactly, in order;
+- ``actions``: each step's recorded (accepted) actions, translated by today's agent code with the
+  recorded agent options and any ``-o`` overrides — a translation change changes what runs;
+- ``responses``: the agent loop itself, with a cassette that serves the recorded responses in
+  place of the model (no network);
+- ``fork``: like ``responses`` for the steps before ``fork_step``, then the live model.
+
+The task is set up as recorded (same Task, same seed; see :mod:`ownloop.replay.reopen`), each
+step's events are written as the recorder writes them, plus a ``FidelityMeasured`` event per
+step compared with the parent (a fork's live steps are not compared), then the end-state
+evidence, the end and the grade of the task's grader. The child joins the parent's run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import msgspec
+
+from ownloop.agents.base import Agent, Parsed, PastStep
+from ownloop.recorder.browser import BrowserSession, open_browser
+from ownloop.recorder.episode import (
+    Episode,
+    EpisodeLimits,
+    EpisodeResult,
+    ModelCaller,
+    Play,
+    run_episode,
+)
+from ownloop.recorder.model import ModelClient, public_endpoint
+from ownloop.replay.cassette import Cassette, CassetteClient
+from ownloop.replay.fidelity import measure_step
+from ownloop.replay.fold import Session, Step, fold
+from ownloop.replay.reopen import reopen_suite
+from ownloop.replay.reparse import agent_for, parse_overrides, recorded_settings
+from ownloop.store import Store
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import (
+    Event,
+    RunEnded,
+    RunStarted,
+    SessionEnded,
+    SessionStarted,
+    now,
+)
+from ownloop.store.ids import new_id
+
+__all__ = ["MODES", "ReplayError", "Replayed", "execute_session", "replay_from_options",
+           "summary_text"]
+
+MODES = ("ops", "actions", "responses")
+
+
+class ReplayError(OwnloopError):
+    pass
+
+
+class Replayed(NamedTuple):
+    """A finished re-execution: the parent, the child and the child's episode result."""
+
+    parent: Session
+    child: Session
+    result: EpisodeResult
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _agent(store: Store, session: Session, overrides: dict[str, Any]) -> Agent:
+    """Today's agent code with the options the parent's run recorded, then ``overrides``."""
+    recorded = recorded_settings(store, [session]).get(session.session_id, {})
+    return agent_for(session.agent or "uitars", recorded, overrides)
+
+
+# ---------------------------------------------------------------- the players
+
+
+def _parent_end(episode: Episode, parent: Session, steps: int) -> SessionEnded:
+    """The end of an ops/actions replay that ran out of recorded steps: the parent's end."""
+    outcome = parent.outcome
+    if outcome is None:
+        return episode.end("error", steps, error="the replayed session has no recorded end")
+    return episode.end(outcome.status, steps, agent_status=outcome.agent_status,
+                       answer=outcome.answer, error=outcome.error)
+
+
+def _play_recorded(parent: Session, mode: str) -> Play:
+    """A step that re-executes the parent's ops (``ops``) or re-translates its actions."""
+    steps = {step.step: step for step in parent.steps}
+    last = max(steps, default=0)
+
+    def play(episode: Episode, number: int, batch: list[Event]) -> SessionEnded | None:
+        recorded = steps.get(number)
+        if recorded is None:
+            return _parent_end(episode, parent, number - 1)
+        observation = episode.observe(number, batch)
+        if mode == "ops":
+            for effect in recorded.effects:
+                episode.act(number, effect.idx, effect.action_idx, effect.op, batch)
+        else:
+            parse = recorded.parsed
+            if parse is None or parse.error is not None:  # the parent had no actions here
+                return _parent_end(episode, parent, number)
+            batch.append(msgspec.structs.replace(parse, at=now(), **episode.ids()))
+            parsed = Parsed(thought=parse.thought, actions=parse.actions,
+                            model_size=parse.model_size)
+            index = 0
+            for action_idx, action in enumerate(parsed.actions):
+                for op in episode.agent.translate(action):
+                    episode.act(number, index, action_idx, op, batch)
+                    index += 1
+            ending = episode.agent.ending(parsed, episode.history)
+            episode.history.append(PastStep(observation, recorded.response or "", parsed))
+            if ending is not None:
+                return episode.end(ending.status, number, agent_status=ending.agent_status,
+                                   answer=ending.answer)
+        if number >= last:
+            return _parent_end(episode, parent, number)
+        episode.browser.settle()
+        return None
+
+    return play
+
+
+def _fidelity_hook(store: Store, parent: Session, fork_at: int | None,
+                   rebase_url: Callable[[str], str]) -> Callable[[int, list[Event]], None]:
+    steps: dict[int, Step] = {step.step: step for step in parent.steps}
+
+    def hook(number: int, batch: list[Event]) -> None:
+        if fork_at is not None and number >= fork_at:
+            return  # a fork's live steps are new: nothing to compare them with
+        try:
+            event = measure_step(number, batch, steps.get(number),
+                                 parent_session_id=parent.session_id, load_blob=store.get_blob,
+                                 rebase_url=rebase_url)
+        except (OwnloopError, OSError, ValueError):
+            return  # a missing or unreadable parent screenshot must not lose the step
+        if event is not None:
+            batch.append(event)
+
+    return hook
+
+
+# ---------------------------------------------------------------- one re-execution
+
+
+class _Plan(NamedTuple):
+    mode: str
+    fork_at: int | None
+    agent: Agent
+    client: ModelCaller | None
+    model: str
+    settle_s: float
+    chromium: str | None
+    run_id: str
+
+
+def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> EpisodeResult:
+    """On the calling thread (Playwright objects stay on the thread that made them)."""
+    assert parent.task is not None
+    with reopen_suite(parent.task) as reopened:
+        launched = open_browser(plan.chromium)
+        try:
+            browser = BrowserSession(launched.browser, plan.agent.settings.viewport,
+                                     settle_s=plan.settle_s)
+            try:
+                started = SessionStarted(
+                    at=now(), run_id=plan.run_id, session_id=new_id(), task=reopened.task,
+                    agent=plan.agent.name, model=plan.model, attempt=parent.attempt,
+                    viewport=plan.agent.settings.viewport,
+                    parent_session_id=parent.session_id, replay_mode=plan.mode,
+                    fork_step=plan.fork_at)
+                replaying = plan.mode in ("ops", "actions")
+                max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
+                return run_episode(
+                    store=store, agent=plan.agent,
+                    client=plan.client or CassetteClient(Cassette([])), browser=browser,
+                    suite=reopened.suite, started=started,
+                    limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
+                    stop=stop, grader_spec=parent.task.grader or reopened.suite.default_grader,
+                    play=_play_recorded(parent, plan.mode) if replaying else None,
+                    on_step=_fidelity_hook(store, parent, plan.fork_at, reopened.rebase_url))
+            finally:
+                browser.close()
+        finally:
+            launched.close()
+
+
+def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResult:
+    """Run ``work`` on its own thread (a caller may already drive Playwright on this one);
+    Ctrl-C stops it at the next operation, and the session ends ``interrupted``."""
+    stop = threading.Event()
+    results: list[EpisodeResult] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(work(stop))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the caller's thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="ownloop-replay", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        thread.join(60)
+    if errors:
+        raise errors[0]
+    if not results:
+        raise ReplayError("the replay was interrupted before it started")
+    return results[0]
+
+
+def _ensure_run(store: Store, run_id: str, agent: Agent, model: str, endpoint: str,
+                suite: str) -> bool:
+    """Write a RunStarted for a run id the store does not know yet; True if it did."""
+    if store.sql(f"select 1 from run_started where run_id = {_quote(run_id)} limit 1").rows:
+        return False
+    with store.stream() as stream:
+        stream.append([RunStarted(
+            at=now(), run_id=run_id, argv=("ownloop", "replay"), agent=agent.name,
+            agent_settings=agent.options(), model=model, endpoint=endpoint,
+            sampling=agent.settings.sampling, viewport=agent.settings.viewport, suite=suite,
+            prompt_source=agent.prompt_source)])
+    return True
+
+
+def execute_session(
+    store: Store,
+    parent: Session,
+    mode: str,
+    *,
+    fork_at: int | None = None,
+    endpoint: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    settle_s: float = 1.0,
+    chromium: str | None = None,
+    agent_overrides: dict[str, Any] | None = None,
+    on_miss: str = "stop",
+    run_id: str | None = None,
+) -> Replayed:
+    """Re-execute ``parent`` in a fresh browser as a new session (see the module docstring).
+
+    Args:
+        store: the store holding ``parent``; the child is written to it.
+        parent: the folded session to replay.
+        mode: ``ops``, ``actions``, ``responses`` or ``fork``.
+        fork_at: (``fork``) the first step the live model answers.
+        endpoint: the live model's base URL (``fork``, or ``on_miss="forward"``).
+        model: the live model's name.
+        api_key: the live endpoint's key (never recorded).
+        settle_s: the pause after each step.
+        chromium: a Chromium executable overriding discovery.
+        agent_overrides: agent options over the ones the parent's run recorded.
+        on_miss: what a cassette miss does: ``stop``, ``forward`` or ``force``.
+        run_id: the child's run (default: the parent's).
+
+    Raises:
+        ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
+    """
+    if parent.task is None:
+        raise ReplayError(f"session {parent.session_id} has no recorded start (no Task): "
+                          "it cannot be re-executed")
+    if mode not in (*MODES, "fork"):
+        raise ReplayError(f"unknown replay mode {mode!r}. Use one of: ops, actions, responses")
+    agent = _agent(store, parent, agent_overrides or {})
+    live: ModelClient | None = None
+    if mode == "fork" or on_miss == "forward":
+        if not endpoint or not model:
+            need = "--fork-at" if mode == "fork" else "--on-miss forward"
+            raise ReplayError(f"{need} needs the live model: pass --endpoint URL and --model NAME")
+        live = ModelClient(endpoint, model, load_blob=store.get_blob, api_key=api_key)
+    if mode == "fork":
+        last = max((step.step for step in parent.steps), default=0)
+        if fork_at is None or not 1 <= fork_at <= last:
+            raise ReplayError(f"--fork-at must be a step of the session, 1 to {last}")
+    client: ModelCaller | None = None
+    if mode in ("responses", "fork"):
+        client = CassetteClient(Cassette([parent]), on_miss=on_miss, live=live,
+                                live_from_step=fork_at if mode == "fork" else None)
+    plan = _Plan(mode, fork_at if mode == "fork" else None, agent, client,
+                 model if mode == "fork" and model else parent.model, settle_s, chromium,
+                 run_id or parent.run_id)
+    new_run = _ensure_run(store, plan.run_id, agent, plan.model,
+                          public_endpoint(endpoint) if endpoint else "", parent.task.suite)
+    result = _in_thread(lambda stop: _run(store, parent, plan, stop))
+    if new_run:
+        with store.stream() as stream:
+            stream.append([RunEnded(at=now(), run_id=plan.run_id, counts={result.status: 1},
+                                    seconds=result.seconds)])
+    store.sync()
+    return Replayed(parent, fold(store.session_events(result.session_id)), result)
+
+
+# ---------------------------------------------------------------- the summary
+
+
+def _grade_text(session: Session) -> str:
+    grade = session.latest_grade
+    verdict = "ungraded" if grade is None else \
+        f"{'pass' if grade.passed else 'fail'} {grade.score:.2f} ({grade.grader})"
+    return f"{session.status}, {verdict}"
+
+
+def _served_text(child: Session) -> str:
+    counts: dict[str, int] = {}
+    for step in child.steps:
+        for call in step.calls:
+            how = call.served_by or "live"
+            counts[how] = counts.get(how, 0) + 1
+    return ", ".join(f"{n} {how}" for how, n in sorted(counts.items()))
+
+
+def summary_text(replayed: Replayed) -> str:
+    """One screen: steps identical out of compared, the first divergent step, both grades, the
+    child's id, a line per divergent step (at most 10) and the query that shows them all."""
+    parent, child = replayed.parent, replayed.child
+    measured = [step.fidelity for step in child.steps if step.fidelity is not None]
+    compared = len(measured)
+    if child.fork_step is None:  # parent steps the child never reached count as divergent
+        compared = max(compared, len(parent.steps))
+    same = sum(1 for fidelity in measured if not fidelity.diverged)
+    exact = sum(1 for fidelity in measured if fidelity.screenshot_identical)
+    first = child.first_divergence
+    if first is None and same < compared:
+        first = len(measured) + 1
+    mode = child.replay_mode or "?"
+    lines = [
+        f"replay {mode} of {parent.session_id} ({parent.task_id}) -> {child.session_id}",
+        f"steps identical: {same}/{compared} ({exact} byte-identical screenshots)   "
+        f"first divergent step: {first if first is not None else 'none'}",
+        f"parent: {_grade_text(parent)}",
+        f"child:  {_grade_text(child)}",
+    ]
+    if child.fork_step is not None:
+        lines.append(f"forked at step {child.fork_step}: steps before it from the cassette, "
+                     f"the rest live ({len(child.steps)} steps)")
+    served = _served_text(child)
+    if served:
+        lines.append(f"model calls: {served}")
+    if child.outcome is not None and child.outcome.error:
+        lines.append(f"error: {child.outcome.error}")
+    shown = 0
+    for step in child.steps:
+        fidelity = step.fidelity
+        if fidelity is None or not fidelity.diverged or shown >= 10:
+            continue
+        shown += 1
+        picture = "identical" if fidelity.screenshot_identical else (
+            "other size" if fidelity.pixel_diff is None else f"{fidelity.pixel_diff:.2%} differs")
+        element = {None: "-", True: "same", False: "other"}[fidelity.element_equal]
+        lines.append(f"  step {step.step}: screenshot {picture}, url "
+                     f"{'same' if fidelity.url_equal else 'other'}, element {element}")
+    lines.append(f"query: ownloop sql \"select * from fidelity where session_id = "
+                 f"'{child.session_id}'\"")
+    return "\n".join(lines)
+
+
+def replay_from_options(store: Store, session: Session, options: dict[str, Any]) -> str:
+    """``ownloop replay TARGET --execute MODE`` / ``--fork-at K``: re-execute and summarise.
+
+    ``options`` holds the command's options: execute, fork_at, endpoint, model, api_key,
+    settle, chromium, agent_option (``KEY=VALUE`` pairs), on_miss and run_id.
+
+    Raises:
+        ReplayError: the options do not fit together, or the session cannot be re-executed.
+    """
+    execute, fork_at = options.get("execute"), options.get("fork_at")
+    if fork_at is not None and execute not in (None, "responses"):
+        raise ReplayError("--fork-at replays recorded responses before step K; "
+                          f"it cannot be combined with --execute {execute}")
+    mode = "fork" if fork_at is not None else str(execute)
+    replayed = execute_session(
+        store, session, mode, fork_at=fork_at, endpoint=options.get("endpoint"),
+        model=options.get("model"), api_key=options.get("api_key"),
+        settle_s=float(options.get("settle", 1.0)), chromium=options.get("chromium"),
+        agent_overrides=parse_overrides(options.get("agent_option") or ()),
+        on_miss=options.get("on_miss") or "stop", run_id=options.get("run_id"))
+    return summary_text(replayed)

@@ -1,0 +1,110 @@
+"""Fidelity: how a re-executed step compares with the same step of the session it replays.
+
+A step is compared where both sessions saw it: the screenshot taken at the start of the step (so
+step k shows what steps 1..k-1 did), the URL of that screenshot, and the element under the pointer
+before each of the step's pointer operations (tag, id and CSS path, in operation order). A step
+*diverged* when its screenshot differs by more than ``PIXEL_TOLERANCE`` of its pixels (or has
+another size), its URL differs, or a pointer operation met another element. A child step with no
+step to compare in the parent has diverged too.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+
+from ownloop.replay.fold import Step
+from ownloop.store.events import (
+    BrowserActed,
+    Element,
+    Event,
+    FidelityMeasured,
+    MouseClick,
+    MouseDown,
+    MouseMove,
+    MouseUp,
+    MouseWheel,
+    ScreenshotTaken,
+    now,
+)
+
+__all__ = ["PIXEL_TOLERANCE", "measure_step", "pixel_diff"]
+
+PIXEL_TOLERANCE = 0.001
+"""The fraction of pixels a screenshot may differ by and still count as the same step: 0.1%
+(1,024 pixels of a 1280x800 screenshot, about ten characters of text).
+
+Measured on re-executed MiniWoB sessions: a step's screenshot is byte-identical unless time shows
+in it — the text caret blinks (about 15 pixels) and MiniWoB's scoreboard counts seconds down and
+scales the last reward by time (up to about 400 pixels, 0.04%). ``screenshot_identical`` stays
+strict (same bytes) and ``pixel_diff`` is stored, for stricter queries.
+"""
+
+_POINTER_OPS = (MouseClick, MouseMove, MouseDown, MouseUp, MouseWheel)
+
+
+def pixel_diff(first: bytes, second: bytes) -> float | None:
+    """The fraction of pixels that differ (in any channel) between two images; None if their
+    sizes differ."""
+    from PIL import Image, ImageChops
+
+    with Image.open(io.BytesIO(first)) as one, Image.open(io.BytesIO(second)) as two:
+        if one.size != two.size:
+            return None
+        bands = ImageChops.difference(one.convert("RGBA"), two.convert("RGBA")).split()
+    changed = bands[0]
+    for band in bands[1:]:
+        changed = ImageChops.lighter(changed, band)
+    count = changed.point(lambda value: 255 if value else 0).histogram()[255]
+    return count / (one.size[0] * one.size[1])
+
+
+def _element_key(element: Element | None) -> tuple[str, str, str] | None:
+    return None if element is None else (element.tag, element.id, element.css_path)
+
+
+def _pointer_elements(effects: Sequence[BrowserActed]) -> list[tuple[str, str, str] | None]:
+    return [_element_key(e.element) for e in effects if isinstance(e.op, _POINTER_OPS)]
+
+
+def measure_step(
+    step: int,
+    batch: Sequence[Event],
+    parent: Step | None,
+    *,
+    parent_session_id: str,
+    load_blob: Callable[[str], bytes],
+    rebase_url: Callable[[str], str] = lambda url: url,
+) -> FidelityMeasured | None:
+    """The FidelityMeasured of a replayed step, from the step's own events; None when the step
+    took no screenshot (it failed before one).
+
+    Args:
+        step: the step's number.
+        batch: the replayed step's events (its ScreenshotTaken and BrowserActed events).
+        parent: the same step of the parent session, or None when the parent has no such step.
+        parent_session_id: the session replayed.
+        load_blob: reads a screenshot by sha256.
+        rebase_url: the parent's URL as it reads in the replay (a suite's server may have moved).
+    """
+    shot = next((e for e in batch if isinstance(e, ScreenshotTaken)), None)
+    if shot is None:
+        return None
+    first = batch[0]
+    ids = {"run_id": first.run_id, "session_id": first.session_id}
+    if parent is None or parent.screenshot is None:
+        return FidelityMeasured(at=now(), **ids, step=step, parent_session_id=parent_session_id,
+                                diverged=True)
+    recorded = parent.screenshot
+    identical = recorded.sha256 == shot.sha256
+    diff = 0.0 if identical else pixel_diff(load_blob(recorded.sha256), load_blob(shot.sha256))
+    url_equal = rebase_url(recorded.url) == shot.url
+    mine = _pointer_elements([e for e in batch if isinstance(e, BrowserActed)])
+    theirs = _pointer_elements(parent.effects)
+    element_equal = None if not mine and not theirs else mine == theirs
+    same_picture = diff is not None and diff <= PIXEL_TOLERANCE
+    return FidelityMeasured(
+        at=now(), **ids, step=step, parent_session_id=parent_session_id,
+        screenshot_identical=identical, pixel_diff=diff, url_equal=url_equal,
+        element_equal=element_equal,
+        diverged=not same_picture or not url_equal or element_equal is False)
