@@ -60,11 +60,21 @@ def _literal_text(node: ast.expr) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _literal_text(node.left), _literal_text(node.right)
         return None if left is None or right is None else left + right
+    if isinstance(node, ast.Call) and _is_strip_call(node):
+        # '"...".strip()' (OSWorld's OpenCUA prompts): str.strip is applied here, not called.
+        text = _literal_text(node.func.value)  # type: ignore[attr-defined]
+        return None if text is None else text.strip()
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, str) else None
+
+
+def _is_strip_call(node: ast.Call) -> bool:
+    """``<literal>.strip()`` with no arguments."""
+    return (isinstance(node.func, ast.Attribute) and node.func.attr == "strip"
+            and not node.args and not node.keywords)
 
 
 def find_released(

@@ -17,6 +17,8 @@ from ownloop.agents.keys import combo, to_playwright
 from ownloop.store.events import (
     Action,
     Back,
+    ButtonDown,
+    ButtonUp,
     CallUser,
     Click,
     Drag,
@@ -40,6 +42,7 @@ from ownloop.store.events import (
     Op,
     PageGoBack,
     PageGoto,
+    Rejected,
     Scroll,
     Search,
     Sleep,
@@ -60,7 +63,8 @@ class TranslationStyle(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def translate_action(action: Action, style: TranslationStyle) -> tuple[Op, ...]:
-    """The browser operations for one action; none for finish, call_user, fail and memorize.
+    """The browser operations for one action; none for finish, call_user, fail, memorize and
+    rejected.
 
     Scrolling sends one wheel event per notch, as a physical wheel (and pyautogui.scroll on
     X11, which the models' harnesses drive) does: pages that react to each wheel event, such as
@@ -101,9 +105,23 @@ def translate_action(action: Action, style: TranslationStyle) -> tuple[Op, ...]:
             return (PageGoBack(),)
         case Search():
             return (PageGoto(url=style.search_url.format(query=quote_plus(action.query))),)
-        case Memorize() | Finish() | CallUser() | Fail():
+        case ButtonDown() | ButtonUp():
+            return _button(action)
+        case Memorize() | Finish() | CallUser() | Fail() | Rejected():
             return ()
     raise TypeError(f"not an action: {type(action).__name__}")
+
+
+def _button(action: ButtonDown | ButtonUp) -> tuple[Op, ...]:
+    # Without a point the button acts wherever the pointer is, as Playwright's mouse tracks it.
+    ops: list[Op] = []
+    if action.x is not None and action.y is not None:
+        ops.append(MouseMove(x=action.x, y=action.y))
+    if isinstance(action, ButtonDown):
+        ops.append(MouseDown(button=action.button))
+    else:
+        ops.append(MouseUp(button=action.button))
+    return tuple(ops)
 
 
 def _scroll(action: Scroll, style: TranslationStyle) -> tuple[Op, ...]:

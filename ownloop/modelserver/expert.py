@@ -205,11 +205,16 @@ class MiniwobExpert:
 _STEP_HEADING = re.compile(r"^## Step (\d+)$", re.MULTILINE)
 
 
+# An agent that merges older steps into one assistant message (opencua) heads each "# Step N:".
+_MERGED_STEP_HEADING = re.compile(r"^# Step (\d+):$", re.MULTILINE)
+
+
 def _steps_taken(request: dict[str, Any]) -> int:
     """The steps the session has taken: its assistant turns, else its last step heading."""
     turns = assistant_turns(request)
+    merged = [int(n) for n in _MERGED_STEP_HEADING.findall(request_text(request))]
     if turns:
-        return turns
+        return max(turns, *merged)
     headings = _STEP_HEADING.findall(request_text(request))
     return int(headings[-1]) if headings else 0
 

@@ -18,6 +18,8 @@ __all__ = [
     "ActionParsed",
     "Back",
     "BrowserActed",
+    "ButtonDown",
+    "ButtonUp",
     "CallUser",
     "Click",
     "Dialog",
@@ -51,6 +53,7 @@ __all__ = [
     "PageGoBack",
     "PageGoto",
     "Part",
+    "Rejected",
     "RunEnded",
     "RunStarted",
     "Sampling",
@@ -194,6 +197,33 @@ class Fail(_ActionBase, tag="fail", kw_only=True):
     reason: str = ""
 
 
+class ButtonDown(_ActionBase, tag="button_down", kw_only=True):
+    """Press a mouse button and hold it, at (x, y) or at the pointer when None (mouseDown)."""
+
+    button: Literal["left", "right", "middle"] = "left"
+    x: float | None = None
+    y: float | None = None
+    model_x: float | None = None
+    model_y: float | None = None
+
+
+class ButtonUp(_ActionBase, tag="button_up", kw_only=True):
+    """Release a mouse button, at (x, y) or at the pointer when None (mouseUp)."""
+
+    button: Literal["left", "right", "middle"] = "left"
+    x: float | None = None
+    y: float | None = None
+    model_x: float | None = None
+    model_y: float | None = None
+
+
+class Rejected(_ActionBase, tag="rejected", kw_only=True):
+    """Something the model asked for that the agent refused to do (e.g. a statement outside
+    opencua's pyautogui whitelist). Nothing is done; it is kept so the refusal is on record."""
+
+    reason: str = ""
+
+
 Action = (
     Click
     | Move
@@ -211,6 +241,9 @@ Action = (
     | Finish
     | CallUser
     | Fail
+    | ButtonDown
+    | ButtonUp
+    | Rejected
 )
 
 # ---------------------------------------------------------------- browser operations

@@ -16,7 +16,7 @@ import msgspec
 
 from ownloop.store import events as E
 
-__all__ = ["ACTIONS", "GOLDEN_EVENTS", "OPS", "SAMPLES", "append_golden"]
+__all__ = ["ACTIONS", "ADDED", "GOLDEN_EVENTS", "OPS", "SAMPLES", "append_golden"]
 
 GOLDEN_EVENTS = Path(__file__).with_name("events-v1.jsonl")
 _T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
@@ -128,13 +128,27 @@ SAMPLES: tuple[E.EventBase, ...] = (
     E.RunEnded(at=_at(25), run_id="r1", counts={"finished": 1, "crashed": 0}, seconds=25.0),
 )
 
+ADDED: tuple[E.EventBase, ...] = (
+    # Kinds added after journal-v1.jsonl was written (that journal holds exactly SAMPLES).
+    E.ActionParsed(
+        at=_at(4.25), run_id="r1", session_id="s1", step=1, call_id="c1", parser="opencua",
+        parser_version="1", thought="drag it", model_size=(1932, 1092),
+        actions=(
+            E.ButtonDown(x=10.0, y=20.0, model_x=10.0, model_y=20.0,
+                         raw="pyautogui.mouseDown(10, 20)"),
+            E.ButtonUp(button="right"),
+            E.Rejected(reason="line 3: import os is not allowed", raw="import os"),
+        )),
+)
+
 _encoder = msgspec.json.Encoder()
 
 
 def append_golden(path: Path = GOLDEN_EVENTS) -> int:
     """Append the golden line of every sample not yet in ``path``; returns how many were added."""
     existing = set(path.read_bytes().splitlines()) if path.exists() else set()
-    new = [line for line in (_encoder.encode(s) for s in SAMPLES) if line not in existing]
+    new = [line for line in (_encoder.encode(s) for s in (*SAMPLES, *ADDED))
+           if line not in existing]
     with open(path, "ab") as f:
         for line in new:
             f.write(line + b"\n")

@@ -1,0 +1,681 @@
+"""A whitelist interpreter of pyautogui code: model text in, agent-neutral actions out.
+
+OpenCUA answers with a block of Python that OSWorld runs with ``python -c``. ownloop never runs
+it: the block is parsed with ``ast.parse`` (which builds a tree and runs nothing) and this module
+walks the tree, turning each allowed statement into actions. Allowed are
+
+- calls with literal arguments (numbers, strings, booleans, None, lists/tuples of those) of
+  ``pyautogui.`` click, doubleClick, tripleClick, rightClick, middleClick, moveTo, moveRel,
+  dragTo, dragRel, mouseDown, mouseUp, scroll, hscroll, write, typewrite, press, hotkey, keyDown,
+  keyUp and sleep, of ``time.sleep``, and of ``computer.triple_click``, ``computer.wait`` and
+  ``computer.terminate``, with the keyword variants models write (``write(message=)``,
+  ``write(text=)``, ``press(keys=[...])``, ``press(key=)``, ``hotkey(keys=[...])``,
+  ``hotkey(key1=, key2=)``, ``button=``);
+- ``import pyautogui`` / ``import time``, ``pass``;
+- ``for _ in range(n)`` with literal bounds, at most 100 turns, not nested.
+
+Anything else (other imports, names, attributes, lambdas, comprehensions, assignments, ``exec``,
+dunder names, ...) is *refused*, statement by statement, the way ``python -c`` stops at the
+first failing statement: the statements before it keep their actions, the refused one becomes a
+``Rejected`` action carrying the reason, and nothing after it is looked at. A syntax error
+anywhere refuses the whole block (``python -c`` compiles everything before running anything):
+that raises ``CodeSyntaxError``. ``computer.wait`` and ``computer.terminate`` are not pyautogui:
+OSWorld replaces the whole block with WAIT / DONE / FAIL when it contains them, so they come back
+as ``Outcome.control`` and the caller decides.
+
+The pointer is tracked as pyautogui tracks it: moveRel/dragRel are relative to it, a click
+without x, y happens at it, scroll(x=, y=) moves it. The caller gives the position at the start
+of the block (None when unknown). Without a known position a plain click or a mouseDown/mouseUp
+acts wherever Playwright's mouse is (which follows the same moves); what needs the number itself
+(moveRel, dragRel, a double click in place) is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, Protocol
+
+from ownloop.agents.coordinates import Point
+from ownloop.agents.keys import UnknownKeyError, to_playwright
+from ownloop.store.events import (
+    Action,
+    ButtonDown,
+    ButtonUp,
+    Click,
+    Drag,
+    Hotkey,
+    KeyDown,
+    KeyUp,
+    Move,
+    Rejected,
+    Scroll,
+    TypeText,
+    Wait,
+)
+
+__all__ = [
+    "MAX_CODE_CHARS",
+    "CodeSyntaxError",
+    "Control",
+    "Coordinates",
+    "Limits",
+    "Outcome",
+    "interpret",
+]
+
+MAX_CODE_CHARS = 12_000
+"""Longer blocks are refused before ``ast.parse`` sees them (2,048 tokens are ~8,000 chars)."""
+
+# ast.parse of model text can warn (e.g. invalid escape sequences) on stderr; only code compiled
+# from a string without a file name ("<unknown>") is matched, as in uitars.py.
+for _category in (SyntaxWarning, DeprecationWarning):
+    warnings.filterwarnings("ignore", category=_category, module=r"<unknown>\Z")
+del _category
+
+
+class CodeSyntaxError(ValueError):
+    """The block is not Python: nothing in it runs (as ``python -c`` would not run it)."""
+
+
+class Limits(NamedTuple):
+    loop_turns: int = 100  # turns of one for loop
+    actions: int = 1000  # actions (and scroll notches, key presses) per block
+    statements: int = 20_000  # statements executed per block, loops unrolled
+    sleep_s: float = 60.0  # total seconds of sleep per block
+    amount: int = 200  # clicks / notches / presses asked for in one call
+
+
+class Coordinates(Protocol):
+    """Model space → page space (CSS pixels)."""
+
+    def point(self, x: float, y: float) -> Point:
+        """A model point on the page."""
+        ...
+
+    def offset(self, dx: float, dy: float) -> Point:
+        """A model distance (moveRel, dragRel) on the page."""
+        ...
+
+
+class Control(NamedTuple):
+    """A ``computer.wait()`` or ``computer.terminate(...)`` call."""
+
+    name: Literal["wait", "terminate"]
+    status: object = None  # terminate's status= (any literal, as written)
+    answer: object = None  # terminate's answer=
+    raw: str = ""
+
+
+class Outcome(NamedTuple):
+    actions: tuple[Action, ...]
+    rejected: str | None  # why interpretation stopped early; also the last action's reason
+    control: Control | None  # the first computer.wait/terminate reached, if any
+    pointer: Point | None  # where the pointer is after the block (None: unknown)
+
+
+class _Refused(Exception):
+    """A statement outside the whitelist; the message says why, in one line."""
+
+
+_MODULES = frozenset({"pyautogui", "time"})
+_BUTTONS = {"left": "left", "primary": "left", "right": "right", "secondary": "right",
+            "middle": "middle"}
+# pyautogui key names keys.py does not know, as Playwright names (keys.py reads those too).
+_KEY_NAMES = {
+    "\n": "Enter", "\r": "Enter", "\t": "Tab", "ctrlleft": "ControlLeft",
+    "ctrlright": "ControlRight", "shiftleft": "ShiftLeft", "shiftright": "ShiftRight",
+    "altleft": "AltLeft", "altright": "AltRight", "optionleft": "AltLeft",
+    "optionright": "AltRight", "winleft": "MetaLeft", "winright": "MetaRight",
+    "add": "NumpadAdd", "subtract": "NumpadSubtract", "multiply": "NumpadMultiply",
+    "divide": "NumpadDivide", "decimal": "NumpadDecimal", "volumeup": "AudioVolumeUp",
+    "volumedown": "AudioVolumeDown", "volumemute": "AudioVolumeMute",
+    "playpause": "MediaPlayPause", "nexttrack": "MediaTrackNext",
+    "prevtrack": "MediaTrackPrevious", "prtscr": "PrintScreen", "print": "PrintScreen",
+    **{f"num{n}": f"Numpad{n}" for n in range(10)},
+}
+_IGNORED = ("interval", "duration", "tween", "logScreenshot", "_pause")
+# Parameters in pyautogui's positional order (tween and the others are read and ignored).
+_PARAMS: dict[str, tuple[str, ...]] = {
+    "click": ("x", "y", "clicks", "interval", "button", "duration", "tween", "logScreenshot",
+              "_pause"),
+    "doubleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot",
+                    "_pause"),
+    "tripleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot",
+                    "_pause"),
+    "rightClick": ("x", "y", "interval", "duration", "tween", "logScreenshot", "_pause"),
+    "middleClick": ("x", "y", "interval", "duration", "tween", "logScreenshot", "_pause"),
+    "moveTo": ("x", "y", "duration", "tween", "logScreenshot", "_pause"),
+    "moveRel": ("xOffset", "yOffset", "duration", "tween", "logScreenshot", "_pause"),
+    "dragTo": ("x", "y", "duration", "tween", "button", "logScreenshot", "_pause",
+               "mouseDownUp"),
+    "dragRel": ("xOffset", "yOffset", "duration", "tween", "button", "logScreenshot", "_pause",
+                "mouseDownUp"),
+    "mouseDown": ("x", "y", "button", "duration", "tween", "logScreenshot", "_pause"),
+    "mouseUp": ("x", "y", "button", "duration", "tween", "logScreenshot", "_pause"),
+    "scroll": ("clicks", "x", "y", "logScreenshot", "_pause"),
+    "hscroll": ("clicks", "x", "y", "logScreenshot", "_pause"),
+    "write": ("message", "interval", "logScreenshot", "_pause"),
+    "typewrite": ("message", "interval", "logScreenshot", "_pause"),
+    "press": ("keys", "presses", "interval", "logScreenshot", "_pause"),
+    "keyDown": ("key", "logScreenshot", "_pause"),
+    "keyUp": ("key", "logScreenshot", "_pause"),
+    "sleep": ("seconds",),
+    "time.sleep": ("seconds",),
+    "computer.triple_click": ("x", "y"),
+    "computer.wait": ("seconds",),
+    "computer.terminate": ("status", "answer"),
+}
+# Keyword spellings models use for the same parameter (OSWorld's correct_pyautogui_arguments).
+_RENAMES: dict[str, dict[str, str]] = {
+    "write": {"text": "message", "content": "message"},
+    "typewrite": {"text": "message", "content": "message"},
+    "press": {"key": "keys"},
+    "keyDown": {"keys": "key"},
+    "keyUp": {"keys": "key"},
+    "time.sleep": {"secs": "seconds"},
+    "computer.wait": {"time": "seconds"},
+}
+
+
+def interpret(
+    code: str,
+    coordinates: Coordinates,
+    *,
+    pointer: Point | None = None,
+    limits: Limits | None = None,
+) -> Outcome:
+    """Interpret one code block.
+
+    Args:
+        code: the block's text.
+        coordinates: maps the model's numbers to page pixels.
+        pointer: the pointer's page position when the block starts (None: unknown).
+        limits: work bounds (default ``Limits()``); going over one refuses the
+            statement that does.
+
+    Raises:
+        CodeSyntaxError: the block is too long or is not Python (nothing is interpreted).
+    """
+    if len(code) > MAX_CODE_CHARS:
+        raise CodeSyntaxError(f"code too long ({len(code)} characters; the limit is "
+                              f"{MAX_CODE_CHARS})")
+    try:
+        tree = ast.parse(code, mode="exec")
+    except SyntaxError as error:
+        raise CodeSyntaxError(f"not Python: {error.msg} (line {error.lineno})") from None
+    except (ValueError, RecursionError, MemoryError, OverflowError) as error:
+        raise CodeSyntaxError(f"not Python: {type(error).__name__}") from None
+    run = _Run(code, coordinates, pointer, limits or Limits())
+    try:
+        run.block(tree.body, in_loop=False)
+    except _Refused as refusal:
+        reason = str(refusal)
+        run.actions.append(Rejected(reason=reason, raw=run.current))
+        return Outcome(tuple(run.actions), reason, None, run.pointer)
+    except _Stop:
+        pass
+    return Outcome(tuple(run.actions), None, run.control, run.pointer)
+
+
+class _Stop(Exception):
+    """computer.wait / computer.terminate reached: the rest of the block is not looked at."""
+
+
+class _Run:
+    def __init__(self, code: str, coordinates: Coordinates, pointer: Point | None,
+                 limits: Limits) -> None:
+        self.code, self.coordinates, self.pointer, self.limits = code, coordinates, pointer, limits
+        self.actions: list[Action] = []
+        self.control: Control | None = None
+        self.current = ""
+        self.cost = 0
+        self.executed = 0
+        self.slept = 0.0
+
+    # ---------------------------------------------------------------- statements
+
+    def block(self, body: list[ast.stmt], *, in_loop: bool) -> None:
+        for statement in body:
+            self.executed += 1
+            self.current = _clip(ast.get_source_segment(self.code, statement) or "", 200)
+            where = f"line {statement.lineno}"
+            if self.executed > self.limits.statements:
+                raise _Refused(f"{where}: over {self.limits.statements} statements run")
+            try:
+                self.statement(statement, in_loop=in_loop)
+            except _Refused as refusal:
+                message = str(refusal)
+                if not message.startswith("line "):
+                    message = f"{where}: {message}"
+                raise _Refused(message) from None
+
+    def statement(self, node: ast.stmt, *, in_loop: bool) -> None:
+        if isinstance(node, ast.Pass):
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name not in _MODULES or alias.asname not in (None, alias.name):
+                    raise _Refused(f"import {alias.name} is not allowed "
+                                   "(only import pyautogui and import time)")
+            return
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self.call(node.value)
+            return
+        if isinstance(node, ast.For):
+            self.loop(node, in_loop=in_loop)
+            return
+        raise _Refused(f"{_describe(node)} is not allowed")
+
+    def loop(self, node: ast.For, *, in_loop: bool) -> None:
+        if in_loop:
+            raise _Refused("a loop inside a loop is not allowed")
+        if not isinstance(node.target, ast.Name) or node.orelse:
+            raise _Refused("only 'for NAME in range(n):' loops are allowed")
+        _check_name(node.target.id)
+        turns = _range_length(node.iter)
+        if turns > self.limits.loop_turns:
+            raise _Refused(f"a loop of {turns} turns is over the limit of "
+                           f"{self.limits.loop_turns}")
+        for _ in range(turns):
+            self.block(node.body, in_loop=True)
+
+    # ---------------------------------------------------------------- calls
+
+    def call(self, node: ast.Call) -> None:
+        name = _callee(node.func)
+        args = self.bind(name, node)
+        raw = _clip(ast.get_source_segment(self.code, node) or name, 500)
+        if name in ("computer.wait", "computer.terminate"):
+            self.control = Control("wait" if name == "computer.wait" else "terminate",
+                                   args.get("status"), args.get("answer"), raw)
+            raise _Stop
+        short = name.removeprefix("pyautogui.")
+        handler: Callable[[dict[str, Any], str], None] = getattr(self, f"_{short}".replace(
+            ".", "_"))
+        handler(args, raw)
+
+    def bind(self, name: str, node: ast.Call) -> dict[str, Any]:
+        short = name.removeprefix("pyautogui.")
+        if short == "hotkey":
+            return self.bind_hotkey(node)
+        params = _PARAMS[short]
+        renames = _RENAMES.get(short, {})
+        if len(node.args) > len(params):
+            raise _Refused(f"{name}() takes at most {len(params)} positional arguments")
+        bound: dict[str, Any] = {}
+        for param, value in zip(params, node.args, strict=False):
+            bound[param] = _literal(value)
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise _Refused("** arguments are not allowed")
+            _check_name(keyword.arg)
+            param = renames.get(keyword.arg, keyword.arg)
+            if param not in params:
+                raise _Refused(f"{name}() has no argument {keyword.arg!r}")
+            if param in bound:
+                raise _Refused(f"{name}() got {param!r} twice")
+            bound[param] = _literal(keyword.value)
+        return bound
+
+    def bind_hotkey(self, node: ast.Call) -> dict[str, Any]:
+        keys: list[Any] = []
+        for value in node.args:
+            read = _literal(value)
+            keys.extend(read if isinstance(read, list) else [read])
+        named: list[tuple[str, Any]] = []
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise _Refused("** arguments are not allowed")
+            _check_name(keyword.arg)
+            value = _literal(keyword.value)
+            if keyword.arg == "keys":
+                keys.extend(value if isinstance(value, list) else [value])
+            elif keyword.arg.startswith("key") and keyword.arg[3:].isdigit():
+                named.append((keyword.arg, value))
+            elif keyword.arg not in _IGNORED:
+                raise _Refused(f"hotkey() has no argument {keyword.arg!r}")
+        keys.extend(value for _, value in sorted(named, key=lambda kv: int(kv[0][3:])))
+        return {"keys": keys}
+
+    # ---------------------------------------------------------------- bookkeeping
+
+    def spend(self, amount: int = 1) -> None:
+        self.cost += amount
+        if self.cost > self.limits.actions:
+            raise _Refused(f"over {self.limits.actions} actions in one block")
+
+    def add(self, action: Action, cost: int = 1) -> None:
+        self.spend(cost)
+        self.actions.append(action)
+
+    def where(self, args: dict[str, Any], name: str) -> tuple[Point, Point] | None:
+        """(page, model) of the call's x, y; None when both are absent."""
+        x, y = args.get("x"), args.get("y")
+        if isinstance(x, list) and y is None:  # pyautogui.click((x, y))
+            if len(x) != 2:
+                raise _Refused(f"{name}() needs a point (x, y)")
+            x, y = x
+        if x is None and y is None:
+            return None
+        if x is None or y is None:
+            raise _Refused(f"{name}() needs both x and y")
+        mx, my = _coordinate(x, "x"), _coordinate(y, "y")
+        page = self.coordinates.point(mx, my)
+        return page, Point(mx, my)
+
+    def here(self, name: str) -> Point:
+        if self.pointer is None:
+            raise _Refused(f"{name}() needs the pointer position, which is unknown here "
+                           "(no earlier move in this block or the history)")
+        return self.pointer
+
+    # ---------------------------------------------------------------- pyautogui
+
+    def _clicks(self, args: dict[str, Any], raw: str, name: str, count: int,
+                button: str | None) -> None:
+        button = _button(args.get("button", "left")) if button is None else button
+        at = self.where(args, name)
+        if count == 0:
+            if at is not None:
+                self.add(Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
+                self.pointer = at[0]
+            return
+        btn: Any = button
+        if at is not None:
+            self.pointer = at[0]
+            self.add(Click(x=at[0].x, y=at[0].y, button=btn, count=count, model_x=at[1].x,
+                           model_y=at[1].y, raw=raw), count)
+        elif self.pointer is not None:
+            self.add(Click(x=self.pointer.x, y=self.pointer.y, button=btn, count=count,
+                           raw=raw), count)
+        elif count == 1:  # in place, wherever Playwright's mouse is
+            self.add(ButtonDown(button=btn, raw=raw))
+            self.add(ButtonUp(button=btn, raw=raw))
+        else:
+            self.here(name)
+
+    def _click(self, args: dict[str, Any], raw: str) -> None:
+        self._clicks(args, raw, "click", _count(args.get("clicks", 1), "clicks", self.limits),
+                     None)
+
+    def _doubleClick(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self._clicks(args, raw, "doubleClick", 2, None)
+
+    def _tripleClick(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self._clicks(args, raw, "tripleClick", 3, None)
+
+    def _computer_triple_click(self, args: dict[str, Any], raw: str) -> None:
+        if self.where(args, "computer.triple_click") is None:
+            raise _Refused("computer.triple_click() needs x and y")
+        self._clicks(args, raw, "computer.triple_click", 3, "left")
+
+    def _rightClick(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self._clicks(args, raw, "rightClick", 1, "right")
+
+    def _middleClick(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self._clicks(args, raw, "middleClick", 1, "middle")
+
+    def _moveTo(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        at = self.where(args, "moveTo")
+        if at is None:
+            return  # pyautogui.moveTo() stays where it is
+        self.add(Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
+        self.pointer = at[0]
+
+    def _moveRel(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        target = self.relative(args, "moveRel")
+        self.add(Move(x=target.x, y=target.y, raw=raw))
+        self.pointer = target
+
+    def relative(self, args: dict[str, Any], name: str) -> Point:
+        dx, dy = args.get("xOffset", 0), args.get("yOffset", 0)
+        if isinstance(dx, list) and "yOffset" not in args and len(dx) == 2:
+            dx, dy = dx
+        delta = self.coordinates.offset(_coordinate(dx or 0, "xOffset"),
+                                        _coordinate(dy or 0, "yOffset"))
+        start = self.here(name)
+        return Point(start.x + delta.x, start.y + delta.y)
+
+    def _dragTo(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        at = self.where(args, "dragTo")
+        if at is None:
+            raise _Refused("dragTo() needs x and y")
+        self.drag(at[0], at[1], args, raw)
+
+    def _dragRel(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self.drag(self.relative(args, "dragRel"), None, args, raw)
+
+    def drag(self, to: Point, model: Point | None, args: dict[str, Any], raw: str) -> None:
+        button: Any = _button(args.get("button", "left"))
+        mx, my = (model.x, model.y) if model else (None, None)
+        if args.get("mouseDownUp", True) is False:
+            self.add(Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
+        elif self.pointer is not None and button == "left":
+            self.add(Drag(x=self.pointer.x, y=self.pointer.y, x2=to.x, y2=to.y, model_x2=mx,
+                          model_y2=my, raw=raw))
+        else:  # from wherever the pointer is, with any button
+            self.add(ButtonDown(button=button, raw=raw))
+            self.add(Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
+            self.add(ButtonUp(button=button, raw=raw))
+        self.pointer = to
+
+    def _button_action(self, args: dict[str, Any], raw: str, name: str, down: bool) -> None:
+        button: Any = _button(args.get("button", "left"))
+        at = self.where(args, name)
+        kind = ButtonDown if down else ButtonUp
+        if at is None:
+            here = self.pointer
+            self.add(kind(button=button, x=here.x if here else None, y=here.y if here else None,
+                          raw=raw))
+            return
+        self.add(kind(button=button, x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y,
+                      raw=raw))
+        self.pointer = at[0]
+
+    def _mouseDown(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self._button_action(args, raw, "mouseDown", True)
+
+    def _mouseUp(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self._button_action(args, raw, "mouseUp", False)
+
+    def _wheel(self, args: dict[str, Any], raw: str, name: str, horizontal: bool) -> None:
+        if "clicks" not in args:
+            raise _Refused(f"{name}() needs clicks")
+        clicks = _number(args["clicks"], "clicks")
+        if abs(clicks) > self.limits.amount:
+            raise _Refused(f"{name}() of {clicks:g} clicks is over the limit of "
+                           f"{self.limits.amount}")
+        at = self.where(args, name)
+        if clicks == 0:
+            if at is not None:
+                self.add(Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
+        else:
+            towards: Any = (("right" if clicks > 0 else "left") if horizontal
+                            else ("up" if clicks > 0 else "down"))
+            position: dict[str, Any] = {}
+            if at is not None:
+                position = {"x": at[0].x, "y": at[0].y, "model_x": at[1].x, "model_y": at[1].y}
+            self.add(Scroll(direction=towards, amount=abs(clicks), raw=raw, **position),
+                     max(1, math.ceil(abs(clicks))))
+        if at is not None:
+            self.pointer = at[0]
+
+    def _scroll(self, args: dict[str, Any], raw: str) -> None:
+        self._wheel(args, raw, "scroll", False)
+
+    def _hscroll(self, args: dict[str, Any], raw: str) -> None:
+        self._wheel(args, raw, "hscroll", True)
+
+    def _write(self, args: dict[str, Any], raw: str) -> None:
+        message = args.get("message")
+        if isinstance(message, list):  # typewrite(['a', 'enter']): each is a key press
+            for key in message:
+                self.add(Hotkey(keys=(_key(key),), raw=raw))
+            return
+        if not isinstance(message, str):
+            raise _Refused("write() needs message='text'")
+        if message:
+            self.add(TypeText(text=message, raw=raw))
+
+    _typewrite = _write
+
+    def _press(self, args: dict[str, Any], raw: str) -> None:
+        keys = args.get("keys")
+        names = keys if isinstance(keys, list) else [keys]
+        if keys is None or not names:
+            raise _Refused("press() needs a key")
+        presses = _count(args.get("presses", 1), "presses", self.limits)
+        for _ in range(presses):
+            for name in names:
+                self.add(Hotkey(keys=(_key(name),), raw=raw))
+
+    def _hotkey(self, args: dict[str, Any], raw: str) -> None:
+        keys = tuple(_key(name) for name in args["keys"])
+        if not keys:
+            raise _Refused("hotkey() needs keys")
+        self.add(Hotkey(keys=keys, raw=raw))
+
+    def _keyDown(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self.add(KeyDown(key=_key(args.get("key")), raw=raw))
+
+    def _keyUp(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
+        self.add(KeyUp(key=_key(args.get("key")), raw=raw))
+
+    def _sleep(self, args: dict[str, Any], raw: str) -> None:
+        seconds = _number(args.get("seconds"), "seconds")
+        if seconds < 0:
+            raise _Refused("sleep() needs seconds >= 0")
+        self.slept += seconds
+        if self.slept > self.limits.sleep_s:
+            raise _Refused(f"over {self.limits.sleep_s:g} s of sleep in one block")
+        self.add(Wait(seconds=seconds, raw=raw))
+
+    _time_sleep = _sleep
+
+
+# ---------------------------------------------------------------------- tree helpers
+
+
+def _describe(node: ast.stmt) -> str:
+    if isinstance(node, ast.ImportFrom):
+        return f"from {node.module or '.'} import"
+    if isinstance(node, ast.Expr):
+        return f"the expression {type(node.value).__name__}"
+    return f"a {type(node).__name__} statement"
+
+
+def _check_name(name: str) -> None:
+    if name.startswith("__") or name.endswith("__"):
+        raise _Refused(f"dunder names are not allowed ({name[:40]})")
+
+
+def _callee(func: ast.expr) -> str:
+    """The whitelisted name of a call's function: 'pyautogui.click', 'time.sleep', ..."""
+    if isinstance(func, ast.Name):
+        _check_name(func.id)
+        raise _Refused(f"calling {func.id[:40]}() is not allowed")
+    if not isinstance(func, ast.Attribute):
+        raise _Refused(f"calling a {type(func).__name__} is not allowed")
+    _check_name(func.attr)
+    owner = func.value
+    if not isinstance(owner, ast.Name) or owner.id not in ("pyautogui", "time", "computer"):
+        raise _Refused("attribute access is allowed only on pyautogui, computer and time")
+    name = f"{owner.id}.{func.attr}"
+    if owner.id == "pyautogui":
+        allowed = func.attr == "hotkey" or (func.attr in _PARAMS and "." not in func.attr)
+    else:
+        allowed = name in _PARAMS
+    if not allowed:
+        raise _Refused(f"{name[:60]}() is not allowed")
+    return name
+
+
+def _literal(node: ast.expr, depth: int = 0) -> Any:
+    """A literal argument: a number, string, bool, None, or a flat list/tuple of those."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None or isinstance(value, str | bool | int | float):
+            return value
+    elif (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub | ast.UAdd)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, int | float)
+        and not isinstance(node.operand.value, bool)
+    ):
+        value = node.operand.value
+        return -value if isinstance(node.op, ast.USub) else value
+    elif isinstance(node, ast.List | ast.Tuple) and depth == 0:
+        if len(node.elts) > 100:
+            raise _Refused("a list of over 100 items is not allowed")
+        return [_literal(item, 1) for item in node.elts]
+    if isinstance(node, ast.Lambda):
+        raise _Refused("lambdas are not allowed")
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+        raise _Refused("comprehensions are not allowed")
+    if isinstance(node, ast.Name):
+        _check_name(node.id)
+    raise _Refused(f"arguments must be literal values, not {type(node).__name__}")
+
+
+def _range_length(node: ast.expr) -> int:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "range" and not node.keywords and 1 <= len(node.args) <= 3):
+        raise _Refused("only 'for NAME in range(n):' loops are allowed")
+    bounds = [_literal(arg) for arg in node.args]
+    if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+        raise _Refused("range() needs whole numbers")
+    if len(bounds) == 3 and bounds[2] == 0:
+        raise _Refused("range() step must not be zero")
+    return len(range(*bounds))
+
+
+# ---------------------------------------------------------------------- value helpers
+
+_LARGEST = 1e7  # no screen coordinate or offset is bigger; keeps float conversions safe
+
+
+def _number(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Refused(f"{name} must be a number, got {_clip(repr(value), 40)}")
+    if not (isinstance(value, int) or math.isfinite(value)) or abs(value) > _LARGEST:
+        raise _Refused(f"{name} is out of range: {_clip(repr(value), 40)}")
+    return float(value)
+
+
+def _coordinate(value: object, name: str) -> float:
+    return _number(value, name)
+
+
+def _count(value: object, name: str, limits: Limits) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Refused(f"{name} must be a whole number >= 0, got {_clip(repr(value), 40)}")
+    if value > limits.amount:
+        raise _Refused(f"{name}={value} is over the limit of {limits.amount}")
+    return value
+
+
+def _button(value: object) -> str:
+    if not isinstance(value, str) or value.lower() not in _BUTTONS:
+        raise _Refused(f"button must be left, right or middle, got {_clip(repr(value), 40)}")
+    return _BUTTONS[value.lower()]
+
+
+def _key(value: object) -> str:
+    """A key name as keys.py reads it (pyautogui's own spellings mapped first)."""
+    if not isinstance(value, str) or not value:
+        raise _Refused(f"a key must be a name like 'enter', got {_clip(repr(value), 40)}")
+    name = _KEY_NAMES.get(value if len(value) == 1 else value.lower(), value)
+    try:
+        to_playwright(name)
+    except UnknownKeyError as error:
+        raise _Refused(str(error)) from None
+    return name
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return text.replace("\n", "\\n")
