@@ -182,9 +182,10 @@ select session_id, step, idx,
         when 'finish' then action ->> 'answer'
         when 'call_user' then coalesce(action ->> 'text', '')
         when 'fail' then coalesce(action ->> 'reason', '')
+        when 'rejected' then coalesce(action ->> 'reason', '')
     end as text,
-    case when action ->> 'kind' = 'click' then coalesce(action ->> 'button', 'left') end
-        as button,
+    case when action ->> 'kind' in ('click', 'button_down', 'button_up')
+        then coalesce(action ->> 'button', 'left') end as button,
     case when action ->> 'kind' = 'click' then coalesce(try_cast(action ->> 'count' as bigint), 1)
         end as clicks,
     action ->> 'direction' as direction,

@@ -322,3 +322,16 @@ def test_a_held_index_lock_is_a_bounded_wait_then_one_line(
     store.sync()
     with hold_lock(lock, exclusive=False):  # readers share the lock (no sync is needed here)
         assert store.sql("select 1").rows == [(1,)]
+
+
+def test_actions_view_reads_button_and_rejected_actions(store: Store) -> None:
+    with store.stream() as stream:
+        stream.append([E.ActionParsed(
+            at=at(0), run_id="r", session_id="s", step=1, call_id="c", parser="p",
+            actions=(E.ButtonDown(x=1.0, y=2.0), E.ButtonUp(button="right"),
+                     E.Rejected(reason="import os is not allowed", raw="import os")))])
+    assert store.sql("select kind, x, button, text, raw from actions order by idx").rows == [
+        ("button_down", 1.0, "left", None, ""),
+        ("button_up", None, "right", None, ""),
+        ("rejected", None, None, "import os is not allowed", "import os"),
+    ]
