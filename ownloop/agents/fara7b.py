@@ -330,6 +330,8 @@ class Fara7bAgent:
         """
         image = Size(*image_size)
         thoughts, arguments = render_call(thought, actions, image, _model_size(image))
+        if "<tool_call>" in thoughts:
+            raise ValueError("fara7b's thoughts cannot hold a <tool_call> tag")
         call = json.dumps({"name": "computer_use", "arguments": arguments}, ensure_ascii=False)
         head = f"{thoughts}\n" if thoughts else ""
         return f"{head}<tool_call>\n{call}\n</tool_call>"
