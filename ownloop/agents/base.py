@@ -51,6 +51,7 @@ class Observation(NamedTuple):
     step: int
     screenshot: ImagePart
     url: str
+    title: str = ""  # the page's title, for prompts that show it (molmoweb); "" when unknown
 
 
 class Parsed(msgspec.Struct, frozen=True, kw_only=True):

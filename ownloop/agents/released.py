@@ -4,9 +4,10 @@ OpenCUA's, Fara-7B's and MolmoWeb's prompts live in their released repositories,
 their prose is not copied into ownloop. As the user's own runner does with ``--path``, the agent
 looks for the released module under ``--released PATH`` (a colon list; default ``$OWNLOOP_PATH``)
 and takes the prompt constants from it. The file is *read*, never imported or run: top-level
-assignments of string literals (implicit concatenation and ``+`` of literals included) are taken
-with ``ast.literal_eval``, so a clone needs none of its own dependencies installed. Without the
-module the agent uses its built-in prompt, and ``prompt_source`` says which was used.
+assignments of string literals (implicit concatenation and ``+`` of literals included, and the
+literal inside ``Template("...")``) are taken with ``ast.literal_eval``, so a clone needs none of
+its own dependencies installed. Without the module the agent uses its built-in prompt, and
+``prompt_source`` says which was used.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 __all__ = ["Released", "find_released", "search_roots"]
+
+# Callables whose single string-literal argument is taken as the constant's text (the template
+# source); the call itself is never made.
+_TEMPLATE_CALLS = frozenset({"Template"})
 
 
 class Released(NamedTuple):
@@ -56,10 +61,13 @@ def _string_constants(path: Path) -> dict[str, str]:
 
 
 def _literal_text(node: ast.expr) -> str | None:
-    """A string literal, or ``+`` of string literals; anything else is not taken."""
+    """A string literal, ``+`` of string literals, or a template made from one
+    (``Template("...")``, as MolmoWeb's Jinja prompt); anything else is not taken."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _literal_text(node.left), _literal_text(node.right)
         return None if left is None or right is None else left + right
+    if isinstance(node, ast.Call) and _is_template_call(node):
+        return _literal_text(node.args[0])
     if isinstance(node, ast.Call) and _is_strip_call(node):
         # '"...".strip()' (OSWorld's OpenCUA prompts): str.strip is applied here, not called.
         text = _literal_text(node.func.value)  # type: ignore[attr-defined]
@@ -69,6 +77,15 @@ def _literal_text(node: ast.expr) -> str | None:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, str) else None
+
+
+def _is_template_call(node: ast.Call) -> bool:
+    """``Template(<literal>)`` or ``jinja2.Template(<literal>)``: one argument, no keywords."""
+    if len(node.args) != 1 or node.keywords:
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name in _TEMPLATE_CALLS
 
 
 def _is_strip_call(node: ast.Call) -> bool:
