@@ -104,11 +104,11 @@ class _Frozen(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 # wrote, in its own coordinate space. ``raw`` is the action's text as the model wrote it.
 
 
-class _ActionBase(_Frozen, tag_field="kind"):
+class _ActionBase(_Frozen, frozen=True, tag_field="kind"):
     raw: str = ""
 
 
-class Click(_ActionBase, tag="click", kw_only=True):
+class Click(_ActionBase, tag="click", frozen=True, kw_only=True):
     x: float
     y: float
     button: Literal["left", "right", "middle"] = "left"
@@ -117,14 +117,14 @@ class Click(_ActionBase, tag="click", kw_only=True):
     model_y: float | None = None
 
 
-class Move(_ActionBase, tag="move", kw_only=True):
+class Move(_ActionBase, tag="move", frozen=True, kw_only=True):
     x: float
     y: float
     model_x: float | None = None
     model_y: float | None = None
 
 
-class Drag(_ActionBase, tag="drag", kw_only=True):
+class Drag(_ActionBase, tag="drag", frozen=True, kw_only=True):
     x: float
     y: float
     x2: float
@@ -135,7 +135,7 @@ class Drag(_ActionBase, tag="drag", kw_only=True):
     model_y2: float | None = None
 
 
-class Scroll(_ActionBase, tag="scroll", kw_only=True):
+class Scroll(_ActionBase, tag="scroll", frozen=True, kw_only=True):
     """Scroll ``amount`` units toward ``direction``, at (x, y) or at the pointer when None."""
 
     direction: Literal["up", "down", "left", "right"]
@@ -147,57 +147,57 @@ class Scroll(_ActionBase, tag="scroll", kw_only=True):
     model_y: float | None = None
 
 
-class TypeText(_ActionBase, tag="type", kw_only=True):
+class TypeText(_ActionBase, tag="type", frozen=True, kw_only=True):
     text: str
 
 
-class Hotkey(_ActionBase, tag="hotkey", kw_only=True):
+class Hotkey(_ActionBase, tag="hotkey", frozen=True, kw_only=True):
     """Press keys together (model key names, e.g. ("ctrl", "c")); one key is a plain press."""
 
     keys: tuple[str, ...]
 
 
-class KeyDown(_ActionBase, tag="key_down", kw_only=True):
+class KeyDown(_ActionBase, tag="key_down", frozen=True, kw_only=True):
     key: str
 
 
-class KeyUp(_ActionBase, tag="key_up", kw_only=True):
+class KeyUp(_ActionBase, tag="key_up", frozen=True, kw_only=True):
     key: str
 
 
-class Wait(_ActionBase, tag="wait", kw_only=True):
+class Wait(_ActionBase, tag="wait", frozen=True, kw_only=True):
     seconds: float = 5.0
 
 
-class Goto(_ActionBase, tag="goto", kw_only=True):
+class Goto(_ActionBase, tag="goto", frozen=True, kw_only=True):
     url: str
 
 
-class Search(_ActionBase, tag="search", kw_only=True):
+class Search(_ActionBase, tag="search", frozen=True, kw_only=True):
     query: str
 
 
-class Back(_ActionBase, tag="back", kw_only=True):
+class Back(_ActionBase, tag="back", frozen=True, kw_only=True):
     pass
 
 
-class Memorize(_ActionBase, tag="memorize", kw_only=True):
+class Memorize(_ActionBase, tag="memorize", frozen=True, kw_only=True):
     fact: str
 
 
-class Finish(_ActionBase, tag="finish", kw_only=True):
+class Finish(_ActionBase, tag="finish", frozen=True, kw_only=True):
     answer: str | None = None
 
 
-class CallUser(_ActionBase, tag="call_user", kw_only=True):
+class CallUser(_ActionBase, tag="call_user", frozen=True, kw_only=True):
     text: str = ""
 
 
-class Fail(_ActionBase, tag="fail", kw_only=True):
+class Fail(_ActionBase, tag="fail", frozen=True, kw_only=True):
     reason: str = ""
 
 
-class ButtonDown(_ActionBase, tag="button_down", kw_only=True):
+class ButtonDown(_ActionBase, tag="button_down", frozen=True, kw_only=True):
     """Press a mouse button and hold it, at (x, y) or at the pointer when None (mouseDown)."""
 
     button: Literal["left", "right", "middle"] = "left"
@@ -207,7 +207,7 @@ class ButtonDown(_ActionBase, tag="button_down", kw_only=True):
     model_y: float | None = None
 
 
-class ButtonUp(_ActionBase, tag="button_up", kw_only=True):
+class ButtonUp(_ActionBase, tag="button_up", frozen=True, kw_only=True):
     """Release a mouse button, at (x, y) or at the pointer when None (mouseUp)."""
 
     button: Literal["left", "right", "middle"] = "left"
@@ -217,7 +217,7 @@ class ButtonUp(_ActionBase, tag="button_up", kw_only=True):
     model_y: float | None = None
 
 
-class Rejected(_ActionBase, tag="rejected", kw_only=True):
+class Rejected(_ActionBase, tag="rejected", frozen=True, kw_only=True):
     """Something the model asked for that the agent refused to do (e.g. a statement outside
     opencua's pyautogui whitelist). Nothing is done; it is kept so the refusal is on record."""
 
@@ -250,61 +250,61 @@ Action = (
 # The Playwright primitives a translation produced, replayable exactly.
 
 
-class _OpBase(_Frozen, tag_field="op"):
+class _OpBase(_Frozen, frozen=True, tag_field="op"):
     pass
 
 
-class MouseClick(_OpBase, tag="mouse.click", kw_only=True):
+class MouseClick(_OpBase, tag="mouse.click", frozen=True, kw_only=True):
     x: float
     y: float
     button: Literal["left", "right", "middle"] = "left"
     click_count: int = 1
 
 
-class MouseMove(_OpBase, tag="mouse.move", kw_only=True):
+class MouseMove(_OpBase, tag="mouse.move", frozen=True, kw_only=True):
     x: float
     y: float
     steps: int = 1
 
 
-class MouseDown(_OpBase, tag="mouse.down", kw_only=True):
+class MouseDown(_OpBase, tag="mouse.down", frozen=True, kw_only=True):
     button: Literal["left", "right", "middle"] = "left"
 
 
-class MouseUp(_OpBase, tag="mouse.up", kw_only=True):
+class MouseUp(_OpBase, tag="mouse.up", frozen=True, kw_only=True):
     button: Literal["left", "right", "middle"] = "left"
 
 
-class MouseWheel(_OpBase, tag="mouse.wheel", kw_only=True):
+class MouseWheel(_OpBase, tag="mouse.wheel", frozen=True, kw_only=True):
     dx: float = 0.0
     dy: float = 0.0
 
 
-class KeyboardType(_OpBase, tag="keyboard.type", kw_only=True):
+class KeyboardType(_OpBase, tag="keyboard.type", frozen=True, kw_only=True):
     text: str
 
 
-class KeyboardPress(_OpBase, tag="keyboard.press", kw_only=True):
+class KeyboardPress(_OpBase, tag="keyboard.press", frozen=True, kw_only=True):
     key: str  # Playwright key or combo, e.g. "Control+a"
 
 
-class KeyboardDown(_OpBase, tag="keyboard.down", kw_only=True):
+class KeyboardDown(_OpBase, tag="keyboard.down", frozen=True, kw_only=True):
     key: str
 
 
-class KeyboardUp(_OpBase, tag="keyboard.up", kw_only=True):
+class KeyboardUp(_OpBase, tag="keyboard.up", frozen=True, kw_only=True):
     key: str
 
 
-class PageGoto(_OpBase, tag="page.goto", kw_only=True):
+class PageGoto(_OpBase, tag="page.goto", frozen=True, kw_only=True):
     url: str
 
 
-class PageGoBack(_OpBase, tag="page.go_back", kw_only=True):
+class PageGoBack(_OpBase, tag="page.go_back", frozen=True, kw_only=True):
     pass
 
 
-class Sleep(_OpBase, tag="sleep", kw_only=True):
+class Sleep(_OpBase, tag="sleep", frozen=True, kw_only=True):
     seconds: float
 
 
@@ -326,7 +326,7 @@ Op = (
 # ---------------------------------------------------------------- values inside events
 
 
-class Versions(_Frozen, kw_only=True):
+class Versions(_Frozen, frozen=True, kw_only=True):
     ownloop: str = ""
     git_commit: str = ""
     python: str = ""
@@ -336,14 +336,14 @@ class Versions(_Frozen, kw_only=True):
     schema: int = SCHEMA_VERSION
 
 
-class Sampling(_Frozen, kw_only=True):
+class Sampling(_Frozen, frozen=True, kw_only=True):
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
     frequency_penalty: float | None = None
 
 
-class Task(_Frozen, kw_only=True):
+class Task(_Frozen, frozen=True, kw_only=True):
     """A task as the suite gave it, with every URL already expanded."""
 
     task_id: str
@@ -358,11 +358,11 @@ class Task(_Frozen, kw_only=True):
     timeout_s: float | None = None
 
 
-class TextPart(_Frozen, tag_field="type", tag="text", kw_only=True):
+class TextPart(_Frozen, tag_field="type", tag="text", frozen=True, kw_only=True):
     text: str
 
 
-class ImagePart(_Frozen, tag_field="type", tag="image", kw_only=True):
+class ImagePart(_Frozen, tag_field="type", tag="image", frozen=True, kw_only=True):
     """An image sent to the model, by blob reference: never inlined as base64."""
 
     sha256: str
@@ -374,12 +374,12 @@ class ImagePart(_Frozen, tag_field="type", tag="image", kw_only=True):
 Part = TextPart | ImagePart
 
 
-class Message(_Frozen, kw_only=True):
+class Message(_Frozen, frozen=True, kw_only=True):
     role: Literal["system", "user", "assistant"]
     parts: tuple[Part, ...]
 
 
-class Element(_Frozen, kw_only=True):
+class Element(_Frozen, frozen=True, kw_only=True):
     """What was under the pointer before a pointer operation."""
 
     tag: str = ""
@@ -391,7 +391,7 @@ class Element(_Frozen, kw_only=True):
     frame: str = ""  # "" for the top document, else the iframe / shadow path
 
 
-class Dialog(_Frozen, kw_only=True):
+class Dialog(_Frozen, frozen=True, kw_only=True):
     type: str
     message: str = ""
     accepted: bool = True
@@ -408,7 +408,7 @@ class EventBase(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, t
     session_id: str = ""
 
 
-class RunStarted(EventBase, tag="run_started", kw_only=True):
+class RunStarted(EventBase, tag="run_started", frozen=True, kw_only=True):
     argv: tuple[str, ...] = ()
     agent: str = ""
     agent_settings: dict[str, str | int | float | bool | None] = {}
@@ -422,7 +422,7 @@ class RunStarted(EventBase, tag="run_started", kw_only=True):
     versions: Versions = Versions()
 
 
-class SessionStarted(EventBase, tag="session_started", kw_only=True):
+class SessionStarted(EventBase, tag="session_started", frozen=True, kw_only=True):
     task: Task
     agent: str = ""
     model: str = ""
@@ -433,7 +433,7 @@ class SessionStarted(EventBase, tag="session_started", kw_only=True):
     fork_step: int | None = None
 
 
-class ScreenshotTaken(EventBase, tag="screenshot_taken", kw_only=True):
+class ScreenshotTaken(EventBase, tag="screenshot_taken", frozen=True, kw_only=True):
     step: int
     sha256: str
     media_type: str = "image/png"
@@ -443,7 +443,7 @@ class ScreenshotTaken(EventBase, tag="screenshot_taken", kw_only=True):
     capture_ms: float = 0.0
 
 
-class ModelCalled(EventBase, tag="model_called", kw_only=True):
+class ModelCalled(EventBase, tag="model_called", frozen=True, kw_only=True):
     step: int
     call_id: str
     attempt: int = 1  # 1 for the first call of a step, then each re-sample or retry
@@ -460,7 +460,7 @@ class ModelCalled(EventBase, tag="model_called", kw_only=True):
     served_by: str = ""  # "" for a live endpoint; how a cassette matched otherwise
 
 
-class ActionParsed(EventBase, tag="action_parsed", kw_only=True):
+class ActionParsed(EventBase, tag="action_parsed", frozen=True, kw_only=True):
     step: int
     call_id: str
     parser: str
@@ -471,7 +471,7 @@ class ActionParsed(EventBase, tag="action_parsed", kw_only=True):
     model_size: tuple[int, int] | None = None  # the model's coordinate space (width, height)
 
 
-class BrowserActed(EventBase, tag="browser_acted", kw_only=True):
+class BrowserActed(EventBase, tag="browser_acted", frozen=True, kw_only=True):
     step: int
     idx: int  # the operation's index within the step
     action_idx: int = 0  # which parsed action it came from
@@ -487,7 +487,7 @@ class BrowserActed(EventBase, tag="browser_acted", kw_only=True):
     duration_ms: float = 0.0
 
 
-class EvidenceCaptured(EventBase, tag="evidence_captured", kw_only=True):
+class EvidenceCaptured(EventBase, tag="evidence_captured", frozen=True, kw_only=True):
     """A piece of end state: a small JSON value inline, or a blob by hash."""
 
     name: str  # final_url, title, dom, cookies, local_storage, capture, miniwob_reward, ...
@@ -497,7 +497,7 @@ class EvidenceCaptured(EventBase, tag="evidence_captured", kw_only=True):
     source: str = ""  # e.g. the capture URL
 
 
-class SessionEnded(EventBase, tag="session_ended", kw_only=True):
+class SessionEnded(EventBase, tag="session_ended", frozen=True, kw_only=True):
     status: Status
     agent_status: str = ""
     answer: str | None = None
@@ -508,7 +508,7 @@ class SessionEnded(EventBase, tag="session_ended", kw_only=True):
     error: str | None = None
 
 
-class SessionGraded(EventBase, tag="session_graded", kw_only=True):
+class SessionGraded(EventBase, tag="session_graded", frozen=True, kw_only=True):
     grader: str
     grader_version: str = ""
     score: float = 0.0
@@ -517,7 +517,7 @@ class SessionGraded(EventBase, tag="session_graded", kw_only=True):
     source: Literal["record", "regrade", "import"] = "record"
 
 
-class FidelityMeasured(EventBase, tag="fidelity_measured", kw_only=True):
+class FidelityMeasured(EventBase, tag="fidelity_measured", frozen=True, kw_only=True):
     """How a replayed step compares with the same step of its parent session."""
 
     step: int
@@ -529,7 +529,7 @@ class FidelityMeasured(EventBase, tag="fidelity_measured", kw_only=True):
     diverged: bool = False
 
 
-class RunEnded(EventBase, tag="run_ended", kw_only=True):
+class RunEnded(EventBase, tag="run_ended", frozen=True, kw_only=True):
     counts: dict[str, int] = {}
     seconds: float = 0.0
 
@@ -548,4 +548,4 @@ Event = (
     | RunEnded
 )
 
-EVENT_TYPES: tuple[type[EventBase], ...] = Event.__args__  # type: ignore[attr-defined]
+EVENT_TYPES: tuple[type[EventBase], ...] = Event.__args__
