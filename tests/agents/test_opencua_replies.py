@@ -58,14 +58,16 @@ def plain(actions: tuple[Action, ...]) -> list[dict[str, object]]:
 EXPECTED: dict[str, tuple[Action, ...]] = {
     "click_search": (Click(x=640.0, y=110.0, model_x=644.0, model_y=112.0,
                            raw="pyautogui.click(x=644, y=112)"),),
-    "write_press": (TypeText(text="wireless mouse", raw="pyautogui.write(message='wireless mouse')"),
+    "write_press": (TypeText(text="wireless mouse",
+                             raw="pyautogui.write(message='wireless mouse')"),
                     Hotkey(keys=("enter",), raw="pyautogui.press('enter')")),
     "scroll_down": (Scroll(direction="down", amount=5.0, raw="pyautogui.scroll(-5)"),),
     "terminate_success": (Finish(
         answer="The item is in the cart; the task is complete.\n\nTerminate with success.",
         raw="computer.terminate(status='success')"),),
-    "terminate_answer": (Finish(answer="42 apples",
-                                raw="computer.terminate(status=\"success\", answer='''42 apples''')"),),
+    "terminate_answer": (Finish(
+        answer="42 apples",
+        raw="computer.terminate(status=\"success\", answer='''42 apples''')"),),
     "terminate_failure": (Fail(reason="The page does not exist.\n\nGive up.",
                                raw="computer.terminate(status='failure')"),),
     # OSWorld's rule looks at the code block only: "failed" in the thought does not matter...
