@@ -3,7 +3,8 @@
 The expert answers in MolmoWeb's JSON with 0-100 percent coordinates (one decimal, as in
 training) and finishes with send_msg_to_user("[ANSWER] ..."), so a session with reward > 0 proves
 the prompt, the step count read from "## Step N", the percent mapping, translation and the end.
-Then ``ownloop replay --execute responses`` runs the agent loop again on the recorded responses.
+Then re-parsing changes nothing and ``ownloop replay --execute responses|actions|ops`` reproduces
+the reward.
 """
 
 from __future__ import annotations
@@ -72,8 +73,13 @@ def test_six_task_types_finish_with_reward_then_replay_reproduces_them(
                    "and (element_tag is null or element_tag = '')")
     assert missed == [(0,)]
 
-    target = next(r[1] for r in sessions if r[1].startswith("login-user"))
-    replayed = _cli(tmp_path, "replay", target, "--execute", "responses", "--settle", "0.1")
-    assert "first divergent step: none" in replayed, replayed
-    child = _rows(tmp_path, "select status, score from sessions where replay_mode = 'responses'")
-    assert child == [("finished", 1.0)]
+    # Re-parse changes nothing; each --execute mode reproduces the reward.
+    reparsed = _cli(tmp_path, "replay", "--run", "m1", "--reparse")
+    assert reparsed.splitlines()[-1].startswith("0 of "), reparsed
+    target = next(r[1] for r in sessions if r[1].startswith("enter-text"))
+    for mode in ("responses", "actions", "ops"):
+        replayed = _cli(tmp_path, "replay", target, "--execute", mode, "--settle", "0.1")
+        assert "first divergent step: none" in replayed, replayed
+        child = _rows(tmp_path, "select status, score from sessions "
+                      f"where replay_mode = '{mode}'")
+        assert child == [("finished", 1.0)], (mode, child)
