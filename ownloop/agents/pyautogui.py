@@ -39,7 +39,24 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ownloop.agents.coordinates import Point
-from ownloop.agents.keys import UnknownKeyError, to_playwright
+from ownloop.agents.pyautogui_calls import (
+    IGNORED,
+    MODULES,
+    PARAMS,
+    RENAMES,
+    Refused,
+    check_name,
+    clip,
+    describe_statement,
+    range_length,
+    read_button,
+    read_callee,
+    read_coordinate,
+    read_count,
+    read_key,
+    read_literal,
+    read_number,
+)
 from ownloop.store.events import (
     Action,
     ButtonDown,
@@ -116,70 +133,6 @@ class Outcome(NamedTuple):
     pointer: Point | None  # where the pointer is after the block (None: unknown)
 
 
-class _Refused(Exception):
-    """A statement outside the whitelist; the message says why, in one line."""
-
-
-_MODULES = frozenset({"pyautogui", "time"})
-_BUTTONS = {"left": "left", "primary": "left", "right": "right", "secondary": "right",
-            "middle": "middle"}
-# pyautogui key names keys.py does not know, as Playwright names (keys.py reads those too).
-_KEY_NAMES = {
-    "\n": "Enter", "\r": "Enter", "\t": "Tab", "ctrlleft": "ControlLeft",
-    "ctrlright": "ControlRight", "shiftleft": "ShiftLeft", "shiftright": "ShiftRight",
-    "altleft": "AltLeft", "altright": "AltRight", "optionleft": "AltLeft",
-    "optionright": "AltRight", "winleft": "MetaLeft", "winright": "MetaRight",
-    "add": "NumpadAdd", "subtract": "NumpadSubtract", "multiply": "NumpadMultiply",
-    "divide": "NumpadDivide", "decimal": "NumpadDecimal", "volumeup": "AudioVolumeUp",
-    "volumedown": "AudioVolumeDown", "volumemute": "AudioVolumeMute",
-    "playpause": "MediaPlayPause", "nexttrack": "MediaTrackNext",
-    "prevtrack": "MediaTrackPrevious", "prtscr": "PrintScreen", "print": "PrintScreen",
-    **{f"num{n}": f"Numpad{n}" for n in range(10)},
-}
-_IGNORED = ("interval", "duration", "tween", "logScreenshot", "_pause")
-# Parameters in pyautogui's positional order (tween and the others are read and ignored).
-_PARAMS: dict[str, tuple[str, ...]] = {
-    "click": ("x", "y", "clicks", "interval", "button", "duration", "tween", "logScreenshot",
-              "_pause"),
-    "doubleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot",
-                    "_pause"),
-    "tripleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot",
-                    "_pause"),
-    "rightClick": ("x", "y", "interval", "duration", "tween", "logScreenshot", "_pause"),
-    "middleClick": ("x", "y", "interval", "duration", "tween", "logScreenshot", "_pause"),
-    "moveTo": ("x", "y", "duration", "tween", "logScreenshot", "_pause"),
-    "moveRel": ("xOffset", "yOffset", "duration", "tween", "logScreenshot", "_pause"),
-    "dragTo": ("x", "y", "duration", "tween", "button", "logScreenshot", "_pause",
-               "mouseDownUp"),
-    "dragRel": ("xOffset", "yOffset", "duration", "tween", "button", "logScreenshot", "_pause",
-                "mouseDownUp"),
-    "mouseDown": ("x", "y", "button", "duration", "tween", "logScreenshot", "_pause"),
-    "mouseUp": ("x", "y", "button", "duration", "tween", "logScreenshot", "_pause"),
-    "scroll": ("clicks", "x", "y", "logScreenshot", "_pause"),
-    "hscroll": ("clicks", "x", "y", "logScreenshot", "_pause"),
-    "write": ("message", "interval", "logScreenshot", "_pause"),
-    "typewrite": ("message", "interval", "logScreenshot", "_pause"),
-    "press": ("keys", "presses", "interval", "logScreenshot", "_pause"),
-    "keyDown": ("key", "logScreenshot", "_pause"),
-    "keyUp": ("key", "logScreenshot", "_pause"),
-    "sleep": ("seconds",),
-    "time.sleep": ("seconds",),
-    "computer.triple_click": ("x", "y"),
-    "computer.wait": ("seconds",),
-    "computer.terminate": ("status", "answer"),
-}
-# Keyword spellings models use for the same parameter (OSWorld's correct_pyautogui_arguments).
-_RENAMES: dict[str, dict[str, str]] = {
-    "write": {"text": "message", "content": "message"},
-    "typewrite": {"text": "message", "content": "message"},
-    "press": {"key": "keys"},
-    "keyDown": {"keys": "key"},
-    "keyUp": {"keys": "key"},
-    "time.sleep": {"secs": "seconds"},
-    "computer.wait": {"time": "seconds"},
-}
-
-
 def interpret(
     code: str,
     coordinates: Coordinates,
@@ -211,7 +164,7 @@ def interpret(
     run = _Run(code, coordinates, pointer, limits or Limits())
     try:
         run.block(tree.body, in_loop=False)
-    except _Refused as refusal:
+    except Refused as refusal:
         reason = str(refusal)
         run.actions.append(Rejected(reason=reason, raw=run.current))
         return Outcome(tuple(run.actions), reason, None, run.pointer)
@@ -240,25 +193,25 @@ class _Run:
     def block(self, body: list[ast.stmt], *, in_loop: bool) -> None:
         for statement in body:
             self.executed += 1
-            self.current = _clip(ast.get_source_segment(self.code, statement) or "", 200)
+            self.current = clip(ast.get_source_segment(self.code, statement) or "", 200)
             where = f"line {statement.lineno}"
             if self.executed > self.limits.statements:
-                raise _Refused(f"{where}: over {self.limits.statements} statements run")
+                raise Refused(f"{where}: over {self.limits.statements} statements run")
             try:
                 self.statement(statement, in_loop=in_loop)
-            except _Refused as refusal:
+            except Refused as refusal:
                 message = str(refusal)
                 if not message.startswith("line "):
                     message = f"{where}: {message}"
-                raise _Refused(message) from None
+                raise Refused(message) from None
 
     def statement(self, node: ast.stmt, *, in_loop: bool) -> None:
         if isinstance(node, ast.Pass):
             return
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name not in _MODULES or alias.asname not in (None, alias.name):
-                    raise _Refused(f"import {alias.name} is not allowed "
+                if alias.name not in MODULES or alias.asname not in (None, alias.name):
+                    raise Refused(f"import {alias.name} is not allowed "
                                    "(only import pyautogui and import time)")
             return
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
@@ -267,17 +220,17 @@ class _Run:
         if isinstance(node, ast.For):
             self.loop(node, in_loop=in_loop)
             return
-        raise _Refused(f"{_describe(node)} is not allowed")
+        raise Refused(f"{describe_statement(node)} is not allowed")
 
     def loop(self, node: ast.For, *, in_loop: bool) -> None:
         if in_loop:
-            raise _Refused("a loop inside a loop is not allowed")
+            raise Refused("a loop inside a loop is not allowed")
         if not isinstance(node.target, ast.Name) or node.orelse:
-            raise _Refused("only 'for NAME in range(n):' loops are allowed")
-        _check_name(node.target.id)
-        turns = _range_length(node.iter)
+            raise Refused("only 'for NAME in range(n):' loops are allowed")
+        check_name(node.target.id)
+        turns = range_length(node.iter)
         if turns > self.limits.loop_turns:
-            raise _Refused(f"a loop of {turns} turns is over the limit of "
+            raise Refused(f"a loop of {turns} turns is over the limit of "
                            f"{self.limits.loop_turns}")
         for _ in range(turns):
             self.block(node.body, in_loop=True)
@@ -285,9 +238,9 @@ class _Run:
     # ---------------------------------------------------------------- calls
 
     def call(self, node: ast.Call) -> None:
-        name = _callee(node.func)
+        name = read_callee(node.func)
         args = self.bind(name, node)
-        raw = _clip(ast.get_source_segment(self.code, node) or name, 500)
+        raw = clip(ast.get_source_segment(self.code, node) or name, 500)
         if name in ("computer.wait", "computer.terminate"):
             self.control = Control("wait" if name == "computer.wait" else "terminate",
                                    args.get("status"), args.get("answer"), raw)
@@ -301,42 +254,42 @@ class _Run:
         short = name.removeprefix("pyautogui.")
         if short == "hotkey":
             return self.bind_hotkey(node)
-        params = _PARAMS[short]
-        renames = _RENAMES.get(short, {})
+        params = PARAMS[short]
+        renames = RENAMES.get(short, {})
         if len(node.args) > len(params):
-            raise _Refused(f"{name}() takes at most {len(params)} positional arguments")
+            raise Refused(f"{name}() takes at most {len(params)} positional arguments")
         bound: dict[str, Any] = {}
         for param, value in zip(params, node.args, strict=False):
-            bound[param] = _literal(value)
+            bound[param] = read_literal(value)
         for keyword in node.keywords:
             if keyword.arg is None:
-                raise _Refused("** arguments are not allowed")
-            _check_name(keyword.arg)
+                raise Refused("** arguments are not allowed")
+            check_name(keyword.arg)
             param = renames.get(keyword.arg, keyword.arg)
             if param not in params:
-                raise _Refused(f"{name}() has no argument {keyword.arg!r}")
+                raise Refused(f"{name}() has no argument {keyword.arg!r}")
             if param in bound:
-                raise _Refused(f"{name}() got {param!r} twice")
-            bound[param] = _literal(keyword.value)
+                raise Refused(f"{name}() got {param!r} twice")
+            bound[param] = read_literal(keyword.value)
         return bound
 
     def bind_hotkey(self, node: ast.Call) -> dict[str, Any]:
         keys: list[Any] = []
         for value in node.args:
-            read = _literal(value)
+            read = read_literal(value)
             keys.extend(read if isinstance(read, list) else [read])
         named: list[tuple[str, Any]] = []
         for keyword in node.keywords:
             if keyword.arg is None:
-                raise _Refused("** arguments are not allowed")
-            _check_name(keyword.arg)
-            value = _literal(keyword.value)
+                raise Refused("** arguments are not allowed")
+            check_name(keyword.arg)
+            value = read_literal(keyword.value)
             if keyword.arg == "keys":
                 keys.extend(value if isinstance(value, list) else [value])
             elif keyword.arg.startswith("key") and keyword.arg[3:].isdigit():
                 named.append((keyword.arg, value))
-            elif keyword.arg not in _IGNORED:
-                raise _Refused(f"hotkey() has no argument {keyword.arg!r}")
+            elif keyword.arg not in IGNORED:
+                raise Refused(f"hotkey() has no argument {keyword.arg!r}")
         keys.extend(value for _, value in sorted(named, key=lambda kv: int(kv[0][3:])))
         return {"keys": keys}
 
@@ -345,7 +298,7 @@ class _Run:
     def spend(self, amount: int = 1) -> None:
         self.cost += amount
         if self.cost > self.limits.actions:
-            raise _Refused(f"over {self.limits.actions} actions in one block")
+            raise Refused(f"over {self.limits.actions} actions in one block")
 
     def add(self, action: Action, cost: int = 1) -> None:
         self.spend(cost)
@@ -356,19 +309,19 @@ class _Run:
         x, y = args.get("x"), args.get("y")
         if isinstance(x, list) and y is None:  # pyautogui.click((x, y))
             if len(x) != 2:
-                raise _Refused(f"{name}() needs a point (x, y)")
+                raise Refused(f"{name}() needs a point (x, y)")
             x, y = x
         if x is None and y is None:
             return None
         if x is None or y is None:
-            raise _Refused(f"{name}() needs both x and y")
-        mx, my = _coordinate(x, "x"), _coordinate(y, "y")
+            raise Refused(f"{name}() needs both x and y")
+        mx, my = read_coordinate(x, "x"), read_coordinate(y, "y")
         page = self.coordinates.point(mx, my)
         return page, Point(mx, my)
 
     def here(self, name: str) -> Point:
         if self.pointer is None:
-            raise _Refused(f"{name}() needs the pointer position, which is unknown here "
+            raise Refused(f"{name}() needs the pointer position, which is unknown here "
                            "(no earlier move in this block or the history)")
         return self.pointer
 
@@ -376,7 +329,7 @@ class _Run:
 
     def _clicks(self, args: dict[str, Any], raw: str, name: str, count: int,
                 button: str | None) -> None:
-        button = _button(args.get("button", "left")) if button is None else button
+        button = read_button(args.get("button", "left")) if button is None else button
         at = self.where(args, name)
         if count == 0:
             if at is not None:
@@ -398,8 +351,8 @@ class _Run:
             self.here(name)
 
     def _click(self, args: dict[str, Any], raw: str) -> None:
-        self._clicks(args, raw, "click", _count(args.get("clicks", 1), "clicks", self.limits),
-                     None)
+        count = read_count(args.get("clicks", 1), "clicks", self.limits.amount)
+        self._clicks(args, raw, "click", count, None)
 
     def _doubleClick(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
         self._clicks(args, raw, "doubleClick", 2, None)
@@ -409,7 +362,7 @@ class _Run:
 
     def _computer_triple_click(self, args: dict[str, Any], raw: str) -> None:
         if self.where(args, "computer.triple_click") is None:
-            raise _Refused("computer.triple_click() needs x and y")
+            raise Refused("computer.triple_click() needs x and y")
         self._clicks(args, raw, "computer.triple_click", 3, "left")
 
     def _rightClick(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
@@ -434,22 +387,22 @@ class _Run:
         dx, dy = args.get("xOffset", 0), args.get("yOffset", 0)
         if isinstance(dx, list) and "yOffset" not in args and len(dx) == 2:
             dx, dy = dx
-        delta = self.coordinates.offset(_coordinate(dx or 0, "xOffset"),
-                                        _coordinate(dy or 0, "yOffset"))
+        delta = self.coordinates.offset(read_coordinate(dx or 0, "xOffset"),
+                                        read_coordinate(dy or 0, "yOffset"))
         start = self.here(name)
         return Point(start.x + delta.x, start.y + delta.y)
 
     def _dragTo(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
         at = self.where(args, "dragTo")
         if at is None:
-            raise _Refused("dragTo() needs x and y")
+            raise Refused("dragTo() needs x and y")
         self.drag(at[0], at[1], args, raw)
 
     def _dragRel(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
         self.drag(self.relative(args, "dragRel"), None, args, raw)
 
     def drag(self, to: Point, model: Point | None, args: dict[str, Any], raw: str) -> None:
-        button: Any = _button(args.get("button", "left"))
+        button: Any = read_button(args.get("button", "left"))
         mx, my = (model.x, model.y) if model else (None, None)
         if args.get("mouseDownUp", True) is False:
             self.add(Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
@@ -463,7 +416,7 @@ class _Run:
         self.pointer = to
 
     def _button_action(self, args: dict[str, Any], raw: str, name: str, down: bool) -> None:
-        button: Any = _button(args.get("button", "left"))
+        button: Any = read_button(args.get("button", "left"))
         at = self.where(args, name)
         kind = ButtonDown if down else ButtonUp
         if at is None:
@@ -483,10 +436,10 @@ class _Run:
 
     def _wheel(self, args: dict[str, Any], raw: str, name: str, horizontal: bool) -> None:
         if "clicks" not in args:
-            raise _Refused(f"{name}() needs clicks")
-        clicks = _number(args["clicks"], "clicks")
+            raise Refused(f"{name}() needs clicks")
+        clicks = read_number(args["clicks"], "clicks")
         if abs(clicks) > self.limits.amount:
-            raise _Refused(f"{name}() of {clicks:g} clicks is over the limit of "
+            raise Refused(f"{name}() of {clicks:g} clicks is over the limit of "
                            f"{self.limits.amount}")
         at = self.where(args, name)
         if clicks == 0:
@@ -513,10 +466,10 @@ class _Run:
         message = args.get("message")
         if isinstance(message, list):  # typewrite(['a', 'enter']): each is a key press
             for key in message:
-                self.add(Hotkey(keys=(_key(key),), raw=raw))
+                self.add(Hotkey(keys=(read_key(key),), raw=raw))
             return
         if not isinstance(message, str):
-            raise _Refused("write() needs message='text'")
+            raise Refused("write() needs message='text'")
         if message:
             self.add(TypeText(text=message, raw=raw))
 
@@ -526,156 +479,31 @@ class _Run:
         keys = args.get("keys")
         names = keys if isinstance(keys, list) else [keys]
         if keys is None or not names:
-            raise _Refused("press() needs a key")
-        presses = _count(args.get("presses", 1), "presses", self.limits)
+            raise Refused("press() needs a key")
+        presses = read_count(args.get("presses", 1), "presses", self.limits.amount)
         for _ in range(presses):
             for name in names:
-                self.add(Hotkey(keys=(_key(name),), raw=raw))
+                self.add(Hotkey(keys=(read_key(name),), raw=raw))
 
     def _hotkey(self, args: dict[str, Any], raw: str) -> None:
-        keys = tuple(_key(name) for name in args["keys"])
+        keys = tuple(read_key(name) for name in args["keys"])
         if not keys:
-            raise _Refused("hotkey() needs keys")
+            raise Refused("hotkey() needs keys")
         self.add(Hotkey(keys=keys, raw=raw))
 
     def _keyDown(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
-        self.add(KeyDown(key=_key(args.get("key")), raw=raw))
+        self.add(KeyDown(key=read_key(args.get("key")), raw=raw))
 
     def _keyUp(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
-        self.add(KeyUp(key=_key(args.get("key")), raw=raw))
+        self.add(KeyUp(key=read_key(args.get("key")), raw=raw))
 
     def _sleep(self, args: dict[str, Any], raw: str) -> None:
-        seconds = _number(args.get("seconds"), "seconds")
+        seconds = read_number(args.get("seconds"), "seconds")
         if seconds < 0:
-            raise _Refused("sleep() needs seconds >= 0")
+            raise Refused("sleep() needs seconds >= 0")
         self.slept += seconds
         if self.slept > self.limits.sleep_s:
-            raise _Refused(f"over {self.limits.sleep_s:g} s of sleep in one block")
+            raise Refused(f"over {self.limits.sleep_s:g} s of sleep in one block")
         self.add(Wait(seconds=seconds, raw=raw))
 
     _time_sleep = _sleep
-
-
-# ---------------------------------------------------------------------- tree helpers
-
-
-def _describe(node: ast.stmt) -> str:
-    if isinstance(node, ast.ImportFrom):
-        return f"from {node.module or '.'} import"
-    if isinstance(node, ast.Expr):
-        return f"the expression {type(node.value).__name__}"
-    return f"a {type(node).__name__} statement"
-
-
-def _check_name(name: str) -> None:
-    if name.startswith("__") or name.endswith("__"):
-        raise _Refused(f"dunder names are not allowed ({name[:40]})")
-
-
-def _callee(func: ast.expr) -> str:
-    """The whitelisted name of a call's function: 'pyautogui.click', 'time.sleep', ..."""
-    if isinstance(func, ast.Name):
-        _check_name(func.id)
-        raise _Refused(f"calling {func.id[:40]}() is not allowed")
-    if not isinstance(func, ast.Attribute):
-        raise _Refused(f"calling a {type(func).__name__} is not allowed")
-    _check_name(func.attr)
-    owner = func.value
-    if not isinstance(owner, ast.Name) or owner.id not in ("pyautogui", "time", "computer"):
-        raise _Refused("attribute access is allowed only on pyautogui, computer and time")
-    name = f"{owner.id}.{func.attr}"
-    if owner.id == "pyautogui":
-        allowed = func.attr == "hotkey" or (func.attr in _PARAMS and "." not in func.attr)
-    else:
-        allowed = name in _PARAMS
-    if not allowed:
-        raise _Refused(f"{name[:60]}() is not allowed")
-    return name
-
-
-def _literal(node: ast.expr, depth: int = 0) -> Any:
-    """A literal argument: a number, string, bool, None, or a flat list/tuple of those."""
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if value is None or isinstance(value, str | bool | int | float):
-            return value
-    elif (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub | ast.UAdd)
-        and isinstance(node.operand, ast.Constant)
-        and isinstance(node.operand.value, int | float)
-        and not isinstance(node.operand.value, bool)
-    ):
-        value = node.operand.value
-        return -value if isinstance(node.op, ast.USub) else value
-    elif isinstance(node, ast.List | ast.Tuple) and depth == 0:
-        if len(node.elts) > 100:
-            raise _Refused("a list of over 100 items is not allowed")
-        return [_literal(item, 1) for item in node.elts]
-    if isinstance(node, ast.Lambda):
-        raise _Refused("lambdas are not allowed")
-    if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-        raise _Refused("comprehensions are not allowed")
-    if isinstance(node, ast.Name):
-        _check_name(node.id)
-    raise _Refused(f"arguments must be literal values, not {type(node).__name__}")
-
-
-def _range_length(node: ast.expr) -> int:
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "range" and not node.keywords and 1 <= len(node.args) <= 3):
-        raise _Refused("only 'for NAME in range(n):' loops are allowed")
-    bounds = [_literal(arg) for arg in node.args]
-    if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
-        raise _Refused("range() needs whole numbers")
-    if len(bounds) == 3 and bounds[2] == 0:
-        raise _Refused("range() step must not be zero")
-    return len(range(*bounds))
-
-
-# ---------------------------------------------------------------------- value helpers
-
-_LARGEST = 1e7  # no screen coordinate or offset is bigger; keeps float conversions safe
-
-
-def _number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Refused(f"{name} must be a number, got {_clip(repr(value), 40)}")
-    if not (isinstance(value, int) or math.isfinite(value)) or abs(value) > _LARGEST:
-        raise _Refused(f"{name} is out of range: {_clip(repr(value), 40)}")
-    return float(value)
-
-
-def _coordinate(value: object, name: str) -> float:
-    return _number(value, name)
-
-
-def _count(value: object, name: str, limits: Limits) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Refused(f"{name} must be a whole number >= 0, got {_clip(repr(value), 40)}")
-    if value > limits.amount:
-        raise _Refused(f"{name}={value} is over the limit of {limits.amount}")
-    return value
-
-
-def _button(value: object) -> str:
-    if not isinstance(value, str) or value.lower() not in _BUTTONS:
-        raise _Refused(f"button must be left, right or middle, got {_clip(repr(value), 40)}")
-    return _BUTTONS[value.lower()]
-
-
-def _key(value: object) -> str:
-    """A key name as keys.py reads it (pyautogui's own spellings mapped first)."""
-    if not isinstance(value, str) or not value:
-        raise _Refused(f"a key must be a name like 'enter', got {_clip(repr(value), 40)}")
-    name = _KEY_NAMES.get(value if len(value) == 1 else value.lower(), value)
-    try:
-        to_playwright(name)
-    except UnknownKeyError as error:
-        raise _Refused(str(error)) from None
-    return name
-
-
-def _clip(text: str, limit: int) -> str:
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return text.replace("\n", "\\n")
