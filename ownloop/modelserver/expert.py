@@ -214,7 +214,7 @@ def _steps_taken(request: dict[str, Any]) -> int:
     turns = assistant_turns(request)
     merged = [int(n) for n in _MERGED_STEP_HEADING.findall(request_text(request))]
     if turns:
-        return max(turns, *merged)
+        return max([turns, *merged])  # max(turns) alone would iterate an int
     headings = _STEP_HEADING.findall(request_text(request))
     return int(headings[-1]) if headings else 0
 
