@@ -47,7 +47,8 @@ def test_uitars_defaults_follow_the_design() -> None:
 def test_unknown_agent_is_one_line_listing_the_agents() -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("gpt-99")
-    assert str(caught.value) == "unknown agent 'gpt-99'. Choose one of: uitars"
+    assert str(caught.value) == (
+        "unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars")
 
 
 def test_unknown_option_lists_the_options() -> None:
@@ -93,7 +94,7 @@ def test_options_from_the_command_line_are_read() -> None:
 
 def test_agent_options_lists_defaults() -> None:
     assert agent_options("uitars")["images"] == 5
-    assert set(AGENTS) == {"uitars"}
+    assert set(AGENTS) == {"uitars", "opencua", "fara7b", "molmoweb"}
 
 
 @pytest.mark.parametrize(
