@@ -356,5 +356,45 @@ def export_command(ctx: click.Context, run_id: str | None, fmt: str, out: str) -
     click.echo("\n".join(export_run(_store(ctx), run_id, fmt, out).lines()))
 
 
+# --- seeing trajectories: view, report (ownloop/view/) ---------------------------------------
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, help="Port to bind; 0 picks a free one.")
+@click.pass_context
+@_friendly
+def view(ctx: click.Context, host: str, port: int) -> None:
+    """Browse runs and sessions in a local web app until Ctrl-C (works while recordings run).
+
+    Example: ownloop view --port 8765, then open http://127.0.0.1:8765/
+    """
+    from ownloop.view.server import ViewServer
+
+    server = ViewServer(_store(ctx), host, port)
+    click.echo(f"ownloop view: {server.url} (Ctrl-C to stop)")
+    server.serve_forever()
+
+
+@cli.command()
+@click.argument("target")
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="Write one self-contained HTML file here.")
+@click.option("--gif", type=click.Path(dir_okay=False),
+              help="Write an animated GIF here, one frame per step.")
+@click.option("--run", "run_id", help="Look for TARGET's task in this run (default: the latest).")
+@click.pass_context
+@_friendly
+def report(ctx: click.Context, target: str, out: str | None, gif: str | None,
+           run_id: str | None) -> None:
+    """A session (TARGET: a session id or task id) as one HTML file to attach to a bug report.
+
+    Example: ownloop report click-button-42 --out bug.html --gif bug.gif
+    """
+    from ownloop.view.report import write_reports
+
+    click.echo("\n".join(write_reports(_store(ctx), target, run_id, out, gif).lines()))
+
+
 def main() -> None:
     cli(prog_name="ownloop")

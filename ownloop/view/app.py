@@ -1,0 +1,160 @@
+"""The viewer's web app (Starlette): runs, sessions, one session step by step, blobs.
+
+Every page is read from the store as it is now: ``Store.sql`` brings the index up to date under
+its file lock first, so the viewer works while recordings append. Pages are all GET and change
+nothing. Every response carries a strict Content-Security-Policy (scripts and styles only from
+our own static files, no inline script), so recorded text that slipped into markup still could
+not run; autoescape is what keeps it text in the first place.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ownloop.replay.fold import NoSessionEvents, Session, fold
+from ownloop.store import MissingBlob, Store
+from ownloop.store.errors import OwnloopError
+from ownloop.view.listing import list_runs, list_sessions
+from ownloop.view.page import build_page
+from ownloop.view.rendering import environment
+
+__all__ = ["CSP", "make_app"]
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+       "connect-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+_BLOB_CSP = "default-src 'none'; sandbox"  # a blob is data: never a document that runs
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
+                (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+_LOOPBACK = ("127.0.0.1", "localhost")
+
+
+class _SecurityHeaders:
+    """Adds the CSP and friends to every response that does not set its own."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                for name, value in ((b"content-security-policy", CSP),
+                                    (b"x-content-type-options", "nosniff"),
+                                    (b"referrer-policy", "no-referrer"),
+                                    (b"x-frame-options", "DENY")):
+                    if name not in names:
+                        headers.append((name, value.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _media_type(data: bytes) -> str:
+    for magic, media in _IMAGE_MAGIC:
+        if data.startswith(magic):
+            return media
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "text/plain; charset=utf-8"  # anything else is shown as text, never as HTML
+
+
+def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Starlette:
+    """The viewer over ``store``.
+
+    Args:
+        store: the store to show.
+        allowed_hosts: Host headers accepted (the loopback names by default, which keeps a web
+            page elsewhere from reading the store through DNS rebinding); ``("*",)`` for any.
+    """
+    templates = Jinja2Templates(env=environment())
+    # One reader at a time: DuckDB opens the index file per query, and a page's few queries
+    # in a row are faster than several threads contending for the same file.
+    reading = threading.Lock()
+
+    def read(fn: Callable[..., Any], *args: Any) -> Any:
+        with reading:
+            return fn(*args)
+
+    def render(request: Request, name: str, code: int = 200, **context: Any) -> Response:
+        return templates.TemplateResponse(request, name, {"report": False, **context},
+                                          status_code=code)
+
+    def runs(request: Request) -> Response:
+        listing = read(list_runs, store, dict(request.query_params))
+        return render(request, "runs.html", listing=listing, store=str(store.root))
+
+    def sessions(request: Request) -> Response:
+        listing = read(list_sessions, store, dict(request.query_params))
+        return render(request, "sessions.html", listing=listing)
+
+    def _fold(session_id: str) -> Session:
+        return fold(read(store.session_events, session_id), session_id)
+
+    def session(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        try:
+            folded = _fold(session_id)
+        except NoSessionEvents:
+            raise HTTPException(404, f"no session {session_id!r} in {store.root}") from None
+        parent = None
+        if folded.parent_session_id:
+            try:
+                parent = _fold(folded.parent_session_id)
+            except NoSessionEvents:
+                parent = None  # a replay whose parent is in another store: shown alone
+        page = build_page(folded, lambda sha, _media: f"/blob/{sha}", parent=parent,
+                          text_url=lambda sha: f"/blob/{sha}?as=text")
+        return render(request, "session.html", page=page)
+
+    def blob(request: Request) -> Response:
+        sha = request.path_params["sha256"]
+        if not _SHA256.fullmatch(sha):
+            raise HTTPException(404, "a blob is named by 64 lowercase hex digits")
+        try:
+            data = store.get_blob(sha)
+        except MissingBlob as exc:
+            raise HTTPException(404, str(exc)) from None
+        media = ("text/plain; charset=utf-8" if request.query_params.get("as") == "text"
+                 else _media_type(data))
+        return Response(data, media_type=media, headers={
+            "content-security-policy": _BLOB_CSP,
+            "cache-control": "private, max-age=31536000, immutable"})
+
+    def error_page(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        message = exc.detail if isinstance(exc, HTTPException) else str(exc)
+        return render(request, "error.html", status, status=status, message=message)
+
+    routes = [
+        Route("/", runs),
+        Route("/sessions", sessions),
+        Route("/session/{session_id:str}", session),
+        Route("/blob/{sha256:str}", blob),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Mount("/static", StaticFiles(packages=[("ownloop.view", "static")]), name="static"),
+    ]
+    middleware = [Middleware(_SecurityHeaders),
+                  Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))]
+    return Starlette(routes=routes, middleware=middleware,
+                     exception_handlers={HTTPException: error_page, OwnloopError: error_page})

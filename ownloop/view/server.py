@@ -1,0 +1,88 @@
+"""Serving the viewer: uvicorn on a socket we bind ourselves, in the foreground or in a thread.
+
+Binding first means the port is known (and a busy port is a one-line error) before uvicorn
+starts; ``--port 0`` picks a free one.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from types import TracebackType
+
+import uvicorn
+
+from ownloop.store import Store
+from ownloop.store.errors import OwnloopError
+from ownloop.view.app import make_app
+
+__all__ = ["ViewServer"]
+
+_LOOPBACK = {"127.0.0.1", "localhost"}
+
+
+class ViewServer:
+    """The viewer over ``store`` on ``host:port`` (port 0: a free one).
+
+    Use ``start()`` / ``stop()`` (or ``with``) to run it in a thread, ``serve_forever()`` to run
+    it in the foreground until Ctrl-C.
+
+    Raises:
+        OwnloopError: the address cannot be bound (busy port, unknown host).
+    """
+
+    def __init__(self, store: Store, host: str = "127.0.0.1", port: int = 0) -> None:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind((host, port))
+        except OSError as exc:
+            self._socket.close()
+            raise OwnloopError(f"cannot serve on {host}:{port}: {exc.strerror or exc}. "
+                               "Pick another with --port, or --port 0 for a free one") from None
+        self.host = host
+        self.port = int(self._socket.getsockname()[1])
+        allowed = ("127.0.0.1", "localhost") if host in _LOOPBACK else ("*",)
+        config = uvicorn.Config(make_app(store, allowed_hosts=allowed), log_level="warning",
+                                access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The viewer's base URL, e.g. ``http://127.0.0.1:8765/``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until Ctrl-C (or SIGTERM)."""
+        self._server.run(sockets=[self._socket])
+
+    def start(self, timeout: float = 10.0) -> str:
+        """Serve in a background thread; returns the URL once it accepts connections."""
+        self._thread = threading.Thread(target=self.serve_forever, name="ownloop-view",
+                                        daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise OwnloopError(f"the viewer did not start on {self.url}")
+            time.sleep(0.01)
+        return self.url
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread (if started) to end."""
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._socket.close()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
