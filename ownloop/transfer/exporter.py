@@ -25,6 +25,7 @@ from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
 
 FORMATS = ("session-dir", "parquet")
+_ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 
 
@@ -103,14 +104,20 @@ class _Writer:
         summaries = []
         for number, (session, attempt_agent) in enumerate(earlier, start=1):
             sub = folder / f"error_attempt_{number}"
-            summary = _summary(session, full=False)
+            summary = _summary(session)
+            keys = _imported_keys(session) or [
+                key for key in _ATTEMPT_KEYS if key != "answer" or summary["answer"] is not None]
+            summary = {key: summary.get(key) for key in keys}
             self._attempt(sub, session, attempt_agent or agent)
             _write_json(sub / "attempt.json", summary)
             summaries.append(summary)
         self._attempt(folder, latest, agent)
-        summary = _summary(latest, full=True)
-        if form_of(agent) == "fara7b" and "error_attempts" not in summary:
-            summary["error_attempts"] = summaries
+        summary = _summary(latest)
+        keys = _imported_keys(latest)
+        if form_of(agent) == "fara7b" or "error_attempts" in (keys or ()):
+            summary.setdefault("error_attempts", summaries)
+        if keys is not None:  # an imported session: the fields its file had, in its order
+            summary = {key: summary.get(key) for key in keys}
         failed = latest.outcome is None or latest.outcome.status in FAILED_FOLDER_STATUSES
         _write_json(folder / ("session_failed.json" if failed else "session.json"), summary)
 
@@ -147,27 +154,25 @@ class _Writer:
         self.screens += target.suffix == ".png"
 
 
-def _summary(session: Session, *, full: bool) -> dict[str, Any]:
-    """session.json's fields (``full``) or attempt.json's, filled from the session's events."""
+def _summary(session: Session) -> dict[str, Any]:
+    """session.json's fields, filled from the session's events and what an import kept."""
     outcome = session.outcome
     status = outcome.status if outcome is not None else "crashed"
-    summary: dict[str, Any] = {}
-    if full:
-        start = session.task.start_url if session.task is not None else ""
-        imported = session.task is not None and session.task.suite.startswith("import:")
-        summary.update(task_id=session.task_id, base=start if imported else _origin(start))
-    if full or (outcome is not None and outcome.answer is not None):
-        summary["answer"] = outcome.answer if outcome is not None else None
-    summary.update(
-        status=harness_status(status, outcome.agent_status if outcome is not None else ""),
-        rounds=outcome.steps if outcome is not None else len(session.steps),
-        error=outcome.error if outcome is not None else "no end recorded")
-    if full:
-        summary.update(record=_captured(session, "record"), log=_captured(session, "log"))
-    summary.update(
-        seconds=outcome.seconds if outcome is not None else 0.0,
-        parse_fails=outcome.parse_failures if outcome is not None else 0,
-        action_errors=outcome.action_errors if outcome is not None else 0)
+    start = session.task.start_url if session.task is not None else ""
+    imported = session.task is not None and session.task.suite.startswith("import:")
+    summary: dict[str, Any] = {
+        "task_id": session.task_id,
+        "base": start if imported else _origin(start),
+        "answer": outcome.answer if outcome is not None else None,
+        "status": harness_status(status, outcome.agent_status if outcome is not None else ""),
+        "rounds": outcome.steps if outcome is not None else len(session.steps),
+        "error": outcome.error if outcome is not None else "no end recorded",
+        "record": _captured(session, "record"),
+        "log": _captured(session, "log"),
+        "seconds": outcome.seconds if outcome is not None else 0.0,
+        "parse_fails": outcome.parse_failures if outcome is not None else 0,
+        "action_errors": outcome.action_errors if outcome is not None else 0,
+    }
     for grade in session.grades:
         if grade.source == "import":
             details = _loads(grade.details)
@@ -177,6 +182,17 @@ def _summary(session: Session, *, full: bool) -> dict[str, Any]:
         if item.name.startswith("import:") and item.name != "import:file":
             summary[item.name.removeprefix("import:")] = _value(item)
     return summary
+
+
+def _imported_keys(session: Session) -> list[str] | None:
+    """The fields of the summary file an import read the session from, in order (else None)."""
+    for item in session.evidence:
+        if item.name == "imported_folder":
+            value = _value(item)
+            keys = value.get("keys") if isinstance(value, dict) else None
+            if isinstance(keys, list) and keys:
+                return [k for k in keys if isinstance(k, str)]
+    return None
 
 
 def _captured(session: Session, kind: str) -> Any:

@@ -44,55 +44,60 @@ def step_line(agent: str, step: Step, original: dict[str, Any] | None) -> dict[s
     Args:
         agent: whose form to write (see ``FORMS``).
         step: the folded step.
-        original: the fields an import kept for this step (None for a recorded step).
+        original: what an import kept of the step's line (evidence ``imported_step``: its
+            ``keys`` in order and the ``kept`` fields it did not map); None for a recorded step.
     """
-    if not step.calls and original is None:
-        return None  # e.g. the screenshot after the last step: no line of its own
-    responses = [c.response for c in step.calls if c.response is not None]
-    accepted = step.parsed if step.parsed is not None and step.parsed.error is None else None
     if original is not None:
-        # An imported step: its last call was the line's raw, the earlier ones its fails.
-        raw_null = "raw" in original and original["raw"] is None
-        raw = None if raw_null else (responses[-1] if responses else None)
-        fails = responses if raw_null else responses[:-1]
-    else:
-        parsed_ok = {p.call_id for p in step.parses if p.error is None}
-        by_id = {c.call_id: c.response for c in step.calls}
-        raw = by_id.get(accepted.call_id) if accepted is not None else None
-        fails = [c.response for c in step.calls
-                 if c.response is not None and c.call_id not in parsed_ok]
+        return _imported_line(step, original)
+    if not step.calls:
+        return None  # e.g. the screenshot after the last step: no line of its own
+    accepted = step.parsed if step.parsed is not None and step.parsed.error is None else None
+    parsed_ok = {p.call_id for p in step.parses if p.error is None}
+    by_id = {c.call_id: c.response for c in step.calls}
+    raw = by_id.get(accepted.call_id) if accepted is not None else None
+    fails = [c.response for c in step.calls
+             if c.response is not None and c.call_id not in parsed_ok]
     parse_error = step.parsed.error if step.parsed is not None else None
     url = step.screenshot.url if step.screenshot is not None else ""
     actions = step.actions if accepted is not None else ()
     first = actions[0] if actions else None
     op_errors = [e.error or "failed" for e in step.effects if not e.ok]
     form = form_of(agent)
-    line: dict[str, Any]
     if form == "uitars":
         if raw is None:
-            line = {"step": step.step, "url": url, "raw": None, "fails": fails}
-        else:
-            line = {"step": step.step, "url": url, "raw": raw,
-                    "actions": [msgspec.to_builtins(a) for a in actions], "notes": op_errors,
-                    "fails": fails}
-    else:
-        if raw is None and original is None:
-            raw = responses[-1] if responses else None  # these harnesses keep unparsed text
-        action = msgspec.to_builtins(first) if first is not None else None
-        if form == "molmoweb":
-            line = {"step": step.step, "url": url, "raw": raw, "action": action,
-                    "action_str": first.raw if first is not None else "",
-                    "thought": step.thought, "error": parse_error,
-                    "action_error": op_errors[0] if op_errors else None}
-        elif form == "fara7b":
-            line = {"step": step.step, "raw": raw, "action": action, "parse_error": parse_error}
-        else:
-            line = {"step": step.step, "url": url, "raw": raw, "attempts": len(step.calls),
-                    "action": [msgspec.to_builtins(a) for a in actions],
-                    "code": "\n".join(a.raw for a in actions if a.raw),
-                    "executed": bool(step.effects) and not op_errors, "notes": op_errors}
-            if parse_error is not None:
-                line["error"] = parse_error
-    if original is not None:
-        line.update((key, value) for key, value in original.items() if key != "step")
+            return {"step": step.step, "url": url, "raw": None, "fails": fails}
+        return {"step": step.step, "url": url, "raw": raw,
+                "actions": [msgspec.to_builtins(a) for a in actions], "notes": op_errors,
+                "fails": fails}
+    if raw is None:  # these harnesses keep the text that did not parse
+        raw = next((c.response for c in reversed(step.calls) if c.response is not None), None)
+    action = msgspec.to_builtins(first) if first is not None else None
+    if form == "molmoweb":
+        return {"step": step.step, "url": url, "raw": raw, "action": action,
+                "action_str": first.raw if first is not None else "", "thought": step.thought,
+                "error": parse_error, "action_error": op_errors[0] if op_errors else None}
+    if form == "fara7b":
+        return {"step": step.step, "raw": raw, "action": action, "parse_error": parse_error}
+    line = {"step": step.step, "url": url, "raw": raw, "attempts": len(step.calls),
+            "action": [msgspec.to_builtins(a) for a in actions],
+            "code": "\n".join(a.raw for a in actions if a.raw),
+            "executed": bool(step.effects) and not op_errors, "notes": op_errors}
+    if parse_error is not None:
+        line["error"] = parse_error
     return line
+
+
+def _imported_line(step: Step, original: dict[str, Any]) -> dict[str, Any]:
+    """The line as the harness wrote it: kept fields as they were, mapped ones from the events."""
+    keys = [k for k in original.get("keys") or () if isinstance(k, str)]
+    kept = original.get("kept")
+    kept = kept if isinstance(kept, dict) else {}
+    responses = [c.response for c in step.calls if c.response is not None]
+    raw_mapped = "raw" in keys and "raw" not in kept
+    mapped = {
+        "step": step.step,
+        "url": step.screenshot.url if step.screenshot is not None else "",
+        "raw": responses[-1] if raw_mapped and responses else None,
+        "fails": responses[:-1] if raw_mapped else responses,  # they came before the raw
+    }
+    return {key: kept[key] if key in kept else mapped.get(key) for key in keys}

@@ -73,6 +73,7 @@ class Attempt:
     label: str  # "" for the folder's own session, else e.g. "error_attempt_1"
     summary: dict[str, Any] | None = None
     summary_file: str = ""
+    summary_keys: list[str] = field(default_factory=list)  # the summary's fields, in file order
     steps: list[StepLine] = field(default_factory=list)
     screens: dict[int, Screen] = field(default_factory=dict)
     extra_files: dict[str, bytes] = field(default_factory=dict)
@@ -144,6 +145,7 @@ def read_folder(path: Path) -> ResultFolder:
         if isinstance(entry, dict):
             # The folder's own summary wins; fields only the parent's list has are kept too.
             attempt.summary = {**entry, **(attempt.summary or {})}
+            attempt.summary_keys = list(attempt.summary)
             attempt.summary_file = attempt.summary_file or f"error_attempts[{i}]"
         elif entry is not None and attempt.summary is None:
             skipped.append(f"session.json error_attempts[{i}] (not an object)")
@@ -151,7 +153,8 @@ def read_folder(path: Path) -> ResultFolder:
     for i in range(len(numbered), len(entries)):
         entry = entries[i]
         if isinstance(entry, dict):
-            attempts.append(Attempt(f"error_attempts[{i}]", dict(entry), f"error_attempts[{i}]"))
+            attempts.append(Attempt(f"error_attempts[{i}]", dict(entry), f"error_attempts[{i}]",
+                                    list(entry)))
         else:
             skipped.append(f"session.json error_attempts[{i}] (not an object)")
     return ResultFolder(path.name, folder_sha256(path), final, attempts, skipped)
@@ -165,6 +168,7 @@ def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
         if (path / name).exists():
             attempt.summary = _read_json(path / name, prefix + name, skipped)
             attempt.summary_file = name
+            attempt.summary_keys = list(attempt.summary or ())
             break
     if (path / "steps.jsonl").exists():
         attempt.steps = _read_steps(path / "steps.jsonl", prefix, skipped)

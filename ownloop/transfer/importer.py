@@ -245,7 +245,8 @@ class _Writer:
             SessionStarted(at=now(), **ids, task=task, agent=self.agent, attempt=number,
                            viewport=viewport),
             _evidence(ids, "imported_folder", {"folder": where, "sha256": folder.sha256,
-                                               "summary": attempt.summary_file}),
+                                               "summary": attempt.summary_file,
+                                               "keys": attempt.summary_keys}),
         ]
         by_step: dict[int, list[Any]] = {}
         for line in attempt.steps:
@@ -280,11 +281,11 @@ class _Writer:
     def _line(self, ids: dict[str, str], line: Any, size: tuple[int, int], has_screen: bool,
               prefix: str) -> list[Event]:
         fields: dict[str, Any] = line.fields
-        kept: dict[str, Any] = {"step": line.step}
+        kept: dict[str, Any] = {}
         texts: list[str] = []
         for key, value in fields.items():
-            if key == "step":
-                continue  # the line's step number (its position when the field is unusable)
+            if key == "step" and value == line.step:
+                continue
             if key == "url" and isinstance(value, str) and has_screen:
                 continue
             if key == "fails" and self.agent == "uitars" and isinstance(value, list) \
@@ -305,8 +306,10 @@ class _Writer:
                 error=None if text is not None else (error or "the harness kept no response")))
             if text is not None:
                 events.append(self.parser.parsed(ids, line.step, call_id, text, size))
-        events.append(_evidence(ids, "imported_step", kept, source=f"{prefix}steps.jsonl line "
-                                f"{line.line}"))
+        # The line's fields in order and those not mapped: export writes the line back as it was.
+        original = {"step": line.step, "keys": list(fields), "kept": kept}
+        events.append(_evidence(ids, "imported_step", original,
+                                source=f"{prefix}steps.jsonl line {line.line}"))
         return events
 
     def _ended(self, ids: dict[str, str], attempt: Attempt, summary: dict[str, Any],

@@ -46,6 +46,6 @@ def ownloop_status(word: object, *, default: str = "error") -> str:
 
 def harness_status(status: str, agent_status: str) -> str:
     """The word to write for a session: its own word when that maps back to ``status``."""
-    if agent_status and ownloop_status(agent_status, default="") == status:
+    if agent_status and ownloop_status(agent_status, default=status) == status:
         return agent_status
     return _TO_HARNESS.get(status, status)
