@@ -275,7 +275,9 @@ class Fara7bAgent:
 
     # ------------------------------------------------------------------ response
 
-    def parse(self, text: str, image_size: tuple[int, int]) -> Parsed:
+    def parse(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] | None = None
+    ) -> Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
 
         Raises:

@@ -153,7 +153,7 @@ class Episode:
             at=now(), **self.ids(), step=step, sha256=sha, width=shot.width,
             height=shot.height, url=shot.url, capture_ms=shot.capture_ms))
         return Observation(step, ImagePart(sha256=sha, width=shot.width, height=shot.height),
-                           shot.url)
+                           shot.url, self.browser.title())
 
     def act(self, step: int, index: int, action_idx: int, op: Op, batch: list[Event]) -> None:
         """Execute one browser operation and add its BrowserActed to ``batch``."""
@@ -198,7 +198,7 @@ class Episode:
             try:
                 if settings.stop_only and outcome.finish_reason != "stop":
                     raise AgentParseError(f"finish reason {outcome.finish_reason!r}, not 'stop'")
-                parsed = self.agent.parse(outcome.text, shot_size)
+                parsed = self.agent.parse(outcome.text, shot_size, self.history)
             except AgentParseError as exc:
                 self.parse_failures += 1
                 batch.append(ActionParsed(

@@ -12,20 +12,21 @@ The agent is made with the settings its run recorded (``RunStarted.agent_setting
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from ownloop.agents import Agent, AgentParseError, agent_options, make_agent
+from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import actions_text, op_text
 from ownloop.replay.selection import fold_selected, literal, selection_sql
 from ownloop.replay.target import load_session
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import ModelCalled, Op
+from ownloop.store.events import ImagePart, ModelCalled, Op
 
 __all__ = ["ReparseReport", "StepChange", "agent_for", "parse_overrides", "recorded_settings",
            "reparse", "reparse_session", "reparse_target"]
@@ -145,14 +146,15 @@ def agent_for(name: str, recorded: Mapping[str, Any], overrides: Mapping[str, An
     return make_agent(name, **options)
 
 
-def _parse(agent: Agent, call: ModelCalled, size: tuple[int, int]) -> tuple[Any, str | None]:
+def _parse(agent: Agent, call: ModelCalled, size: tuple[int, int],
+           history: Sequence[PastStep]) -> tuple[Any, str | None]:
     """(Parsed or None, error or None) as the recorder would have it today."""
     if call.response is None:
         return None, "no response"
     if agent.settings.stop_only and call.finish_reason != "stop":
         return None, f"finish reason {call.finish_reason!r}, not 'stop'"
     try:
-        return agent.parse(call.response, size), None
+        return agent.parse(call.response, size, history), None
     except AgentParseError as exc:
         return None, str(exc)
 
@@ -168,6 +170,7 @@ def reparse_session(session: Session, agent: Agent) -> tuple[list[StepChange], i
     """The changed responses of one session and how many responses were parsed again."""
     changes: list[StepChange] = []
     count = 0
+    history: list[PastStep] = []  # as recorded: what the agent saw before each step
     for step in session.steps:
         size = _image_size(session, step)
         calls = {call.call_id: call for call in step.calls}
@@ -177,7 +180,7 @@ def reparse_session(session: Session, agent: Agent) -> tuple[list[StepChange], i
                 continue
             count += 1
             accepted = parse is step.parsed and parse.error is None
-            parsed, error = _parse(agent, call, size)
+            parsed, error = _parse(agent, call, size, history)
             new_actions = parsed.actions if parsed is not None else ()
             new_ops = tuple(op for a in new_actions for op in agent.translate(a))
             old_ops = tuple(effect.op for effect in step.effects) if accepted else ()
@@ -201,7 +204,21 @@ def reparse_session(session: Session, agent: Agent) -> tuple[list[StepChange], i
                 new_actions=(f"parse error: {error}" if error is not None
                              else actions_text(new_actions)),
                 old_ops=_ops_text(old_ops), new_ops=_ops_text(new_ops)))
+        history.append(_past_step(step, size))
     return changes, count
+
+
+def _past_step(step: Step, size: tuple[int, int]) -> PastStep:
+    """The step as the recorder handed it to the agent's history (the accepted parse)."""
+    shot = step.screenshot
+    image = ImagePart(sha256=shot.sha256 if shot else "", width=size[0], height=size[1])
+    accepted = step.parsed if step.parsed is not None and step.parsed.error is None else None
+    parsed = Parsed(thought=accepted.thought, actions=accepted.actions,
+                    model_size=accepted.model_size) if accepted else Parsed()
+    response = next((c.response for c in step.calls
+                     if accepted and c.call_id == accepted.call_id), None)
+    return PastStep(Observation(step.step, image, shot.url if shot else ""),
+                    response or step.response or "", parsed)
 
 
 def reparse(
