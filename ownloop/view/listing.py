@@ -43,17 +43,24 @@ SESSION_COLUMNS: dict[str, str] = {
     "answer": "answer",
 }
 RUN_COLUMNS: dict[str, str] = {
-    "run_id": "r.run_id",
-    "agent": "r.agent",
-    "model": "r.model",
+    "run_id": "i.run_id",
+    "agent": "coalesce(r.agent, p.agent)",
+    "model": "coalesce(r.model, p.model)",
     "suite": "r.suite",
-    "started_at": "r.started_at",
+    "started_at": "coalesce(r.started_at, p.started_at)",
     "ended_at": "r.ended_at",
-    "starts": "r.starts",
-    "sessions": "r.sessions",
+    "starts": "coalesce(r.starts, 0)",
+    "sessions": "coalesce(p.sessions, 0)",
     "passed": "coalesce(p.passed, 0)",
     "counts": "r.counts",
 }
+# Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones).
+_RUNS_FROM = (
+    "(select run_id from runs union select run_id from sessions) i "
+    "left join runs r on r.run_id = i.run_id "
+    "left join (select run_id, count(*) as sessions, count(*) filter (where passed) as passed, "
+    "min(agent) as agent, min(model) as model, min(started_at) as started_at "
+    "from sessions group by run_id) p on p.run_id = i.run_id")
 _SESSION_FILTERS = ("run", "agent", "model", "status", "passed", "task")
 _RUN_FILTERS = ("agent", "model")
 
@@ -87,14 +94,16 @@ def _page(params: Mapping[str, str]) -> int:
     return max(1, int(text)) if text.isdigit() and len(text) < 7 else 1
 
 
+def _equals(column: str, value: str) -> str:
+    return f"{column} is null" if value == "(none)" else f"{column} = {literal(value)}"
+
+
 def _session_conditions(filters: Mapping[str, str]) -> list[str]:
     where = []
     for name, column in (("run", "run_id"), ("agent", "agent"), ("model", "model"),
                          ("status", "status")):
         if name in filters:
-            value = filters[name]
-            where.append(f"{column} is null" if value == "(none)" else
-                         f"{column} = {literal(value)}")
+            where.append(_equals(column, filters[name]))
     passed = filters.get("passed")
     if passed == "yes":
         where.append("passed")
@@ -158,20 +167,19 @@ def list_runs(store: Store, params: Mapping[str, str]) -> Listing:
     filters = _filters(params, _RUN_FILTERS)
     sort, descending = _order(params, RUN_COLUMNS, "started_at")
     page = _page(params)
-    where = [f"r.{name} = {literal(value)}" for name, value in filters.items()]
+    where = [_equals(RUN_COLUMNS[name], value) for name, value in filters.items()]
     clause = f" where {' and '.join(where)}" if where else ""
     direction = "desc" if descending else "asc"
     select = ", ".join(f"{expr} as {name}" for name, expr in RUN_COLUMNS.items())
     result = store.sql(
-        f"select {select} from runs r left join (select run_id, count(*) filter (where passed) "
-        f"as passed from sessions group by run_id) p on p.run_id = r.run_id{clause} "
-        f"order by {RUN_COLUMNS[sort]} {direction} nulls last, r.run_id "
+        f"select {select} from {_RUNS_FROM}{clause} "
+        f"order by {RUN_COLUMNS[sort]} {direction} nulls last, i.run_id "
         f"limit {PAGE_SIZE + 1} offset {(page - 1) * PAGE_SIZE}")
     rows = []
     for row in result.rows:
         record = dict(zip(result.columns, row, strict=True))
         record["counts"] = _counts_text(record["counts"])
         rows.append(record)
-    choices = _choices(store, "runs", {name: name for name in _RUN_FILTERS})
+    choices = _choices(store, _RUNS_FROM, {name: RUN_COLUMNS[name] for name in _RUN_FILTERS})
     return Listing(list(RUN_COLUMNS), rows[:PAGE_SIZE], filters, sort, descending, choices, page,
                    len(rows) > PAGE_SIZE)
