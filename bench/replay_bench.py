@@ -2,11 +2,16 @@
 
     .venv/bin/python bench/replay_bench.py               # regrade 10k synthetic sessions
     .venv/bin/python bench/replay_bench.py --sessions 2000
+    .venv/bin/python bench/replay_bench.py --execute      # only --execute ops vs its floor
 
 Regrade: 10k synthetic sessions (3 steps each, one journal stream per session, as the recorder
 writes them; fsync off) are written with the store API and indexed, then ``regrade`` runs over all
 of them twice: with each session's own task grader (miniwob) and with one stricter spec for all.
 The figure is sessions per second, end to end: select, read, fold, grade, append, sync.
+
+Execute: MiniWoB sessions recorded with the expert are re-executed with ``--execute ops`` and the
+settle pause at 0; the steps' wall time is compared with the sum of the recorded operation and
+screenshot times (the floor a replay can reach).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from ownloop.replay.regrade import regrade
 from ownloop.store import Store, open_store
@@ -104,14 +110,66 @@ def bench_regrade(work: Path, sessions: int) -> float:
     return min(rates)
 
 
+EXECUTE_AIM = 1.5
+EXECUTE_TASKS = "login-user,enter-text,click-checkboxes"
+
+
+def _steps_span_s(session: Any) -> float:
+    """From the start of the first screenshot to the last event of the last step, seconds."""
+    events = [e for step in session.steps for e in (step.screenshot, *step.calls, *step.effects)
+              if e is not None]
+    first = min(session.steps[0].screenshot.at - timedelta(
+        milliseconds=session.steps[0].screenshot.capture_ms), *(e.at for e in events))
+    return (max(e.at for e in events) - first).total_seconds()
+
+
+def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> float:
+    """``--execute ops`` (settle 0) against its floor: the recorded operation and screenshot times
+    (BrowserActed.duration_ms + ScreenshotTaken.capture_ms) of the same session, recorded in this
+    run with the expert. Prints per session the steps' wall time and the whole replay's (browser
+    start, task setup, evidence, grade, index sync included); returns the worst steps ratio."""
+    from ownloop.modelserver.endpoint import make_server
+    from ownloop.recorder.episode import EpisodeLimits
+    from ownloop.recorder.runner import RecordOptions, record
+    from ownloop.recorder.suites import load_suite
+    from ownloop.replay import fold
+    from ownloop.replay.execute import execute_session
+
+    store = open_store(work / "execute")
+    with load_suite(suite=f"miniwob:{tasks}") as suite, make_server("miniwob", "uitars") as url:
+        record(store, suite, RecordOptions(
+            agent="uitars", endpoint=url, model="expert", run_id="bench", workers=1,
+            limits=EpisodeLimits(12, 120.0), settle_s=0.0))
+    ratios = []
+    for (session_id,) in store.sql("select session_id from sessions order by task_id").rows:
+        parent = fold(store.session_events(session_id))
+        floor = sum(e.duration_ms for s in parent.steps for e in s.effects) / 1000 + sum(
+            s.screenshot.capture_ms for s in parent.steps if s.screenshot) / 1000
+        took, replayed = timed(lambda parent=parent: execute_session(
+            store, parent, "ops", settle_s=0.0))
+        child = replayed.child  # type: ignore[attr-defined]
+        span = _steps_span_s(child)
+        ratios.append(span / floor)
+        print(f"--execute ops {parent.task_id} ({len(parent.steps)} steps, {child.status}): "
+              f"floor {floor:.3f}s, steps {span:.3f}s = {span / floor:.2f}x (aim <= "
+              f"{EXECUTE_AIM}), whole replay {took:.2f}s = {took / floor:.1f}x")
+    return max(ratios)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000, help="sessions to regrade")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--execute", action="store_true",
+                        help="only the --execute ops measurement (real Chromium, MiniWoB)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ownloop-replay-bench-"))
     try:
+        if args.execute:
+            bench_execute_ops(work)
+            return
         bench_regrade(work, args.sessions)
+        bench_execute_ops(work)
     finally:
         if args.keep:
             print(f"work directory: {work}")

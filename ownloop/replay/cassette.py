@@ -10,9 +10,9 @@ matched, in this order:
    Re-samples of one step send the same messages, so the calls recorded with one key are served in
    the order they were recorded (then the last one again: a client's retry gets the same answer).
 2. ``cassette:step`` — the same session and step with a changed screenshot: the request's text
-   with its images left out equals a recorded call's, or else the step number matches in the
-   session served last (or the cassette's only session). The step is the loop's step in-process
-   and, over HTTP, the number of assistant messages in the request plus one.
+   with its images left out equals a recorded call's (over HTTP, the only way); in-process, where
+   the client replays one session, also the same step number of that session (so a replay whose
+   start URL moved to another port still gets its step's response).
 3. otherwise a miss, handled by the ``on_miss`` policy: ``stop`` (an error: in-process the
    session ends with ``endpoint_error`` and a message saying so; over HTTP a 409), ``forward``
    (the live model answers: in-process the live client, over HTTP the ``--forward`` URL) or
@@ -31,6 +31,7 @@ import hashlib
 import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -192,14 +193,18 @@ class Cassette:
     def __len__(self) -> int:
         return sum(len(recordings) for recordings in self.recordings.values())
 
-    def serve(self, keys: Keys, step: int) -> Served | None:
-        """The recorded response for a request with ``keys`` at ``step``; None on a miss."""
+    def serve(self, keys: Keys, step: int, *, by_number: bool = True) -> Served | None:
+        """The recorded response for a request with ``keys`` at ``step``; None on a miss.
+
+        ``by_number``: a step may also match by its number in the current session (the caller
+        knows it replays that session); else only by its text with the images left out.
+        """
         with self._lock:
             found = self._pick(self._exact.get(keys.exact))
             how = "cassette:exact"
             if found is None:
                 found = self._pick(self._text.get(keys.text))
-                if found is None and self._current is not None:
+                if found is None and by_number and self._current is not None:
                     found = self._pick(self._steps.get((self._current, step)))
                 how = "cassette:step"
             return self._take(found, how) if found is not None else None
@@ -370,7 +375,7 @@ class CassetteResponder:
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         step = assistant_turns(request) + 1
-        served = self.cassette.serve(request_keys(request), step)
+        served = self.cassette.serve(request_keys(request), step, by_number=False)
         if served is None and self.on_miss == "forward":
             return self._forward(request)
         if served is None and self.on_miss == "force":
@@ -382,15 +387,15 @@ class CassetteResponder:
         return Reply(recording.response, recording.finish_reason or "stop", match=served.how)
 
     def _forward(self, request: dict[str, Any]) -> Reply:
-        import httpx  # the openai client's transport, so always installed
-
         url = f"{str(self.forward).rstrip('/')}/chat/completions"
+        body = json.dumps({**request, "stream": False}).encode()
+        asked = urllib.request.Request(url, data=body, method="POST",
+                                       headers={"Content-Type": "application/json"})
         try:
-            answer = httpx.post(url, json={**request, "stream": False}, timeout=self.timeout_s)
-            answer.raise_for_status()
-            choice = answer.json()["choices"][0]
+            with urllib.request.urlopen(asked, timeout=self.timeout_s) as answer:
+                choice = json.loads(answer.read())["choices"][0]
             text = choice["message"]["content"] or ""
-        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
             raise HttpFault(502, f"forwarding the cassette miss to {url} failed: "
                             f"{type(exc).__name__}: {exc}"[:500]) from None
         return Reply(str(text), choice.get("finish_reason") or "stop", match="forward")

@@ -10,15 +10,17 @@ Modes (``SessionStarted.replay_mode``):
 - ``fork``: like ``responses`` for the steps before ``fork_step``, then the live model.
 
 The task is set up as recorded (same Task, same seed; see :mod:`ownloop.replay.reopen`), each
-step's events are written as the recorder writes them, plus a ``FidelityMeasured`` event per
-step compared with the parent (a fork's live steps are not compared), then the end-state
-evidence, the end and the grade of the task's grader. The child joins the parent's run.
+step's events are written as the recorder writes them, then the end-state evidence, the end and
+the grade of the task's grader. A ``FidelityMeasured`` event per step compares it with the parent
+(a fork's live steps are not compared); they are measured on a background thread while the replay
+goes on and written, in a stream of their own, once it ended. The child joins the parent's run.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import msgspec
@@ -43,6 +45,7 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
+    FidelityMeasured,
     RunEnded,
     RunStarted,
     SessionEnded,
@@ -129,23 +132,35 @@ def _play_recorded(parent: Session, mode: str) -> Play:
     return play
 
 
-def _fidelity_hook(store: Store, parent: Session, fork_at: int | None,
-                   rebase_url: Callable[[str], str]) -> Callable[[int, list[Event]], None]:
-    steps: dict[int, Step] = {step.step: step for step in parent.steps}
+class _Fidelity:
+    """Measures each replayed step against the parent on a background thread, so decoding and
+    comparing screenshots never slows the replay down; ``events()`` waits for them all."""
 
-    def hook(number: int, batch: list[Event]) -> None:
-        if fork_at is not None and number >= fork_at:
+    def __init__(self, store: Store, parent: Session, fork_at: int | None,
+                 rebase_url: Callable[[str], str]) -> None:
+        self.store, self.parent, self.fork_at, self.rebase_url = store, parent, fork_at, rebase_url
+        self.steps: dict[int, Step] = {step.step: step for step in parent.steps}
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="ownloop-fidelity")
+        self.pending: list[Future[FidelityMeasured | None]] = []
+
+    def __call__(self, number: int, batch: list[Event]) -> None:
+        if self.fork_at is not None and number >= self.fork_at:
             return  # a fork's live steps are new: nothing to compare them with
-        try:
-            event = measure_step(number, batch, steps.get(number),
-                                 parent_session_id=parent.session_id, load_blob=store.get_blob,
-                                 rebase_url=rebase_url)
-        except (OwnloopError, OSError, ValueError):
-            return  # a missing or unreadable parent screenshot must not lose the step
-        if event is not None:
-            batch.append(event)
+        self.pending.append(self.pool.submit(self._measure, number, tuple(batch)))
 
-    return hook
+    def _measure(self, number: int, batch: tuple[Event, ...]) -> FidelityMeasured | None:
+        try:
+            return measure_step(number, batch, self.steps.get(number),
+                                parent_session_id=self.parent.session_id,
+                                load_blob=self.store.get_blob, rebase_url=self.rebase_url)
+        except (OwnloopError, OSError, ValueError):
+            return None  # a missing or unreadable parent screenshot: no measurement
+
+    def events(self) -> list[FidelityMeasured]:
+        try:
+            return [event for future in self.pending if (event := future.result()) is not None]
+        finally:
+            self.pool.shutdown()
 
 
 # ---------------------------------------------------------------- one re-execution
@@ -179,14 +194,20 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
                     fork_step=plan.fork_at)
                 replaying = plan.mode in ("ops", "actions")
                 max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
-                return run_episode(
+                fidelity = _Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
+                result = run_episode(
                     store=store, agent=plan.agent,
                     client=plan.client or CassetteClient(Cassette([])), browser=browser,
                     suite=reopened.suite, started=started,
                     limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
                     stop=stop, grader_spec=parent.task.grader or reopened.suite.default_grader,
                     play=_play_recorded(parent, plan.mode) if replaying else None,
-                    on_step=_fidelity_hook(store, parent, plan.fork_at, reopened.rebase_url))
+                    on_step=fidelity)
+                measured = fidelity.events()
+                if measured:  # the child's own facts, in a stream of their own
+                    with store.stream() as stream:
+                        stream.append(measured)
+                return result
             finally:
                 browser.close()
         finally:

@@ -51,7 +51,12 @@ def pixel_diff(first: bytes, second: bytes) -> float | None:
     with Image.open(io.BytesIO(first)) as one, Image.open(io.BytesIO(second)) as two:
         if one.size != two.size:
             return None
-        bands = ImageChops.difference(one.convert("RGBA"), two.convert("RGBA")).split()
+        difference = ImageChops.difference(one.convert("RGBA"), two.convert("RGBA"))
+    box = difference.getbbox(alpha_only=False)
+    if box is None:
+        return 0.0
+    # Count inside the box only: differences are usually small (a caret, a clock).
+    bands = difference.crop(box).split()
     changed = bands[0]
     for band in bands[1:]:
         changed = ImageChops.lighter(changed, band)

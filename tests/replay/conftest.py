@@ -77,7 +77,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory, expert: Live) -> Recorded
     invoke(path, "record", "uitars", "--suite", f"miniwob:{TASKS}", "--endpoint", expert.url,
            "--model", "expert", "--run", "rec", "--workers", "1", "--settle", "0.1")
     rows = open_store(path).sql("select task_id, session_id, status from sessions").rows
-    assert all(status == "finished" for _, _, status in rows), rows
+    errors = open_store(path).sql("select error from model_calls where error is not null").rows
+    assert all(status == "finished" for _, _, status in rows), (rows, errors[:3])
     return Recorded(path, {task.rsplit("-", 1)[0]: sid for task, sid, _ in rows})
 
 

@@ -1,0 +1,139 @@
+"""The cassette: matching rules in-process, and ``ownloop serve-model --cassette`` answering a
+plain ``openai`` client with the recorded responses, a miss handled by each policy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import openai
+import pytest
+
+from ownloop.modelserver import ModelServer, Reply
+from ownloop.recorder.model import wire_messages
+from ownloop.replay import fold
+from ownloop.replay.cassette import (
+    Cassette,
+    CassetteClient,
+    load_cassette,
+    make_cassette_server,
+    message_keys,
+    request_keys,
+)
+from ownloop.store import Store, open_store
+from ownloop.store.events import ImagePart, ModelCalled, Sampling
+from tests.replay.conftest import Recorded
+
+pytestmark = pytest.mark.browser  # the store is recorded with Chromium once per run
+
+
+def _calls(store: Store, session_id: str) -> list[ModelCalled]:
+    return [call for step in fold(store.session_events(session_id)).steps for call in step.calls]
+
+
+def _wire(store: Store, call: ModelCalled) -> list[dict[str, Any]]:
+    import base64
+
+    return wire_messages(call.messages, lambda part: "data:image/png;base64,"
+                         + base64.b64encode(store.get_blob(part.sha256)).decode())
+
+
+def test_wire_and_in_process_requests_have_the_same_keys(recorded: Recorded) -> None:
+    store = open_store(recorded.path)
+    for call in _calls(store, recorded.sessions["enter-text"]):
+        wire = {"model": "m", "messages": _wire(store, call), "temperature": 0.7}
+        assert request_keys(wire) == message_keys(call.messages)
+
+
+def test_a_changed_screenshot_matches_by_step_and_a_miss_stops(recorded: Recorded) -> None:
+    store = open_store(recorded.path)
+    session = fold(store.session_events(recorded.sessions["enter-text"]))
+    client = CassetteClient(Cassette([session]))
+    ids = dict(run_id="r", session_id="s", attempt=1, purpose="step")
+    first, second = session.steps[0].calls[0], session.steps[1].calls[0]
+    outcome = client.call(first.messages, Sampling(temperature=1.0), step=1, **ids)
+    assert (outcome.text, outcome.events[0].served_by) == (first.response, "cassette:exact")
+    last = second.messages[-1]
+    changed = (*second.messages[:-1], msgspec.structs.replace(
+        last, parts=(ImagePart(sha256="0" * 64, width=1280, height=800),)))
+    outcome = client.call(changed, Sampling(), step=2, **ids)
+    assert (outcome.text, outcome.events[0].served_by) == (second.response, "cassette:step")
+    stranger = (msgspec.structs.replace(first.messages[0], parts=first.messages[1].parts),)
+    outcome = client.call(stranger, Sampling(), step=9, **ids)
+    assert outcome.text is None and outcome.events[0].served_by == "cassette:miss"
+    assert outcome.error == ("cassette miss at step 9: no recorded response matches this "
+                             "request; replay with --on-miss force (next recorded response) or "
+                             "forward (live model)")
+    forced = CassetteClient(Cassette([session]), on_miss="force")
+    forced.call(first.messages, Sampling(), step=1, **ids)
+    outcome = forced.call(stranger, Sampling(), step=9, **ids)
+    assert (outcome.text, outcome.events[0].served_by) == (second.response, "cassette:force")
+
+
+@pytest.fixture
+def served(recorded: Recorded) -> Iterator[tuple[Store, str, str]]:
+    """``ownloop serve-model --cassette SESSION`` in a subprocess: (store, session id, URL)."""
+    session_id = recorded.sessions["enter-text"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ownloop", "--store", str(recorded.path), "serve-model",
+         "--cassette", session_id, "--quiet"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        assert f"cassette of {session_id} at http://" in line, line
+        yield open_store(recorded.path), session_id, line.rsplit(" at ", 1)[1].strip()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_serve_model_cassette_answers_a_plain_openai_client_in_order(
+    served: tuple[Store, str, str]
+) -> None:
+    store, session_id, url = served
+    client = openai.OpenAI(base_url=url, api_key="unused")
+    calls = _calls(store, session_id)
+    for call in calls:
+        raw = client.chat.completions.with_raw_response.create(
+            model="anything", messages=_wire(store, call), temperature=0.3)  # type: ignore[arg-type]
+        reply = raw.parse()
+        assert reply.choices[0].message.content == call.response
+        assert raw.headers["x-ownloop-match"] == "cassette:exact"
+        assert reply.system_fingerprint == "cassette:exact"
+    stranger = [{"role": "user", "content": "What is the capital of France?"}]
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.chat.completions.create(model="m", messages=stranger)  # type: ignore[arg-type]
+    assert caught.value.status_code == 409
+    assert "cassette miss at step 1" in str(caught.value)
+
+
+def test_a_miss_is_forced_or_forwarded_by_policy(recorded: Recorded) -> None:
+    store = open_store(recorded.path)
+    target = recorded.sessions["focus-text"]
+    calls = _calls(store, target)
+    stranger = [{"role": "user", "content": "Something never recorded"}]
+    with make_cassette_server(store, target, "force") as url:
+        client = openai.OpenAI(base_url=url, api_key="unused")
+        texts = [client.chat.completions.create(model="m", messages=stranger)  # type: ignore[arg-type]
+                 for _ in calls]
+        assert [t.choices[0].message.content for t in texts] == [c.response for c in calls]
+        assert {t.system_fingerprint for t in texts} == {"cassette:force"}
+    with ModelServer(lambda request: Reply("Action: wait()")) as live, \
+            make_cassette_server(store, target, "forward", live) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused")
+        answer = client.chat.completions.create(model="m", messages=stranger)  # type: ignore[arg-type]
+        assert answer.choices[0].message.content == "Action: wait()"
+        exact = client.chat.completions.create(
+            model="m", messages=_wire(store, calls[0]))  # type: ignore[arg-type]
+        assert exact.choices[0].message.content == calls[0].response
+
+
+def test_a_cassette_of_a_run_or_task_and_an_unknown_target(recorded: Recorded) -> None:
+    store = open_store(recorded.path)
+    assert len(load_cassette(store, "rec").sessions) == 3
+    task_id = fold(store.session_events(recorded.sessions["focus-text"])).task_id
+    assert load_cassette(store, task_id).sessions == [recorded.sessions["focus-text"]]
+    with pytest.raises(Exception, match="no session, run or task 'nope'"):
+        load_cassette(store, "nope")

@@ -1,0 +1,48 @@
+"""``ownloop replay TARGET --fork-at K``: the steps before K from the cassette, then the live
+expert; no request for those steps reaches the live endpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ownloop.store import open_store
+from tests.replay.conftest import Live, Recorded, invoke
+
+pytestmark = pytest.mark.browser
+
+
+def test_fork_at_step_2_finishes_live_and_serves_step_1_from_the_cassette(
+    recorded: Recorded, store_copy: Path, expert: Live
+) -> None:
+    parent = recorded.sessions["enter-text"]
+    before = expert.calls()
+    out = invoke(store_copy, "replay", parent, "--fork-at", "2", "--endpoint", expert.url,
+                 "--model", "expert-live", "--settle", "0.1")
+    assert "child:  finished, pass 1.00 (miniwob)" in out, out
+    assert "forked at step 2" in out and "steps identical: 1/1" in out, out
+    store = open_store(store_copy)
+    child, mode, fork_step, model = store.sql(
+        "select session_id, replay_mode, fork_step, model from sessions "
+        f"where parent_session_id = '{parent}'").rows[0]
+    assert (mode, fork_step, model) == ("fork", 2, "expert-live")
+    calls = store.sql(f"select step, served_by from model_calls where session_id = '{child}' "
+                      "order by step").rows
+    assert calls[0] == (1, "cassette:exact")
+    live = [step for step, served_by in calls if served_by == ""]
+    assert live == [2, 3, 4]
+    # Exactly the live steps reached the endpoint: step 1 never did.
+    assert expert.calls() - before == len(live)
+
+
+def test_fork_needs_the_live_model(recorded: Recorded, store_copy: Path) -> None:
+    from click.testing import CliRunner
+
+    from ownloop.cli import cli
+
+    result = CliRunner().invoke(cli, ["--store", str(store_copy), "replay",
+                                      recorded.sessions["focus-text"], "--fork-at", "2"])
+    assert result.exit_code == 1
+    assert "Error: --fork-at needs the live model: pass --endpoint URL and --model NAME" \
+        in result.output
