@@ -38,6 +38,7 @@ class ViewServer:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._socket.bind((host, port))
+            self._socket.listen(128)  # connections wait in the backlog until uvicorn accepts
         except OSError as exc:
             self._socket.close()
             raise OwnloopError(f"cannot serve on {host}:{port}: {exc.strerror or exc}. "
@@ -58,7 +59,10 @@ class ViewServer:
 
     def serve_forever(self) -> None:
         """Serve in this thread until Ctrl-C (or SIGTERM)."""
-        self._server.run(sockets=[self._socket])
+        try:
+            self._server.run(sockets=[self._socket])
+        except KeyboardInterrupt:
+            pass  # uvicorn shut down cleanly, then passed the Ctrl-C on: it is not an error
 
     def start(self, timeout: float = 10.0) -> str:
         """Serve in a background thread; returns the URL once it accepts connections."""
