@@ -7,11 +7,12 @@ Every failure is an ``OwnloopError`` naming the agent and the option, in one lin
 from __future__ import annotations
 
 import math
-from typing import TypeVar
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from ownloop.store.errors import OwnloopError
 
-__all__ = ["OptionCheck"]
+__all__ = ["OptionCheck", "parse_overrides"]
 
 _N = TypeVar("_N", int, float)
 
@@ -56,3 +57,30 @@ class OptionCheck:
         width, height = int(value[0]), int(value[1])
         self.that(width > 0 and height > 0, f"viewport must be positive, got {width}x{height}")
         return width, height
+
+
+def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
+    """``-o KEY=VALUE`` pairs as agent options; numbers and true/false are read as such (the same
+    reading as ``ownloop record -o``).
+
+    Raises:
+        OwnloopError: a pair is not KEY=VALUE.
+    """
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise OwnloopError(f"agent option {pair!r} is not KEY=VALUE, e.g. -o scroll_notches=3")
+        options[key.replace("-", "_")] = _scalar(value)
+    return options
+
+
+def _scalar(value: str) -> Any:
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value

@@ -17,6 +17,7 @@ from ownloop.grading.url import UrlGrader
 
 __all__ = [
     "GRADER_TYPES",
+    "UNGRADED",
     "AnswerGrader",
     "Grade",
     "Grader",
@@ -34,3 +35,7 @@ __all__ = [
     "normalize",
     "read_value",
 ]
+
+UNGRADED = frozenset({"endpoint_error", "interrupted", "crashed"})
+"""Statuses that say nothing about the agent (the endpoint, a Ctrl-C, a killed recorder): never
+graded, at record time or in a regrade."""

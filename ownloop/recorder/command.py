@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ownloop.agents import agent_options as known_options
+from ownloop.agents.options import parse_overrides
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, RunSummary, record
@@ -18,29 +19,12 @@ __all__ = ["agent_options", "record_from_options", "summary_text"]
 def agent_options(agent: str, pairs: tuple[str, ...], frequency_penalty: float | None,
                   released: str | None = None) -> dict[str, Any]:
     """``-o KEY=VALUE`` pairs as agent settings; numbers and booleans are read as such."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise OwnloopError(f"agent option {pair!r} is not KEY=VALUE, e.g. -o scroll_notches=3")
-        options[key.replace("-", "_")] = _scalar(value)
+    options = parse_overrides(pairs)
     if frequency_penalty is not None:
         options["frequency_penalty"] = frequency_penalty
     if released and "released" in known_options(agent):
         options["released"] = released
     return options
-
-
-def _scalar(value: str) -> Any:
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
 
 
 def summary_text(summary: RunSummary, store: Store) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
-from ownloop.grading import make_grader
+from ownloop.grading import UNGRADED, make_grader
 from ownloop.recorder.browser import BrowserSession
 from ownloop.recorder.evidence import capture_end_state
 from ownloop.recorder.model import CallOutcome
@@ -43,7 +43,6 @@ from ownloop.store.events import (
 from ownloop.store.journal import StreamWriter
 
 __all__ = [
-    "UNGRADED",
     "Episode",
     "EpisodeLimits",
     "EpisodeResult",
@@ -53,7 +52,6 @@ __all__ = [
     "run_episode",
 ]
 
-UNGRADED = frozenset({"endpoint_error", "interrupted", "crashed"})
 
 
 class EpisodeLimits(NamedTuple):

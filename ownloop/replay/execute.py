@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ownloop.agents.base import Agent, Parsed, PastStep
+from ownloop.agents.options import parse_overrides
 from ownloop.recorder.browser import BrowserSession, open_browser
 from ownloop.recorder.episode import (
     Episode,
@@ -40,7 +41,7 @@ from ownloop.replay.cassette import Cassette, CassetteClient
 from ownloop.replay.fidelity import measure_step
 from ownloop.replay.fold import Session, Step, fold
 from ownloop.replay.reopen import reopen_suite
-from ownloop.replay.reparse import agent_for, parse_overrides, recorded_settings
+from ownloop.replay.reparse import agent_for, recorded_settings
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (

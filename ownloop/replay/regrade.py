@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from ownloop.grading import make_grader
+from ownloop.grading import UNGRADED, make_grader
 from ownloop.grading.spec import NoGrader
 from ownloop.recorder.suites.tasks_file import read_tasks
 from ownloop.replay.fold import Session
@@ -24,9 +24,8 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import SessionGraded, now
 
-__all__ = ["UNGRADED", "Flip", "RegradeResult", "graders_from_tasks_file", "regrade"]
+__all__ = ["Flip", "RegradeResult", "graders_from_tasks_file", "regrade"]
 
-UNGRADED = frozenset({"endpoint_error", "interrupted", "crashed"})
 """Statuses that are never graded (DESIGN §5): the agent did not get to finish its work."""
 
 _KINDS = ("session_started", "evidence_captured", "session_ended", "session_graded")

@@ -20,6 +20,7 @@ import msgspec
 
 from ownloop.agents import Agent, AgentParseError, agent_options, make_agent
 from ownloop.agents.base import Observation, Parsed, PastStep
+from ownloop.agents.options import parse_overrides
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import actions_text, op_text
 from ownloop.replay.selection import fold_selected, literal, selection_sql
@@ -28,7 +29,7 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, ModelCalled, Op
 
-__all__ = ["ReparseReport", "StepChange", "agent_for", "parse_overrides", "recorded_settings",
+__all__ = ["ReparseReport", "StepChange", "agent_for", "recorded_settings",
            "reparse", "reparse_session", "reparse_target"]
 
 
@@ -75,33 +76,6 @@ class ReparseReport(msgspec.Struct, frozen=True, kw_only=True):
 
     def to_json(self) -> str:
         return msgspec.json.encode(self).decode()
-
-
-def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
-    """``-o KEY=VALUE`` pairs as agent options; numbers and true/false are read as such (the same
-    reading as ``ownloop record -o``).
-
-    Raises:
-        OwnloopError: a pair is not KEY=VALUE.
-    """
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise OwnloopError(f"agent option {pair!r} is not KEY=VALUE, e.g. -o scroll_notches=3")
-        options[key.replace("-", "_")] = _scalar(value)
-    return options
-
-
-def _scalar(value: str) -> Any:
-    if value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
 
 
 def _ops_text(ops: Iterable[Op]) -> str:

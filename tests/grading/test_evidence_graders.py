@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from conftest import evidence
+from tests.grading.conftest import evidence
 
 from ownloop.grading import Grade, final_url, make_grader
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import evidence
+from tests.grading.conftest import evidence
 
 from ownloop.grading import Grade, GraderSpecError, PythonGrader, make_grader
 

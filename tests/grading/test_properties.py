@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import msgspec
-from conftest import AT
+from tests.grading.conftest import AT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

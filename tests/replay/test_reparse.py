@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ownloop.replay.reparse import parse_overrides, reparse, reparse_target
+from ownloop.agents.options import parse_overrides
+from ownloop.replay.reparse import reparse, reparse_target
 from ownloop.replay.target import load_session
 from ownloop.store import Store, open_store
 from ownloop.store.errors import OwnloopError
