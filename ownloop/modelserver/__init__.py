@@ -17,6 +17,7 @@ from ownloop.modelserver.chat import (
     assistant_turns,
     find_task,
     last_image_size,
+    steps_taken,
 )
 from ownloop.modelserver.faults import (
     FAULT_MODES,
@@ -47,4 +48,5 @@ __all__ = [
     "find_task",
     "last_image_size",
     "parse_faults",
+    "steps_taken",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "find_task",
     "last_image_size",
     "request_text",
+    "steps_taken",
 ]
 
 
@@ -128,8 +129,34 @@ def find_task(request: dict[str, Any]) -> TaskStatement | None:
 
 
 def assistant_turns(request: dict[str, Any]) -> int:
-    """How many assistant messages the history holds: the number of the step being asked for."""
+    """How many assistant messages the history holds (one per past step for most agents; see
+    ``steps_taken`` for the step count of every agent)."""
     return sum(1 for role, _ in _contents(request) if role == "assistant")
+
+
+# An agent that gives its history as text in one user turn (molmoweb) heads each past step
+# "## Step N", numbered from 1 over the whole episode even when only the last few are shown.
+_STEP_HEADING = re.compile(r"^## Step (\d+)$", re.MULTILINE)
+
+# An agent that merges older steps into one assistant message (opencua) heads each "# Step N:".
+_MERGED_STEP_HEADING = re.compile(r"^# Step (\d+):$", re.MULTILINE)
+
+
+def steps_taken(request: dict[str, Any]) -> int:
+    """How many steps the session had taken when it sent ``request``; the step asked for is this
+    plus one.
+
+    One assistant message per past step (uitars, fara7b), or more steps than messages when older
+    steps are merged into one under ``# Step N:`` headings (opencua): the larger of the two counts.
+    No assistant message at all (molmoweb, whose one user turn holds the history as text): the
+    last ``## Step N`` heading, else 0.
+    """
+    turns = assistant_turns(request)
+    text = request_text(request)
+    if turns:
+        return max([turns, *(int(n) for n in _MERGED_STEP_HEADING.findall(text))])
+    headings = _STEP_HEADING.findall(text)
+    return int(headings[-1]) if headings else 0
 
 
 def _image_urls(request: dict[str, Any]) -> list[str]:

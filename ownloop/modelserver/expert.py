@@ -2,8 +2,8 @@
 
 Every agent states the task with its start URL, and a MiniWoB start URL carries its seed, so the
 expert can open the very same episode in its own headless page, read the elements, plan the whole
-episode (``plans.py``) and rehearse it there. Step k of a session (k = the assistant messages
-already in the request) is answered with the plan's k-th step, rendered by the agent itself
+episode (``plans.py``) and rehearse it there. Step k of a session (k = the steps already taken,
+``chat.steps_taken``) is answered with the plan's k-th step, rendered by the agent itself
 (``agent.render``) for the screenshot size found in the request: its coordinate mapping and
 grammar are the agent's own, so a run that earns a reward proves the whole chain.
 
@@ -14,7 +14,6 @@ that made them); plans are cached per (start URL, viewport).
 from __future__ import annotations
 
 import queue
-import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -27,10 +26,9 @@ import msgspec
 from ownloop.modelserver.chat import (
     HttpFault,
     Reply,
-    assistant_turns,
     find_task,
     last_image_size,
-    request_text,
+    steps_taken,
 )
 from ownloop.modelserver.plans import (
     PLANNED_TASKS,
@@ -140,7 +138,7 @@ class MiniwobExpert:
             plan = self.plan(statement.start_url, size)
         except OwnloopError as exc:
             raise HttpFault(400, str(exc), error_type="invalid_request_error") from None
-        index = min(_steps_taken(request), len(plan.steps) - 1)
+        index = min(steps_taken(request), len(plan.steps) - 1)
         step = plan.steps[index]
         actions = step.actions
         if getattr(self.agent, "types_at_a_point", False):
@@ -198,25 +196,6 @@ class MiniwobExpert:
             return Plan(name, seed, viewport, steps, reward)
         finally:
             session.close()
-
-
-# An agent that gives its history as text in one user turn (molmoweb) heads each past step
-# "## Step N", numbered from 1 over the whole episode even when only the last few are shown.
-_STEP_HEADING = re.compile(r"^## Step (\d+)$", re.MULTILINE)
-
-
-# An agent that merges older steps into one assistant message (opencua) heads each "# Step N:".
-_MERGED_STEP_HEADING = re.compile(r"^# Step (\d+):$", re.MULTILINE)
-
-
-def _steps_taken(request: dict[str, Any]) -> int:
-    """The steps the session has taken: its assistant turns, else its last step heading."""
-    turns = assistant_turns(request)
-    merged = [int(n) for n in _MERGED_STEP_HEADING.findall(request_text(request))]
-    if turns:
-        return max([turns, *merged])  # max(turns) alone would iterate an int
-    headings = _STEP_HEADING.findall(request_text(request))
-    return int(headings[-1]) if headings else 0
 
 
 def _task_and_seed(start_url: str) -> tuple[str, int]:

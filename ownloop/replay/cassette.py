@@ -35,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
-from ownloop.modelserver.chat import HttpFault, Reply, Responder, assistant_turns
+from ownloop.modelserver.chat import HttpFault, Reply, Responder, steps_taken
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
 from ownloop.modelserver.server import ModelServer
 from ownloop.recorder.episode import ModelCaller
@@ -374,7 +374,9 @@ class CassetteResponder:
         self.timeout_s = timeout_s
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        step = assistant_turns(request) + 1
+        # The step asked for, counted the way each agent shows its history (molmoweb's has no
+        # assistant messages, opencua merges older steps into one): only a miss names it.
+        step = steps_taken(request) + 1
         served = self.cassette.serve(request_keys(request), step, by_number=False)
         if served is None and self.on_miss == "forward":
             return self._forward(request)

@@ -134,11 +134,11 @@ def test_what_opencua_cannot_express(thought: str, actions: list[Action]) -> Non
 
 
 def test_the_expert_answers_in_the_opencua_grammar() -> None:
-    from ownloop.modelserver.expert import _steps_taken
+    from ownloop.modelserver.chat import steps_taken
 
     history = "# Step 1:\n## Action:\nA.\n\n# Step 2:\n## Action:\nB.\n"
     request = {"messages": [{"role": "system", "content": "s"},
                             {"role": "assistant", "content": history},
                             {"role": "user", "content": [{"type": "text", "text": "img"}]},
                             {"role": "assistant", "content": "# Step 3:\n## Action:\nC.\n"}]}
-    assert _steps_taken(request) == 3  # two assistant messages, three steps
+    assert steps_taken(request) == 3  # two assistant messages, three steps

@@ -3,6 +3,7 @@ plain ``openai`` client with the recorded responses, a miss handled by each poli
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -137,3 +138,65 @@ def test_a_cassette_of_a_run_or_task_and_an_unknown_target(recorded: Recorded) -
     assert load_cassette(store, task_id).sessions == [recorded.sessions["focus-text"]]
     with pytest.raises(Exception, match="no session, run or task 'nope'"):
         load_cassette(store, "nope")
+
+
+@pytest.fixture(scope="module")
+def molmoweb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, str]:
+    """A molmoweb session of enter-text recorded against the expert: (store, session id).
+
+    MolmoWeb sends one user turn with its past steps as "## Step N" text and no assistant
+    message, so a request's step is not its assistant turns plus one.
+    """
+    from click.testing import CliRunner
+
+    from ownloop.cli import cli
+    from ownloop.modelserver.endpoint import make_server
+
+    path = tmp_path_factory.mktemp("molmoweb") / "store"
+    with make_server("miniwob", "molmoweb") as url:  # its Chromium closes before the tests run
+        result = CliRunner().invoke(cli, [
+            "--store", str(path), "record", "molmoweb", "--suite", "miniwob:enter-text",
+            "--endpoint", url, "--model", "expert", "--settle", "0.1", "--workers", "1",
+            "--released", str(path.parent / "no-clone")], catch_exceptions=False)
+    assert result.exit_code == 0 and "1 finished" in result.output, result.output
+    store = open_store(path)
+    [(session_id,)] = store.sql("select session_id from sessions").rows
+    return store, session_id
+
+
+def _changed_screenshots(store: Store, call: ModelCalled) -> list[dict[str, Any]]:
+    import base64
+
+    # The same PNG with one byte more: its header (and size) stays, its sha256 changes.
+    return wire_messages(call.messages, lambda part: "data:image/png;base64,"
+                         + base64.b64encode(store.get_blob(part.sha256) + b"\0").decode())
+
+
+@pytest.mark.filterwarnings("ignore:molmoweb. no clone")
+def test_a_molmoweb_session_is_served_over_http_in_order_and_a_miss_names_its_step(
+    molmoweb: tuple[Store, str]
+) -> None:
+    store, session_id = molmoweb
+    calls = _calls(store, session_id)
+    steps = sorted({call.step for call in calls})
+    assert len(steps) >= 2 and all(not any(m.role == "assistant" for m in c.messages)
+                                   for c in calls)
+    for wire, how in ((_wire, "cassette:exact"), (_changed_screenshots, "cassette:step")):
+        with make_cassette_server(store, session_id, "force") as url:
+            client = openai.OpenAI(base_url=url, api_key="unused")
+            answers = [client.chat.completions.create(
+                model="m", messages=wire(store, call)) for call in calls]  # type: ignore[arg-type]
+        assert [a.choices[0].message.content for a in answers] == [c.response for c in calls]
+        assert [a.system_fingerprint for a in answers] == [how] * len(calls)
+    # A miss at the last step (its start URL moved to another port) names that step, read from
+    # the prompt's "## Step N" history.
+    last = calls[-1]
+    text = json.dumps(_wire(store, last))
+    moved = json.loads(text.replace("http://127.0.0.1:", "http://127.0.0.2:"))
+    assert moved != json.loads(text)
+    with make_cassette_server(store, session_id) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused")
+        with pytest.raises(openai.APIStatusError) as caught:
+            client.chat.completions.create(model="m", messages=moved)
+    assert caught.value.status_code == 409
+    assert f"cassette miss at step {last.step}:" in str(caught.value) and last.step == steps[-1]
