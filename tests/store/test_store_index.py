@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import typing
 from collections.abc import Callable
 
 import duckdb
@@ -335,3 +336,44 @@ def test_actions_view_reads_button_and_rejected_actions(store: Store) -> None:
         ("button_up", None, "right", None, ""),
         ("rejected", None, None, "import os is not allowed", "import os"),
     ]
+
+
+# One action of every kind and the ``text`` the actions view shows for it (the README's ``text``
+# row says the same). A kind added to events.Action fails the test until it is listed here.
+ACTION_TEXTS: list[tuple[E.Action, str | None]] = [
+    (E.Click(x=1.0, y=2.0), None),
+    (E.Move(x=1.0, y=2.0), None),
+    (E.Drag(x=1.0, y=2.0, x2=3.0, y2=4.0), None),
+    (E.Scroll(direction="down"), None),
+    (E.TypeText(text="héllo\nworld"), "héllo\nworld"),
+    (E.Hotkey(keys=("ctrl", "c")), "ctrl+c"),
+    (E.KeyDown(key="shift"), "shift"),
+    (E.KeyUp(key="shift"), "shift"),
+    (E.Wait(), None),
+    (E.Goto(url="https://example.com/a?b=1"), "https://example.com/a?b=1"),
+    (E.Search(query="cheap flights 'LHR'"), "cheap flights 'LHR'"),
+    (E.Back(), None),
+    (E.Memorize(fact="the order number is 4711"), "the order number is 4711"),
+    (E.Finish(answer="42"), "42"),
+    (E.Finish(), None),  # finished without an answer: NULL, unlike an empty answer
+    (E.CallUser(text="Which account should I use?"), "Which account should I use?"),
+    (E.CallUser(), ""),
+    (E.Fail(reason="the page never loads"), "the page never loads"),
+    (E.Fail(), ""),
+    (E.ButtonDown(), None),
+    (E.ButtonUp(), None),
+    (E.Rejected(reason="subprocess is not allowed", raw="import subprocess"),
+     "subprocess is not allowed"),
+    (E.Rejected(), ""),
+]
+
+
+def test_actions_view_text_of_every_action_kind(store: Store) -> None:
+    tags = {msgspec.inspect.type_info(kind).tag for kind in typing.get_args(E.Action)}
+    assert {type(action).__struct_config__.tag for action, _ in ACTION_TEXTS} == tags
+    with store.stream() as stream:
+        stream.append([E.ActionParsed(
+            at=at(0), run_id="r", session_id="s", step=1, call_id="c", parser="p",
+            actions=tuple(action for action, _ in ACTION_TEXTS))])
+    rows = store.sql("select kind, text from actions order by idx").rows
+    assert rows == [(type(action).__struct_config__.tag, text) for action, text in ACTION_TEXTS]
