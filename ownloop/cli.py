@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,14 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise click.ClickException(str(exc)) from None
 
     return wrapper
+
+
+def _exit_interrupted() -> None:
+    """Leave at once with 130, as after Ctrl-C: every event is already fsync'd, and skipping the
+    interpreter's teardown avoids a crash in it while Playwright's threads wind down."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def _store(ctx: click.Context) -> Store:
@@ -167,10 +176,13 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     Example: ownloop record uitars --suite miniwob:click-* --endpoint http://127.0.0.1:8000/v1
     --model uitars15-7b
     """
-    from ownloop.recorder.command import record_from_options
+    from ownloop.recorder.command import record_from_options, summary_text
 
-    summary = record_from_options(_store(ctx), agent, options, argv=tuple(sys.argv))
-    click.echo(summary)
+    store = _store(ctx)
+    summary = record_from_options(store, agent, options, argv=tuple(sys.argv))
+    click.echo(summary_text(summary, store))
+    if summary.interrupted:
+        _exit_interrupted()
 
 
 @cli.command()

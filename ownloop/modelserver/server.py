@@ -11,6 +11,7 @@ import itertools
 import json
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +42,12 @@ class _HTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], owner: ModelServer) -> None:
         self.owner = owner
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (a stopped recorder, a timed-out call) is no server error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

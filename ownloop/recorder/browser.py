@@ -178,7 +178,10 @@ def launch(
     args = list(LAUNCH_ARGS)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")
-    return playwright.chromium.launch(executable_path=path, headless=headless, args=args)
+    # Ctrl-C is the recorder's to handle: it ends the sessions in flight as interrupted and
+    # closes the browsers itself, so Chromium must not die of the same SIGINT first.
+    return playwright.chromium.launch(executable_path=path, headless=headless, args=args,
+                                      handle_sigint=False)
 
 
 def start_playwright() -> Playwright:

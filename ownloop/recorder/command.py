@@ -43,8 +43,8 @@ def summary_text(summary: RunSummary, store: Store) -> str:
 
 
 def record_from_options(store: Store, agent: str, options: dict[str, Any],
-                        argv: tuple[str, ...]) -> str:
-    """Run ``ownloop record`` with the parsed options; returns the summary text."""
+                        argv: tuple[str, ...]) -> RunSummary:
+    """Run ``ownloop record`` with the parsed options; ``summary_text`` says how it went."""
     if bool(options["suite"]) == bool(options["tasks_file"]):
         raise OwnloopError("give exactly one of --suite (e.g. miniwob) or --tasks FILE")
     record_options = RecordOptions(
@@ -66,4 +66,4 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
                              on_result=progress.on_result)
         finally:
             progress.close()
-    return summary_text(summary, store)
+    return summary

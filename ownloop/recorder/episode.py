@@ -289,7 +289,10 @@ class Episode:
         except _Interrupted:
             ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
         except Exception as exc:  # noqa: BLE001 - a crashed browser ends this session only
-            ended = self.end("error", step, error=f"{type(exc).__name__}: {exc}"[:1000])
+            if self.stop.is_set():  # the browser went down with the same Ctrl-C
+                ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
+            else:
+                ended = self.end("error", step, error=f"{type(exc).__name__}: {exc}"[:1000])
         evidence = self._evidence() if ended.status != "interrupted" else []
         grade = self._grade(ended, evidence)
         self.stream.append([*evidence, ended, *([grade] if grade else [])])

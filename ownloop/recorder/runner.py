@@ -189,6 +189,7 @@ class _Runner:
         self.retries_left: dict[str, int] = {}
         self.results: list[EpisodeResult] = []
         self.fatal: list[str] = []
+        self.in_flight: dict[str, str] = {}  # session id -> task id, until reported
         self.browser_versions: dict[str, str] = {}
         self._lock = threading.Lock()
         self.client = ModelClient(
@@ -204,6 +205,8 @@ class _Runner:
                 at=now(), run_id=self.run_id, session_id=new_id(), task=task,
                 agent=self.agent.name, model=self.options.model, attempt=attempt,
                 viewport=settings.viewport)
+            with self._lock:
+                self.in_flight[started.session_id] = task.task_id
             return run_episode(
                 store=self.store, agent=self.agent, client=self.client, browser=session,
                 suite=self.suite, started=started, limits=self.options.limits, stop=self.stop,
@@ -214,6 +217,7 @@ class _Runner:
     def report(self, result: EpisodeResult) -> None:
         with self._lock:
             self.results.append(result)
+            self.in_flight.pop(result.session_id, None)
         self.on_result(result)
 
 
@@ -277,6 +281,15 @@ def record(
             runner.stop.set()
             for worker in workers:
                 worker.join(30)
+            # A session whose worker did not get to write its end (it was still stopping, or
+            # its browser went down with the same Ctrl-C) ends here, so none is left open.
+            unended = [SessionEnded(at=now(), run_id=run_id, session_id=session_id,
+                                    status="interrupted", error="interrupted (Ctrl-C)")
+                       for session_id in list(runner.in_flight)]
+            run_stream.append(unended)
+            runner.results.extend(
+                EpisodeResult(e.session_id, runner.in_flight[e.session_id], "interrupted", None,
+                              0, 0.0, None, None, e.error) for e in unended)
         summary = RunSummary(run_id, runner.results, skipped, len(crashed),
                              round(time.monotonic() - begun, 3), interrupted)
         counts = summary.counts()

@@ -113,7 +113,7 @@ def test_a_hanging_endpoint_costs_bounded_time(tmp_path: Path) -> None:
 
 def _ownloop(store: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        [sys.executable, "-X", "faulthandler", "-m", "ownloop", "--store", str(store), *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
@@ -206,3 +206,32 @@ def test_redact_argv_hides_keys_in_both_spellings() -> None:
 
     assert redact_argv(["ownloop", "record", "--api-key", "k1", "--api-key=k2", "--model", "m"]) \
         == ("ownloop", "record", "--api-key", "***", "--api-key=***", "--model", "m")
+
+
+def test_ctrl_c_ends_the_sessions_in_flight_as_interrupted_then_resume_finishes(
+        tmp_path: Path) -> None:
+    with make_server("miniwob", "uitars", "slow=1") as url:
+        command = ["record", "uitars", "--model", "m", "--endpoint", url, "--run", "c",
+                   "--suite", "miniwob:login-user,focus-text", "--workers", "2",
+                   "--settle", "0.1"]
+        proc = _ownloop(tmp_path, *command)
+        _wait_for(tmp_path / "journal", b'"screenshot_taken"', 1)
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        began = time.monotonic()
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 130, out  # the shell's code for Ctrl-C
+        assert "Traceback" not in out and "Fatal" not in out, out
+        assert time.monotonic() - began < 15
+        assert "run the same command again" in out
+        rows = _rows(tmp_path, "select status, passed from sessions")
+        # login-user (6 steps) is still under way; focus-text may have finished already.
+        assert ("interrupted", None) in rows, rows
+        assert all(r in (("interrupted", None), ("finished", True)) for r in rows), rows
+        again = _ownloop(tmp_path, *command)
+        out, _ = again.communicate(timeout=120)
+    assert again.returncode == 0, out
+    latest = _rows(tmp_path, "select task_id, arg_max(status, started_at) from sessions "
+                   "group by task_id")
+    assert sorted(status for _, status in latest) == ["finished", "finished"], latest
+    finished = _rows(tmp_path, "select count(*) from sessions where status = 'finished'")
+    assert finished == [(2,)]  # nothing finished was run again
