@@ -235,3 +235,13 @@ def test_ctrl_c_ends_the_sessions_in_flight_as_interrupted_then_resume_finishes(
     assert sorted(status for _, status in latest) == ["finished", "finished"], latest
     finished = _rows(tmp_path, "select count(*) from sessions where status = 'finished'")
     assert finished == [(2,)]  # nothing finished was run again
+
+
+def test_error_retries_rerun_a_parse_error_and_keep_every_attempt(tmp_path: Path) -> None:
+    # Four garbage answers use up the first session's call and its three re-samples.
+    with make_server("miniwob", "uitars", "garbage:4") as url:
+        out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", url,
+                      "--error-retries", "1")
+    assert "1 finished, 1 parse_error" in out
+    rows = _rows(tmp_path, "select attempt, status, passed from sessions order by attempt")
+    assert rows == [(1, "parse_error", False), (2, "finished", True)]
