@@ -18,7 +18,6 @@ from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, record
 from ownloop.recorder.suites import load_suite
 from ownloop.store import Store, new_id
-from ownloop.store.sessions import sessions_table
 
 __all__ = ["DEMO_TASKS", "run_demo"]
 
@@ -29,6 +28,11 @@ DEMO_TASKS = (
     "focus-text",
     "click-checkboxes",
     "login-user",
+)
+
+_SESSIONS_QUERY = (
+    "select task_id, status, steps, round(seconds, 1) as seconds, score, answer "
+    "from sessions where run_id = '{run}' order by task_id"
 )
 
 _EXAMPLE_QUERY = (
@@ -58,7 +62,7 @@ def run_demo(store: Store, *, tasks: int = 6, workers: int = 2,
         finally:
             progress.close()
     echo(summary_text(summary, store))
-    console.print(sessions_table(store, run_id=run_id).to_rich())
+    console.print(store.sql(_SESSIONS_QUERY.format(run=run_id)).to_rich())
     query = _EXAMPLE_QUERY.format(run=run_id)
     echo(f'\nownloop sql "{query}"')
     console.print(store.sql(query).to_rich())

@@ -41,7 +41,8 @@ class RunProgress:
         self._bar = self._progress.add_task(run_id, total=todo)
 
     def on_result(self, result: EpisodeResult) -> None:
-        self._progress.console.print(Text(result_line(result), style=_STYLE.get(result.status, "")))
+        self._progress.console.print(Text(result_line(result), style=_STYLE.get(result.status, "")),
+                                     soft_wrap=True)
         if self._bar is not None:
             self._progress.advance(self._bar)
 
