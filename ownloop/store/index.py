@@ -15,9 +15,11 @@ from __future__ import annotations
 import gc
 import heapq
 import os
+from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
 from itertools import accumulate, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -41,6 +43,7 @@ VIEWS_SQL = resources.files("ownloop.store").joinpath("views.sql").read_text()
 _FINGERPRINT = fingerprint(VIEWS_SQL)
 _CHUNK = 16 << 20  # bytes read from a stream at a time
 _BATCH = 32 << 20  # bytes of lines decoded before they are written to DuckDB
+_CODE_BY_TYPE = {table.event_type: code for code, table in enumerate(TABLES)}
 
 
 class SyncResult(NamedTuple):
@@ -65,23 +68,16 @@ class _Manifest(msgspec.Struct):
     sizes: dict[str, int]
 
 
-class _Part(NamedTuple):
-    """Decoded lines of one kind from one stream chunk."""
-
-    stream: str
-    seqs: list[int]
-    events: list[Event]
-    offsets: list[int]
-    lengths: list[int]
-
-
 class _Batch:
-    """Decoded lines waiting to be written, grouped by event kind, and skipped lines."""
+    """Decoded lines waiting to be written, as flat columns in journal order, and skipped lines."""
 
     def __init__(self) -> None:
         self.nbytes = 0
-        self.events = 0
-        self.parts: dict[type, list[_Part]] = {}
+        self.events: list[Event] = []
+        self.streams: list[str] = []
+        self.seqs: list[int] = []
+        self.offsets: list[int] = []
+        self.lengths: list[int] = []
         self.skipped: tuple[list[str], list[int], list[str]] = ([], [], [])
         self.marks: dict[str, tuple[int, int]] = {}  # stream -> (ingested, size)
 
@@ -99,44 +95,51 @@ class _Batch:
         if decoded.positions is not None:
             offsets = [offsets[i] for i in decoded.positions]
             lengths = [lengths[i] for i in decoded.positions]
-        events, seqs = decoded.events, decoded.seqs
-        kinds = set(map(type, events))
-        if len(kinds) == 1:  # e.g. a batch of one kind: no regrouping
-            self._part(kinds.pop(), _Part(stream, seqs, events, offsets, lengths))
-        else:
-            groups: dict[type, list[int]] = {kind: [] for kind in kinds}
-            for i, event in enumerate(events):
-                groups[type(event)].append(i)
-            for kind, idx in groups.items():
-                self._part(kind, _Part(stream, [seqs[i] for i in idx], [events[i] for i in idx],
-                                       [offsets[i] for i in idx], [lengths[i] for i in idx]))
-        self.events += len(events)
+        # Only C-level list operations per event here: grouping by kind waits for write().
+        self.events += decoded.events
+        self.seqs += decoded.seqs
+        self.offsets += offsets
+        self.lengths += lengths
+        self.streams += repeat(stream, len(decoded.events))
         self.nbytes += len(chunk)
 
-    def _part(self, kind: type, part: _Part) -> None:
-        self.parts.setdefault(kind, []).append(part)
+    def _by_kind(self) -> Iterator[tuple[type, slice, list[int]]]:
+        """Each kind present, the slice of the kind-ordered rows it holds, and that ordering."""
+        codes = list(map(_CODE_BY_TYPE.__getitem__, map(type, self.events)))
+        # A stable sort of positions by kind keeps each kind's rows in journal order.
+        order = sorted(range(len(codes)), key=codes.__getitem__)
+        counts = Counter(codes)
+        start = 0
+        for code in sorted(counts):
+            end = start + counts[code]
+            yield TABLES[code].event_type, slice(start, end), order
+            start = end
 
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         """Insert everything and move the streams' offsets, in one transaction."""
         con.begin()
         journal = []
-        for kind, parts in self.parts.items():
-            table = TABLE_BY_TYPE[kind]
-            streams = [s for p in parts for s in repeat(p.stream, len(p.events))]
-            rows = table.arrow_table(streams, [q for p in parts for q in p.seqs],
-                                     [e for p in parts for e in p.events])
-            _insert(con, table.name, rows)
-            # The journal rows reuse the columns just built for the kind's table.
-            journal.append(pa.table({
-                "stream": rows.column("stream"),
-                "byte_offset": pa.array([o for p in parts for o in p.offsets], pa.int64()),
-                "byte_length": pa.array([n for p in parts for n in p.lengths], pa.int64()),
-                "seq": rows.column("seq"),
-                "kind": pa.array(repeat(table.name, rows.num_rows), pa.string()),
-                "session_id": rows.column("session_id"),
-                "run_id": rows.column("run_id"),
-                "time": rows.column("time"),
-            }))
+        if self.events:
+            parts = list(self._by_kind())
+            order = parts[0][2]
+            take = itemgetter(*order) if len(order) > 1 else (lambda rows: (rows[order[0]],))
+            events, streams, seqs = take(self.events), take(self.streams), take(self.seqs)
+            offsets, lengths = take(self.offsets), take(self.lengths)
+            for kind, rows_of, _ in parts:
+                table = TABLE_BY_TYPE[kind]
+                rows = table.arrow_table(streams[rows_of], seqs[rows_of], events[rows_of])
+                _insert(con, table.name, rows)
+                # The journal rows reuse the columns just built for the kind's table.
+                journal.append(pa.table({
+                    "stream": rows.column("stream"),
+                    "byte_offset": pa.array(offsets[rows_of], pa.int64()),
+                    "byte_length": pa.array(lengths[rows_of], pa.int64()),
+                    "seq": rows.column("seq"),
+                    "kind": pa.array([table.name] * rows.num_rows, pa.string()),
+                    "session_id": rows.column("session_id"),
+                    "run_id": rows.column("run_id"),
+                    "time": rows.column("time"),
+                }))
         if journal:
             _insert(con, "journal", pa.concat_tables(journal))
         if self.skipped[0]:
@@ -279,14 +282,14 @@ class Index:
                 if batch.nbytes >= _BATCH:
                     batch.marks[stream] = (end, -1)  # this stream is not finished yet
                     batch.write(con)
-                    events += batch.events
+                    events += len(batch.events)
                     skipped += len(batch.skipped[0])
                     known.update(batch.marks)
                     batch = _Batch()
             batch.marks[stream] = (end, size)
         batch.write(con)
         known.update(batch.marks)
-        events += batch.events
+        events += len(batch.events)
         skipped += len(batch.skipped[0])
         return SyncResult(streams, events, skipped, False)
 
