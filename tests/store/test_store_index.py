@@ -377,3 +377,46 @@ def test_actions_view_text_of_every_action_kind(store: Store) -> None:
             actions=tuple(action for action, _ in ACTION_TEXTS))])
     rows = store.sql("select kind, text from actions order by idx").rows
     assert rows == [(type(action).__struct_config__.tag, text) for action, text in ACTION_TEXTS]
+
+
+def test_a_single_event_is_ingested(store: Store) -> None:
+    with store.stream("only") as stream:
+        stream.append([E.RunStarted(at=at(0), run_id="r1", agent="uitars")])
+    assert store.sync().events == 1
+    assert store.sql("select stream, seq, kind, run_id, time from journal").rows == [
+        ("only", 1, "run_started", "r1", at(0).replace(tzinfo=None))]
+
+
+def test_interleaved_kinds_keep_journal_order_and_byte_spans(store: Store) -> None:
+    # Kinds alternate within and across streams, and a bad line sits in the middle: each kind's
+    # table keeps the journal's order and every journal row points at its own line's bytes.
+    for name in ("a", "b"):
+        with store.stream(name) as stream:
+            for step in range(1, 4):
+                stream.append([
+                    E.ScreenshotTaken(at=at(step), run_id="r", session_id=name, step=step,
+                                      sha256="ab" * 32, width=1, height=1, url=f"http://x/{step}"),
+                    E.BrowserActed(at=at(step), run_id="r", session_id=name, step=step, idx=0,
+                                   op=E.MouseMove(x=float(step), y=2.0)),
+                ])
+    with open(store.journal_dir / "a.jsonl", "ab") as f:
+        f.write(b'{"seq":7,"prev":"","sum":"' + b"0" * 32 + b'","event":{"kind":"nope"}}\n')
+    with store.stream("a2") as stream:
+        stream.append([E.BrowserActed(at=at(9), run_id="r", session_id="a", step=9, idx=0,
+                                      op=E.MouseMove(x=9.0, y=2.0))])
+    result = store.sync()
+    assert (result.events, result.skipped) == (13, 1)
+    assert store.sql("select stream, seq, step from browser_acted").rows == [
+        ("a", 2, 1), ("a", 4, 2), ("a", 6, 3), ("a2", 1, 9), ("b", 2, 1), ("b", 4, 2),
+        ("b", 6, 3)]
+    assert store.sql("select seq, op from browser_acted where stream = 'b'").rows == [
+        (2 * s, json.dumps({"op": "mouse.move", "x": float(s), "y": 2.0}, separators=(",", ":")))
+        for s in range(1, 4)]
+    spans = store.sql("select stream, byte_offset, byte_length, seq, kind from journal "
+                      "order by stream, seq").rows
+    for stream, offset, length, seq, kind in spans:
+        with open(store.journal_dir / f"{stream}.jsonl", "rb") as f:
+            f.seek(offset)
+            line = json.loads(f.read(length))
+        assert (line["seq"], line["event"]["kind"]) == (seq, kind)
+    assert [e.step for e in store.session_events("a")] == [1, 1, 2, 2, 3, 3, 9]
