@@ -25,7 +25,7 @@ from ownloop.recorder.browser import BrowserSession, browser_versions, open_brow
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.suites import Suite
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     RunEnded,
@@ -123,7 +123,7 @@ def _previous(store: Store, run_id: str) -> _Previous:
     """
     rows = store.sql(
         "select task_id, session_id, status, attempt from sessions "
-        f"where run_id = '{run_id.replace(chr(39), chr(39) * 2)}' "
+        f"where run_id = {sql_literal(run_id)} "
         "and parent_session_id is null order by started_at").rows
     latest: dict[str, str | None] = {}
     open_sessions: list[str] = []

@@ -41,7 +41,7 @@ from ownloop.modelserver.server import ModelServer
 from ownloop.recorder.episode import ModelCaller
 from ownloop.recorder.model import CallOutcome
 from ownloop.replay.fold import Session, fold
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Message, ModelCalled, Sampling, TextPart, now
 from ownloop.store.ids import new_id
@@ -241,9 +241,6 @@ class Cassette:
         return Served(recording, how)
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
 
 def load_cassette(store: Store, target: str) -> Cassette:
     """The cassette of ``target``: a session id, a run id (its recorded sessions, replays left
@@ -252,7 +249,7 @@ def load_cassette(store: Store, target: str) -> Cassette:
     Raises:
         CassetteError: nothing in the store is called ``target``, or it has no model responses.
     """
-    quoted = _quote(target)
+    quoted = sql_literal(target)
     queries = (
         f"select session_id from sessions where session_id = {quoted}",
         f"select session_id from sessions where run_id = {quoted} "

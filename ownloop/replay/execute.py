@@ -42,7 +42,7 @@ from ownloop.replay.fidelity import measure_step
 from ownloop.replay.fold import Session, Step, fold
 from ownloop.replay.reopen import reopen_suite
 from ownloop.replay.reparse import agent_for, recorded_settings
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
@@ -72,9 +72,6 @@ class Replayed(NamedTuple):
     child: Session
     result: EpisodeResult
 
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _agent(store: Store, session: Session, overrides: dict[str, Any]) -> Agent:
@@ -246,7 +243,7 @@ def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResul
 def _ensure_run(store: Store, run_id: str, agent: Agent, model: str, endpoint: str,
                 suite: str) -> bool:
     """Write a RunStarted for a run id the store does not know yet; True if it did."""
-    if store.sql(f"select 1 from run_started where run_id = {_quote(run_id)} limit 1").rows:
+    if store.sql(f"select 1 from run_started where run_id = {sql_literal(run_id)} limit 1").rows:
         return False
     with store.stream() as stream:
         stream.append([RunStarted(

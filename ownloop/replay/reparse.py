@@ -23,9 +23,9 @@ from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import actions_text, op_text
-from ownloop.replay.selection import fold_selected, literal, selection_sql
+from ownloop.replay.selection import fold_selected, selection_sql
 from ownloop.replay.target import load_session
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, ModelCalled, Op
 
@@ -90,7 +90,7 @@ def recorded_settings(store: Store, sessions: Iterable[Session]) -> dict[str, di
         return {}
     rows = store.sql(
         "select run_id, time, agent_settings from run_started where run_id in "
-        f"({', '.join(literal(r) for r in runs)}) order by time").rows
+        f"({', '.join(sql_literal(r) for r in runs)}) order by time").rows
     starts: dict[str, list[tuple[datetime, dict[str, Any]]]] = {}
     for run_id, at, settings in rows:
         starts.setdefault(run_id, []).append((at, json.loads(settings) if settings else {}))

@@ -13,15 +13,11 @@ import mmap
 from collections.abc import Sequence
 
 from ownloop.replay.fold import Session, fold_many
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.journal import decode_lines
 
-__all__ = ["fold_selected", "literal", "selection_sql"]
+__all__ = ["fold_selected", "selection_sql"]
 
-
-def literal(text: str) -> str:
-    """``text`` as a SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def selection_sql(
@@ -36,9 +32,9 @@ def selection_sql(
     """
     parts = []
     if run_id:
-        parts.append(f"run_id = {literal(run_id)}")
+        parts.append(f"run_id = {sql_literal(run_id)}")
     if task_id:
-        parts.append(f"task_id = {literal(task_id)}")
+        parts.append(f"task_id = {sql_literal(task_id)}")
     if where and where.strip():
         parts.append(f"({where})")
     return " and ".join(parts) or "true"
@@ -60,7 +56,7 @@ def fold_selected(
     """
     kind_filter = ""
     if kinds:
-        kind_filter = f" and kind in ({', '.join(literal(k) for k in kinds)})"
+        kind_filter = f" and kind in ({', '.join(sql_literal(k) for k in kinds)})"
     table = store.sql_arrow(
         "select stream, byte_offset, byte_length from journal where session_id in "
         f"(select session_id from sessions where {condition}){kind_filter} "

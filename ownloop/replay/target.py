@@ -8,8 +8,7 @@ A task id picks that task's latest session in ``--run``, or, without ``--run``, 
 from __future__ import annotations
 
 from ownloop.replay.fold import Session, fold
-from ownloop.replay.selection import literal
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.errors import OwnloopError
 
 __all__ = ["TargetNotFound", "load_session", "resolve_target"]
@@ -30,8 +29,8 @@ def resolve_target(store: Store, target: str, run_id: str | None = None) -> str:
     Raises:
         TargetNotFound: nothing matches; the message says how to list what is there.
     """
-    t = literal(target)
-    in_run = f" and s.run_id = {literal(run_id)}" if run_id else ""
+    t = sql_literal(target)
+    in_run = f" and s.run_id = {sql_literal(run_id)}" if run_id else ""
     # rank 0: a session id, 1: a task id, 2: a task name followed by -SEED
     rows = store.sql(
         "with r as (select run_id, min(started_at) as run_start from sessions group by run_id) "

@@ -55,9 +55,15 @@ __all__ = [
     "VerifyReport",
     "new_id",
     "open_store",
+    "sql_literal",
 ]
 
 DEFAULT_STORE = "ownloop-data"
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a SQL string literal, for values a user typed (run ids, task ids, filters)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 class Store:

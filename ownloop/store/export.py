@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 
+from ownloop.store import sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import describe_error
@@ -30,9 +31,6 @@ class ViewFile(NamedTuple):
     rows: int
     path: Path
 
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def export_views(store: Store, out: str | os.PathLike[str],
@@ -70,7 +68,7 @@ def export_views(store: Store, out: str | os.PathLike[str],
                 target = folder / f"{view}.parquet"
                 partial = folder / f".{view}.parquet.{os.getpid()}.tmp"
                 try:
-                    con.execute(f"copy ({query}) to {_quote(str(partial))} (format parquet)")
+                    con.execute(f"copy ({query}) to {sql_literal(str(partial))} (format parquet)")
                 except duckdb.Error as exc:
                     partial.unlink(missing_ok=True)
                     raise OwnloopError(
@@ -89,7 +87,7 @@ def _run_filter(con: duckdb.DuckDBPyConnection, view: str, run_id: str | None) -
     columns = {name for (name, *_) in con.execute(f'describe select * from "{view}"').fetchall()}
     if "session_id" in columns:
         return (" where session_id in (select session_id from session_started where run_id = "
-                f"{_quote(run_id)})")
+                f"{sql_literal(run_id)})")
     if "run_id" in columns:
-        return f" where run_id = {_quote(run_id)}"
+        return f" where run_id = {sql_literal(run_id)}"
     return ""

@@ -27,6 +27,7 @@ import duckdb
 import msgspec
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from ownloop.store import sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.journal import decode_lines
@@ -344,7 +345,7 @@ class Index:
         """Every event about one session, from every stream: streams in order, merged by time."""
         table = self.query_arrow(
             "select stream, byte_offset, byte_length from journal where session_id = "
-            + _literal(session_id) + " order by stream, seq")
+            + sql_literal(session_id) + " order by stream, seq")
         places: dict[str, list[tuple[int, int]]] = {}
         for stream, offset, length in zip(*(c.to_pylist() for c in table.columns), strict=True):
             places.setdefault(stream, []).append((offset, length))
@@ -357,7 +358,3 @@ class Index:
                     raws.append(f.read(length - 1))  # without the newline
             per_stream.append(decode_lines(raws).events)
         return list(heapq.merge(*per_stream, key=lambda e: e.at))
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.query import QueryResult
 
 __all__ = ["sessions_table"]
@@ -11,9 +11,6 @@ _COLUMNS = ("session_id, task_id, agent, attempt, status, steps, round(seconds, 
             "passed, answer")
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
 
 def sessions_table(
     store: Store, *, run_id: str | None = None, status: str | None = None, limit: int = 50
@@ -21,9 +18,9 @@ def sessions_table(
     """Sessions of ``run_id`` (all runs if None) with ``status`` (any if None), newest first."""
     where = []
     if run_id:
-        where.append(f"run_id = {_quote(run_id)}")
+        where.append(f"run_id = {sql_literal(run_id)}")
     if status:
-        where.append(f"status = {_quote(status)}")
+        where.append(f"status = {sql_literal(status)}")
     clause = f"where {' and '.join(where)} " if where else ""
     columns = _COLUMNS if run_id else "run_id, " + _COLUMNS
     return store.sql(

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, fold
-from ownloop.store import MissingBlob, Store
+from ownloop.store import MissingBlob, Store, sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.transfer.forms import form_of, step_line
 from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
@@ -67,7 +67,7 @@ def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportRes
     """
     rows = store.sql(
         "select session_id, task_id, agent from sessions where run_id = "
-        + "'" + run_id.replace("'", "''") + "' and parent_session_id is null "
+        + sql_literal(run_id) + " and parent_session_id is null "
         "order by task_id, attempt, started_at").rows
     if not rows:
         raise OwnloopError(f"no sessions in run {run_id!r}. List runs with: ownloop sql "

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from ownloop import __version__
 from ownloop.agents import AGENTS, make_agent
 from ownloop.agents.base import Agent
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     ActionParsed,
@@ -151,17 +151,14 @@ def import_dir(store: Store, directory: str | Path, agent: str, run_id: str | No
     return ImportResult(run, imported, already, dict(counts), skipped)
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
 
 def _already_imported(store: Store, run: str) -> tuple[set[str], dict[str, int]]:
     """Folder hashes already imported into ``run``, and each task's highest attempt there."""
     hashes = store.sql(
         "select distinct e.value ->> 'sha256' from evidence e join sessions s using (session_id) "
-        f"where s.run_id = {_quote(run)} and e.name = 'imported_folder'").rows
+        f"where s.run_id = {sql_literal(run)} and e.name = 'imported_folder'").rows
     attempts = store.sql(
-        f"select task_id, max(attempt) from sessions where run_id = {_quote(run)} "
+        f"select task_id, max(attempt) from sessions where run_id = {sql_literal(run)} "
         "group by task_id").rows
     return {h for (h,) in hashes if h}, {t: int(a) for t, a in attempts if t is not None}
 

@@ -11,8 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ownloop.replay.selection import literal
-from ownloop.store import Store
+from ownloop.store import Store, sql_literal
 
 __all__ = [
     "PAGE_SIZE",
@@ -95,7 +94,7 @@ def _page(params: Mapping[str, str]) -> int:
 
 
 def _equals(column: str, value: str) -> str:
-    return f"{column} is null" if value == "(none)" else f"{column} = {literal(value)}"
+    return f"{column} is null" if value == "(none)" else f"{column} = {sql_literal(value)}"
 
 
 def _session_conditions(filters: Mapping[str, str]) -> list[str]:
@@ -112,14 +111,14 @@ def _session_conditions(filters: Mapping[str, str]) -> list[str]:
     elif passed == "ungraded":
         where.append("passed is null")
     if "task" in filters:
-        where.append(f"contains(lower(task_id), {literal(filters['task'].lower())})")
+        where.append(f"contains(lower(task_id), {sql_literal(filters['task'].lower())})")
     return where
 
 
 def _choices(store: Store, table: str, columns: Mapping[str, str]) -> dict[str, list[str]]:
     # One query for every filter's values: each store.sql opens the index once.
     union = " union all ".join(
-        f"select distinct {literal(name)} as f, cast({column} as varchar) as v from {table}"
+        f"select distinct {sql_literal(name)} as f, cast({column} as varchar) as v from {table}"
         for name, column in columns.items())
     choices: dict[str, list[str]] = {name: [] for name in columns}
     for name, value in store.sql(f"{union} order by f, v nulls first").rows:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from tests.grading.conftest import evidence
 
 from ownloop.grading import Grade, final_url, make_grader
+from tests.grading.conftest import evidence
 
 RECORD = "http://127.0.0.1:8312/_admin/record"
 BODY = {"items": [{"name": "Bob", "age": 41, "tags": ["a", "b"], "ok": True}], "count": 1}

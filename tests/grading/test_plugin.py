@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tests.grading.conftest import evidence
 
 from ownloop.grading import Grade, GraderSpecError, PythonGrader, make_grader
+from tests.grading.conftest import evidence
 
 DONE = (evidence("final_url", "http://h/done"),)
 

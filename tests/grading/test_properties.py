@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import msgspec
-from tests.grading.conftest import AT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ownloop.grading import Grade, GraderSpecError, make_grader
 from ownloop.store.events import EvidenceCaptured
+from tests.grading.conftest import AT
 
 SPECS = [
     "answer:exact:42",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tests.grading.conftest import evidence
 
 from ownloop.grading import (
     AnswerGrader,
@@ -17,6 +16,7 @@ from ownloop.grading import (
     grade_session,
     make_grader,
 )
+from tests.grading.conftest import evidence
 
 EVIDENCE = (
     evidence("final_url", "http://h/done"),
