@@ -285,7 +285,8 @@ def record(
             # its browser went down with the same Ctrl-C) ends here, so none is left open.
             unended = [SessionEnded(at=now(), run_id=run_id, session_id=session_id,
                                     status="interrupted", error="interrupted (Ctrl-C)")
-                       for session_id in list(runner.in_flight)]
+                       for session_id in list(runner.in_flight)
+                       if not _has_ended(store, session_id)]
             run_stream.append(unended)
             runner.results.extend(
                 EpisodeResult(e.session_id, runner.in_flight[e.session_id], "interrupted", None,
@@ -301,6 +302,11 @@ def record(
     if runner.fatal and not runner.results:
         raise OwnloopError(runner.fatal[0])
     return summary
+
+
+def _has_ended(store: Store, session_id: str) -> bool:
+    """Whether the session's own stream already holds its end (written, not yet reported)."""
+    return any(isinstance(event, SessionEnded) for event in store.read_stream(session_id))
 
 
 def _versions(chromium: str) -> Versions:
