@@ -30,7 +30,7 @@ from ownloop.store.verify import VerifyReport, verify_store
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]
 
-    from ownloop.store.index import Index, SyncResult
+    from ownloop.store.index import Index, Params, SyncResult
     from ownloop.store.query import QueryError, QueryResult
 
 # DuckDB and pyarrow load only when the index is used: recorders append to the journal and never
@@ -119,13 +119,17 @@ class Store:
         """Drop the DuckDB index and rebuild it from the whole journal."""
         return self.index().rebuild()
 
-    def sql(self, query: str) -> QueryResult:
-        """Run a read-only query after bringing the index up to date: columns, types, rows."""
-        return self.index().query(query)
+    def sql(self, query: str, params: Params = None) -> QueryResult:
+        """Run a read-only query after bringing the index up to date: columns, types, rows.
 
-    def sql_arrow(self, query: str) -> pa.Table:
+        ``params`` are bound to the query's ``?`` (or ``$name``) placeholders, e.g.
+        ``store.sql("select * from sessions where run_id = ?", [run_id])``.
+        """
+        return self.index().query(query, params)
+
+    def sql_arrow(self, query: str, params: Params = None) -> pa.Table:
         """Like ``sql``, returning a ``pyarrow.Table``."""
-        return self.index().query_arrow(query)
+        return self.index().query_arrow(query, params)
 
     def session_events(self, session_id: str) -> list[Event]:
         """Every event about one session, from every stream, in the order they happened."""

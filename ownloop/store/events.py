@@ -55,6 +55,12 @@ __all__ = [
     "Part",
     "Rejected",
     "RunEnded",
+    "RunSealed",
+    "SealedSession",
+    "SessionCounted",
+    "StreamHead",
+    "StreamsCataloged",
+    "TaskClaimed",
     "RunStarted",
     "Sampling",
     "Scroll",
@@ -334,6 +340,7 @@ class Versions(_Frozen, frozen=True, kw_only=True):
     chromium: str = ""
     os: str = ""
     schema: int = SCHEMA_VERSION
+    git_dirty: bool | None = None  # None: not a git checkout (or git missing)
 
 
 class Sampling(_Frozen, frozen=True, kw_only=True):
@@ -420,6 +427,13 @@ class RunStarted(EventBase, tag="run_started", frozen=True, kw_only=True):
     tasks_sha256: str = ""
     prompt_source: str = ""
     versions: Versions = Versions()
+    # The run's contract (admission, see DESIGN §10): what a resume must match.
+    suite_version: str = ""  # e.g. the miniwob package's version
+    task_ids: tuple[str, ...] = ()
+    max_steps: int | None = None  # the step budget: policy turns per session
+    timeout_s: float | None = None
+    repeats: int = 1
+    config_sha256: str = ""  # sha256 of the contract's canonical JSON
 
 
 class SessionStarted(EventBase, tag="session_started", frozen=True, kw_only=True):
@@ -431,6 +445,8 @@ class SessionStarted(EventBase, tag="session_started", frozen=True, kw_only=True
     parent_session_id: str | None = None
     replay_mode: str | None = None
     fork_step: int | None = None
+    budget: int | None = None  # the step budget the session ran under (policy turns)
+    repeat: int = 1
 
 
 class ScreenshotTaken(EventBase, tag="screenshot_taken", frozen=True, kw_only=True):
@@ -458,6 +474,8 @@ class ModelCalled(EventBase, tag="model_called", frozen=True, kw_only=True):
     latency_ms: float = 0.0
     error: str | None = None
     served_by: str = ""  # "" for a live endpoint; how a cassette matched otherwise
+    response_blob: str | None = None  # sha256 of the response body exactly as received
+    http_status: int | None = None
 
 
 class ActionParsed(EventBase, tag="action_parsed", frozen=True, kw_only=True):
@@ -515,6 +533,7 @@ class SessionGraded(EventBase, tag="session_graded", frozen=True, kw_only=True):
     passed: bool = False
     details: str = ""
     source: Literal["record", "regrade", "import"] = "record"
+    against_seal: str = ""  # a regrade of a sealed run: the seal's fingerprint
 
 
 class FidelityMeasured(EventBase, tag="fidelity_measured", frozen=True, kw_only=True):
@@ -534,6 +553,58 @@ class RunEnded(EventBase, tag="run_ended", frozen=True, kw_only=True):
     seconds: float = 0.0
 
 
+class TaskClaimed(EventBase, tag="task_claimed", frozen=True, kw_only=True):
+    """A task (one repeat of it) was claimed for a session; ``took_over`` names a stale claim."""
+
+    task_id: str
+    repeat: int = 1
+    holder: str = ""  # host:pid of the claimant
+    took_over: str | None = None  # the stale claim's holder, when one was taken over
+
+
+class SessionCounted(EventBase, tag="session_counted", frozen=True, kw_only=True):
+    """Whether a scored session is the one that counts for its task: the first scored wins."""
+
+    task_id: str
+    repeat: int = 1
+    counted: bool
+    winner: str = ""  # the counted session of the task (this one when counted)
+
+
+class StreamHead(_Frozen, frozen=True, kw_only=True):
+    """Where a stream stood: its id, how many lines it had, and the last line's sum."""
+
+    stream: str
+    events: int
+    head: str
+
+
+class StreamsCataloged(EventBase, tag="streams_cataloged", frozen=True, kw_only=True):
+    """The heads of streams that ended (a run's sessions), so removal is detectable."""
+
+    heads: tuple[StreamHead, ...] = ()
+
+
+class SealedSession(_Frozen, frozen=True, kw_only=True):
+    session_id: str
+    task_id: str
+    repeat: int = 1
+    status: str | None = None
+    counted: bool = False
+    score: float | None = None
+    passed: bool | None = None
+
+
+class RunSealed(EventBase, tag="run_sealed", frozen=True, kw_only=True):
+    """A run audited and closed: the manifest's sha256 is the run's fingerprint."""
+
+    fingerprint: str  # sha256 of the manifest's canonical JSON
+    streams: tuple[StreamHead, ...] = ()
+    sessions: tuple[SealedSession, ...] = ()
+    blobs: int = 0
+    budget: int | None = None
+
+
 Event = (
     RunStarted
     | SessionStarted
@@ -546,6 +617,10 @@ Event = (
     | SessionGraded
     | FidelityMeasured
     | RunEnded
+    | TaskClaimed
+    | SessionCounted
+    | StreamsCataloged
+    | RunSealed
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = Event.__args__

@@ -16,18 +16,17 @@ import gc
 import heapq
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
 from itertools import accumulate, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 import msgspec
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from ownloop.store import sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.journal import decode_lines
@@ -38,7 +37,10 @@ from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerp
 if TYPE_CHECKING:
     from ownloop.store import Store
 
-__all__ = ["Index", "SyncResult", "VIEWS_SQL"]
+__all__ = ["Index", "Params", "SyncResult", "VIEWS_SQL"]
+
+Params = Sequence[Any] | Mapping[str, Any] | None
+"""Values bound to a query's ``?`` or ``$name`` placeholders."""
 
 VIEWS_SQL = resources.files("ownloop.store").joinpath("views.sql").read_text()
 _FINGERPRINT = fingerprint(VIEWS_SQL)
@@ -327,25 +329,25 @@ class Index:
         return True
 
     # -------------------------------------------------------------- reading
-    def query(self, sql: str) -> QueryResult:
+    def query(self, sql: str, params: Params = None) -> QueryResult:
         """Bring the index up to date, then run ``sql`` read-only: column names, types, rows."""
-        return self._read(sql, arrow=False)
+        return self._read(sql, arrow=False, params=params)
 
-    def query_arrow(self, sql: str) -> pa.Table:
+    def query_arrow(self, sql: str, params: Params = None) -> pa.Table:
         """Like ``query``, returning an Arrow table."""
-        return self._read(sql, arrow=True)
+        return self._read(sql, arrow=True, params=params)
 
-    def _read(self, sql: str, *, arrow: bool) -> QueryResult | pa.Table:
+    def _read(self, sql: str, *, arrow: bool, params: Params) -> QueryResult | pa.Table:
         if not self.up_to_date():
             self.sync()
         with hold_lock(self.lock_path, exclusive=False):
-            return run_read_only(self.path, sql, arrow=arrow)
+            return run_read_only(self.path, sql, arrow=arrow, params=params)
 
     def session_events(self, session_id: str) -> list[Event]:
         """Every event about one session, from every stream: streams in order, merged by time."""
         table = self.query_arrow(
-            "select stream, byte_offset, byte_length from journal where session_id = "
-            + sql_literal(session_id) + " order by stream, seq")
+            "select stream, byte_offset, byte_length from journal where session_id = ? "
+            "order by stream, seq", [session_id])
         places: dict[str, list[tuple[int, int]]] = {}
         for stream, offset, length in zip(*(c.to_pylist() for c in table.columns), strict=True):
             places.setdefault(stream, []).append((offset, length))

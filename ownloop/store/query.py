@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -97,8 +98,13 @@ def describe_error(exc: BaseException) -> str:
     return " ".join(part.strip() for part in paragraph.splitlines() if part.strip())
 
 
-def run_read_only(path: Path, sql: str, *, arrow: bool = False) -> QueryResult | pa.Table:
+def run_read_only(path: Path, sql: str, *, arrow: bool = False,
+                  params: Sequence[Any] | Mapping[str, Any] | None = None,
+                  ) -> QueryResult | pa.Table:
     """Run ``sql`` (one or more reading statements) on the index; the last one's result.
+
+    ``params`` are bound to the last statement's ``?`` (or ``$name``) placeholders: values never
+    become SQL text.
 
     Raises:
         QueryError: a statement would change something, or DuckDB rejected the query.
@@ -131,9 +137,9 @@ def run_read_only(path: Path, sql: str, *, arrow: bool = False) -> QueryResult |
             con.execute(statement.query)
         last = statements[-1].query
         if arrow:
-            relation = con.sql(last)
+            relation = con.sql(last, params=params)
             return pa.table({}) if relation is None else relation.to_arrow_table()
-        cursor = con.execute(last)
+        cursor = con.execute(last, params) if params is not None else con.execute(last)
         description = cursor.description or []
         return QueryResult([d[0] for d in description], [str(d[1]) for d in description],
                            cursor.fetchall())

@@ -77,6 +77,8 @@ def blob_references(event: Event) -> Iterator[str]:
             for part in message.parts:
                 if isinstance(part, ImagePart):
                     yield part.sha256
+        if event.response_blob:
+            yield event.response_blob
     elif isinstance(event, EvidenceCaptured) and event.sha256:
         yield event.sha256
     elif isinstance(event, BrowserActed) and event.download:

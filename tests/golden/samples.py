@@ -139,6 +139,18 @@ ADDED: tuple[E.EventBase, ...] = (
             E.ButtonUp(button="right"),
             E.Rejected(reason="line 3: import os is not allowed", raw="import os"),
         )),
+    # The ledger (admission, claims, catalog, seal).
+    E.TaskClaimed(at=_at(2.5), run_id="r1", session_id="s1", task_id="t1", repeat=1,
+                  holder="node-1:4242", took_over="node-2:77"),
+    E.SessionCounted(at=_at(23.5), run_id="r1", session_id="s1", task_id="t1", counted=True,
+                     winner="s1"),
+    E.StreamsCataloged(at=_at(24.5), run_id="r1", heads=(
+        E.StreamHead(stream="s1", events=12, head="0" * 32),)),
+    E.RunSealed(at=_at(26), run_id="r1", fingerprint="f" * 64,
+                streams=(E.StreamHead(stream="s1", events=12, head="0" * 32),),
+                sessions=(E.SealedSession(session_id="s1", task_id="t1", status="finished",
+                                          counted=True, score=1.0, passed=True),),
+                blobs=3, budget=40),
 )
 
 _encoder = msgspec.json.Encoder()
