@@ -12,6 +12,7 @@ torn tail (a writer died mid-write): readers skip it and ``verify`` names it as 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import operator
 import os
@@ -23,12 +24,14 @@ from typing import NamedTuple
 
 import msgspec
 
-from ownloop.store.events import Event
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Event, StreamHead
 
 __all__ = [
     "DecodedLines",
     "JournalLine",
     "StreamCheck",
+    "StoreWriteError",
     "StreamProblem",
     "StreamWriter",
     "check_stream",
@@ -51,6 +54,7 @@ class _Line(msgspec.Struct, frozen=True):
 
 
 _decoder = msgspec.json.Decoder(_Line)
+_event_decoder = msgspec.json.Decoder(Event)
 _batch_decoder = msgspec.json.Decoder(list[_Line])
 
 
@@ -77,8 +81,20 @@ def _checksum(prev: str, seq: int, event_bytes: bytes) -> str:
     return h.hexdigest()[:32]
 
 
+class StoreWriteError(OwnloopError):
+    """A journal append that did not reach the disk (full, read-only, I/O error).
+
+    Nothing of the failed batch stays in the stream: the writer cut it back to its last good
+    line, or, when even that failed, refuses every later append to the stream.
+    """
+
+
 class StreamWriter:
-    """The only writer of a new stream file. ``append`` writes a batch and fsyncs it once."""
+    """The only writer of a new stream file. ``append`` writes a batch and fsyncs it once.
+
+    The file is created by the first append (a writer that never appends leaves no file), with
+    O_EXCL: a second writer of the same name fails instead of interleaving lines.
+    """
 
     def __init__(self, path: Path, *, fsync: bool = True) -> None:
         self.path = path
@@ -86,39 +102,91 @@ class StreamWriter:
         self._fsync = fsync
         self._lock = threading.Lock()
         self._seq, self._prev = 0, ""
-        # A stream is created by its one writer and never reopened: O_EXCL makes a second
-        # writer of the same name fail instead of interleaving lines.
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        self._size = 0  # bytes acknowledged: the file is cut back to this after a failed write
+        self._fd = -1
+        self._closed = False
+        self._broken: str | None = None  # why appends are refused, once a cut-back failed
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "a journal stream of this name exists", str(path))
+
+    def _encode(self, events: Sequence[Event]) -> tuple[bytes, int, str]:
+        """The batch's lines, the last seq and sum; a line that would not decode is refused."""
+        chunks = []
+        seq, prev = self._seq, self._prev
+        for event in events:
+            seq += 1
+            try:
+                body = _encoder.encode(event)
+                _event_decoder.decode(body)
+            except (msgspec.MsgspecError, UnicodeError, TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"refusing to append a {type(event).__name__} that would not decode: "
+                    f"{exc}") from None
+            total = _checksum(prev, seq, body)
+            chunks.append(b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (
+                seq, prev.encode(), total.encode()))
+            chunks.append(body)
+            chunks.append(b"}\n")
+            prev = total
+        return b"".join(chunks), seq, prev
 
     def append(self, events: Sequence[Event]) -> None:
-        """Write ``events`` as consecutive lines, then fsync: after it returns they are durable."""
+        """Write ``events`` as consecutive lines, then fsync: after it returns they are durable.
+
+        Raises:
+            StoreWriteError: the batch did not reach the disk; none of it stays in the stream.
+            ValueError: an event would not decode once written (nothing was written).
+        """
         if not events:
             return
         with self._lock:
-            if self._fd < 0:
+            if self._closed:
                 raise ValueError(f"stream {self.stream_id} is closed")
-            chunks = []
-            seq, prev = self._seq, self._prev
-            for event in events:
-                seq += 1
-                body = _encoder.encode(event)
-                total = _checksum(prev, seq, body)
-                chunks.append(b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (
-                    seq, prev.encode(), total.encode()))
-                chunks.append(body)
-                chunks.append(b"}\n")
-                prev = total
-            data = b"".join(chunks)
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            if self._fsync:
-                os.fsync(self._fd)
+            if self._broken:
+                raise StoreWriteError(self._broken)
+            data, seq, prev = self._encode(events)
+            try:
+                if self._fd < 0:
+                    self._fd = os.open(
+                        self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+                view = memoryview(data)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+                if self._fsync:
+                    os.fsync(self._fd)
+            except OSError as exc:
+                raise self._cut_back(exc) from None
+            self._size += len(data)
             self._seq, self._prev = seq, prev
+
+    def _cut_back(self, exc: OSError) -> StoreWriteError:
+        """Undo a partly written batch; when that fails too, refuse the stream from now on."""
+        what = f"cannot append to {self.path}: {os.strerror(exc.errno or 0) or exc}"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            what += (" (the disk holding the store is full). Free space, then run the same "
+                     "command again to resume")
+        elif exc.errno == errno.EROFS:
+            what += " (the store is on a read-only file system)"
+        if self._fd < 0:
+            return StoreWriteError(what)
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError as cut:
+            self._broken = (f"{what}; the partial write could not be cut back "
+                            f"({os.strerror(cut.errno or 0)}), so the stream takes no more "
+                            "appends. Run: ownloop verify")
+            return StoreWriteError(self._broken)
+        return StoreWriteError(what)
+
+    def head(self) -> StreamHead:
+        """Where the stream stands: its id, how many lines it has, the last line's sum."""
+        with self._lock:
+            return StreamHead(stream=self.stream_id, events=self._seq, head=self._prev)
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
