@@ -168,6 +168,8 @@ def index_command(ctx: click.Context, rebuild: bool) -> None:
 @click.option("--retries", default=3, show_default=True, help="Retries of a failed model call.")
 @click.option("--retry-wait", default=5.0, show_default=True, help="Seconds between retries.")
 @click.option("--call-timeout", default=120.0, show_default=True, help="Seconds per model call.")
+@click.option("--allow-host", multiple=True, metavar="GLOB", help="Confine the model's navigation "
+              "to these hosts, e.g. '*.example.com' (repeatable; http(s) only in any case).")
 @click.pass_context
 @_friendly
 def record(ctx: click.Context, agent: str, **options: Any) -> None:

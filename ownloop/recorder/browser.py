@@ -9,12 +9,16 @@ that made them, so each worker thread calls :func:`open_browser` for its own dri
 from __future__ import annotations
 
 import base64
+import fnmatch
 import importlib.metadata
 import os
+import re
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
+from urllib.parse import urlsplit
 
 from playwright.sync_api import (
     Browser,
@@ -22,6 +26,8 @@ from playwright.sync_api import (
     CDPSession,
     Page,
     Playwright,
+    Request,
+    Route,
     sync_playwright,
 )
 from playwright.sync_api import Dialog as PlaywrightDialog
@@ -61,6 +67,7 @@ __all__ = [
     "browser_versions",
     "find_chromium",
     "launch",
+    "navigation_refusal",
     "open_browser",
     "start_playwright",
 ]
@@ -91,6 +98,17 @@ _POINTER_OPS = (MouseClick, MouseMove, MouseDown, MouseUp, MouseWheel)
 # the browser's events arrive so the Effect reports them, not the next operation.
 # Measured on the test site: a new tab or a download is announced 30-80 ms after the click returns.
 _TRIGGER_OPS = (MouseClick, MouseUp, KeyboardPress, KeyboardUp)
+
+
+# DESIGN §8: the model drives only http(s) pages (and about:blank). file:, chrome:, view-source:,
+# javascript:, data: and the rest would show it local files or browser internals.
+_MODEL_SCHEMES = ("http", "https")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# What Chromium's URL parser drops before it reads a URL (WHATWG URL: leading and trailing C0
+# controls and spaces, and every tab or newline anywhere), so "\tfile:..." is still file:.
+_URL_EDGES = "".join(chr(code) for code in range(0x21))
+_URL_DROPPED = str.maketrans("", "", "\t\n\r")
+_ERROR_PAGE = "chrome-error:"  # Chromium's page for a navigation that failed
 
 
 class ChromiumNotFound(OwnloopError):
@@ -212,6 +230,40 @@ def browser_versions(browser: Browser) -> dict[str, str]:
     return {"chromium": browser.version, "playwright": importlib.metadata.version("playwright")}
 
 
+def navigation_refusal(url: str, allow_hosts: Sequence[str] = ()) -> str | None:
+    """Why the model may not open ``url`` (a line starting ``refused:``), or None when it may.
+
+    The model may open ``about:blank`` and ``http``/``https`` URLs; with ``allow_hosts`` (globs
+    such as ``*.example.com`` or ``127.0.0.1:8000``, matched case-insensitively against the host,
+    or the host and port when the glob has a colon) only URLs on a matching host.
+    """
+    cleaned = url.strip(_URL_EDGES).translate(_URL_DROPPED)
+    if cleaned.lower() == "about:blank":
+        return None
+    scheme = _SCHEME.match(cleaned)
+    if scheme is None:
+        return f"refused: {url[:200]!r} is not an absolute http(s) URL"
+    name = scheme.group(1).lower()
+    if name not in _MODEL_SCHEMES:
+        return f"refused: {name}: URLs are not allowed; the model may only open http(s) pages"
+    # Chromium reads a backslash as a slash in http(s) URLs: "http://a\\@b" is host a, not b.
+    try:
+        parts = urlsplit(cleaned.replace("\\", "/"))
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return f"refused: {url[:200]!r} has an invalid host or port"
+    if not host:
+        return f"refused: {url[:200]!r} has no host"
+    if not allow_hosts:
+        return None
+    port = port or (443 if name == "https" else 80)
+    for glob in allow_hosts:
+        glob = glob.lower()
+        if fnmatch.fnmatchcase(f"{host}:{port}" if ":" in glob else host, glob):
+            return None
+    return f"refused: host {host} is not allowed by --allow-host {' '.join(allow_hosts)}"
+
+
 def _png_size(png: bytes) -> tuple[int, int]:
     # The IHDR chunk starts every PNG: width and height are big-endian at bytes 16..24.
     return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
@@ -231,6 +283,8 @@ class BrowserSession:
         dialogs: ``accept`` or ``dismiss`` every alert/confirm/prompt/beforeunload dialog.
         event_grace_s: after a click, key press or typing, how long to let a popup, download or
             dialog announce itself so the operation's :class:`Effect` reports it.
+        allow_hosts: host globs the model's navigation is confined to (``--allow-host``); empty:
+            any http(s) host. The suite's own :meth:`goto` is not confined.
     """
 
     def __init__(
@@ -241,6 +295,7 @@ class BrowserSession:
         settle_s: float = 1.0,
         dialogs: Literal["accept", "dismiss"] | str = "accept",
         event_grace_s: float = 0.15,
+        allow_hosts: tuple[str, ...] = (),
     ) -> None:
         if dialogs not in ("accept", "dismiss"):
             raise OwnloopError(f"unknown dialog policy {dialogs!r}. Use accept or dismiss")
@@ -248,6 +303,9 @@ class BrowserSession:
         self.settle_s = settle_s
         self.dialogs = dialogs
         self.event_grace_s = event_grace_s
+        self.allow_hosts = tuple(allow_hosts)
+        self._model_driving = False  # True from the first execute(), except inside goto()
+        self._refusals: list[str] = []
         self._pages: list[Page] = []
         self._cdp: dict[Page, CDPSession] = {}
         self._loading: set[Page] = set()  # pages whose main frame is loading a new document
@@ -265,6 +323,10 @@ class BrowserSession:
         )
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)
+        if self.allow_hosts:
+            # Stop a click, form or redirect to another host before it loads. Every request
+            # passes through this process then, so only when hosts are confined.
+            self.context.route("**/*", self._guard_request)
         self._on_page(self.context.new_page())
         self._opened = 0
         # Chromium announces a new tab (Target.targetCreated) before the click that opened it
@@ -290,6 +352,22 @@ class BrowserSession:
         info = event.get("targetInfo", {})
         if info.get("type") == "page" and info.get("browserContextId") == context_id:
             self._announced += 1
+
+    def _guard_request(self, route: Route, request: Request) -> None:
+        refusal = None
+        if self._model_driving and request.is_navigation_request():
+            frame = request.frame
+            if frame.parent_frame is None:
+                refusal = navigation_refusal(request.url, self.allow_hosts)
+        try:
+            if refusal is None:
+                route.fallback()
+            else:
+                self._refusals.append(refusal)
+                # ERR_ABORTED: Chromium keeps the page as it was, with no error page.
+                route.abort("aborted")
+        except PlaywrightError:
+            pass  # the page went away with its request
 
     def _on_download(self, download: PlaywrightDownload) -> None:
         self._downloads.append(download)
@@ -338,13 +416,18 @@ class BrowserSession:
     def goto(self, url: str) -> None:
         """Open ``url`` in the followed page and wait for its load event.
 
+        The suite's navigation: not confined to http(s) or ``allow_hosts`` (the model's is).
+
         Raises:
             BrowserFailed: the page could not be loaded.
         """
+        driving, self._model_driving = self._model_driving, False
         try:
             self.page.goto(url, wait_until="load", timeout=_NAVIGATION_TIMEOUT_MS)
         except PlaywrightError as error:
             raise BrowserFailed(f"could not open {url}: {_message(error)}") from None
+        finally:
+            self._model_driving = driving
 
     def evaluate(self, js: str, arg: Any = None, *, page: Page | None = None) -> Any:
         """Evaluate a JavaScript expression or function in the followed page (or ``page``).
@@ -451,8 +534,11 @@ class BrowserSession:
         self._dialogs.clear()
         self._downloads.clear()
         self._opened = self._announced = 0
+        self._refusals.clear()
+        self._model_driving = True
         page = self.page
         url_before = page.url
+        urls_before = {open_page: open_page.url for open_page in self.pages}
         element: Element | None = None
         error: str | None = None
         try:
@@ -461,11 +547,18 @@ class BrowserSession:
             if isinstance(op, _POINTER_OPS):
                 x, y = self._target(page, op)
                 element = self.element_at(x, y)
-            self._run(page, op)
+            refusal = navigation_refusal(op.url, self.allow_hosts) if isinstance(
+                op, PageGoto) else None
+            if refusal is not None:
+                self._refusals.append(refusal)
+            else:
+                self._run(page, op)
             if isinstance(op, _TRIGGER_OPS) or (isinstance(op, KeyboardType) and "\n" in op.text):
                 self._grace(page)
         except PlaywrightError as exc:
             error = _message(exc)
+        self._leave_refused(urls_before, url_before)
+        error = self._refusals[0] if self._refusals else error
         download = self._take_download()
         after = self.page
         return Effect(
@@ -474,6 +567,27 @@ class BrowserSession:
             dialog=self._dialogs[0] if self._dialogs else None, download=download,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+
+    def _leave_refused(self, urls_before: dict[Page, str], opener_url: str) -> None:
+        # The backstop for what no check saw coming (a redirect, a link the page wrote, a popup):
+        # a page that went from a URL the model may open to one it may not is blanked before the
+        # next screenshot. A page the suite itself opened on file: or another host stays usable,
+        # and Chromium's own error page (chrome-error:) for a failed allowed navigation is shown.
+        for page in self.pages:
+            before = urls_before.get(page, opener_url)
+            refusal = navigation_refusal(page.url, self.allow_hosts)
+            if (refusal is None or page.url == before or page.url.startswith(_ERROR_PAGE)
+                    or not (before.startswith(_ERROR_PAGE)
+                            or navigation_refusal(before, self.allow_hosts) is None)):
+                continue
+            self._refusals.append(refusal)
+            try:
+                page.goto("about:blank", timeout=_NAVIGATION_TIMEOUT_MS)
+            except PlaywrightError:
+                try:
+                    page.close()
+                except PlaywrightError:
+                    pass  # already gone
 
     def _target(self, page: Page, op: Op) -> tuple[float, float]:
         if isinstance(op, MouseClick | MouseMove):

@@ -57,7 +57,7 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
         error_retries=options["error_retries"], settle_s=options["settle"],
         chromium=options["chromium"], call_retries=options["retries"],
         call_retry_wait_s=options["retry_wait"], call_timeout_s=options["call_timeout"],
-        argv=argv)
+        argv=argv, allow_hosts=tuple(options.get("allow_host") or ()))
     progress = RunProgress()
     with load_suite(suite=options["suite"], tasks_file=options["tasks_file"],
                     base=options["base"], seeds=options["seeds"]) as suite:

@@ -63,6 +63,7 @@ class RecordOptions(NamedTuple):
     call_retry_wait_s: float = 5.0
     call_timeout_s: float = 120.0
     argv: tuple[str, ...] = ()
+    allow_hosts: tuple[str, ...] = ()  # --allow-host: host globs the model may navigate to
 
 
 class RunSummary(NamedTuple):
@@ -199,7 +200,8 @@ class _Runner:
 
     def run_one(self, handle: Any, task: Task, attempt: int) -> EpisodeResult:
         settings = self.agent.settings
-        session = BrowserSession(handle.browser, settings.viewport, settle_s=self.options.settle_s)
+        session = BrowserSession(handle.browser, settings.viewport, settle_s=self.options.settle_s,
+                                 allow_hosts=self.options.allow_hosts)
         try:
             started = SessionStarted(
                 at=now(), run_id=self.run_id, session_id=new_id(), task=task,
