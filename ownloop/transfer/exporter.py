@@ -27,6 +27,8 @@ __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
 FORMATS = ("session-dir", "parquet")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
+# In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
+_UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\\\ud800-\udfff]")
 
 
 class ExportResult(NamedTuple):
@@ -140,8 +142,12 @@ class _Writer:
                 self._copy_blob(shot.sha256, folder / "screens" / f"step_{step.step:02d}.png")
         (folder / "steps.jsonl").write_text("".join(f"{line}\n" for line in lines))
         for item in session.evidence:
-            if item.name == "import:file" and item.sha256 and _safe_relative(item.source):
-                self._copy_blob(item.sha256, folder / item.source)
+            if item.name == "import:file" and item.sha256:
+                if _safe_relative(item.source):
+                    self._copy_blob(item.sha256, folder / item.source)
+                else:  # e.g. a NUL byte, a control character, "..": never a path to write
+                    self.skipped.append(f"skipped {folder}/{item.source!r} (not a plain "
+                                        "relative file name)")
 
     def _copy_blob(self, sha256: str, target: Path) -> None:
         try:
@@ -225,9 +231,12 @@ def _loads(text: str) -> Any:
 
 
 def _safe_relative(path: str) -> bool:
+    """Whether a recorded file name can be written under the task folder as it is."""
+    if _UNSAFE_CHARACTERS.search(path):
+        return False
     parts = PurePosixPath(path).parts
     return bool(parts) and not PurePosixPath(path).is_absolute() and ".." not in parts \
-        and all(part not in ("", ".") for part in parts)
+        and all(part not in ("", ".") and len(part.encode()) <= 255 for part in parts)
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:

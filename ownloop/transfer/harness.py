@@ -11,14 +11,21 @@ The layout, one folder per task::
 
 Nothing here touches the store: ``read_folder`` returns the folder's contents and a list of what
 it had to skip (a line that is not JSON, a screenshot that is missing, ...).
+
+Only regular files are read (DESIGN §8): a symlink is never followed (it could name any file on the
+machine) and a FIFO, socket or device is never opened (a FIFO would block the import). Each one is
+skipped and named in the folder's skip list.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +39,7 @@ __all__ = [
     "is_result_folder",
     "png_size",
     "read_folder",
+    "unreadable",
 ]
 
 _SUMMARIES = ("session.json", "session_failed.json")
@@ -91,10 +99,69 @@ class ResultFolder:
     skipped: list[str]
 
 
+def unreadable(path: Path) -> str | None:
+    """Why import skips ``path`` ("symlink, not followed", "FIFO, not read", ...), else None.
+
+    A missing path, a regular file and a folder (not through a symlink) are readable: None.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "symlink, not followed"
+    for test, kind in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "device"), (stat.S_ISBLK, "device")):
+        if test(mode):
+            return f"{kind}, not read"
+    return None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read(path: Path) -> bytes:
+    """A regular file's bytes; raises OSError for anything else, without following or blocking."""
+    # O_NOFOLLOW: a file swapped for a symlink after the check is not followed; O_NONBLOCK: a FIFO
+    # swapped in does not block the open. fstat then proves what was opened is a regular file.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return file.read()
+
+
+def _walk(path: Path) -> Iterator[Path]:
+    """Every entry under ``path`` in name order, not descending through symlinks."""
+    try:
+        entries = sorted(path.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        yield entry
+        if _is_dir(entry):
+            yield from _walk(entry)
+
+
+def _files(path: Path) -> Iterator[Path]:
+    return (entry for entry in _walk(path) if _is_file(entry))
+
+
 def is_result_folder(path: Path) -> bool:
     """Whether ``path`` looks like a harness result folder."""
     return path.is_dir() and any(
-        (path / name).exists() for name in (*_SUMMARIES, "steps.jsonl", "screens"))
+        os.path.lexists(path / name) for name in (*_SUMMARIES, "steps.jsonl", "screens"))
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -108,9 +175,9 @@ def png_size(data: bytes) -> tuple[int, int]:
 def folder_sha256(path: Path) -> str:
     """A hash of every file under ``path``: relative names and bytes, in name order."""
     digest = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+    for file in sorted(_files(path)):
         name = file.relative_to(path).as_posix().encode()
-        data = file.read_bytes()
+        data = _read(file)
         digest.update(b"%d:%s:%d:" % (len(name), name, len(data)))
         digest.update(data)
     return digest.hexdigest()
@@ -123,8 +190,12 @@ def read_folder(path: Path) -> ResultFolder:
         path: the task's folder.
     """
     skipped: list[str] = []
+    for entry in _walk(path):
+        reason = unreadable(entry)
+        if reason is not None:
+            skipped.append(f"{entry.relative_to(path).as_posix()} ({reason})")
     final = _read_attempt(path, "", skipped)
-    if final.summary is not None and (path / "session_failed.json").exists() \
+    if final.summary is not None and _is_file(path / "session_failed.json") \
             and final.summary_file == "session.json":
         # Both files: session.json is the later word; the other is kept beside it.
         other = _read_json(path / "session_failed.json", "session_failed.json", skipped)
@@ -137,7 +208,7 @@ def read_folder(path: Path) -> ResultFolder:
         final.summary["error_attempts"] = listed  # not a list: kept as an unknown field
     numbered = sorted(
         (int(m.group(1)), p) for p in path.iterdir()
-        if p.is_dir() and (m := _ATTEMPT.fullmatch(p.name)))
+        if _is_dir(p) and (m := _ATTEMPT.fullmatch(p.name)))
     attempts = []
     for i, (_, sub) in enumerate(numbered):
         attempt = _read_attempt(sub, sub.name, skipped)
@@ -165,37 +236,49 @@ def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
     attempt = Attempt(label)
     names = ("attempt.json", *_SUMMARIES) if label else _SUMMARIES
     for name in names:
-        if (path / name).exists():
+        if _is_file(path / name):
             attempt.summary = _read_json(path / name, prefix + name, skipped)
             attempt.summary_file = name
             attempt.summary_keys = list(attempt.summary or ())
             break
-    if (path / "steps.jsonl").exists():
+    if _is_file(path / "steps.jsonl"):
         attempt.steps = _read_steps(path / "steps.jsonl", prefix, skipped)
     screens_dir = path / "screens"
-    if screens_dir.is_dir():
+    if _is_dir(screens_dir):
         for file in sorted(screens_dir.iterdir()):
             match = _SCREEN.fullmatch(file.name)
-            if match and file.is_file():
-                data = file.read_bytes()
+            data = _read_or_none(file) if match else None
+            if match and data is not None:
                 number = int(match.group(1))
                 attempt.screens[number] = Screen(number, data, *png_size(data))
     for number in sorted({s.step for s in attempt.steps} - set(attempt.screens)):
         skipped.append(f"{prefix}screens/step_{number:02d}.png (missing)")
-    for file in sorted(path.rglob("*")):
+    for file in _files(path):
         relative = file.relative_to(path)
         top = relative.parts[0]
-        if not file.is_file() or top in _KNOWN or _ATTEMPT.fullmatch(top):
+        if top in _KNOWN or _ATTEMPT.fullmatch(top):
             continue
         if top == "screens" and len(relative.parts) == 2 and _SCREEN.fullmatch(relative.name):
             continue
-        attempt.extra_files[relative.as_posix()] = file.read_bytes()
+        data = _read_or_none(file)
+        if data is not None:
+            attempt.extra_files[relative.as_posix()] = data
     return attempt
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return _read(path)
+    except OSError:
+        return None  # not a regular file (named in the skip list) or gone
 
 
 def _read_json(path: Path, label: str, skipped: list[str]) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_bytes())
+        value = json.loads(_read(path))
+    except OSError:
+        skipped.append(f"{label} (unreadable)")
+        return None
     except (ValueError, RecursionError):
         skipped.append(f"{label} (not JSON)")
         return None
@@ -207,7 +290,11 @@ def _read_json(path: Path, label: str, skipped: list[str]) -> dict[str, Any] | N
 
 def _read_steps(path: Path, prefix: str, skipped: list[str]) -> list[StepLine]:
     lines = []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+    data = _read_or_none(path)
+    if data is None:
+        skipped.append(f"{prefix}steps.jsonl (unreadable)")
+        return []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:

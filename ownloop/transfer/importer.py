@@ -46,7 +46,13 @@ from ownloop.store.events import (
 )
 from ownloop.store.ids import new_id
 from ownloop.transfer.forms import FORMS
-from ownloop.transfer.harness import Attempt, ResultFolder, is_result_folder, read_folder
+from ownloop.transfer.harness import (
+    Attempt,
+    ResultFolder,
+    is_result_folder,
+    read_folder,
+    unreadable,
+)
 from ownloop.transfer.statuses import ownloop_status
 
 __all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "import_dir"]
@@ -110,8 +116,13 @@ def import_dir(store: Store, directory: str | Path, agent: str, run_id: str | No
         folders = [root]
     else:
         folders = []
-        for sub in sorted(p for p in root.iterdir() if p.is_dir()):
-            if is_result_folder(sub):
+        for sub in sorted(root.iterdir()):
+            reason = unreadable(sub)  # never follow a symlink or open a FIFO/device/socket
+            if reason is not None:
+                skipped.append(f"{sub.name}: skipped ({reason})")
+            elif not sub.is_dir():
+                continue
+            elif is_result_folder(sub):
                 folders.append(sub)
             else:
                 skipped.append(f"{sub.name}: skipped (no session.json, session_failed.json, "
