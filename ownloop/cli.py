@@ -13,13 +13,18 @@ from rich.console import Console
 
 from ownloop import __version__
 from ownloop.store import Store, open_store
+from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
 
 __all__ = ["cli", "main"]
 
 
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the library's one-line errors into click errors (no traceback)."""
+    """Turn the library's one-line errors into click errors (no traceback).
+
+    A read-only store, a full disk or a file in the way that the library did not already explain
+    is still one line naming the path and the fix; any other OSError is a bug and shows as one.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -27,6 +32,11 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except OwnloopError as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            explained = disk_error(exc)
+            if explained is None:
+                raise
+            raise click.ClickException(str(explained)) from None
 
     return wrapper
 
@@ -47,7 +57,9 @@ def _store(ctx: click.Context) -> Store:
 @click.version_option(__version__, prog_name="ownloop")
 @click.option(
     "--store", "store", envvar="OWNLOOP_STORE", default="ownloop-data", show_default=True,
-    type=click.Path(file_okay=False), help="The store directory (also $OWNLOOP_STORE).",
+    # Not click.Path(file_okay=False): open_store says what is wrong with a path in one line,
+    # exit status 1, like every other store error.
+    type=click.Path(), help="The store directory (also $OWNLOOP_STORE).",
 )
 @click.pass_context
 def cli(ctx: click.Context, store: str) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ownloop.store.blobs import BlobStore, MissingBlob
+from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.ids import new_id
@@ -79,7 +80,10 @@ class Store:
     # -------------------------------------------------------------- writing
     def stream(self, stream_id: str | None = None) -> StreamWriter:
         """A new stream with this process as its only writer (the id is generated if not given)."""
-        self.journal_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.journal_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise (disk_error(exc, self.journal_dir) or exc) from None
         return StreamWriter(self.journal_dir / f"{stream_id or new_id()}.jsonl", fsync=self._fsync)
 
     def put_blob(self, data: bytes) -> str:
@@ -149,5 +153,14 @@ def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True
     path = Path(root or os.environ.get("OWNLOOP_STORE") or DEFAULT_STORE)
     if path.exists() and not path.is_dir():
         raise OwnloopError(f"{path} is a file, not a store directory. Pass --store DIR")
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise (disk_error(exc, path) or exc) from None
+    for part in ("journal", "blobs"):
+        # Read as an empty folder, a file here would make a damaged store look clean.
+        if (path / part).exists() and not (path / part).is_dir():
+            raise OwnloopError(
+                f"{path / part} is a file, but a store keeps a folder there: {path} is damaged or "
+                f"not an ownloop store. Move that file away, or pass --store DIR")
     return Store(path, fsync=fsync)

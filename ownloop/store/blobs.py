@@ -14,6 +14,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
 
 __all__ = ["BlobStore", "MissingBlob"]
@@ -37,15 +38,32 @@ class BlobStore:
         return self.root / sha256[:2] / sha256
 
     def put(self, data: bytes) -> str:
-        """Store ``data`` once and return its sha256."""
+        """Store ``data`` once and return its sha256.
+
+        Raises:
+            StoreNotWritable: the disk refused the write (read-only, full, ...); no temporary
+                file is left behind.
+        """
         sha256 = hashlib.sha256(data).hexdigest()
         target = self.path(sha256)
         if target.exists():
             return sha256
-        if sha256[:2] not in self._shards:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._shards.add(sha256[:2])
         temporary = target.parent / f".{sha256}.{secrets.token_hex(4)}.tmp"
+        try:
+            if sha256[:2] not in self._shards:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                self._shards.add(sha256[:2])
+            self._write(temporary, data)
+            os.replace(temporary, target)
+        except OSError as exc:
+            try:
+                temporary.unlink(missing_ok=True)
+            except OSError:
+                pass  # e.g. never created on a read-only store: the first error is the news
+            raise (disk_error(exc, target.parent) or exc) from None
+        return sha256
+
+    def _write(self, temporary: Path, data: bytes) -> None:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
@@ -55,8 +73,6 @@ class BlobStore:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temporary, target)
-        return sha256
 
     def get(self, sha256: str) -> bytes:
         try:

@@ -17,6 +17,7 @@ import heapq
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from importlib import resources
 from itertools import accumulate, repeat
 from operator import itemgetter
@@ -27,6 +28,7 @@ import duckdb
 import msgspec
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.journal import decode_lines
@@ -170,6 +172,15 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
     con.unregister("_rows")
 
 
+def _duckdb_disk_error(exc: duckdb.Error, path: Path) -> StoreNotWritable | None:
+    """The one-line error for a DuckDB write that the disk refused (DuckDB gives only text)."""
+    text = str(exc)
+    for code in sorted(DISK_ERRNOS):
+        if os.strerror(code) in text:
+            return disk_error(OSError(code, os.strerror(code)), path)
+    return None
+
+
 def _complete_lines(path: Path, start: int, size: int) -> Iterator[tuple[int, bytes]]:
     """Chunks of ``path`` between ``start`` and ``size`` that end with a newline, with offsets."""
     with open(path, "rb") as f:
@@ -199,17 +210,66 @@ class Index:
 
     # -------------------------------------------------------------- syncing
     def sync(self) -> SyncResult:
-        """Ingest every journal line not yet in the index (waits for the index lock)."""
-        with hold_lock(self.lock_path, exclusive=True):
-            return self._sync()
+        """Ingest every journal line not yet in the index (waits for the index lock).
+
+        Raises:
+            StoreNotWritable: the index needs writing and the store is read-only or full.
+        """
+        if self.up_to_date():  # also what lets a read-only store answer queries
+            return SyncResult(0, 0, 0, False)
+        with self._writing("its index is out of date"):
+            existed = self.path.exists()
+            try:
+                return self._sync()
+            except (duckdb.Error, OwnloopError, OSError):
+                if not existed:  # e.g. a full disk: a half-made file would not open next time
+                    self._remove_files(quietly=True)
+                raise
 
     def rebuild(self) -> SyncResult:
-        """Drop the index and ingest the whole journal again."""
-        with hold_lock(self.lock_path, exclusive=True):
-            for path in (self.path, self.path.with_name(self.path.name + ".wal"),
-                         self.manifest_path):
+        """Drop the index and ingest the whole journal again.
+
+        Raises:
+            StoreNotWritable: the store is read-only or full; a half-built index is removed.
+        """
+        with self._writing("its index cannot be rebuilt there"):
+            try:
+                self._remove_files()
+                return self._sync()
+            except (duckdb.Error, OwnloopError, OSError):
+                # Free what the failed attempt took; the next sync starts from nothing.
+                self._remove_files(quietly=True)
+                raise
+
+    def _remove_files(self, *, quietly: bool = False) -> None:
+        for path in (self.path, self.path.with_name(self.path.name + ".wal"),
+                     self.manifest_path):
+            try:
                 path.unlink(missing_ok=True)
-            return self._sync()
+            except OSError:
+                if not quietly:
+                    raise
+
+    @contextmanager
+    def _writing(self, state: str) -> Iterator[None]:
+        """Hold the index lock exclusively; the disk's refusals become one-line errors."""
+        root = self.path.parent
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(hold_lock(self.lock_path, exclusive=True))
+            except StoreNotWritable as exc:
+                if exc.errno not in READ_ONLY_ERRNOS:
+                    raise
+                raise StoreNotWritable(
+                    f"the store {root} is read-only and {state}: run `ownloop index` where the "
+                    "store is writable, or copy it to a writable folder and pass --store DIR",
+                    exc.errno) from None
+            try:
+                yield
+            except duckdb.Error as exc:
+                raise _duckdb_disk_error(exc, self.path) or exc from None
+            except OSError as exc:
+                raise disk_error(exc) or exc from None
 
     def up_to_date(self) -> bool:
         """True when the last sync saw every stream at its current size (no database opened)."""
@@ -233,8 +293,14 @@ class Index:
 
     def _write_manifest(self, sizes: dict[str, int]) -> None:
         temporary = self.manifest_path.with_name(f".index.manifest.{os.getpid()}.tmp")
-        temporary.write_bytes(msgspec.json.encode(_Manifest(_FINGERPRINT, sizes)))
-        os.replace(temporary, self.manifest_path)
+        try:
+            temporary.write_bytes(msgspec.json.encode(_Manifest(_FINGERPRINT, sizes)))
+            os.replace(temporary, self.manifest_path)
+        except OSError:
+            # Only a cache (e.g. the disk just filled up): without it the next sync asks the
+            # database, which is already up to date. Leave no temporary file behind.
+            temporary.unlink(missing_ok=True)
+            self.manifest_path.unlink(missing_ok=True)
 
     def _sync(self) -> SyncResult:
         sizes = self._sizes()
@@ -300,6 +366,9 @@ class Index:
         try:
             return duckdb.connect(str(self.path))
         except duckdb.Error as exc:
+            full = _duckdb_disk_error(exc, self.path)
+            if full is not None:
+                raise full from None
             raise OwnloopError(
                 f"cannot open the index {self.path}: {describe_error(exc)}. If another program "
                 "has it open, close it; else rebuild it with: ownloop index --rebuild") from None

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ownloop.store.disk import READ_ONLY_ERRNOS, disk_error
 from ownloop.store.errors import OwnloopError
 
 __all__ = ["IndexBusy", "hold_lock", "lock_timeout"]
@@ -34,16 +35,37 @@ def lock_timeout() -> float:
         return _DEFAULT_TIMEOUT
 
 
+def _open_lock(path: Path, *, exclusive: bool) -> int:
+    """A descriptor of the lock file, created if missing; -1 when a shared lock needs none."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exclusive or exc.errno not in READ_ONLY_ERRNOS:
+            raise (disk_error(exc, path) or exc) from None
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return -1
+
+
 @contextmanager
 def hold_lock(path: Path, *, exclusive: bool, timeout: float | None = None) -> Iterator[None]:
     """Hold ``path`` locked (flock), waiting at most ``timeout`` seconds for it.
 
+    A shared lock on a read-only store is taken through a read-only descriptor (flock does not
+    need write access), so queries work there.
+
     Raises:
         IndexBusy: the lock was not free within ``timeout``.
+        StoreNotWritable: an exclusive lock, and the lock file cannot be written (read-only
+            store, no permission, full disk, a file in the way).
     """
     wait = lock_timeout() if timeout is None else timeout
     mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(path, exclusive=exclusive)
+    if fd < 0:
+        yield  # a read-only store without a lock file: no process can be writing its index
+        return
     try:
         deadline = time.monotonic() + wait
         pause = 0.005
