@@ -268,10 +268,12 @@ def decode_lines(raw_lines: Sequence[bytes]) -> DecodedLines:
 
 
 class StreamCheck(NamedTuple):
-    """What ``check_stream`` found: problems, and the events that decoded (with line numbers)."""
+    """What ``check_stream`` found: problems, the events that decoded (with line numbers), and
+    each complete line's ``sum`` in order ("" for a line that is not a journal line)."""
 
     problems: list[StreamProblem]
     events: list[tuple[int, Event]]
+    sums: list[str] = []
 
 
 def verify_stream(path: Path) -> list[StreamProblem]:
@@ -290,6 +292,7 @@ def check_stream(path: Path) -> StreamCheck:
     """
     problems: list[StreamProblem] = []
     events: list[tuple[int, Event]] = []
+    sums: list[str] = []
     name = path.stem
     data = path.read_bytes()
     prev = ""
@@ -299,11 +302,13 @@ def check_stream(path: Path) -> StreamCheck:
         match = _HEAD.match(raw)
         if not match or not raw.endswith(b"}"):
             problems.append(StreamProblem(name, number, "unreadable", "not a journal line"))
+            sums.append("")
             prev = ""
             expected_seq += 1
             continue
         seq, line_prev = int(match.group(1)), match.group(2).decode()
         total = match.group(3).decode()
+        sums.append(total)
         body = raw[match.end() : -1]
         if line_prev != prev:
             problems.append(StreamProblem(
@@ -323,7 +328,7 @@ def check_stream(path: Path) -> StreamCheck:
     tail = data[data.rfind(b"\n") + 1 :]
     if tail:
         problems.append(_tail_problem(name, number + 1, tail, prev, expected_seq))
-    return StreamCheck(problems, events)
+    return StreamCheck(problems, events, sums)
 
 
 def _tail_problem(name: str, number: int, tail: bytes, prev: str, seq: int) -> StreamProblem:

@@ -53,7 +53,9 @@ def store(tmp_path: Path) -> Store:
 
 @pytest.fixture
 def record_session(store: Store) -> Callable[..., str]:
-    """Record one whole session in a new stream: returns its session id."""
+    """Record one whole session in a stream named after it (as a recorder does), after its
+    run's RunStarted (in a stream of the run's own, once per run): returns its session id."""
+    started: set[str] = set()
 
     def record(session_id: str, *, run_id: str = "r1", steps: int = 2, t: float = 0.0,
                status: str | None = "finished", score: float | None = 1.0,
@@ -72,7 +74,11 @@ def record_session(store: Store) -> Callable[..., str]:
             events.append(E.SessionGraded(at=at(t + steps + 2), run_id=run_id,
                                           session_id=session_id, grader="answer",
                                           score=score, passed=score >= 1.0))
-        with store.stream() as stream:
+        if run_id not in started:
+            started.add(run_id)
+            with store.stream(f"run-{run_id}") as stream:
+                stream.append([E.RunStarted(at=at(t - 1), run_id=run_id, agent=agent)])
+        with store.stream(session_id) as stream:
             stream.append(events)
         return session_id
 

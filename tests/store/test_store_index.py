@@ -67,14 +67,14 @@ def test_sync_is_incremental_and_a_second_sync_is_a_no_op(
 ) -> None:
     record_session("a", steps=3)
     first = store.sync()
-    assert first == SyncResult(streams=1, events=18, skipped=0, rebuilt=True)
+    assert first == SyncResult(streams=2, events=19, skipped=0, rebuilt=True)  # + the run's
     assert store.sync() == SyncResult(0, 0, 0, False)
     # Even when the manifest (a cache) is gone, the remembered offsets make it a no-op.
     (store.root / "index.manifest").unlink()
     assert store.sync() == SyncResult(0, 0, 0, False)
     record_session("b", steps=1)
     assert store.sync().events == 8
-    assert count(store, "select count(*) from journal") == 26
+    assert count(store, "select count(*) from journal") == 27
     assert count(store, "select count(*) from sessions") == 2
 
 
@@ -99,7 +99,7 @@ def test_rebuild_gives_the_same_index(store: Store, record_session: Callable[...
         record_session(name)
     before = store.sql("select * from sessions order by session_id").rows
     result = store.rebuild_index()
-    assert result.rebuilt and result.events == 3 * 13
+    assert result.rebuilt and result.events == 3 * 13 + 1  # + the run's RunStarted
     assert store.sql("select * from sessions order by session_id").rows == before
 
 
@@ -115,7 +115,7 @@ def test_a_changed_schema_rebuilds_the_index(
     manifest = store.root / "index.manifest"
     manifest.write_bytes(manifest.read_bytes().replace(b'"fingerprint":"', b'"fingerprint":"x'))
     assert store.sync().rebuilt
-    assert count(store, "select count(*) from journal") == 13
+    assert count(store, "select count(*) from journal") == 14  # with the run's RunStarted
 
 
 def test_undecodable_lines_are_skipped_and_counted(store: Store) -> None:

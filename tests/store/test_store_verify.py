@@ -26,13 +26,13 @@ def flip(path: Path, offset: int) -> None:
 @pytest.fixture
 def recorded(store: Store, record_session: Callable[..., str]) -> Path:
     record_session("a", steps=2)
-    return store.stream_paths()[0]
+    return store.journal_dir / "a.jsonl"
 
 
 def test_a_clean_store_has_no_problems(store: Store, recorded: Path) -> None:
     report = store.verify()
     assert report.problems == []
-    assert report.summary() == "verify: 1 streams, 13 events, 1 blobs: 0 errors, 0 warnings"
+    assert report.summary() == "verify: 2 streams, 14 events, 1 blobs: 0 errors, 0 warnings"
     assert report.exit_code(strict=True) == 0
 
 
@@ -58,7 +58,9 @@ def test_an_edited_line_is_named_with_its_line_number(
     start = 0 if where == "first" else data.rindex(b"\n", 0, len(data) - 1) + 1
     flip(recorded, data.index(b'"run_id":"r1"', start) + len('"run_id":"r'))
     assert lines(store) == [
-        f"error: journal/{recorded.name}:{number}: bad checksum: the line's bytes were changed"
+        f"error: journal/{recorded.name}:{number}: bad checksum: the line's bytes were changed",
+        f"warning: journal/{recorded.name}:{number}: missing run: names run r7, whose RunStarted "
+        "is in no stream (its run stream was removed, or these events were written without one)",
     ]
 
 
@@ -92,7 +94,7 @@ def test_a_torn_tail_is_a_warning(store: Store, recorded: Path, kept: int) -> No
         "(a writer stopped mid-write); readers skip them"
     ]
     assert (report.exit_code(), report.exit_code(strict=True)) == (0, 1)
-    assert store.sql("select count(*) from journal").rows == [(12,)]
+    assert store.sql("select count(*) from journal").rows == [(13,)]  # with the RunStarted
 
 
 def test_a_tail_that_is_not_the_next_line_is_tampering(store: Store, recorded: Path) -> None:
@@ -113,6 +115,8 @@ def test_an_edited_blob_byte_is_found(store: Store, recorded: Path) -> None:
 
 def test_a_missing_blob_is_found_wherever_it_is_referenced(store: Store) -> None:
     missing = ["a" * 64, "b" * 64, "c" * 64, "d" * 64]
+    with store.stream("run") as stream:
+        stream.append([E.RunStarted(at=at(0), run_id="r")])
     with store.stream("refs") as stream:
         stream.append(
             [

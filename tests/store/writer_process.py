@@ -21,6 +21,12 @@ def main() -> None:
     store = open_store(root, fsync=fsync == "1")
     text = "x" * int(payload)
     done = 0
+    with store.stream(f"start-{session}") as stream:  # the run and session it writes for
+        stream.append([
+            E.RunStarted(at=datetime.now(UTC), run_id="r"),
+            E.SessionStarted(at=datetime.now(UTC), run_id="r", session_id=session,
+                             task=E.Task(task_id=session, prompt="", start_url="")),
+        ])
     with store.stream() as stream:
         while done < int(total):
             n = min(int(batch), int(total) - done)
