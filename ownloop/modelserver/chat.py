@@ -21,6 +21,7 @@ __all__ = [
     "Fault",
     "Hang",
     "HttpFault",
+    "RawBody",
     "Reply",
     "Responder",
     "StopListening",
@@ -65,6 +66,18 @@ class HttpFault(Fault):
         self.message = message
         self.error_type = error_type
         self.retry_after = retry_after
+
+
+class RawBody(Fault):
+    """Answer with exactly these bytes (a broken or hostile server: HTML, bad UTF-8, odd JSON)."""
+
+    def __init__(self, body: bytes, content_type: str = "application/json", status: int = 200,
+                 what: str = "raw body") -> None:
+        super().__init__(what)
+        self.body = body
+        self.content_type = content_type
+        self.status = status
+        self.what = what
 
 
 class Hang(Fault):

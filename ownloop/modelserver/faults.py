@@ -26,10 +26,26 @@ drop       the connection is closed (reset) without any response
 down       stop listening for ARG seconds (default: until the server stops); open
            connections are closed and new ones refused
 ========== ======================================================================
+
+Hostile bodies (HTTP 200; the typed-field ones carry the wrapped responder's text where a
+field still fits, so a client that keeps what fits can still act on it):
+
+=========== =====================================================================
+intcontent  ``message.content`` is the int 7
+listcontent ``message.content`` is a list: a text part with the answer, then the int 7
+intfinish   ``finish_reason`` is the int 7
+strtokens   ``usage.prompt_tokens`` is the string "12"
+nonjson     a plain-text body that is not JSON
+html        an HTML page (a proxy's error page) with Content-Type text/html
+badutf8     the completion's JSON with the bytes 0xFF 0xFE (invalid UTF-8) before the answer
+surrogate   the completion's JSON with a lone surrogate escape ``\ud800`` before the answer
+bigbody     a completion of about ARG MB (default 5) of text, finish_reason "length"
+=========== =====================================================================
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -41,16 +57,19 @@ from ownloop.modelserver.chat import (
     DropConnection,
     Hang,
     HttpFault,
+    RawBody,
     Reply,
     Responder,
     StopListening,
 )
+from ownloop.modelserver.wire import completion_body
 from ownloop.store.errors import OwnloopError
 
 __all__ = [
     "FAULT_MODES",
     "HOSTILE_MARKER",
     "HOSTILE_REPLIES",
+    "BODY_MODES",
     "FaultPhase",
     "FaultSpecError",
     "FaultyResponder",
@@ -59,7 +78,12 @@ __all__ = [
 
 FAULT_MODES = (
     "ok", "slow", "garbage", "truncated", "huge", "hostile", "500", "429", "hang", "drop", "down",
+    *("intcontent", "listcontent", "intfinish", "strtokens", "nonjson", "html", "badutf8",
+      "surrogate", "bigbody"),
 )
+
+BODY_MODES = frozenset(FAULT_MODES[11:])
+"""The modes that answer HTTP 200 with a hostile body (see the module doc)."""
 
 HOSTILE_MARKER = "ownloop-pwned"
 """The file every hostile payload would create in the working directory if it ever ran."""
@@ -90,6 +114,9 @@ _GARBAGE = (
 )
 _TRUNCATED = "Thought: I should click the Submit button.\nAction: click(start_box='(31"
 _HUGE = "Thought: " + "very long thoughts " * 11_000
+_HTML = (b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>502 Bad "
+         b"Gateway</h1><p>The upstream model server is unavailable.</p></body></html>\n")
+_MARK = "\ue000"  # a private-use character the badutf8 body swaps for invalid bytes
 
 _PHASE = re.compile(r"^(?P<mode>[a-z0-9]+)(?:=(?P<arg>[0-9]+(?:\.[0-9]+)?))?(?::(?P<n>[0-9]+))?$")
 
@@ -164,6 +191,8 @@ class FaultyResponder:
         if phase.mode == "slow":  # a slow but good model: time for tests to act mid-session
             time.sleep(1.0 if phase.arg is None else phase.arg)
             return self.inner(request)
+        if phase.mode in BODY_MODES:
+            raise _hostile_body(phase, request, self.inner)
         return _misbehave(phase, call)
 
 
@@ -191,3 +220,35 @@ def _misbehave(phase: FaultPhase, call: int) -> Reply:
     if mode == "down":
         raise StopListening(arg)
     raise FaultSpecError(f"unknown fault mode {mode!r}")  # parse_faults lets none through
+
+
+def _hostile_body(phase: FaultPhase, request: dict[str, Any], inner: Responder) -> RawBody:
+    """The RawBody fault of a hostile-body mode: exact bytes, sent with HTTP 200."""
+    mode = phase.mode
+    if mode == "nonjson":
+        return RawBody(b"upstream says: everything is fine\n", "text/plain", what=mode)
+    if mode == "html":
+        return RawBody(_HTML, "text/html; charset=utf-8", what=mode)
+    if mode == "bigbody":
+        megabytes = 5.0 if phase.arg is None else phase.arg
+        text = "Thought: " + "x" * int(megabytes * 1_000_000)
+        body = completion_body(request, Reply(text, finish_reason="length"))
+        return RawBody(json.dumps(body).encode(), what=mode)
+    reply = inner(request)
+    body = completion_body(request, reply)
+    choice, usage = body["choices"][0], body["usage"]
+    if mode == "intcontent":
+        choice["message"]["content"] = 7
+    elif mode == "listcontent":
+        choice["message"]["content"] = [{"type": "text", "text": reply.text}, 7]
+    elif mode == "intfinish":
+        choice["finish_reason"] = 7
+    elif mode == "strtokens":
+        usage["prompt_tokens"] = str(usage["prompt_tokens"])
+    elif mode == "surrogate":  # json.dumps escapes the lone surrogate as \ud800
+        choice["message"]["content"] = "\ud800" + reply.text
+    elif mode == "badutf8":
+        choice["message"]["content"] = _MARK + reply.text
+        data = json.dumps(body, ensure_ascii=False).encode()
+        return RawBody(data.replace(_MARK.encode(), b"\xff\xfe"), what=mode)
+    return RawBody(json.dumps(body).encode(), what=mode)

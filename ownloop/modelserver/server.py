@@ -22,6 +22,7 @@ from ownloop.modelserver.chat import (
     DropConnection,
     Hang,
     HttpFault,
+    RawBody,
     Responder,
     StopListening,
 )
@@ -115,6 +116,10 @@ class _Handler(BaseHTTPRequestHandler):
                 headers["Retry-After"] = f"{fault.retry_after:g}"
             owner._log(f"-> HTTP {fault.status}: {fault.message}")
             self._send_json(fault.status, error_body(fault.message, fault.error_type), headers)
+            return
+        except RawBody as fault:
+            owner._log(f"-> HTTP {fault.status} {fault.what} ({len(fault.body)} bytes)")
+            self._send(fault.status, fault.body, fault.content_type)
             return
         except Hang as fault:
             owner._log(f"-> hang {fault.seconds:g} s")
