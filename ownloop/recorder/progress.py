@@ -7,6 +7,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from ownloop.recorder.episode import EpisodeResult
+from ownloop.store.text import visible
 
 __all__ = ["RunProgress", "result_line"]
 
@@ -15,13 +16,14 @@ _STYLE = {"finished": "green", "endpoint_error": "red", "error": "red", "crashed
 
 
 def result_line(result: EpisodeResult) -> str:
-    """One line for a finished task, plain text."""
+    """One line for a finished task, plain text (task ids, answers and errors made visible)."""
     grade = "" if result.passed is None else (
         f" score={result.score:g} {'passed' if result.passed else 'failed'}")
     answer = "" if result.answer is None else f" answer={result.answer[:40]!r}"
     error = "" if not result.error else f" ({result.error[:80]})"
-    return (f"{result.task_id} [{result.session_id}] {result.status} "
-            f"steps={result.steps} {result.seconds:.1f}s{grade}{answer}{error}")
+    return visible(f"{result.task_id} [{result.session_id}] {result.status} "
+                   f"steps={result.steps} {result.seconds:.1f}s{grade}{answer}{error}",
+                   one_line=True)
 
 
 class RunProgress:
@@ -30,15 +32,15 @@ class RunProgress:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False)
         self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=self.console, transient=True)
         self._bar: int | None = None
 
     def on_start(self, run_id: str, todo: int, skipped: int) -> None:
         resumed = f" (resumed: {skipped} done already)" if skipped else ""
-        self.console.print(f"run {run_id}: {todo} tasks{resumed}")
+        self.console.print(Text(visible(f"run {run_id}: {todo} tasks{resumed}")))
         self._progress.start()
-        self._bar = self._progress.add_task(run_id, total=todo)
+        self._bar = self._progress.add_task(visible(run_id, one_line=True), total=todo)
 
     def on_result(self, result: EpisodeResult) -> None:
         self._progress.console.print(Text(result_line(result), style=_STYLE.get(result.status, "")),

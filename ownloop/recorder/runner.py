@@ -37,6 +37,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import new_id
+from ownloop.store.scrub import scrub_text
 
 __all__ = ["RecordOptions", "RunSummary", "record", "redact_argv", "FINAL_STATUSES"]
 
@@ -79,7 +80,9 @@ class RunSummary(NamedTuple):
 
 
 def redact_argv(argv: Sequence[str]) -> tuple[str, ...]:
-    """argv with secret values replaced, for RunStarted."""
+    """argv with secret values replaced, for RunStarted: the values of secret flags, and every
+    credential form inside any argument (``user:pw@`` in URLs, tokens; see ownloop.store.scrub)."""
+    argv = [scrub_text(arg) for arg in argv]
     out: list[str] = []
     hide_next = False
     for arg in argv:
@@ -194,7 +197,8 @@ class _Runner:
         self.browser_versions: dict[str, str] = {}
         self._lock = threading.Lock()
         self.client = ModelClient(
-            options.endpoint, options.model, load_blob=store.get_blob, api_key=options.api_key,
+            options.endpoint, options.model, load_blob=store.get_blob, put_blob=store.put_blob,
+            api_key=options.api_key,
             timeout_s=options.call_timeout_s, retries=options.call_retries,
             retry_wait_s=options.call_retry_wait_s)
 
