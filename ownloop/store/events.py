@@ -447,6 +447,7 @@ class SessionStarted(EventBase, tag="session_started", frozen=True, kw_only=True
     fork_step: int | None = None
     budget: int | None = None  # the step budget the session ran under (policy turns)
     repeat: int = 1
+    chromium: str = ""  # the browser's version (RunStarted is written before any browser starts)
 
 
 class ScreenshotTaken(EventBase, tag="screenshot_taken", frozen=True, kw_only=True):

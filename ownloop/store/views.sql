@@ -18,7 +18,11 @@ with started as (
         arg_min(versions, time) as versions,
         arg_min(sampling, time) as sampling,
         arg_min(viewport, time) as viewport,
-        arg_min(prompt_source, time) as prompt_source
+        arg_min(prompt_source, time) as prompt_source,
+        arg_min(max_steps, time) as budget,
+        arg_min(config_sha256, time) as config_sha256,
+        arg_min(tasks_sha256, time) as tasks_sha256,
+        arg_min(suite_version, time) as suite_version
     from run_started group by run_id
 ),
 ended as (
@@ -27,16 +31,24 @@ ended as (
 ),
 counted as (
     select run_id, count(distinct session_id) as sessions from session_started group by run_id
+),
+budgets as (
+    -- the step budgets the run's own sessions ran under (replays left out)
+    select run_id, list(distinct budget order by budget) as budgets
+    from session_started where budget is not null and parent_session_id is null group by run_id
 )
 select s.run_id, s.agent, s.model, s.endpoint, s.suite,
     s.started_at,
     -- a run resumed after its last RunEnded is running again (or crashed): no end yet
     case when e.ended_at >= s.last_started_at then e.ended_at end as ended_at,
     s.starts, coalesce(c.sessions, 0) as sessions, e.counts,
-    s.argv, s.versions, s.sampling, s.viewport, s.prompt_source
+    s.argv, s.versions, s.sampling, s.viewport, s.prompt_source,
+    s.budget, s.config_sha256, coalesce(b.budgets, []) as budgets, s.tasks_sha256,
+    s.suite_version
 from started s
 left join ended e on e.run_id = s.run_id
-left join counted c on c.run_id = s.run_id;
+left join counted c on c.run_id = s.run_id
+left join budgets b on b.run_id = s.run_id;
 
 create view sessions as
 with started as (
@@ -53,9 +65,19 @@ graded as (
     qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
         = 1
 ),
+counted as (
+    select * from session_counted
+    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
+        = 1
+),
 run as (
-    select run_id, arg_min(agent, time) as agent, arg_min(model, time) as model
+    select run_id, arg_min(agent, time) as agent, arg_min(model, time) as model,
+        arg_min(max_steps, time) as budget, count(distinct max_steps) as declared_budgets
     from run_started group by run_id
+),
+run_budgets as (
+    select run_id, count(distinct budget) as budgets
+    from session_started where parent_session_id is null group by run_id
 )
 select st.session_id, st.run_id,
     st.task ->> 'task_id' as task_id,
@@ -70,11 +92,17 @@ select st.session_id, st.run_id,
     st.task ->> 'prompt' as prompt,
     st.task ->> 'start_url' as start_url,
     en.parse_failures, en.action_errors, en.error,
-    st.viewport
+    st.viewport,
+    st.budget, coalesce(st.repeat, 1) as repeat, cn.counted,
+    -- comparable: ran under its run's declared budget, and the run has that one budget only
+    coalesce(st.budget = r.budget and r.declared_budgets = 1 and rb.budgets = 1, false)
+        as comparable
 from started st
 left join ended en on en.session_id = st.session_id
 left join graded gr on gr.session_id = st.session_id
-left join run r on r.run_id = st.run_id;
+left join counted cn on cn.session_id = st.session_id
+left join run r on r.run_id = st.run_id
+left join run_budgets rb on rb.run_id = st.run_id;
 
 create view steps as
 with keys as (
@@ -250,3 +278,13 @@ select session_id, step, parent_session_id, screenshot_identical, pixel_diff, ur
     min(step) filter (where diverged) over (partition by session_id) as first_divergent_step,
     time
 from fidelity_measured;
+
+-- Journal lines the index did not trust: an edited line (bad checksum), a line that does not
+-- link to the one before (removed or reordered lines), a sequence gap, or a line that does not
+-- decode. Quarantined lines are not in any other view unless the index was rebuilt with
+-- --accept-damaged (projected = true). `ownloop verify` names the same lines.
+create view damage as
+select stream, byte_offset, byte_length, kind, detail, projected from damaged_lines
+union all
+select stream, byte_offset, null, 'unreadable', error, false from skipped_lines
+    where (stream, byte_offset) not in (select (stream, byte_offset) from damaged_lines);
