@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -15,6 +15,7 @@ from ownloop import __version__
 from ownloop.store import Store, open_store
 from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
+from ownloop.store.text import visible
 
 __all__ = ["cli", "main"]
 
@@ -39,6 +40,11 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise click.ClickException(str(explained)) from None
 
     return wrapper
+
+
+def _echo_lines(lines: Iterable[str]) -> None:
+    """Print lines that carry recorded text (ids, file names, answers) with controls visible."""
+    click.echo("\n".join(visible(line, one_line=True) for line in lines))
 
 
 def _exit_interrupted() -> None:
@@ -121,8 +127,9 @@ def sql(ctx: click.Context, query: str, fmt: str) -> None:
     from rich.console import Console
 
     result = _store(ctx).sql(query)
+
     if fmt == "table":
-        Console(soft_wrap=True).print(result.to_rich())
+        Console(soft_wrap=True, markup=False, highlight=False).print(result.to_rich())
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
 
@@ -210,7 +217,7 @@ def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: 
     from ownloop.store.sessions import sessions_table
 
     table = sessions_table(_store(ctx), run_id=run_id, status=status, limit=limit)
-    Console().print(table.to_rich())
+    Console(markup=False, highlight=False).print(table.to_rich())
 
 
 @cli.command()
@@ -234,7 +241,7 @@ def _print_session(session: Any, as_json: bool) -> None:
     if as_json:
         click.echo(session.to_json())
     else:
-        Console(soft_wrap=True, highlight=False).print(session_view(session))
+        Console(soft_wrap=True, markup=False, highlight=False).print(session_view(session))
 
 
 @cli.command()
@@ -288,13 +295,17 @@ def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: 
     store = _store(ctx)
     if reparse:
         report = reparse_target(store, target, run_id, options["agent_option"])
-        click.echo(report.to_json() if as_json else "\n".join(report.lines()))
+        if as_json:
+            click.echo(report.to_json())
+        else:
+            _echo_lines(report.lines())
         return
     session = load_session(store, target, run_id)
     if options["execute"] or options["fork_at"] is not None:
         from ownloop.replay.execute import replay_from_options  # type: ignore[import-not-found]
 
-        click.echo(replay_from_options(store, session, {**options, "run_id": run_id}))
+        _echo_lines(replay_from_options(store, session, {**options, "run_id": run_id})
+                    .splitlines())
         return
     _print_session(session, as_json)
 
@@ -320,7 +331,7 @@ def regrade(ctx: click.Context, run_id: str | None, task_id: str | None, where: 
     tasks = graders_from_tasks_file(tasks_file) if tasks_file else None
     result = regrade(_store(ctx), run_id=run_id, task_id=task_id, where=where, grader=grader,
                      tasks=tasks)
-    click.echo("\n".join(result.lines()))
+    _echo_lines(result.lines())
 
 
 @cli.command()
@@ -339,7 +350,7 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None) -> None:
 
     store = _store(ctx)
     result = diff_sessions(load_session(store, a, run_id), load_session(store, b, run_id))
-    Console(soft_wrap=False, highlight=False).print(diff_view(result))
+    Console(soft_wrap=False, markup=False, highlight=False).print(diff_view(result))
 
 
 # --- import and export (ownloop/transfer/) ---------------------------------------------------
@@ -361,7 +372,7 @@ def import_command(ctx: click.Context, directory: str, agent: str, run_id: str |
     from ownloop.transfer import import_dir
 
     result = import_dir(_store(ctx), directory, agent, run_id, argv=tuple(sys.argv))
-    click.echo("\n".join(result.lines()))
+    _echo_lines(result.lines())
 
 
 @cli.command("export")
@@ -379,7 +390,7 @@ def export_command(ctx: click.Context, run_id: str | None, fmt: str, out: str) -
     """
     from ownloop.transfer import export_run
 
-    click.echo("\n".join(export_run(_store(ctx), run_id, fmt, out).lines()))
+    _echo_lines(export_run(_store(ctx), run_id, fmt, out).lines())
 
 
 # --- seeing trajectories: view, report (ownloop/view/) ---------------------------------------

@@ -117,19 +117,21 @@ def _mark(same: bool) -> Text:
 
 def diff_view(diff: SessionDiff) -> Group:
     """A rich table of the two sessions, then the summary line."""
-    table = Table(title=f"{diff.a}  vs  {diff.b}", header_style="bold", show_lines=True)
-    for name in ("step", f"A {diff.a}", f"B {diff.b}", "act", "url", "shot"):
-        table.add_column(name, overflow="fold")
+    # Session ids come from the journal: text, not markup, like every recorded value here.
+    table = Table(title=Text(f"{plain(diff.a)}  vs  {plain(diff.b)}"), header_style="bold",
+                  show_lines=True)
+    for name in ("step", f"A {plain(diff.a)}", f"B {plain(diff.b)}", "act", "url", "shot"):
+        table.add_column(Text(name), overflow="fold")
     for row in diff.steps:
         cell_a = Text(plain(row.actions_a, 300) or "(no step)")
         cell_b = Text(plain(row.actions_b, 300) or "(no step)")
         cell_a.append(f"\n{plain(row.url_a, 100)}", "blue")
-        cell_a.append(f"\nshot {row.screenshot_a[:12] or '-'}", "dim")
+        cell_a.append(f"\nshot {plain(row.screenshot_a[:12]) or '-'}", "dim")
         # B repeats the URL and screenshot only where they differ from A's
         if not row.same_url:
             cell_b.append(f"\n{plain(row.url_b, 100)}", "blue")
         if not row.same_screenshot:
-            cell_b.append(f"\nshot {row.screenshot_b[:12] or '-'}", "dim")
+            cell_b.append(f"\nshot {plain(row.screenshot_b[:12]) or '-'}", "dim")
         table.add_row(str(row.step), cell_a, cell_b, _mark(row.same_actions),
                       _mark(row.same_url), _mark(row.same_screenshot))
     table.add_row("end", Text(plain(diff.outcome_a, 200)), Text(plain(diff.outcome_b, 200)),

@@ -1,13 +1,13 @@
 """A rebuilt session, step by step, for a terminal: what the agent saw, thought and did.
 
-Every piece of recorded text (thoughts, answers, URLs, element names, errors) is data: it goes
-into ``rich.text.Text`` (never parsed as markup), with control characters and bidirectional
-overrides written as visible escapes, so a model or page cannot restyle or rewrite the terminal.
+Every piece of recorded text (thoughts, answers, URLs, element names, ids, errors) is data: it
+goes into ``rich.text.Text`` (never parsed as markup), with control characters and bidirectional
+overrides written as visible escapes (``ownloop.store.text.visible``), so a model or page cannot
+restyle or rewrite the terminal.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import msgspec
@@ -16,20 +16,16 @@ from rich.text import Text
 
 from ownloop.replay.fold import Session, Step
 from ownloop.store.events import Action, BrowserActed, Element, Op
+from ownloop.store.text import visible
 
 __all__ = ["action_text", "actions_text", "element_text", "op_text", "plain", "session_view"]
 
-# C0/C1 controls (but newline and tab), DEL, and the Unicode bidirectional controls.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _HIDDEN = frozenset({"raw", "model_x", "model_y", "model_x2", "model_y2"})
 
 
 def plain(text: str, limit: int | None = None) -> str:
     """``text`` with every control character shown as an escape, shortened to ``limit``."""
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
+    return visible(text, limit)
 
 
 def _value(value: object) -> str:
@@ -90,7 +86,7 @@ def _line(indent: int, *parts: tuple[str, str] | str) -> Text:
 
 
 def _header(session: Session) -> list[Text]:
-    lines = [_line(0, ("Session ", "bold"), (session.session_id, "bold cyan"),
+    lines = [_line(0, ("Session ", "bold"), (plain(session.session_id), "bold cyan"),
                    f"  task {plain(session.task_id or '?')}  run {plain(session.run_id)}  "
                    f"{plain(session.agent or '?')}/{plain(session.model or '?')}  "
                    f"attempt {session.attempt}")]
@@ -99,8 +95,8 @@ def _header(session: Session) -> list[Text]:
         lines.append(_line(2, ("Start: ", "bold"), plain(session.task.start_url)))
     if session.parent_session_id is not None:
         fork = f" forked at step {session.fork_step}" if session.fork_step is not None else ""
-        lines.append(_line(2, ("Replay ", "bold"), f"{session.replay_mode or '?'} of "
-                           f"{session.parent_session_id}{fork}"))
+        lines.append(_line(2, ("Replay ", "bold"), f"{plain(session.replay_mode or '?')} of "
+                           f"{plain(session.parent_session_id)}{fork}"))
     return lines
 
 
@@ -120,7 +116,8 @@ def _effect_line(effect: BrowserActed) -> Text:
     if effect.pages_opened:
         text.append(f"  (+{effect.pages_opened} page)", "yellow")
     if effect.dialog is not None:
-        text.append(f"  dialog {effect.dialog.type} {plain(effect.dialog.message, 80)!r}")
+        text.append(f"  dialog {plain(effect.dialog.type)} "
+                    f"{plain(repr(effect.dialog.message), 80)}")
     return text
 
 
@@ -133,8 +130,8 @@ def _step_lines(step: Step) -> list[Text]:
     lines = [head]
     parse_of = {parse.call_id: parse for parse in step.parses}
     for call in step.calls:
-        text = _line(2, f"call {call.attempt} ({call.purpose})", (f" {call.latency_ms:.0f} ms",
-                                                                   "dim"))
+        text = _line(2, f"call {call.attempt} ({plain(call.purpose)})",
+                     (f" {call.latency_ms:.0f} ms", "dim"))
         if call.served_by:
             text.append(f"  served by {plain(call.served_by)}", "dim")
         if call.error:
@@ -177,7 +174,7 @@ def _footer(session: Session) -> list[Text]:
         lines = [_line(0, ("Outcome: ", "bold"), ("unfinished (no SessionEnded)", "yellow"))]
     else:
         style = "green" if end.status == "finished" else "red"
-        text = _line(0, ("Outcome: ", "bold"), (end.status, f"bold {style}"))
+        text = _line(0, ("Outcome: ", "bold"), (plain(end.status), f"bold {style}"))
         if end.agent_status and end.agent_status != end.status:
             text.append(f" ({plain(end.agent_status)})")
         if end.answer is not None:
@@ -199,7 +196,7 @@ def _footer(session: Session) -> list[Text]:
             text = _line(2, verdict, f" {grade.score:.2f}  {plain(grade.grader, 80)}")
             if grade.grader_version:
                 text.append(f" v{plain(grade.grader_version)}")
-            text.append(f"  ({grade.source})", "dim")
+            text.append(f"  ({plain(grade.source)})", "dim")
             if grade.details:
                 text.append(f"  {plain(grade.details, 200)}")
             if number == len(session.grades):

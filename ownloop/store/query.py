@@ -24,6 +24,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from rich.table import Table
 
 from ownloop.store.errors import OwnloopError
+from ownloop.store.text import cell
 
 __all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only"]
 
@@ -65,9 +66,13 @@ class QueryResult(NamedTuple):
         return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
 
     def to_rich(self) -> Table:
-        table = Table(*self.columns, show_lines=False, header_style="bold")
+        """A Rich table whose headers and cells are literal text (never markup), controls
+        shown as escapes."""
+        table = Table(show_lines=False, header_style="bold")
+        for name in self.columns:
+            table.add_column(cell(name))
         for row in self.rows:
-            table.add_row(*("NULL" if v is None else _text(v) for v in row))
+            table.add_row(*(cell(None if v is None else _text(v)) for v in row))
         table.caption = f"{len(self.rows)} row{'s' if len(self.rows) != 1 else ''}"
         return table
 
