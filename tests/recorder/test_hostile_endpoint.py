@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -304,3 +306,40 @@ def test_redact_argv_scrubs_userinfo_and_tokens() -> None:
                         "--api-key", KEY, "--tasks", "t.json", "--base", "http://h/?token=abc"]) \
         == ("ownloop", "record", "--endpoint", "http://***@h:8000/v1", "--api-key", "***",
             "--tasks", "t.json", "--base", "http://h/?token=***")
+
+
+# ------------------------------------------------------------------ end to end
+
+HOSTILE_RUN = "intcontent:1,nonjson:1,listcontent:1,html:1,intfinish:1,badutf8:1,strtokens:1," \
+              "surrogate:1,bigbody:1"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_record_against_a_hostile_endpoint_records_every_call(tmp_path: Path) -> None:
+    from ownloop.modelserver.endpoint import make_server
+
+    served: list[str] = []
+    with make_server("miniwob", "uitars", HOSTILE_RUN, log=served.append) as url:
+        done = subprocess.run(
+            [sys.executable, "-m", "ownloop", "--store", str(tmp_path), "record", "uitars",
+             "--suite", "miniwob:login-user", "--endpoint",
+             url.replace("http://", f"http://user:{PASSWORD}@"), "--model", "m", "--run", "h",
+             "--settle", "0", "--retry-wait", "0"],
+            capture_output=True, text=True, timeout=300, check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "Traceback" not in output, output
+    store = open_store(tmp_path)
+    assert store.verify().problems == []
+    calls = [e for e in _decoded_lines(store) if isinstance(e, ModelCalled)]
+    assert len(calls) == len(served) and all(c.http_status == 200 for c in calls)
+    assert all(c.response_blob for c in calls)
+    # Every shape was met: each faulty call is one recorded call with its error.
+    bad = [c.error for c in calls if c.error]
+    assert len(bad) == len(HOSTILE_RUN.split(",")), bad
+    [(status, passed)] = store.sql("select status, passed from sessions").rows
+    assert (status, passed) == ("finished", True), output
+    _secret_free(store, PASSWORD)
+    [(argv,)] = store.sql("select argv from runs").rows
+    assert "http://***@127.0.0.1:" in str(argv)
