@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import sys
+from typing import TextIO
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
@@ -26,11 +30,20 @@ def result_line(result: EpisodeResult) -> str:
                    one_line=True)
 
 
+def _line_buffered(stream: TextIO) -> None:
+    """Flush every line as it is printed, into a pipe too (Python buffers 8 KB there): a recorder
+    killed with kill -9 has then lost no line it printed. Rich flushes its own prints; this covers
+    everything else written to stdout while a run goes on."""
+    if isinstance(stream, io.TextIOWrapper) and not stream.line_buffering:
+        stream.reconfigure(line_buffering=True)
+
+
 class RunProgress:
     """Callbacks for ``record``: ``on_start`` opens the bar, ``on_result`` prints and advances."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False)
+        _line_buffered(sys.stdout)
         self._progress = Progress(
             TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=self.console, transient=True)
