@@ -13,7 +13,12 @@ repository on ``sys.path``)::
   Unlike ``chmod -R a-w``, a read-only mount stops root too.
 - ``fill(path)``: writes ``path`` (a file inside the tmpfs) until the disk is full; returns the
   bytes written. Delete the file to free the space again.
-- ``tmpfs``: a pytest fixture, a 2 MB tmpfs at ``tmp_path / "fs"``.
+- ``tmpfs``: a pytest fixture, a 2 MB tmpfs at ``tmp_path / "fs"``. Imported into a test module
+  it is found by name (ruff then wants ``# noqa: F401`` on the import and flags the parameter
+  as F811; ``with small_tmpfs(tmp_path / "fs") as fs:`` in the test avoids both).
+
+Size it for what lands on it: an empty DuckDB index alone takes about 2 MB, so a store that is
+indexed on the tmpfs needs ``size="8m"`` or more.
 
 The mount is made in the test process's own mount namespace and always removed in teardown, so
 nothing outlives the test even when it fails.

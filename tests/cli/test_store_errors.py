@@ -7,9 +7,14 @@ read-only store whose index is up to date still work.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import random
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +26,7 @@ from PIL import Image
 from ownloop.cli import cli
 from ownloop.store import events as E
 from ownloop.store import open_store
-from ownloop.store.disk import StoreNotWritable
+from ownloop.store.disk import StoreNotWritable, disk_error
 from tests.fullfs import fill, remount, small_tmpfs
 from tests.transfer.conftest import step_lines, summary, write_folder
 
@@ -154,7 +159,7 @@ def test_writes_to_a_read_only_store_are_one_line(read_only: Path, tmp_path: Pat
                                                   args: tuple[str, ...]) -> None:
     source = _harness_folder(tmp_path / "src", screens=1)
     line = assert_one_line_error(run(read_only, *(a.format(src=source) for a in args)))
-    assert "read-only" in line and str(read_only) in line
+    assert "read-only" in line.lower() and str(read_only) in line
 
 
 @pytest.mark.browser
@@ -170,7 +175,7 @@ def test_recording_into_a_read_only_store_is_one_line(read_only: Path,
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
-    assert len(errors) == 1 and "read-only" in errors[0], result.output
+    assert len(errors) == 1 and "read-only" in errors[0].lower(), result.output
 
 
 def test_an_out_of_date_index_on_a_read_only_store_says_so(tmp_path: Path) -> None:
@@ -307,3 +312,77 @@ def test_a_blob_on_a_full_disk_raises_one_line_and_leaves_no_temp_file(tmp_path:
         (mount / "filler").unlink()
         sha = store.put_blob(_noise_png(7))
         assert store.get_blob(sha) == _noise_png(7)
+
+
+# --- chmod -R a-w, for a user who is not root (root is not stopped by modes) -----------------
+
+
+@pytest.fixture
+def chmodded(tmp_path: Path) -> Iterator[Path]:
+    """A store with an up-to-date index, ``chmod -R a-w``, in a folder others may enter."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run ownloop as nobody")
+    folder = Path(tempfile.mkdtemp(prefix="ownloop-ro-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        root = _make_store(folder / "store")
+        assert run(root, "index").exit_code == 0
+        _harness_folder(folder / "src", screens=1)
+        subprocess.run(["chmod", "-R", "a-w", str(root)], check=True)
+        yield root
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(folder)], check=True)
+        shutil.rmtree(folder)
+
+
+def _as_nobody(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    ownloop = Path(sys.executable).with_name("ownloop")
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(ownloop), "--store",
+         str(root), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.slow
+def test_a_chmodded_store_reads_and_refuses_writes_in_one_line(chmodded: Path) -> None:
+    probe = _as_nobody(chmodded, "verify")
+    if "verify:" not in probe.stdout:  # e.g. the checkout is not readable by others
+        pytest.skip(f"nobody cannot run this checkout's ownloop: {probe.stderr[-200:]}")
+    assert probe.returncode == 0, probe.stderr
+    sessions = _as_nobody(chmodded, "sql", "--format", "csv", "select session_id from sessions")
+    assert (sessions.returncode, sessions.stdout) == (0, "session_id\na\n"), sessions.stderr
+    rebuild = _as_nobody(chmodded, "index", "--rebuild")
+    assert (rebuild.returncode, rebuild.stdout, rebuild.stderr) == (
+        1, "", f"Error: the store {chmodded} is read-only and its index cannot be rebuilt there: "
+        "run `ownloop index` where the store is writable, or copy it to a writable folder and "
+        "pass --store DIR\n")
+    for args in (("import", str(chmodded.parent / "src"), "--agent", "uitars"),
+                 ("regrade", "--run", "r1", "--grader", "answer:exact:42")):
+        refused = _as_nobody(chmodded, *args)
+        assert refused.returncode == 1 and refused.stdout == "", refused.stderr
+        assert len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert refused.stderr.startswith("Error: ") and str(chmodded) in refused.stderr
+
+
+# --- the messages themselves -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    (errno.EROFS, "/s/x is on a read-only file system. Remount it read-write, or pass --store DIR "
+     "with a writable folder"),
+    (errno.EACCES, "permission denied: /s/x. Give your user write access to it (chmod/chown), or "
+     "pass --store DIR with a writable folder"),
+    (errno.ENOSPC, f"the disk holding /s/x {_FULL}"),
+    (errno.EDQUOT, "the disk holding /s/x is over its quota. Free some space, then run the same "
+     "command again (what is already recorded is kept)"),
+    (errno.ENOTDIR, "/s/x cannot be a folder: a part of it is a file. Pass --store DIR naming a "
+     "folder"),
+])
+def test_disk_errors_say_what_and_where_and_the_fix(code: int, expected: str) -> None:
+    error = disk_error(OSError(code, os.strerror(code), "/s/x"))
+    assert error is not None and (str(error), error.errno) == (expected, code)
+
+
+def test_other_os_errors_are_left_alone() -> None:
+    assert disk_error(OSError(errno.ECONNREFUSED, "refused")) is None
+    assert disk_error(OSError(errno.EACCES, "denied")) is None  # no path: e.g. binding a port
+    assert str(disk_error(OSError(errno.ENOSPC, "full"))) == f"the disk holding the store {_FULL}"
