@@ -26,7 +26,7 @@ from rich.table import Table
 from ownloop.store.errors import OwnloopError
 from ownloop.store.text import cell
 
-__all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only"]
+__all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only", "sql_literal"]
 
 # SELECT covers WITH, VALUES, FROM-first, DESCRIBE, SHOW and SUMMARIZE; PRAGMA and CALL read
 # metadata (settings cannot change: the configuration is locked).
@@ -95,6 +95,13 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, UUID | bytes):
         return str(value)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a SQL string literal, for the store's own statements that cannot bind a
+    parameter (``copy ... to 'file'``) and for commands shown to the user. Everywhere else values
+    are bound parameters; code outside ``ownloop/store`` never writes SQL text."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def describe_error(exc: BaseException) -> str:

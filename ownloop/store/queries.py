@@ -1,0 +1,380 @@
+"""The index's queries that other parts need, by name, with every value bound as a parameter.
+
+No code outside ``ownloop/store`` writes SQL text: the recorder, replay, transfer, view and the CLI
+call these functions (a tripwire test in ``tests/test_layering.py`` keeps it so). Values (run
+ids, task ids, filter text) always reach DuckDB as bound parameters, never as SQL text.
+
+Two kinds of SQL come from the user by design, and each has one door:
+
+- ``user_query``: the whole read-only query of ``ownloop sql``, run as typed;
+- ``user_condition``: a condition over the ``sessions`` view (``ownloop regrade --where``), checked
+  with DuckDB's own tokenizer to be one parenthesised expression before it joins a query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    from ownloop.store import Store
+    from ownloop.store.query import QueryResult
+
+__all__ = [
+    "EVERY_SESSION",
+    "RUN_COLUMNS",
+    "SESSION_COLUMNS",
+    "RunSession",
+    "Selection",
+    "has_run_started",
+    "has_session",
+    "imported_folders",
+    "journal_places",
+    "latest_session_of_task",
+    "run_choices",
+    "run_page",
+    "run_sessions",
+    "run_settings",
+    "session_choices",
+    "session_page",
+    "sql_command",
+    "target_session",
+    "task_attempts",
+    "user_condition",
+    "user_query",
+]
+
+
+# ------------------------------------------------------------------ what the user types
+def user_query(store: Store, query: str) -> QueryResult:
+    """The user's own read-only query (``ownloop sql QUERY``), run as typed.
+
+    Raises:
+        QueryError: it would change something, or DuckDB rejected it.
+    """
+    return store.sql(query)
+
+
+def user_condition(condition: str) -> str:
+    """The user's SQL condition over the ``sessions`` view, parenthesised to join a query.
+
+    The condition is the user's SQL by design (e.g. ``status = 'fail'``). DuckDB's tokenizer
+    checks that it is one expression: its parentheses balance (outside strings, quoted names and
+    comments) and it has no ``;`` and no ``?``/``$name`` parameters, so it can neither close the
+    parentheses around it nor take the values bound to the query it joins. A ``--`` comment ends
+    at the line break added after it.
+
+    Raises:
+        QueryError: the condition is not one expression.
+    """
+    import duckdb
+
+    from ownloop.store.query import QueryError, describe_error
+
+    try:
+        tokens = duckdb.tokenize(condition)
+    except duckdb.Error as exc:
+        raise QueryError(
+            f"cannot read the condition {condition!r}: {describe_error(exc)}") from None
+    depth = 0
+    ends = [start for start, _ in tokens[1:]] + [len(condition)]
+    for (start, kind), end in zip(tokens, ends, strict=True):
+        if kind.name != "operator":
+            continue
+        for char in condition[start:end]:
+            if char in ";?$":
+                raise QueryError(
+                    f"the condition {condition!r} has {char!r}: give one SQL condition over the "
+                    "sessions view with values written in, e.g. status = 'fail'")
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth < 0:
+                break
+        if depth < 0:
+            break
+    if depth != 0:
+        raise QueryError(
+            f"the parentheses of the condition {condition!r} do not balance: give one SQL "
+            "condition over the sessions view, e.g. status = 'fail'")
+    return f"(\n{condition}\n)"
+
+
+def sql_command(query: str, **values: str) -> str:
+    """The ``ownloop sql "..."`` command a user can type to run ``query`` with ``values``.
+
+    ``query`` is one of ours with ``$name`` placeholders; each is written as a quoted literal,
+    e.g. ``sql_command("select * from sessions where run_id = $run", run="r1")``.
+    """
+    from ownloop.store.query import sql_literal
+
+    text = re.sub(r"\$(\w+)", lambda m: sql_literal(values[m[1]]), query)
+    return f'ownloop sql "{text}"'
+
+
+# ------------------------------------------------------------------ sessions and runs
+class RunSession(NamedTuple):
+    """A session a run recorded (not a replay of one)."""
+
+    session_id: str
+    task_id: str
+    agent: str
+    attempt: int
+    status: str | None  # None: no end yet
+    started_at: datetime | None
+
+
+def run_sessions(store: Store, run_id: str, *, by_task: bool = False) -> list[RunSession]:
+    """The sessions ``run_id`` recorded, replays left out: in the order they started, or by
+    task id, then attempt, then start when ``by_task``."""
+    order = "task_id, attempt, started_at" if by_task else "started_at"
+    rows = store.sql(
+        "select session_id, task_id, agent, attempt, status, started_at from sessions "
+        f"where run_id = $run and parent_session_id is null order by {order}",
+        {"run": run_id}).rows
+    return [RunSession(*row) for row in rows]
+
+
+def has_session(store: Store, session_id: str) -> bool:
+    """Whether the index has a session with this id."""
+    return bool(store.sql(
+        "select 1 from sessions where session_id = $id limit 1", {"id": session_id}).rows)
+
+
+def latest_session_of_task(store: Store, task_id: str) -> str | None:
+    """The id of the task's latest recorded session in any run (replays left out)."""
+    rows = store.sql(
+        "select session_id from sessions where task_id = $task and parent_session_id is null "
+        "order by started_at desc limit 1", {"task": task_id}).rows
+    return str(rows[0][0]) if rows else None
+
+
+def target_session(store: Store, target: str, run_id: str | None = None) -> str | None:
+    """The session a command line's TARGET names, or None.
+
+    First a session with the id ``target``; else the latest session of the task ``target``; else
+    of a task ``target-SEED`` (a MiniWoB task name without its seed). Tasks are looked for in
+    ``run_id``, or without it in the latest run (by its first session's start) that has them.
+    """
+    rows = store.sql(
+        "with r as (select run_id, min(started_at) as run_start from sessions group by run_id) "
+        "select s.session_id, case when s.session_id = $t then 0 when s.task_id = $t then 1 "
+        "else 2 end as rank "
+        "from sessions s join r using (run_id) "
+        "where (s.session_id = $t or s.task_id = $t or (starts_with(s.task_id, $t || '-') "
+        "and regexp_full_match(s.task_id[length($t) + 2:], '[0-9]+'))) "
+        "and ($run is null or s.run_id = $run) "
+        "order by rank, r.run_start desc, s.started_at desc, s.session_id desc limit 1",
+        {"t": target, "run": run_id or None}).rows
+    return str(rows[0][0]) if rows else None
+
+
+def has_run_started(store: Store, run_id: str) -> bool:
+    """Whether the store holds a ``RunStarted`` of ``run_id``."""
+    return bool(store.sql(
+        "select 1 from run_started where run_id = $run limit 1", {"run": run_id}).rows)
+
+
+def run_settings(store: Store, run_ids: Iterable[str]) -> list[tuple[str, datetime, Any]]:
+    """Each ``RunStarted`` of these runs as (run id, time, agent settings JSON), oldest first."""
+    runs = sorted(set(run_ids))
+    if not runs:
+        return []
+    return [tuple(row) for row in store.sql(  # type: ignore[misc]
+        "select run_id, time, agent_settings from run_started "
+        "where list_contains($runs, run_id) order by time", {"runs": runs}).rows]
+
+
+def imported_folders(store: Store, run_id: str) -> set[str]:
+    """The hashes of the folders already imported into ``run_id``."""
+    rows = store.sql(
+        "select distinct e.value ->> 'sha256' from evidence e join sessions s using (session_id) "
+        "where s.run_id = $run and e.name = 'imported_folder'", {"run": run_id}).rows
+    return {h for (h,) in rows if h}
+
+
+def task_attempts(store: Store, run_id: str) -> dict[str, int]:
+    """Each task's highest attempt in ``run_id``."""
+    rows = store.sql(
+        "select task_id, max(attempt) from sessions where run_id = $run group by task_id",
+        {"run": run_id}).rows
+    return {t: int(a) for t, a in rows if t is not None}
+
+
+# ------------------------------------------------------------------ selections of sessions
+class Selection(NamedTuple):
+    """Which sessions: all of run, task and ``where`` that are given (everything if none).
+
+    ``where`` is the user's SQL condition over the ``sessions`` view, e.g. ``status = 'fail'``;
+    it passes through ``user_condition``.
+    """
+
+    run_id: str | None = None
+    task_id: str | None = None
+    where: str | None = None
+
+
+EVERY_SESSION = Selection()
+
+
+def journal_places(
+    store: Store, selection: Selection = EVERY_SESSION, kinds: Sequence[str] | None = None
+) -> pa.Table:
+    """Where the selected sessions' events are: columns ``stream``, ``byte_offset`` and
+    ``byte_length``, in the order the events happened.
+
+    Args:
+        store: the store.
+        selection: the sessions.
+        kinds: only events of these kinds (table names, e.g. ``session_ended``); all if None.
+
+    Raises:
+        QueryError: ``selection.where`` is not valid SQL over the ``sessions`` view.
+    """
+    conditions = ["true"]
+    params: dict[str, Any] = {}
+    if selection.run_id:
+        conditions.append("run_id = $run")
+        params["run"] = selection.run_id
+    if selection.task_id:
+        conditions.append("task_id = $task")
+        params["task"] = selection.task_id
+    if selection.where and selection.where.strip():
+        conditions.append(user_condition(selection.where))
+    kind_filter = ""
+    if kinds:
+        kind_filter = " and list_contains($kinds, kind)"
+        params["kinds"] = list(kinds)
+    return store.sql_arrow(
+        "select stream, byte_offset, byte_length from journal where session_id in "
+        f"(select session_id from sessions where {' and '.join(conditions)}){kind_filter} "
+        "order by time, stream, seq", params or None)
+
+
+# ------------------------------------------------------------------ the viewer's tables
+# Column name -> SQL expression; the names are the only sort keys accepted.
+_SESSION_COLUMNS: dict[str, str] = {
+    "session_id": "session_id",
+    "run_id": "run_id",
+    "task_id": "task_id",
+    "agent": "agent",
+    "model": "model",
+    "attempt": "attempt",
+    "status": "status",
+    "passed": "passed",
+    "score": "score",
+    "steps": "steps",
+    "seconds": "round(seconds, 1)",
+    "started_at": "started_at",
+    "replay_of": "parent_session_id",
+    "answer": "answer",
+}
+_RUN_COLUMNS: dict[str, str] = {
+    "run_id": "i.run_id",
+    "agent": "coalesce(r.agent, p.agent)",
+    "model": "coalesce(r.model, p.model)",
+    "suite": "r.suite",
+    "started_at": "coalesce(r.started_at, p.started_at)",
+    "ended_at": "r.ended_at",
+    "starts": "coalesce(r.starts, 0)",
+    "sessions": "coalesce(p.sessions, 0)",
+    "passed": "coalesce(p.passed, 0)",
+    "counts": "r.counts",
+}
+SESSION_COLUMNS: tuple[str, ...] = tuple(_SESSION_COLUMNS)
+"""The columns of ``session_page``: the only sort keys it accepts."""
+RUN_COLUMNS: tuple[str, ...] = tuple(_RUN_COLUMNS)
+"""The columns of ``run_page``: the only sort keys it accepts."""
+
+# Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones).
+_RUNS_FROM = (
+    "(select run_id from runs union select run_id from sessions) i "
+    "left join runs r on r.run_id = i.run_id "
+    "left join (select run_id, count(*) as sessions, count(*) filter (where passed) as passed, "
+    "min(agent) as agent, min(model) as model, min(started_at) as started_at "
+    "from sessions group by run_id) p on p.run_id = i.run_id")
+_SESSION_EQUALS = {"run": "run_id", "agent": "agent", "model": "model", "status": "status"}
+_RUN_EQUALS = {"agent": _RUN_COLUMNS["agent"], "model": _RUN_COLUMNS["model"]}
+_PASSED = {"yes": "passed", "no": "not passed", "ungraded": "passed is null"}
+
+
+def _equals(columns: Mapping[str, str], filters: Mapping[str, str | None],
+            params: dict[str, Any]) -> list[str]:
+    where = []
+    for number, (name, column) in enumerate(columns.items()):
+        if name not in filters:
+            continue
+        value = filters[name]
+        if value is None:
+            where.append(f"{column} is null")
+        else:
+            where.append(f"{column} = $v{number}")
+            params[f"v{number}"] = value
+    return where
+
+
+def _page(store: Store, columns: Mapping[str, str], source: str, where: list[str],
+          params: dict[str, Any], sort: str, descending: bool, tiebreak: str, limit: int,
+          offset: int) -> QueryResult:
+    select = ", ".join(f"{expr} as {name}" for name, expr in columns.items())
+    clause = f" where {' and '.join(where)}" if where else ""
+    direction = "desc" if descending else "asc"
+    params.update(limit=int(limit), offset=int(offset))
+    return store.sql(
+        f"select {select} from {source}{clause} order by {columns[sort]} {direction} nulls last, "
+        f"{tiebreak} limit $limit offset $offset", params)
+
+
+def session_page(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
+                 limit: int, offset: int) -> QueryResult:
+    """Rows of the ``sessions`` view with the columns ``SESSION_COLUMNS``.
+
+    Args:
+        filters: ``run``, ``agent``, ``model``, ``status`` (equal; None: no value),
+            ``passed`` (``yes``, ``no`` or ``ungraded``), ``task`` (part of the task id, any case).
+        sort: a name of ``SESSION_COLUMNS`` (others raise KeyError); ties go by session id.
+    """
+    params: dict[str, Any] = {}
+    where = _equals(_SESSION_EQUALS, filters, params)
+    passed = filters.get("passed")
+    if passed in _PASSED:
+        where.append(_PASSED[passed])
+    if filters.get("task"):
+        where.append("contains(lower(task_id), $task)")
+        params["task"] = str(filters["task"]).lower()
+    return _page(store, _SESSION_COLUMNS, "sessions", where, params, sort, descending,
+                 "session_id", limit, offset)
+
+
+def run_page(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
+             limit: int, offset: int) -> QueryResult:
+    """Rows of every run (with a ``RunStarted`` or only sessions) with the columns
+    ``RUN_COLUMNS``; ``filters``: ``agent`` and ``model`` (equal; None: no value)."""
+    params: dict[str, Any] = {}
+    where = _equals(_RUN_EQUALS, filters, params)
+    return _page(store, _RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending, "i.run_id",
+                 limit, offset)
+
+
+def _choices(store: Store, source: str, columns: Mapping[str, str]) -> dict[str, list[str | None]]:
+    # One query for every filter's values: each store.sql opens the index once.
+    union = " union all ".join(
+        f"select distinct {number} as f, cast({column} as varchar) as v from {source}"
+        for number, column in enumerate(columns.values()))
+    names = list(columns)
+    choices: dict[str, list[str | None]] = {name: [] for name in names}
+    for number, value in store.sql(f"{union} order by f, v nulls first").rows:
+        choices[names[number]].append(value)
+    return choices
+
+
+def session_choices(store: Store) -> dict[str, list[str | None]]:
+    """The values of ``run``, ``agent``, ``model`` and ``status`` sessions have (None first)."""
+    return _choices(store, "sessions", _SESSION_EQUALS)
+
+
+def run_choices(store: Store) -> dict[str, list[str | None]]:
+    """The values of ``agent`` and ``model`` runs have (None first)."""
+    return _choices(store, _RUNS_FROM, _RUN_EQUALS)
