@@ -41,10 +41,11 @@ from ownloop.modelserver.server import ModelServer
 from ownloop.recorder.episode import ModelCaller
 from ownloop.recorder.model import CallOutcome
 from ownloop.replay.fold import Session, fold
-from ownloop.store import Store, sql_literal
+from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Message, ModelCalled, Sampling, TextPart, now
 from ownloop.store.ids import new_id
+from ownloop.store.queries import has_session, latest_session_of_task, run_sessions
 
 __all__ = [
     "ON_MISS",
@@ -249,19 +250,13 @@ def load_cassette(store: Store, target: str) -> Cassette:
     Raises:
         CassetteError: nothing in the store is called ``target``, or it has no model responses.
     """
-    quoted = sql_literal(target)
-    queries = (
-        f"select session_id from sessions where session_id = {quoted}",
-        f"select session_id from sessions where run_id = {quoted} "
-        "and parent_session_id is null order by started_at",
-        f"select session_id from sessions where task_id = {quoted} "
-        "and parent_session_id is null order by started_at desc limit 1",
-    )
-    ids: list[str] = []
-    for query in queries:
-        ids = [row[0] for row in store.sql(query).rows]
-        if ids:
-            break
+    if has_session(store, target):
+        ids = [target]
+    else:
+        ids = [s.session_id for s in run_sessions(store, target)]
+        if not ids:
+            latest = latest_session_of_task(store, target)
+            ids = [latest] if latest else []
     if not ids:
         raise CassetteError(
             f"no session, run or task {target!r} in {store.root}. List them with: ownloop sessions")

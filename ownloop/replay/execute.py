@@ -42,7 +42,7 @@ from ownloop.replay.fidelity import measure_step
 from ownloop.replay.fold import Session, Step, fold
 from ownloop.replay.reopen import reopen_suite
 from ownloop.replay.reparse import agent_for, recorded_settings
-from ownloop.store import Store, sql_literal
+from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
@@ -54,6 +54,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import new_id
+from ownloop.store.queries import has_run_started, sql_command
 
 __all__ = ["MODES", "ReplayError", "Replayed", "execute_session", "replay_from_options",
            "summary_text"]
@@ -243,7 +244,7 @@ def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResul
 def _ensure_run(store: Store, run_id: str, agent: Agent, model: str, endpoint: str,
                 suite: str) -> bool:
     """Write a RunStarted for a run id the store does not know yet; True if it did."""
-    if store.sql(f"select 1 from run_started where run_id = {sql_literal(run_id)} limit 1").rows:
+    if has_run_started(store, run_id):
         return False
     with store.stream() as stream:
         stream.append([RunStarted(
@@ -381,8 +382,8 @@ def summary_text(replayed: Replayed) -> str:
         element = {None: "-", True: "same", False: "other"}[fidelity.element_equal]
         lines.append(f"  step {step.step}: screenshot {picture}, url "
                      f"{'same' if fidelity.url_equal else 'other'}, element {element}")
-    lines.append(f"query: ownloop sql \"select * from fidelity where session_id = "
-                 f"'{child.session_id}'\"")
+    lines.append("query: " + sql_command("select * from fidelity where session_id = $id",
+                                         id=child.session_id))
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ from ownloop.grading import UNGRADED, make_grader
 from ownloop.grading.spec import NoGrader
 from ownloop.recorder.suites.tasks_file import read_tasks
 from ownloop.replay.fold import Session
-from ownloop.replay.selection import fold_selected, selection_sql
+from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import SessionGraded, now
@@ -129,7 +129,7 @@ def regrade(
     if grader is not None:
         make_grader(grader)  # a bad spec fails before anything is read
     began = time.perf_counter()
-    sessions = fold_selected(store, selection_sql(run_id, task_id, where), _KINDS)
+    sessions = fold_selected(store, Selection(run_id, task_id, where), _KINDS)
     at = now()
     new: list[SessionGraded] = []
     flips: list[Flip] = []

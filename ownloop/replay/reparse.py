@@ -23,11 +23,12 @@ from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import actions_text, op_text
-from ownloop.replay.selection import fold_selected, selection_sql
+from ownloop.replay.selection import Selection, fold_selected
 from ownloop.replay.target import load_session
-from ownloop.store import Store, sql_literal
+from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, ModelCalled, Op
+from ownloop.store.queries import run_settings
 
 __all__ = ["ReparseReport", "StepChange", "agent_for", "recorded_settings",
            "reparse", "reparse_session", "reparse_target"]
@@ -85,12 +86,7 @@ def _ops_text(ops: Iterable[Op]) -> str:
 def recorded_settings(store: Store, sessions: Iterable[Session]) -> dict[str, dict[str, Any]]:
     """Session id → the agent settings its run recorded (the last RunStarted before it began)."""
     sessions = list(sessions)
-    runs = sorted({s.run_id for s in sessions if s.run_id})
-    if not runs:
-        return {}
-    rows = store.sql(
-        "select run_id, time, agent_settings from run_started where run_id in "
-        f"({', '.join(sql_literal(r) for r in runs)}) order by time").rows
+    rows = run_settings(store, (s.run_id for s in sessions if s.run_id))
     starts: dict[str, list[tuple[datetime, dict[str, Any]]]] = {}
     for run_id, at, settings in rows:
         starts.setdefault(run_id, []).append((at, json.loads(settings) if settings else {}))
@@ -217,7 +213,7 @@ def reparse(
     if session is not None:
         sessions = [session]
     elif run_id:
-        sessions = list(fold_selected(store, selection_sql(run_id=run_id)).values())
+        sessions = list(fold_selected(store, Selection(run_id=run_id)).values())
         if not sessions:
             raise OwnloopError(f"no sessions in run '{run_id}' of {store.root}. List runs "
                                "with: ownloop sql \"select * from runs\"")
