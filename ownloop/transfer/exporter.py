@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, fold
-from ownloop.store import MissingBlob, Store, sql_literal
+from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.queries import run_sessions
 from ownloop.transfer.forms import form_of, step_line
 from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
@@ -67,10 +68,7 @@ def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportRes
     Folders are named by the task id when it is a plain name (letters, digits, ``.``, ``_``,
     ``-``), else by the latest session's id. Replays (sessions with a parent) are left out.
     """
-    rows = store.sql(
-        "select session_id, task_id, agent from sessions where run_id = "
-        + sql_literal(run_id) + " and parent_session_id is null "
-        "order by task_id, attempt, started_at").rows
+    rows = [(s.session_id, s.task_id, s.agent) for s in run_sessions(store, run_id, by_task=True)]
     if not rows:
         raise OwnloopError(f"no sessions in run {run_id!r}. List runs with: ownloop sql "
                            "\"select run_id, agent, sessions from runs\"")

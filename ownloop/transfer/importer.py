@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from ownloop import __version__
 from ownloop.agents import AGENTS, make_agent
 from ownloop.agents.base import Agent
-from ownloop.store import Store, sql_literal
+from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     ActionParsed,
@@ -45,6 +45,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import new_id
+from ownloop.store.queries import imported_folders, task_attempts
 from ownloop.transfer.forms import FORMS
 from ownloop.transfer.harness import (
     Attempt,
@@ -165,13 +166,7 @@ def import_dir(store: Store, directory: str | Path, agent: str, run_id: str | No
 
 def _already_imported(store: Store, run: str) -> tuple[set[str], dict[str, int]]:
     """Folder hashes already imported into ``run``, and each task's highest attempt there."""
-    hashes = store.sql(
-        "select distinct e.value ->> 'sha256' from evidence e join sessions s using (session_id) "
-        f"where s.run_id = {sql_literal(run)} and e.name = 'imported_folder'").rows
-    attempts = store.sql(
-        f"select task_id, max(attempt) from sessions where run_id = {sql_literal(run)} "
-        "group by task_id").rows
-    return {h for (h,) in hashes if h}, {t: int(a) for t, a in attempts if t is not None}
+    return imported_folders(store, run), task_attempts(store, run)
 
 
 class _Parser:
