@@ -126,7 +126,9 @@ def sql(ctx: click.Context, query: str, fmt: str) -> None:
     """
     from rich.console import Console
 
-    result = _store(ctx).sql(query)
+    from ownloop.store.queries import user_query
+
+    result = user_query(_store(ctx), query)
 
     if fmt == "table":
         Console(soft_wrap=True, markup=False, highlight=False).print(result.to_rich())

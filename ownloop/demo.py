@@ -18,6 +18,7 @@ from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, record
 from ownloop.recorder.suites import load_suite
 from ownloop.store import Store, new_id
+from ownloop.store.queries import sql_command
 
 __all__ = ["DEMO_TASKS", "run_demo"]
 
@@ -32,12 +33,12 @@ DEMO_TASKS = (
 
 _SESSIONS_QUERY = (
     "select task_id, status, steps, round(seconds, 1) as seconds, score, answer "
-    "from sessions where run_id = '{run}' order by task_id"
+    "from sessions where run_id = $run order by task_id"
 )
 
 _EXAMPLE_QUERY = (
     "select e.op, e.element_tag, count(*) as n, round(avg(e.duration_ms)) as ms "
-    "from effects e join sessions s using (session_id) where s.run_id = '{run}' "
+    "from effects e join sessions s using (session_id) where s.run_id = $run "
     "group by all order by n desc"
 )
 
@@ -62,10 +63,9 @@ def run_demo(store: Store, *, tasks: int = 6, workers: int = 2,
         finally:
             progress.close()
     echo(summary_text(summary, store))
-    console.print(store.sql(_SESSIONS_QUERY.format(run=run_id)).to_rich())
-    query = _EXAMPLE_QUERY.format(run=run_id)
-    echo(f'\nownloop sql "{query}"')
-    console.print(store.sql(query).to_rich())
+    console.print(store.sql(_SESSIONS_QUERY, {"run": run_id}).to_rich())
+    echo("\n" + sql_command(_EXAMPLE_QUERY, run=run_id))
+    console.print(store.sql(_EXAMPLE_QUERY, {"run": run_id}).to_rich())
     echo(f"\nThe store is in {store.root.resolve()}; replay a task with: "
          f"ownloop replay {names[0]} --run {run_id}")
     return run_id

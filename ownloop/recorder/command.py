@@ -12,6 +12,7 @@ from ownloop.recorder.runner import RecordOptions, RunSummary, record
 from ownloop.recorder.suites import load_suite
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.queries import sql_command
 
 __all__ = ["agent_options", "record_from_options", "summary_text"]
 
@@ -37,8 +38,8 @@ def summary_text(summary: RunSummary, store: Store) -> str:
         lines.append(f"{summary.crashed} sessions left by a stopped recorder marked crashed")
     if summary.interrupted:
         lines.append("interrupted: run the same command again to finish the run")
-    lines.append(f"store: {store.root}   query: ownloop sql \"select * from sessions "
-                 f"where run_id = '{summary.run_id}'\"")
+    query = sql_command("select * from sessions where run_id = $run", run=summary.run_id)
+    lines.append(f"store: {store.root}   query: {query}")
     return "\n".join(lines)
 
 
