@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,94 @@ def test_model_text_never_reaches_eval_or_exec() -> None:
                     and node.func.id in ("eval", "exec", "compile")):
                 calls.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.id}")
     assert calls == []
+
+
+# SQL text: only ownloop/store writes it (issue 10, hole 12). Elsewhere a query is a string
+# literal or a module constant, and values travel as bound parameters.
+_QUERY_METHODS = {"sql", "sql_arrow", "query", "query_arrow"}
+_SQL = re.compile(
+    r"\b(select|with)\b.+\bfrom\b|\bwhere\b\s+[\w.()]+\s*(=|<|>|!=|\bin\b|\bis\b|\blike\b)"
+    r"|\border\s+by\b|\bgroup\s+by\b|\bunion\b|\blimit\s+\d", re.IGNORECASE | re.DOTALL)
+
+
+def _sql_pasting(tree: ast.Module) -> list[tuple[int, str]]:
+    """Where a module pastes text into SQL or hands a query method anything but a constant."""
+    constants = {target.id: node.value.value for node in tree.body
+                 if isinstance(node, ast.Assign | ast.AnnAssign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                 for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(target, ast.Name)}
+
+    def text(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return constants.get(node.id) if isinstance(node, ast.Name) else None
+
+    def operands(node: ast.expr) -> list[ast.expr]:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return operands(node.left) + operands(node.right)
+        return [node]
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _QUERY_METHODS:
+                first = node.args[:1] or [k.value for k in node.keywords if k.arg == "query"]
+                if first and text(first[0]) is None:
+                    found.append((node.lineno, f".{node.func.attr}() of a non-constant"))
+            if node.func.attr == "format" and _SQL.search(text(node.func.value) or ""):
+                found.append((node.lineno, "SQL made with .format"))
+        elif isinstance(node, ast.JoinedStr):
+            # The text before the last {value}: SQL there means a value is pasted into SQL.
+            last = max((i for i, part in enumerate(node.values)
+                        if isinstance(part, ast.FormattedValue)), default=-1)
+            before = "".join(p.value for p in node.values[:last]
+                             if isinstance(p, ast.Constant) and isinstance(p.value, str))
+            if _SQL.search(before):
+                found.append((node.lineno, "SQL made with an f-string"))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            if _SQL.search(text(node.left) or ""):
+                found.append((node.lineno, "SQL made with %"))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            parts = [text(part) for part in operands(node)]
+            if None in parts and any(_SQL.search(part or "") for part in parts):
+                found.append((node.lineno, "SQL made with +"))
+    return found
+
+
+def test_only_the_store_writes_sql_text() -> None:
+    """Outside ownloop/store no module quotes values into SQL or builds SQL text: it calls the
+    named queries of ``ownloop.store.queries`` (or passes a constant query and parameters)."""
+    wrong = []
+    for path in _modules():
+        where = str(path.relative_to(PACKAGE))
+        if where.startswith("store/"):
+            continue
+        source = path.read_text()
+        if "sql_literal" in source:
+            wrong.append(f"{where}: sql_literal")
+        wrong += [f"{where}:{line} {what}" for line, what in _sql_pasting(ast.parse(source))]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("source", [
+    "store.sql(f\"select * from sessions where run_id = '{run}'\")",
+    "rows = store.sql_arrow(query)",
+    "q = 'select a from t where run_id = ' + quoted",
+    "q = \"select a from t where x = '%s'\" % value",
+    "Q = \"select a from sessions where run_id = '{run}'\"\nq = Q.format(run=run)",
+    "clause = f\"where run_id = {value}\"",
+])
+def test_the_sql_tripwire_catches_pasting(source: str) -> None:
+    assert _sql_pasting(ast.parse(source))
+
+
+@pytest.mark.parametrize("source", [
+    "Q = 'select * from sessions where run_id = $run'\nstore.sql(Q, {'run': run})",
+    "store.sql('select 1', [x])",
+    "raise E(f'no events for {wanted}. List them: ownloop sql \"select * from sessions\"')",
+    "where = f'{name}: task #{number}'",
+    "echo(f'say where to write: {path}')",
+])
+def test_the_sql_tripwire_lets_constants_and_prose_pass(source: str) -> None:
+    assert _sql_pasting(ast.parse(source)) == []

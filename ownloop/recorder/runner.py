@@ -25,7 +25,7 @@ from ownloop.recorder.browser import BrowserSession, browser_versions, open_brow
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.suites import Suite
-from ownloop.store import Store, sql_literal
+from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     RunEnded,
@@ -37,6 +37,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import new_id
+from ownloop.store.queries import run_sessions
 from ownloop.store.scrub import scrub_text
 
 __all__ = ["RecordOptions", "RunSummary", "record", "redact_argv", "FINAL_STATUSES"]
@@ -125,18 +126,14 @@ def _previous(store: Store, run_id: str) -> _Previous:
     Replays of a run's sessions (``ownloop replay --execute``) share its run id but are not its
     attempts: they are left out.
     """
-    rows = store.sql(
-        "select task_id, session_id, status, attempt from sessions "
-        f"where run_id = {sql_literal(run_id)} "
-        "and parent_session_id is null order by started_at").rows
     latest: dict[str, str | None] = {}
     open_sessions: list[str] = []
     attempts: dict[str, int] = {}
-    for task_id, session_id, status, attempt in rows:
-        latest[task_id] = status
-        attempts[task_id] = max(attempts.get(task_id, 0), int(attempt or 0))
-        if status is None:
-            open_sessions.append(session_id)
+    for session in run_sessions(store, run_id):
+        latest[session.task_id] = session.status
+        attempts[session.task_id] = max(attempts.get(session.task_id, 0), int(session.attempt or 0))
+        if session.status is None:
+            open_sessions.append(session.session_id)
     return _Previous(latest, open_sessions, attempts)
 
 

@@ -56,15 +56,9 @@ __all__ = [
     "VerifyReport",
     "new_id",
     "open_store",
-    "sql_literal",
 ]
 
 DEFAULT_STORE = "ownloop-data"
-
-
-def sql_literal(text: str) -> str:
-    """``text`` as a SQL string literal, for values a user typed (run ids, task ids, filters)."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 class Store:
@@ -119,9 +113,13 @@ class Store:
         """Bring the DuckDB index up to date with the journal; returns what was ingested."""
         return self.index().sync()
 
-    def rebuild_index(self) -> SyncResult:
-        """Drop the DuckDB index and rebuild it from the whole journal."""
-        return self.index().rebuild()
+    def rebuild_index(self, *, accept_damaged: bool = False) -> SyncResult:
+        """Drop the DuckDB index and rebuild it from the whole journal.
+
+        Lines whose checksum or chain fails are quarantined (the ``damage`` view lists them)
+        unless ``accept_damaged``.
+        """
+        return self.index().rebuild(accept_damaged=accept_damaged)
 
     def sql(self, query: str, params: Params = None) -> QueryResult:
         """Run a read-only query after bringing the index up to date: columns, types, rows.

@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 
-from ownloop.store import sql_literal
 from ownloop.store.errors import OwnloopError
 from ownloop.store.locks import hold_lock
-from ownloop.store.query import describe_error
+from ownloop.store.query import describe_error, sql_literal
 
 if TYPE_CHECKING:
     from ownloop.store import Store

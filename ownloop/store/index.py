@@ -31,7 +31,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
-from ownloop.store.journal import decode_lines
+from ownloop.store.journal import ChainState, check_chain, decode_lines
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerprint
@@ -58,14 +58,29 @@ class SyncResult(NamedTuple):
     events: int  # events ingested
     skipped: int  # complete lines that did not decode (see the skipped_lines table)
     rebuilt: bool  # the index was created or rebuilt from nothing
+    damaged: int = 0  # lines whose checksum or chain failed (see the damage view)
+    accepted: bool = False  # damaged lines were projected all the same (--accept-damaged)
 
     def summary(self) -> str:
         what = "rebuilt" if self.rebuilt else "up to date"
         line = f"index {what}: {self.events} new events from {self.streams} streams"
+        if self.damaged:
+            fate = "projected all the same (--accept-damaged)" if self.accepted else \
+                "quarantined, not projected"
+            line += (f"; {self.damaged} damaged lines {fate}: see "
+                     "ownloop sql \"select * from damage\" and run: ownloop verify")
         if self.skipped:
             line += (f"; {self.skipped} lines did not decode (see the skipped_lines table and "
                      "run: ownloop verify)")
         return line
+
+
+class _Mark(NamedTuple):
+    """How far a stream is ingested: bytes, the size seen (-1: not finished), the chain there."""
+
+    ingested: int
+    size: int
+    chain: ChainState
 
 
 class _Manifest(msgspec.Struct):
@@ -74,9 +89,16 @@ class _Manifest(msgspec.Struct):
 
 
 class _Batch:
-    """Decoded lines waiting to be written, as flat columns in journal order, and skipped lines."""
+    """Decoded lines waiting to be written, as flat columns in journal order, and skipped lines.
 
-    def __init__(self) -> None:
+    Each line's checksum and link to the line before are checked first: a damaged line is
+    quarantined (listed in ``damaged_lines``, not projected) unless ``accept_damaged``.
+    """
+
+    def __init__(self, accept_damaged: bool = False) -> None:
+        self.accept_damaged = accept_damaged
+        self.damaged: tuple[list[str], list[int], list[int], list[str], list[str]] = \
+            ([], [], [], [], [])
         self.nbytes = 0
         self.events: list[Event] = []
         self.streams: list[str] = []
@@ -84,15 +106,28 @@ class _Batch:
         self.offsets: list[int] = []
         self.lengths: list[int] = []
         self.skipped: tuple[list[str], list[int], list[str]] = ([], [], [])
-        self.marks: dict[str, tuple[int, int]] = {}  # stream -> (ingested, size)
+        self.marks: dict[str, _Mark] = {}
 
-    def add(self, stream: str, base: int, chunk: bytes) -> None:
-        """Decode ``chunk`` (complete lines of ``stream`` starting at byte ``base``)."""
+    def add(self, stream: str, base: int, chunk: bytes, chain: ChainState) -> ChainState:
+        """Check and decode ``chunk`` (complete lines of ``stream`` from byte ``base``, where
+        the chain stood at ``chain``); returns the chain's state after it."""
         raw_lines = chunk.split(b"\n")
         raw_lines.pop()  # the chunk ends with a newline
-        decoded = decode_lines(raw_lines)
         lengths = [len(raw) + 1 for raw in raw_lines]
         offsets = list(accumulate(lengths[:-1], initial=base))
+        damaged, chain = check_chain(raw_lines, chain)
+        if damaged:
+            for i, kind, detail in damaged:
+                for column, value in zip(self.damaged, (
+                        stream, offsets[i], lengths[i], kind, detail), strict=True):
+                    column.append(value)  # type: ignore[attr-defined]
+            if not self.accept_damaged:
+                bad = {i for i, _, _ in damaged}
+                keep = [i for i in range(len(raw_lines)) if i not in bad]
+                raw_lines = [raw_lines[i] for i in keep]
+                lengths = [lengths[i] for i in keep]
+                offsets = [offsets[i] for i in keep]
+        decoded = decode_lines(raw_lines)
         for i, error in decoded.errors:
             self.skipped[0].append(stream)
             self.skipped[1].append(offsets[i])
@@ -107,6 +142,7 @@ class _Batch:
         self.lengths += lengths
         self.streams += repeat(stream, len(decoded.events))
         self.nbytes += len(chunk)
+        return chain
 
     def _by_kind(self) -> Iterator[tuple[type, slice, list[int]]]:
         """Each kind present, the slice of the kind-ordered rows it holds, and that ordering."""
@@ -151,12 +187,21 @@ class _Batch:
             _insert(con, "skipped_lines", pa.table({
                 "stream": self.skipped[0], "byte_offset": self.skipped[1],
                 "error": self.skipped[2]}))
+        if self.damaged[0]:
+            _insert(con, "damaged_lines", pa.table({
+                "stream": self.damaged[0],
+                "byte_offset": pa.array(self.damaged[1], pa.int64()),
+                "byte_length": pa.array(self.damaged[2], pa.int64()),
+                "kind": self.damaged[3], "detail": self.damaged[4],
+                "projected": [self.accept_damaged] * len(self.damaged[0])}))
         if self.marks:
             names = list(self.marks)
             marks = pa.table({
                 "stream": names,
-                "ingested": pa.array([self.marks[n][0] for n in names], pa.int64()),
-                "size": pa.array([self.marks[n][1] for n in names], pa.int64()),
+                "ingested": pa.array([self.marks[n].ingested for n in names], pa.int64()),
+                "size": pa.array([self.marks[n].size for n in names], pa.int64()),
+                "last_sum": pa.array([self.marks[n].chain.prev for n in names], pa.string()),
+                "last_seq": pa.array([self.marks[n].chain.seq for n in names], pa.int64()),
             })
             con.register("_marks", marks)
             con.execute("delete from streams where stream in (select stream from _marks)")
@@ -207,6 +252,7 @@ class Index:
         self.path = store.index_path
         self.lock_path = store.root / "index.lock"
         self.manifest_path = store.root / "index.manifest"
+        self._accept_damaged: bool | None = None  # None: as the index was built
 
     # -------------------------------------------------------------- syncing
     def sync(self) -> SyncResult:
@@ -226,12 +272,16 @@ class Index:
                     self._remove_files(quietly=True)
                 raise
 
-    def rebuild(self) -> SyncResult:
+    def rebuild(self, *, accept_damaged: bool = False) -> SyncResult:
         """Drop the index and ingest the whole journal again.
+
+        With ``accept_damaged``, lines whose checksum or chain fails are projected all the same
+        (still listed in the ``damage`` view), now and in later syncs of this index.
 
         Raises:
             StoreNotWritable: the store is read-only or full; a half-built index is removed.
         """
+        self._accept_damaged = accept_damaged
         with self._writing("its index cannot be rebuilt there"):
             try:
                 self._remove_files()
@@ -311,30 +361,40 @@ class Index:
         con = self._connect()
         try:
             rebuilt = self._ensure_schema(con)
-            known = {s: (i, z) for s, i, z in con.execute(
-                "select stream, ingested, size from streams").fetchall()}
+            accept = self._accepting(con)
+            known = {s: _Mark(i, z, ChainState(p or "", q or 0)) for s, i, z, p, q in con.execute(
+                "select stream, ingested, size, last_sum, last_seq from streams").fetchall()}
             # Decoding allocates millions of small objects that all stay alive until they are
             # written: the cyclic GC would rescan them again and again (quadratic), and there
             # are no cycles to find.
             collecting = gc.isenabled()
             gc.disable()
             try:
-                result = self._ingest(con, sizes, known)
+                result = self._ingest(con, sizes, known, accept)
             finally:
                 if collecting:
                     gc.enable()
-            seen = {s: z for s, (_, z) in known.items()}
+            seen = {s: mark.size for s, mark in known.items()}
         finally:
             con.close()
         self._write_manifest(seen)
-        return result._replace(rebuilt=rebuilt)
+        return result._replace(rebuilt=rebuilt, accepted=accept)
+
+    def _accepting(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Whether damaged lines are projected: as asked by a rebuild, else as the index was."""
+        if self._accept_damaged is not None:
+            con.execute("insert or replace into meta values ('accept_damaged', ?)",
+                        ["1" if self._accept_damaged else "0"])
+            return self._accept_damaged
+        row = con.execute("select value from meta where key = 'accept_damaged'").fetchone()
+        return row is not None and row[0] == "1"
 
     def _ingest(self, con: duckdb.DuckDBPyConnection, sizes: dict[str, int],
-                known: dict[str, tuple[int, int]]) -> SyncResult:
+                known: dict[str, _Mark], accept: bool) -> SyncResult:
         """Read every stream whose size changed; ``known`` is updated to what was committed."""
-        batch, streams, events, skipped = _Batch(), 0, 0, 0
+        batch, streams, events, skipped, damaged = _Batch(accept), 0, 0, 0, 0
         for stream, size in sorted(sizes.items()):
-            ingested, seen = known.get(stream, (0, -1))
+            ingested, seen, chain = known.get(stream, _Mark(0, -1, ChainState()))
             if size == seen:
                 continue
             if size < ingested:
@@ -346,21 +406,23 @@ class Index:
             end = ingested
             for base, chunk in _complete_lines(self.journal_dir / f"{stream}.jsonl",
                                                ingested, size):
-                batch.add(stream, base, chunk)
+                chain = batch.add(stream, base, chunk, chain)
                 end = base + len(chunk)
                 if batch.nbytes >= _BATCH:
-                    batch.marks[stream] = (end, -1)  # this stream is not finished yet
+                    batch.marks[stream] = _Mark(end, -1, chain)  # not finished yet
                     batch.write(con)
                     events += len(batch.events)
                     skipped += len(batch.skipped[0])
+                    damaged += len(batch.damaged[0])
                     known.update(batch.marks)
-                    batch = _Batch()
-            batch.marks[stream] = (end, size)
+                    batch = _Batch(accept)
+            batch.marks[stream] = _Mark(end, size, chain)
         batch.write(con)
         known.update(batch.marks)
         events += len(batch.events)
         skipped += len(batch.skipped[0])
-        return SyncResult(streams, events, skipped, False)
+        damaged += len(batch.damaged[0])
+        return SyncResult(streams, events, skipped, False, damaged)
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:

@@ -28,12 +28,14 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event, StreamHead
 
 __all__ = [
+    "ChainState",
     "DecodedLines",
     "JournalLine",
     "StreamCheck",
     "StoreWriteError",
     "StreamProblem",
     "StreamWriter",
+    "check_chain",
     "check_stream",
     "decode_events",
     "decode_lines",
@@ -265,6 +267,43 @@ def decode_lines(raw_lines: Sequence[bytes]) -> DecodedLines:
         except msgspec.DecodeError as exc:
             errors.append((i, str(exc)))
     return DecodedLines(index, list(map(_seq_of, good)), list(map(_event_of, good)), errors)
+
+
+class ChainState(NamedTuple):
+    """Where a stream's chain stands after a line: its sum and its seq."""
+
+    prev: str = ""
+    seq: int = 0
+
+
+def check_chain(raw_lines: Sequence[bytes], state: ChainState,
+                ) -> tuple[list[tuple[int, str, str]], ChainState]:
+    """The lines (without newlines) whose checksum or link to the line before fails.
+
+    Returns (index, kind, detail) for each damaged line and the chain's state after the last
+    line. As in ``check_stream``, the chain goes on from a damaged line's own sum, so one edited
+    line is reported once (and a removed line once, at the line after it).
+    """
+    damaged: list[tuple[int, str, str]] = []
+    prev, expected = state
+    match_head = _HEAD.match
+    for i, raw in enumerate(raw_lines):
+        expected += 1
+        match = match_head(raw)
+        if not match or not raw.endswith(b"}"):
+            damaged.append((i, "unreadable", "not a journal line"))
+            prev = ""
+            continue
+        seq, line_prev, total = int(match.group(1)), match.group(2).decode(), \
+            match.group(3).decode()
+        if _checksum(line_prev, seq, raw[match.end() : -1]) != total:
+            damaged.append((i, "bad checksum", "the line's bytes were changed"))
+        elif line_prev != prev:
+            damaged.append((i, "broken chain", "prev does not match the line before"))
+        elif seq != expected:
+            damaged.append((i, "sequence gap", f"seq {seq}, expected {expected}"))
+        prev, expected = total, seq
+    return damaged, ChainState(prev, expected)
 
 
 class StreamCheck(NamedTuple):

@@ -133,12 +133,18 @@ TABLE_BY_TYPE: dict[type, EventTable] = {t.event_type: t for t in TABLES}
 BOOKKEEPING_DDL = (
     # Per stream: bytes ingested so far (always the end of a complete line) and the file size
     # seen then (larger when a torn tail follows), so a no-change sync reads nothing.
-    "create table streams (stream VARCHAR primary key, ingested BIGINT, size BIGINT)",
+    # last_sum and last_seq are the hash chain's head at ``ingested``: the next line must link.
+    "create table streams (stream VARCHAR primary key, ingested BIGINT, size BIGINT, "
+    "last_sum VARCHAR, last_seq BIGINT)",
     # One row per ingested line: where it is, so a session's events can be read back in order.
     "create table journal (stream VARCHAR, byte_offset BIGINT, byte_length BIGINT, seq BIGINT, "
     "kind VARCHAR, session_id VARCHAR, run_id VARCHAR, time TIMESTAMP)",
     # Complete lines that did not decode (edited bytes, or a kind newer than this ownloop).
     "create table skipped_lines (stream VARCHAR, byte_offset BIGINT, error VARCHAR)",
+    # Complete lines whose checksum or chain link failed: quarantined, not projected (unless
+    # the index was rebuilt with --accept-damaged: then projected = true).
+    "create table damaged_lines (stream VARCHAR, byte_offset BIGINT, byte_length BIGINT, "
+    "kind VARCHAR, detail VARCHAR, projected BOOLEAN)",
     "create table meta (key VARCHAR primary key, value VARCHAR)",
 )
 

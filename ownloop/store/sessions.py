@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ownloop.store import Store, sql_literal
+from ownloop.store import Store
 from ownloop.store.query import QueryResult
 
 __all__ = ["sessions_table"]
@@ -17,11 +17,15 @@ def sessions_table(
 ) -> QueryResult:
     """Sessions of ``run_id`` (all runs if None) with ``status`` (any if None), newest first."""
     where = []
+    params: dict[str, str] = {}
     if run_id:
-        where.append(f"run_id = {sql_literal(run_id)}")
+        where.append("run_id = $run")
+        params["run"] = run_id
     if status:
-        where.append(f"status = {sql_literal(status)}")
+        where.append("status = $status")
+        params["status"] = status
     clause = f"where {' and '.join(where)} " if where else ""
     columns = _COLUMNS if run_id else "run_id, " + _COLUMNS
     return store.sql(
-        f"select {columns} from sessions {clause}order by started_at desc limit {int(limit)}")
+        f"select {columns} from sessions {clause}order by started_at desc limit {int(limit)}",
+        params or None)

@@ -286,5 +286,5 @@ from fidelity_measured;
 create view damage as
 select stream, byte_offset, byte_length, kind, detail, projected from damaged_lines
 union all
-select stream, byte_offset, null, 'unreadable', error, false from skipped_lines
-    where (stream, byte_offset) not in (select (stream, byte_offset) from damaged_lines);
+select s.stream, s.byte_offset, null, 'unreadable', s.error, false
+from skipped_lines s anti join damaged_lines d using (stream, byte_offset);

@@ -6,6 +6,7 @@ import json
 import time
 import typing
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 import msgspec
@@ -15,6 +16,8 @@ import pytest
 from ownloop.store import QueryError, Store
 from ownloop.store import events as E
 from ownloop.store.index import SyncResult
+from ownloop.store.journal import _checksum as checksum
+from ownloop.store.journal import check_stream
 from ownloop.store.locks import IndexBusy, hold_lock
 from ownloop.store.schema import TABLES
 from tests.golden.samples import SAMPLES
@@ -118,13 +121,20 @@ def test_a_changed_schema_rebuilds_the_index(
     assert count(store, "select count(*) from journal") == 14  # with the run's RunStarted
 
 
+def append_foreign_line(path: Path, event: bytes) -> None:
+    """Append a well-chained line whose event this ownloop cannot decode (a newer kind)."""
+    sums = check_stream(path).sums
+    seq, prev = len(sums) + 1, sums[-1]
+    line = b'{"seq":%d,"prev":"%s","sum":"%s","event":%s}\n' % (
+        seq, prev.encode(), checksum(prev, seq, event).encode(), event)
+    with open(path, "ab") as f:
+        f.write(line)
+
+
 def test_undecodable_lines_are_skipped_and_counted(store: Store) -> None:
     with store.stream("s") as stream:
         stream.append([E.RunStarted(at=at(0), run_id="r1")])
-    with open(store.journal_dir / "s.jsonl", "ab") as f:
-        f.write(
-            b'{"seq":2,"prev":"","sum":"' + b"0" * 32 + b'","event":{"kind":"from_the_future"}}\n'
-        )
+    append_foreign_line(store.journal_dir / "s.jsonl", b'{"kind":"from_the_future"}')
     result = store.sync()
     assert (result.events, result.skipped) == (1, 1)
     assert "1 lines did not decode" in result.summary()
@@ -399,8 +409,7 @@ def test_interleaved_kinds_keep_journal_order_and_byte_spans(store: Store) -> No
                     E.BrowserActed(at=at(step), run_id="r", session_id=name, step=step, idx=0,
                                    op=E.MouseMove(x=float(step), y=2.0)),
                 ])
-    with open(store.journal_dir / "a.jsonl", "ab") as f:
-        f.write(b'{"seq":7,"prev":"","sum":"' + b"0" * 32 + b'","event":{"kind":"nope"}}\n')
+    append_foreign_line(store.journal_dir / "a.jsonl", b'{"kind":"nope"}')
     with store.stream("a2") as stream:
         stream.append([E.BrowserActed(at=at(9), run_id="r", session_id="a", step=9, idx=0,
                                       op=E.MouseMove(x=9.0, y=2.0))])
@@ -420,3 +429,61 @@ def test_interleaved_kinds_keep_journal_order_and_byte_spans(store: Store) -> No
             line = json.loads(f.read(length))
         assert (line["seq"], line["event"]["kind"]) == (seq, kind)
     assert [e.step for e in store.session_events("a")] == [1, 1, 2, 2, 3, 3, 9]
+
+
+def test_a_tampered_line_is_quarantined_not_projected(
+    store: Store, record_session: Callable[..., str]
+) -> None:
+    record_session("a", steps=2)
+    path = store.journal_dir / "a.jsonl"
+    data = path.read_bytes()
+    # An edit that still decodes: the answer of the session's end changes from 42 to 43.
+    path.write_bytes(data.replace(b'"answer":"42"', b'"answer":"43"'))
+    lines = data.splitlines()
+    number = next(i for i, line in enumerate(lines) if b'"answer":"42"' in line)
+    offset = sum(len(line) + 1 for line in lines[:number])
+    result = store.rebuild_index()
+    assert result.damaged == 1 and "1 damaged lines quarantined, not projected" in result.summary()
+    assert store.sql("select stream, byte_offset, kind, projected from damage").rows == [
+        ("a", offset, "bad checksum", False)]
+    assert store.sql("select status, answer from sessions").rows == [(None, None)]
+    accepted = store.rebuild_index(accept_damaged=True)
+    assert accepted.damaged == 1 and "projected all the same" in accepted.summary()
+    assert store.sql("select status, answer from sessions").rows == [("finished", "43")]
+    assert store.sql("select projected from damage").rows == [(True,)]
+    # A later sync keeps the choice the rebuild made.
+    record_session("b", steps=1)
+    assert store.sql("select count(*) from sessions").rows == [(2,)]
+    assert store.rebuild_index().damaged == 1
+    assert store.sql("select count(*) from sessions where status is null").rows == [(1,)]
+
+
+def test_a_removed_line_quarantines_the_line_after_it(
+    store: Store, record_session: Callable[..., str]
+) -> None:
+    record_session("a", steps=2)
+    path = store.journal_dir / "a.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:3] + lines[4:]))
+    result = store.rebuild_index()
+    assert result.damaged == 1
+    assert store.sql("select kind, byte_offset from damage").rows == [
+        ("broken chain", sum(map(len, lines[:3])))]
+    assert store.sql("select count(*) from journal where stream = 'a'").rows == [
+        (len(lines) - 2,)]
+
+
+def test_a_sync_checks_the_link_to_lines_ingested_before(
+    store: Store, record_session: Callable[..., str]
+) -> None:
+    record_session("a", steps=1)
+    store.sync()
+    path = store.journal_dir / "a.jsonl"
+    # A line appended by hand that does not link to the stream's last line.
+    with open(path, "ab") as f:
+        body = b'{"kind":"run_ended","at":"2026-03-01T12:00:09Z","run_id":"r1"}'
+        f.write(b'{"seq":99,"prev":"","sum":"%s","event":%s}\n' % (
+            checksum("", 99, body).encode(), body))
+    assert store.sync().damaged == 1
+    assert store.sql("select kind from damage").rows == [("broken chain",)]
+    assert store.sql("select count(*) from run_ended").rows == [(0,)]
