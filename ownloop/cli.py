@@ -177,8 +177,14 @@ def index_command(ctx: click.Context, rebuild: bool) -> None:
 @click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for the endpoint (never recorded).")
 @click.option("--run", "run_id", help="The run's name; the same name resumes it.")
 @click.option("--workers", default=2, show_default=True, help="Tasks at once, each with a browser.")
-@click.option("--max-steps", default=40, show_default=True)
-@click.option("--timeout", default=1800.0, show_default=True, help="Seconds per task.")
+@click.option("--max-steps", default=40, show_default=True, type=click.IntRange(min=1),
+              help="The step budget: policy turns (model decisions) per session.")
+@click.option("--timeout", default=1800.0, show_default=True,
+              type=click.FloatRange(min=0, min_open=True), help="Seconds per task.")
+@click.option("--require-clean", is_flag=True,
+              help="Refuse to start from an ownloop checkout with uncommitted changes.")
+@click.option("--expect-suite", metavar="SHA256",
+              help="Refuse to start unless the suite's source hash is this (runs.tasks_sha256).")
 @click.option("--error-retries", type=int, help="Re-run error/parse_error sessions K times.")
 @click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
 @click.option("--chromium", help="Path to a Chromium to drive.")

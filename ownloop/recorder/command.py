@@ -12,6 +12,7 @@ from ownloop.recorder.runner import RecordOptions, RunSummary, record
 from ownloop.recorder.suites import load_suite
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
 
 __all__ = ["agent_options", "record_from_options", "summary_text"]
@@ -34,6 +35,13 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     lines = [f"run {summary.run_id}: {counts or 'nothing to do'} in {summary.seconds:.1f}s"]
     if summary.skipped:
         lines.append(f"{summary.skipped} tasks were done already")
+    if summary.elsewhere:
+        lines.append(f"{summary.elsewhere} tasks were done by another recorder of this run")
+    if summary.fatal:
+        lines.append(f"stopped early: {summary.fatal}")
+    mixed = mixed_budgets(store, summary.run_id)
+    if mixed:
+        lines.append(mixed)
     if summary.crashed:
         lines.append(f"{summary.crashed} sessions left by a stopped recorder marked crashed")
     if summary.interrupted:
@@ -58,6 +66,8 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
         error_retries=options["error_retries"], settle_s=options["settle"],
         chromium=options["chromium"], call_retries=options["retries"],
         call_retry_wait_s=options["retry_wait"], call_timeout_s=options["call_timeout"],
+        require_clean=options.get("require_clean", False),
+        expect_suite=options.get("expect_suite"),
         argv=argv, allow_hosts=tuple(options.get("allow_host") or ()))
     progress = RunProgress()
     with load_suite(suite=options["suite"], tasks_file=options["tasks_file"],

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
+import msgspec
+
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.grading import UNGRADED, make_grader
 from ownloop.recorder.browser import BrowserSession
@@ -37,6 +39,7 @@ from ownloop.store.events import (
     SessionEnded,
     SessionGraded,
     SessionStarted,
+    StreamHead,
     Task,
     now,
 )
@@ -55,6 +58,9 @@ __all__ = [
 
 
 class EpisodeLimits(NamedTuple):
+    """A session's limits. ``max_steps`` is the step budget: policy turns (one model decision,
+    however many actions it emits and however many re-samples it took), never exceeded."""
+
     max_steps: int = 40
     timeout_s: float = 1800.0
 
@@ -69,6 +75,7 @@ class EpisodeResult(NamedTuple):
     score: float | None
     passed: bool | None
     error: str | None
+    head: StreamHead | None = None  # where the session's stream stood when it closed
 
 
 class ModelCaller(Protocol):
@@ -89,6 +96,10 @@ class ModelCaller(Protocol):
 
 
 class _Interrupted(Exception):
+    pass
+
+
+class _OverBudget(Exception):
     pass
 
 
@@ -128,6 +139,7 @@ class Episode:
         self.history: list[PastStep] = []
         self.parse_failures = 0
         self.action_errors = 0
+        self.turns = 0  # policy turns taken: the step budget counts these
 
     # ---------------------------------------------------------------- helpers
     def _elapsed(self) -> float:
@@ -168,9 +180,17 @@ class Episode:
             duration_ms=effect.duration_ms))
 
     # ---------------------------------------------------------------- one step
+    def take_turn(self) -> None:
+        """Count one policy turn; a turn beyond the budget is refused (the loop never asks for
+        one: this makes exceeding the budget impossible, not merely unlikely)."""
+        if self.turns >= self.limits.max_steps:
+            raise _OverBudget
+        self.turns += 1
+
     def agent_step(self, step: int, batch: list[Event]) -> SessionEnded | None:
         """The recorder's step: screenshot, call the model, parse, act, settle."""
         settings = self.agent.settings
+        self.take_turn()  # re-samples below belong to this turn
         observation = self.observe(step, batch)
         shot_size = (observation.screenshot.width, observation.screenshot.height)
         messages = self.agent.build_messages(self.task, self.history, observation)
@@ -273,7 +293,7 @@ class Episode:
             self.suite.prepare(self.browser, self.task)
             while ended is None:
                 step += 1
-                if step > self.limits.max_steps:
+                if step > self.limits.max_steps or self.turns >= self.limits.max_steps:
                     ended = self.end("max_steps", step - 1)
                     break
                 if self._elapsed() > self.limits.timeout_s:
@@ -288,6 +308,8 @@ class Episode:
                     self.stream.append(batch)
         except _Interrupted:
             ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
+        except _OverBudget:
+            ended = self.end("max_steps", step - 1)
         except Exception as exc:  # noqa: BLE001 - a crashed browser ends this session only
             if self.stop.is_set():  # the browser went down with the same Ctrl-C
                 ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
@@ -331,16 +353,20 @@ def run_episode(
         play: does one step in place of the agent's (replays); see :class:`Episode`.
         on_step: sees (and may add to) each step's events before they are appended.
     """
+    limits = limits or EpisodeLimits()
+    # The session declares the budget the loop enforces: they cannot differ.
+    started = msgspec.structs.replace(started, budget=limits.max_steps)
     with store.stream(started.session_id) as stream:
         if on_stream:
             on_stream(stream)
         episode = Episode(
             store=store, stream=stream, agent=agent, client=client, browser=browser, suite=suite,
             task=started.task, run_id=started.run_id, session_id=started.session_id,
-            limits=limits or EpisodeLimits(), stop=stop or threading.Event(),
+            limits=limits, stop=stop or threading.Event(),
             grader_spec=grader_spec, play=play, on_step=on_step)
         ended, grade = episode.run(started)
+        head = stream.head()
     return EpisodeResult(
         started.session_id, started.task.task_id, ended.status, ended.answer, ended.steps,
         ended.seconds, grade.score if grade else None, grade.passed if grade else None,
-        ended.error)
+        ended.error, head)

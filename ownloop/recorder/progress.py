@@ -62,4 +62,5 @@ class RunProgress:
             self._progress.advance(self._bar)
 
     def close(self) -> None:
-        self._progress.stop()
+        if self._bar is not None:  # a refused run never started it (stop() would print a line)
+            self._progress.stop()

@@ -1,51 +1,69 @@
 """The runner: tasks × worker threads, each with its own browser; resume; error retries.
 
 A run is named by ``--run`` (or a generated name). Running the same command again with the same
-run resumes it: tasks whose latest session ended with a final status are skipped, the others run as
-a new attempt, and sessions a killed process left without an end are first marked ``crashed``.
+run resumes it, and several recorders may run it at once: each task is claimed before its session
+starts (:mod:`ownloop.store.claims`), a task whose session ended with a final outcome (every
+status but error, endpoint_error, interrupted and crashed) is done and skipped, the others run as
+a new attempt, and sessions a killed recorder left without an end are first marked ``crashed``.
 """
 
 from __future__ import annotations
 
 import platform
 import queue
-import subprocess
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from ownloop import __version__
 from ownloop.agents import make_agent
 from ownloop.agents.base import Agent
+from ownloop.recorder.admission import (
+    SourceState,
+    admit,
+    check_clean,
+    check_graders,
+    check_suite,
+    declare,
+    source_state,
+)
 from ownloop.recorder.browser import BrowserSession, browser_versions, open_browser
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.suites import Suite
 from ownloop.store import Store
+from ownloop.store.claims import Claim, Claims, lease_seconds
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
+    Event,
     RunEnded,
-    RunStarted,
+    SessionCounted,
     SessionEnded,
     SessionStarted,
+    StreamsCataloged,
     Task,
+    TaskClaimed,
     Versions,
     now,
 )
 from ownloop.store.ids import new_id
-from ownloop.store.queries import run_sessions
+from ownloop.store.journal import StreamWriter
+from ownloop.store.ledger import ledger_sessions
 from ownloop.store.scrub import scrub_text
 
-__all__ = ["RecordOptions", "RunSummary", "record", "redact_argv", "FINAL_STATUSES"]
+__all__ = ["RecordOptions", "RunSummary", "record", "redact_argv", "FINAL_STATUSES", "SCORED"]
 
-# A task whose latest session ended with one of these is done; the rest are re-run on resume.
+# Statuses a session may end with that are not a pause (endpoint_error, interrupted, crashed).
 FINAL_STATUSES = frozenset(
     {"finished", "call_user", "fail", "max_steps", "timeout", "parse_error", "no_action", "error"})
+# The outcomes that count for a task: the first session to end with one wins it. An error (the
+# browser or the harness failed, not the agent) gives the task back, like the ungraded statuses.
+SCORED = FINAL_STATUSES - {"error"}
 _RETRIED = frozenset({"error", "parse_error"})
+_POLL_S = 0.5  # how often a task held by another recorder is looked at again
 _SECRET_FLAGS = ("--api-key",)
 
 
@@ -64,6 +82,8 @@ class RecordOptions(NamedTuple):
     call_retries: int = 3
     call_retry_wait_s: float = 5.0
     call_timeout_s: float = 120.0
+    require_clean: bool = False  # refuse a checkout with uncommitted changes
+    expect_suite: str | None = None  # refuse a suite whose sha256 is another
     argv: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()  # --allow-host: host globs the model may navigate to
 
@@ -75,6 +95,8 @@ class RunSummary(NamedTuple):
     crashed: int
     seconds: float
     interrupted: bool
+    elsewhere: int = 0  # tasks another recorder of the run did meanwhile
+    fatal: str = ""  # why a worker stopped the run (e.g. no browser), if one did
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.status for r in self.results))
@@ -103,75 +125,82 @@ def redact_argv(argv: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _git_commit() -> str:
-    here = Path(__file__).resolve().parent
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-            timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
+class _Standing(NamedTuple):
+    """Where a run stands as a recorder starts: what it must write first, and what is left."""
+
+    events: list[Event]  # crashed ends and settled counts, written with RunStarted
+    crashed: int
+    attempts: dict[str, int]  # task id -> highest attempt recorded
 
 
-class _Previous(NamedTuple):
-    latest: dict[str, str | None]  # task id -> status of its latest session (None: no end)
-    open_sessions: list[str]  # sessions without an end
-    attempts: dict[str, int]
+def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
+    """For a resumed run (or a second recorder on it): sessions to mark crashed, scored sessions
+    whose count was never written, and the attempts so far.
 
-
-def _previous(store: Store, run_id: str) -> _Previous:
-    """For a resumed run: each task's latest status, sessions without an end, attempts per task.
-
-    Replays of a run's sessions (``ownloop replay --execute``) share its run id but are not its
-    attempts: they are left out.
+    A session without an end is crashed unless its task's claim is live with that very session
+    (another recorder is running it). A session that ended scored but has no ``SessionCounted``
+    (its recorder was killed between the two) is settled now: the first such session of its task
+    takes the task's done marker if no other session has. Replays of a run's sessions
+    (``ownloop replay --execute``) share its run id but are not its attempts: they are left out.
     """
-    latest: dict[str, str | None] = {}
-    open_sessions: list[str] = []
+    events: list[Event] = []
+    crashed = 0
     attempts: dict[str, int] = {}
-    for session in run_sessions(store, run_id):
-        latest[session.task_id] = session.status
-        attempts[session.task_id] = max(attempts.get(session.task_id, 0), int(session.attempt or 0))
+    for session in ledger_sessions(store, run_id):
+        task_id, repeat, session_id = session.task_id, session.repeat, session.session_id
+        attempts[task_id] = max(attempts.get(task_id, 0), session.attempt)
+        live = claims.in_flight(task_id, repeat) == session_id
         if session.status is None:
-            open_sessions.append(session.session_id)
-    return _Previous(latest, open_sessions, attempts)
+            ended = None if live else _crash(store, claims, run_id, session_id)
+            if ended is not None:
+                events.append(ended)
+                crashed += 1
+        elif session.status in SCORED and session.counted is None and not live:
+            counting = claims.finish(task_id, repeat, session_id)
+            events.append(SessionCounted(
+                at=now(), run_id=run_id, session_id=session_id, task_id=task_id, repeat=repeat,
+                counted=counting.counted, winner=counting.winner))
+        elif session.counted and claims.winner(task_id, repeat) is None:
+            claims.finish(task_id, repeat, session_id)  # the marker was lost: the journal rules
+    return _Standing(events, crashed, attempts)
 
 
 class _Worker(threading.Thread):
-    """Owns one Playwright driver and browser (they are bound to the thread that made them)."""
+    """Owns one Playwright driver and browser (they are bound to the thread that made them).
+
+    The browser starts when the worker has claimed its first task, never before ``RunStarted``.
+    """
 
     def __init__(self, runner: _Runner, number: int) -> None:
         super().__init__(name=f"ownloop-worker-{number}", daemon=True)
         self.runner = runner
-        self.browser_info: dict[str, str] = {}
 
     def run(self) -> None:
         runner = self.runner
         handle = None
         try:
-            handle = open_browser(runner.options.chromium)
-            runner.browser_versions = browser_versions(handle.browser)
-            runner.ready.release()
-            runner.go.wait()
             while not runner.stop.is_set():
-                try:
-                    task, attempt = runner.queue.get_nowait()
-                except queue.Empty:
+                picked = runner.next_task()
+                if picked is None:
                     return
-                if not handle.browser.is_connected():  # it crashed: the next task gets a new one
-                    handle.close()
-                    handle = open_browser(runner.options.chromium)
-                result = runner.run_one(handle, task, attempt)
+                task, claim = picked
+                try:
+                    if handle is None or not handle.browser.is_connected():
+                        # the first task, or the browser crashed: the next task gets a new one
+                        if handle is not None:
+                            handle.close()
+                        handle = None
+                        handle = open_browser(runner.options.chromium)
+                except BaseException:
+                    runner.claims.release(claim)
+                    raise
+                result = runner.run_one(handle, task, claim)
+                runner.settle(task, claim, result)
                 runner.report(result)
-                retries = runner.retries_left.get(task.task_id, 0)
-                if result.status in _RETRIED and retries > 0 and not runner.stop.is_set():
-                    runner.retries_left[task.task_id] = retries - 1
-                    runner.queue.put((task, attempt + 1))
         except Exception as exc:  # noqa: BLE001 - a worker that cannot start a browser says why
             runner.fatal.append(str(exc) if isinstance(exc, OwnloopError)
                                 else f"{type(exc).__name__}: {exc}")
             runner.stop.set()
-            runner.ready.release()
         finally:
             if handle is not None:
                 handle.close()
@@ -179,35 +208,78 @@ class _Worker(threading.Thread):
 
 class _Runner:
     def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
-                 run_id: str, on_result: Callable[[EpisodeResult], None]) -> None:
+                 run_id: str, on_result: Callable[[EpisodeResult], None], claims: Claims,
+                 run_stream: StreamWriter) -> None:
         self.store, self.suite, self.agent, self.options = store, suite, agent, options
         self.run_id = run_id
         self.on_result = on_result
+        self.claims = claims
+        self.run_stream = run_stream
         self.stop = threading.Event()
-        self.go = threading.Event()  # set once RunStarted is written
-        self.ready = threading.Semaphore(0)  # released by each worker once its browser is up
         self.queue: queue.Queue[tuple[Task, int]] = queue.Queue()
+        self.deferred: list[tuple[Task, int]] = []  # held by another recorder: looked at again
+        self.done_elsewhere = 0
+        self.crashed = 0  # sessions of stale claims this recorder ended as crashed
         self.retries_left: dict[str, int] = {}
         self.results: list[EpisodeResult] = []
         self.fatal: list[str] = []
         self.in_flight: dict[str, str] = {}  # session id -> task id, until reported
-        self.browser_versions: dict[str, str] = {}
         self._lock = threading.Lock()
         self.client = ModelClient(
             options.endpoint, options.model, load_blob=store.get_blob, put_blob=store.put_blob,
-            api_key=options.api_key,
-            timeout_s=options.call_timeout_s, retries=options.call_retries,
+            api_key=options.api_key, timeout_s=options.call_timeout_s, retries=options.call_retries,
             retry_wait_s=options.call_retry_wait_s)
 
-    def run_one(self, handle: Any, task: Task, attempt: int) -> EpisodeResult:
+    def next_task(self) -> tuple[Task, Claim] | None:
+        """The next task this recorder claimed, or None when none is left.
+
+        A task another recorder holds is put aside and looked at again once the queue is empty:
+        it gets done there (then it is dropped), released (then it is claimed here) or its claim
+        goes stale (then it is taken over here).
+        """
+        while not self.stop.is_set():
+            put_aside = False
+            try:
+                task, attempt = self.queue.get_nowait()
+            except queue.Empty:
+                with self._lock:
+                    if not self.deferred:
+                        return None
+                    task, attempt = self.deferred.pop(0)
+                put_aside = True
+            claim = self.claims.claim(task.task_id, 1, new_id(), attempt=attempt)
+            if claim is not None:
+                return task, claim
+            if self.claims.winner(task.task_id, 1) is not None:
+                with self._lock:
+                    self.done_elsewhere += 1
+                continue
+            with self._lock:
+                self.deferred.append((task, attempt))
+            if put_aside:
+                self.stop.wait(_POLL_S)
+        return None
+
+    def run_one(self, handle: Any, task: Task, claim: Claim) -> EpisodeResult:
         settings = self.agent.settings
+        events: list[Event] = [TaskClaimed(
+            at=now(), run_id=self.run_id, session_id=claim.session_id, task_id=task.task_id,
+            repeat=claim.repeat, holder=claim.holder, took_over=claim.took_over)]
+        if claim.took_over_session:  # its recorder died mid-session: that session crashed
+            crashed = _crash(self.store, self.claims, self.run_id, claim.took_over_session)
+            if crashed is not None:
+                events.append(crashed)
+                with self._lock:
+                    self.crashed += 1
+        self.run_stream.append(events)
         session = BrowserSession(handle.browser, settings.viewport, settle_s=self.options.settle_s,
                                  allow_hosts=self.options.allow_hosts)
         try:
             started = SessionStarted(
-                at=now(), run_id=self.run_id, session_id=new_id(), task=task,
-                agent=self.agent.name, model=self.options.model, attempt=attempt,
-                viewport=settings.viewport)
+                at=now(), run_id=self.run_id, session_id=claim.session_id, task=task,
+                agent=self.agent.name, model=self.options.model, attempt=claim.attempt,
+                viewport=settings.viewport, budget=self.options.limits.max_steps,
+                repeat=claim.repeat, chromium=browser_versions(handle.browser)["chromium"])
             with self._lock:
                 self.in_flight[started.session_id] = task.task_id
             return run_episode(
@@ -216,6 +288,31 @@ class _Runner:
                 grader_spec=task.grader or self.suite.default_grader)
         finally:
             session.close()
+
+    def settle(self, task: Task, claim: Claim, result: EpisodeResult) -> None:
+        """After a session: count it (a final outcome) or give its claim back, catalog its stream,
+        and queue the retry ``--error-retries`` asks for."""
+        retries = self.retries_left.get(task.task_id, 0)
+        retry = result.status in _RETRIED and retries > 0 and not self.stop.is_set()
+        events: list[Event] = []
+        if result.status in SCORED and not retry:
+            counting = self.claims.finish(task.task_id, claim.repeat, result.session_id)
+            events.append(SessionCounted(
+                at=now(), run_id=self.run_id, session_id=result.session_id,
+                task_id=task.task_id, repeat=claim.repeat, counted=counting.counted,
+                winner=counting.winner))
+        else:
+            if result.status in SCORED:  # retried: this attempt does not count, the retry may
+                events.append(SessionCounted(
+                    at=now(), run_id=self.run_id, session_id=result.session_id,
+                    task_id=task.task_id, repeat=claim.repeat, counted=False))
+            self.claims.release(claim)
+        if result.head is not None:
+            events.append(StreamsCataloged(at=now(), run_id=self.run_id, heads=(result.head,)))
+        self.run_stream.append(events)
+        if retry:
+            self.retries_left[task.task_id] = retries - 1
+            self.queue.put((task, claim.attempt + 1))
 
     def report(self, result: EpisodeResult) -> None:
         with self._lock:
@@ -232,87 +329,115 @@ def record(
     on_start: Callable[[str, int, int], None] = lambda run_id, todo, skipped: None,
     on_result: Callable[[EpisodeResult], None] = lambda result: None,
 ) -> RunSummary:
-    """Record ``options.agent`` on every task of ``suite`` not yet done in the run."""
+    """Record ``options.agent`` on every task of ``suite`` not yet done in the run.
+
+    Admission comes first and writes nothing when it refuses (see :mod:`.admission`); then
+    ``RunStarted`` is written, and only then do browsers start. Other recorders may work on the
+    same run at once: each task is claimed before its session starts (:mod:`ownloop.store.claims`).
+    """
     agent = make_agent(options.agent, **options.agent_options)
     run_id = options.run_id or f"{agent.name}-{new_id(10)}"
     begun = time.monotonic()
+    source = source_state()
+    if options.require_clean:
+        check_clean(source)
+    if options.expect_suite:
+        check_suite(suite, options.expect_suite)
     tasks = suite.tasks()
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
-    latest, open_sessions, attempts = _previous(store, run_id)
-    todo = [t for t in tasks if latest.get(t.task_id) not in FINAL_STATUSES]
-    skipped = len(tasks) - len(todo)
-    if not todo and not open_sessions:
-        return RunSummary(run_id, [], skipped, 0, 0.0, False)
-
-    with store.stream() as run_stream:
-        crashed = [SessionEnded(at=now(), run_id=run_id, session_id=session_id, status="crashed",
-                                error="no end recorded: the recorder stopped mid-session")
-                   for session_id in open_sessions]
-        runner = _Runner(store, suite, agent, options, run_id, on_result)
-        retries = agent.settings.error_retries if options.error_retries is None \
-            else options.error_retries
-        for task in todo:
-            runner.queue.put((task, attempts.get(task.task_id, 0) + 1))
-            runner.retries_left[task.task_id] = retries
-        workers = [_Worker(runner, n) for n in range(max(1, min(options.workers, len(todo))))]
-        for worker in workers:
-            worker.start()
-        for _ in workers:
-            runner.ready.acquire()
-        if runner.fatal:
-            runner.stop.set()
-            runner.go.set()
-            raise OwnloopError(runner.fatal[0])
-        started = RunStarted(
-            at=now(), run_id=run_id, argv=redact_argv(options.argv), agent=agent.name,
-            agent_settings=agent.options(), model=options.model,
-            endpoint=public_endpoint(options.endpoint), sampling=agent.settings.sampling,
-            viewport=agent.settings.viewport, suite=suite.name, tasks_sha256=suite.tasks_sha256,
-            prompt_source=agent.prompt_source,
-            versions=_versions(runner.browser_versions.get("chromium", "")))
-        run_stream.append([started, *crashed])
-        on_start(run_id, len(todo), skipped)
-        runner.go.set()
-        interrupted = False
-        try:
-            for worker in workers:
-                while worker.is_alive():
-                    worker.join(0.2)
-        except KeyboardInterrupt:
-            interrupted = True
-            runner.stop.set()
-            for worker in workers:
-                worker.join(30)
-            # A session whose worker did not get to write its end (it was still stopping, or
-            # its browser went down with the same Ctrl-C) ends here, so none is left open.
-            unended = [SessionEnded(at=now(), run_id=run_id, session_id=session_id,
-                                    status="interrupted", error="interrupted (Ctrl-C)")
-                       for session_id in list(runner.in_flight)
-                       if not _has_ended(store, session_id)]
-            run_stream.append(unended)
-            runner.results.extend(
-                EpisodeResult(e.session_id, runner.in_flight[e.session_id], "interrupted", None,
-                              0, 0.0, None, None, e.error) for e in unended)
-        summary = RunSummary(run_id, runner.results, skipped, len(crashed),
-                             round(time.monotonic() - begun, 3), interrupted)
-        counts = summary.counts()
-        if crashed:
-            counts["crashed"] = counts.get("crashed", 0) + len(crashed)
-        run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts,
-                                    seconds=summary.seconds)])
+    check_graders(tasks, suite.default_grader)
+    started = declare(
+        run_id=run_id, argv=redact_argv(options.argv), agent=agent,
+        model=options.model, endpoint=public_endpoint(options.endpoint), suite=suite, tasks=tasks,
+        max_steps=options.limits.max_steps, timeout_s=options.limits.timeout_s,
+        versions=_versions(source))
+    claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
+    try:
+        admit(store, claims, started)
+        standing = _standing(store, claims, run_id)
+        todo = [t for t in tasks if claims.winner(t.task_id, 1) is None]
+        skipped = len(tasks) - len(todo)
+        if not todo and not standing.events:
+            return RunSummary(run_id, [], skipped, 0, 0.0, False)
+        with store.stream() as run_stream:
+            run_stream.append([started, *standing.events])
+            summary = _run(store, suite, agent, options, run_id, todo, skipped, standing,
+                           claims, run_stream, begun, on_start, on_result)
+    finally:
+        claims.close()
     store.sync()
-    if runner.fatal and not runner.results:
-        raise OwnloopError(runner.fatal[0])
+    if summary.fatal and not summary.results:
+        raise OwnloopError(summary.fatal)
     return summary
+
+
+def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_id: str,
+         todo: list[Task], skipped: int, standing: _Standing, claims: Claims,
+         run_stream: StreamWriter, begun: float, on_start: Callable[[str, int, int], None],
+         on_result: Callable[[EpisodeResult], None]) -> RunSummary:
+    runner = _Runner(store, suite, agent, options, run_id, on_result, claims, run_stream)
+    retries = agent.settings.error_retries if options.error_retries is None \
+        else options.error_retries
+    for task in todo:
+        runner.queue.put((task, standing.attempts.get(task.task_id, 0) + 1))
+        runner.retries_left[task.task_id] = retries
+    on_start(run_id, len(todo), skipped)
+    workers = [_Worker(runner, n) for n in range(max(1, min(options.workers, len(todo))))]
+    for worker in workers if todo else []:
+        worker.start()
+    interrupted = False
+    try:
+        for worker in workers:
+            while worker.is_alive():
+                worker.join(0.2)
+    except KeyboardInterrupt:
+        interrupted = True
+        runner.stop.set()
+        for worker in workers:
+            worker.join(30)
+        # A session whose worker did not get to write its end (it was still stopping, or
+        # its browser went down with the same Ctrl-C) ends here, so none is left open.
+        unended = [SessionEnded(at=now(), run_id=run_id, session_id=session_id,
+                                status="interrupted", error="interrupted (Ctrl-C)")
+                   for session_id in list(runner.in_flight)
+                   if not _has_ended(store, session_id)]
+        run_stream.append(unended)
+        runner.results.extend(
+            EpisodeResult(e.session_id, runner.in_flight[e.session_id], "interrupted", None,
+                          0, 0.0, None, None, e.error) for e in unended)
+    summary = RunSummary(run_id, runner.results, skipped, standing.crashed + runner.crashed,
+                         round(time.monotonic() - begun, 3), interrupted,
+                         runner.done_elsewhere, runner.fatal[0] if runner.fatal else "")
+    counts = summary.counts()
+    if summary.crashed:
+        counts["crashed"] = counts.get("crashed", 0) + summary.crashed
+    run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts,
+                                seconds=summary.seconds)])
+    return summary
+
+
+def _crash(store: Store, claims: Claims, run_id: str, session_id: str) -> SessionEnded | None:
+    """The ``crashed`` end of a session a dead recorder left open, if this recorder is the one to
+    write it (exactly one does); None if the session has an end, or never started its stream."""
+    if not (store.journal_dir / f"{session_id}.jsonl").exists() or _has_ended(store, session_id):
+        return None
+    if not claims.mark_crashed(session_id):
+        return None
+    return SessionEnded(at=now(), run_id=run_id, session_id=session_id, status="crashed",
+                        error="no end recorded: the recorder stopped mid-session")
 
 
 def _has_ended(store: Store, session_id: str) -> bool:
     """Whether the session's own stream already holds its end (written, not yet reported)."""
-    return any(isinstance(event, SessionEnded) for event in store.read_stream(session_id))
+    try:
+        return any(isinstance(event, SessionEnded) for event in store.read_stream(session_id))
+    except OwnloopError:  # no stream: the session never got to write one
+        return False
 
 
-def _versions(chromium: str) -> Versions:
+def _versions(source: SourceState) -> Versions:
+    """Versions known before any browser starts (each session records its Chromium's)."""
     try:
         from importlib.metadata import version
 
@@ -320,6 +445,5 @@ def _versions(chromium: str) -> Versions:
     except Exception:  # noqa: BLE001 - metadata may be missing in odd installs
         playwright_version = ""
     return Versions(
-        ownloop=__version__, git_commit=_git_commit(), python=sys.version.split()[0],
-        playwright=playwright_version, chromium=chromium,
-        os=platform.platform())
+        ownloop=__version__, git_commit=source.commit, git_dirty=source.dirty,
+        python=sys.version.split()[0], playwright=playwright_version, os=platform.platform())

@@ -72,6 +72,7 @@ class Claim(NamedTuple):
     attempt: int
     took_over: str | None  # the stale claim's holder, when this claim took one over
     path: Path
+    took_over_session: str | None = None  # the session the stale claim was for
 
 
 class Counting(NamedTuple):
@@ -282,6 +283,7 @@ class Claims:
                 return None
             generation, path = self._latest(key)
             took_over: str | None = None
+            took_over_session: str | None = None
             if path is not None:
                 info = _read(path) or {}
                 released = path.with_suffix(".released").exists()
@@ -289,6 +291,7 @@ class Claims:
                     if not self._stale(path):
                         return None
                     took_over = str(info.get("holder", "")) or "unknown"
+                    took_over_session = str(info.get("session", "")) or None
                 last = info.get("attempt")
                 if isinstance(last, int):
                     attempt = max(attempt, last + 1)
@@ -298,7 +301,7 @@ class Claims:
             if not _create(new_path, data):
                 continue
             claim = Claim(task_id, repeat, generation + 1, self.holder, session_id, attempt,
-                          took_over, new_path)
+                          took_over, new_path, took_over_session)
             if done.exists():  # it was finished while we looked
                 self._give_back(claim)
                 return None

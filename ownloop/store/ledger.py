@@ -1,13 +1,16 @@
 """A run's ledger as the store knows it: its declared contract and where its sessions stand.
 
 The contract is what makes two runs comparable, and what a resume (or a second recorder on the
-same run) must match: the agent and its settings, the model, the endpoint (without credentials),
-sampling, viewport, prompt source, the suite with its source hash and version, the task ids (which
-carry MiniWoB seeds), the step budget, the task timeout and the repeats. ``config_sha256`` is the
-sha256 of its canonical JSON (sorted keys, no spaces).
+same run) must match: the agent and its settings, the model, sampling, viewport, prompt source,
+the suite with its source hash and version, the task ids (which carry MiniWoB seeds), the step
+budget, the task timeout and the repeats. ``config_sha256`` is the sha256 of its canonical JSON
+(sorted keys, no spaces).
 
-Left out on purpose: argv and times (they differ between two invocations of the same run), the
-run id (two runs with one contract should have one hash), and the versions of ownloop, git,
+Left out on purpose: the endpoint URL (declared in ``RunStarted``, without credentials, but where
+a model is served from is operational: a resume after the server moved to another port, or two
+recorders each with its own replica of the model, are the same run; the model name is in the
+contract), argv and times (they differ between two invocations of the same run), the run id (two
+runs with one contract should have one hash), and the versions of ownloop, git,
 Python, Playwright, Chromium and the OS: they are recorded beside the contract in ``RunStarted``
 so a reader can compare them, but a patch release of Python on a second machine does not make two
 campaigns incomparable. Harness settings that only change how a run is executed (workers, call
@@ -40,7 +43,7 @@ __all__ = [
 ]
 
 CONTRACT_FIELDS = (
-    "agent", "agent_settings", "model", "endpoint", "sampling", "viewport", "prompt_source",
+    "agent", "agent_settings", "model", "sampling", "viewport", "prompt_source",
     "suite", "tasks_sha256", "suite_version", "task_ids", "max_steps", "timeout_s", "repeats",
 )
 

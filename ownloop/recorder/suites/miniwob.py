@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import threading
@@ -98,6 +99,13 @@ def html_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise MiniwobError("the miniwob package is not installed. Run: pip install miniwob")
     return Path(next(iter(spec.submodule_search_locations))) / "html"
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("miniwob")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def default_seed(name: str) -> int:
@@ -193,6 +201,7 @@ class MiniwobSuite:
             digest.update(name.encode() + (self.root / "miniwob" / f"{name}.html").read_bytes())
         digest.update(repr(self.seeds).encode())
         self.tasks_sha256 = digest.hexdigest()
+        self.suite_version = _package_version()  # declared in RunStarted with the hash
         self._server: ThreadingHTTPServer | None = None
         self._tasks: list[Task] | None = None
         self._lock = threading.Lock()
