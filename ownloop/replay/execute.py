@@ -55,6 +55,7 @@ from ownloop.store.events import (
 )
 from ownloop.store.ids import new_id
 from ownloop.store.queries import has_run_started, sql_command
+from ownloop.store.seal import refuse_if_sealed, sealed_fingerprint
 
 __all__ = ["MODES", "ReplayError", "Replayed", "execute_session", "replay_from_options",
            "summary_text"]
@@ -241,6 +242,16 @@ def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResul
     return results[0]
 
 
+def _child_run(store: Store, run_id: str) -> str:
+    """The run a replay is recorded into: ``run_id``, or ``<run_id>.replays`` when that run is
+    sealed (a sealed run takes no more events)."""
+    if sealed_fingerprint(store, run_id) is None:
+        return run_id
+    replays = f"{run_id}.replays"
+    refuse_if_sealed(store, replays, "replay into another run with --run NAME")
+    return replays
+
+
 def _ensure_run(store: Store, run_id: str, agent: Agent, model: str, endpoint: str,
                 suite: str) -> bool:
     """Write a RunStarted for a run id the store does not know yet; True if it did."""
@@ -311,7 +322,7 @@ def execute_session(
                                 live_from_step=fork_at if mode == "fork" else None)
     plan = _Plan(mode, fork_at if mode == "fork" else None, agent, client,
                  model if mode == "fork" and model else parent.model, settle_s, chromium,
-                 run_id or parent.run_id)
+                 _child_run(store, run_id or parent.run_id))
     new_run = _ensure_run(store, plan.run_id, agent, plan.model,
                           public_endpoint(endpoint) if endpoint else "", parent.task.suite)
     result = _in_thread(lambda stop: _run(store, parent, plan, stop))

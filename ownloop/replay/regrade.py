@@ -23,6 +23,7 @@ from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import SessionGraded, now
+from ownloop.store.seal import run_seals
 
 __all__ = ["Flip", "RegradeResult", "graders_from_tasks_file", "regrade"]
 
@@ -130,6 +131,8 @@ def regrade(
         make_grader(grader)  # a bad spec fails before anything is read
     began = time.perf_counter()
     sessions = fold_selected(store, Selection(run_id, task_id, where), _KINDS)
+    # A sealed run's grades stay as sealed: a regrade of it is recorded against the seal.
+    seals = run_seals(store)
     at = now()
     new: list[SessionGraded] = []
     flips: list[Flip] = []
@@ -156,7 +159,8 @@ def regrade(
         new.append(SessionGraded(
             at=at, run_id=session.run_id, session_id=session.session_id, grader=judge.name,
             grader_version=judge.version, score=verdict.score, passed=verdict.passed,
-            details=verdict.details, source="regrade"))
+            details=verdict.details, source="regrade",
+            against_seal=seals.get(session.run_id, "")))
     stream_id = None
     if new:
         with store.stream() as stream:

@@ -141,9 +141,11 @@ class Store:
         """``session_events`` as an iterator (the name STYLE.md's store contract uses)."""
         return iter(self.session_events(session_id))
 
-    def verify(self) -> VerifyReport:
-        """Check every stream's hash chain and every referenced blob."""
-        return verify_store(self)
+    def verify(self, *, run_id: str | None = None,
+               fingerprint: str | None = None) -> VerifyReport:
+        """Check every stream's hash chain and every referenced blob; with ``run_id``, also
+        that the run is sealed (with ``fingerprint``, when given) and unchanged since."""
+        return verify_store(self, run_id=run_id, fingerprint=fingerprint)
 
 
 def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True) -> Store:

@@ -61,7 +61,8 @@ ended as (
         = 1
 ),
 graded as (
-    select * from session_graded
+    -- a regrade of a sealed run is recorded against the seal: the sealed grade stays
+    select * from session_graded where coalesce(against_seal, '') = ''
     qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
         = 1
 ),
@@ -261,9 +262,11 @@ from screenshot_taken;
 create view grades as
 select session_id, grader, grader_version, score, passed, source, details,
     time as graded_at,
-    row_number() over (
-        partition by session_id order by time desc, stream desc, seq desc) = 1 as latest,
-    run_id
+    coalesce(against_seal, '') = '' and row_number() over (
+        partition by session_id, coalesce(against_seal, '') = ''
+        order by time desc, stream desc, seq desc) = 1 as latest,
+    run_id,
+    coalesce(against_seal, '') as against_seal
 from session_graded;
 
 create view evidence as
