@@ -46,6 +46,7 @@ from ownloop.store.events import (
 )
 from ownloop.store.ids import new_id
 from ownloop.store.queries import imported_folders, task_attempts
+from ownloop.store.seal import refuse_if_sealed
 from ownloop.transfer.forms import FORMS
 from ownloop.transfer.harness import (
     Attempt,
@@ -132,6 +133,7 @@ def import_dir(store: Store, directory: str | Path, agent: str, run_id: str | No
         raise OwnloopError(f"no result folders in {root}: expected one folder per task with "
                            "session.json or steps.jsonl")
     run = run_id or "import-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", root.name).strip("-") or "dir")
+    refuse_if_sealed(store, run, "import into another run with --run NAME")
     seen, attempts = _already_imported(store, run)
     writer = _Writer(store, run, agent, f"import:{root.name}")
     counts: Counter[str] = Counter()

@@ -265,3 +265,17 @@ def test_seal_and_verify_from_the_command_line(store: Store) -> None:
     assert again.returncode == 1
     assert again.stderr == (f"Error: run r1 is sealed already ({fingerprint[:16]}). Check it "
                             "with: ownloop verify --run r1\n")
+
+
+def test_import_into_a_sealed_run_is_refused(sealed: tuple[Store, str], tmp_path: Path) -> None:
+    store, fingerprint = sealed
+    folder = tmp_path / "results" / "task-1"
+    folder.mkdir(parents=True)
+    (folder / "session.json").write_text('{"task_id": "task-1", "status": "finished"}')
+    done = subprocess.run([_OWNLOOP, "--store", str(store.root), "import",
+                           str(tmp_path / "results"), "--agent", "uitars", "--run", "r1"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert done.stderr == (f"Error: run r1 is sealed ({fingerprint[:16]}) and takes no more "
+                           "events: import into another run with --run NAME\n")
+    assert store.verify(run_id="r1").problems == []
