@@ -30,6 +30,7 @@ from ownloop.store.ledger import (
     contract_of,
     first_run_started,
 )
+from ownloop.store.seal import refuse_if_sealed
 
 __all__ = [
     "AdmissionRefused",
@@ -153,7 +154,9 @@ def admit(store: Store, claims: Claims, started: RunStarted) -> None:
 
     Raises:
         AdmissionRefused: one line naming each field that differs, before and now.
+        RunIsSealed: the run is sealed: it takes no more sessions.
     """
+    refuse_if_sealed(store, started.run_id, "record into another run with --run NAME")
     after = contract_of(started)
     first = first_run_started(store, started.run_id)
     if first is not None and first.config_sha256:
