@@ -222,7 +222,7 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
 @_friendly
 def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: int) -> None:
     """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
-    from ownloop.store.sessions import sessions_table
+    from ownloop.store.sessions import budget_notes, sessions_table
 
     table = sessions_table(_store(ctx), run_id=run_id, status=status, limit=limit)
     Console(markup=False, highlight=False).print(table.to_rich())
@@ -255,6 +255,9 @@ def _print_session(session: Any, as_json: bool) -> None:
 @cli.command()
 @click.argument("target")
 @click.option("--run", "run_id", help="Look for TARGET's task in this run (default: the latest).")
+    notes = budget_notes(store, run_id)
+    if notes:
+        _echo_lines(notes)
 @click.option("--json", "as_json", is_flag=True, help="Print the rebuilt session as JSON.")
 @click.pass_context
 @_friendly

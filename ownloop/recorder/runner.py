@@ -248,6 +248,8 @@ class _Runner:
                     task, attempt = self.deferred.pop(0)
                 put_aside = True
             claim = self.claims.claim(task.task_id, 1, new_id(), attempt=attempt)
+            if claim is not None and self._settle_orphan(task, claim):
+                continue
             if claim is not None:
                 return task, claim
             if self.claims.winner(task.task_id, 1) is not None:
@@ -259,6 +261,21 @@ class _Runner:
             if put_aside:
                 self.stop.wait(_POLL_S)
         return None
+
+    def _settle_orphan(self, task: Task, claim: Claim) -> bool:
+        """Whether the session of the stale claim just taken over had ended scored (its recorder
+        died between writing its end and its count): then it wins the task, first as it was."""
+        old = claim.took_over_session
+        ended = _end_of(self.store, old) if old else None
+        if old is None or ended is None or ended.status not in SCORED:
+            return False
+        counting = self.claims.finish(task.task_id, claim.repeat, old)
+        self.run_stream.append([SessionCounted(
+            at=now(), run_id=self.run_id, session_id=old, task_id=task.task_id,
+            repeat=claim.repeat, counted=counting.counted, winner=counting.winner)])
+        with self._lock:
+            self.done_elsewhere += 1
+        return True
 
     def run_one(self, handle: Any, task: Task, claim: Claim) -> EpisodeResult:
         settings = self.agent.settings
@@ -430,10 +447,16 @@ def _crash(store: Store, claims: Claims, run_id: str, session_id: str) -> Sessio
 
 def _has_ended(store: Store, session_id: str) -> bool:
     """Whether the session's own stream already holds its end (written, not yet reported)."""
+    return _end_of(store, session_id) is not None
+
+
+def _end_of(store: Store, session_id: str) -> SessionEnded | None:
+    """The end the session's own stream holds, if any."""
     try:
-        return any(isinstance(event, SessionEnded) for event in store.read_stream(session_id))
+        ends = [e for e in store.read_stream(session_id) if isinstance(e, SessionEnded)]
     except OwnloopError:  # no stream: the session never got to write one
-        return False
+        return None
+    return ends[-1] if ends else None
 
 
 def _versions(source: SourceState) -> Versions:

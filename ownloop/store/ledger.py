@@ -39,6 +39,7 @@ __all__ = [
     "contract_of",
     "first_run_started",
     "ledger_sessions",
+    "mixed_budget_lines",
     "mixed_budgets",
 ]
 
@@ -127,13 +128,21 @@ def ledger_sessions(store: Store, run_id: str) -> list[LedgerSession]:
 def mixed_budgets(store: Store, run_id: str) -> str | None:
     """A line saying that a run's sessions ran under more than one step budget (or under another
     than the run declared), so its results are not comparable; None when they all share one."""
-    rows = store.sql("select budget, budgets from runs where run_id = $run",
-                     {"run": run_id}).rows
-    if not rows:
-        return None
-    declared, budgets = rows[0][0], [int(b) for b in rows[0][1] or []]
-    if len(budgets) <= 1 and (declared is None or budgets in ([], [declared])):
-        return None
-    used = " and ".join(map(str, budgets))
-    return (f"mixed step budgets: run {run_id} declared {declared} steps but its sessions ran "
-            f"under {used}; compare only sessions where comparable (ownloop sessions shows it)")
+    lines = mixed_budget_lines(store, run_id)
+    return lines[0] if lines else None
+
+
+def mixed_budget_lines(store: Store, run_id: str | None = None) -> list[str]:
+    """``mixed_budgets`` of one run, or of every run (None), in one query."""
+    rows = store.sql("select run_id, budget, budgets from runs where $run is null or run_id = $run "
+                     "order by started_at", {"run": run_id}).rows
+    lines = []
+    for run, declared, found in rows:
+        budgets = [int(b) for b in found or []]
+        if len(budgets) <= 1 and (declared is None or budgets in ([], [declared])):
+            continue
+        used = " and ".join(map(str, budgets))
+        lines.append(f"mixed step budgets: run {run} declared {declared} steps but its sessions "
+                     f"ran under {used}; compare only sessions where comparable (ownloop sessions "
+                     "shows it)")
+    return lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ownloop.store import Store
 from ownloop.store.query import QueryResult
 
-__all__ = ["sessions_table"]
+__all__ = ["budget_notes", "sessions_table"]
 
 _COLUMNS = ("session_id, task_id, agent, attempt, status, steps, round(seconds, 1) as seconds, "
             "passed, answer")
@@ -29,3 +29,10 @@ def sessions_table(
     return store.sql(
         f"select {columns} from sessions {clause}order by started_at desc limit {int(limit)}",
         params or None)
+
+
+def budget_notes(store: Store, run_id: str | None = None) -> list[str]:
+    """A line for each run (``run_id``, or every run) whose sessions mixed step budgets."""
+    from ownloop.store.ledger import mixed_budget_lines
+
+    return mixed_budget_lines(store, run_id)

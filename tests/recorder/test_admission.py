@@ -170,3 +170,47 @@ def test_a_session_never_exceeds_its_budget_and_resamples_are_not_turns(tmp_path
     calls = store.sql("select step, purpose from model_calls order by time").rows
     assert calls == [(1, "step"), (1, "resample"), (1, "resample")]
     assert store.sql("select budgets from runs where run_id = 'old'").rows == [([1, 40],)]
+
+
+def test_ownloop_sessions_says_when_a_run_mixes_budgets(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    task = Task(task_id="t", prompt="p", start_url="u")
+    with store.stream() as stream:
+        stream.append([
+            RunStarted(at=now(), run_id="mixed", max_steps=40),
+            SessionStarted(at=now(), run_id="mixed", session_id="a", budget=40, task=task),
+            SessionStarted(at=now(), run_id="mixed", session_id="b", budget=20, task=task),
+            RunStarted(at=now(), run_id="even", max_steps=40),
+            SessionStarted(at=now(), run_id="even", session_id="c", budget=40, task=task)])
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "sessions"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0
+    assert result.output.endswith(
+        "mixed step budgets: run mixed declared 40 steps but its sessions ran under 20 and 40; "
+        "compare only sessions where comparable (ownloop sessions shows it)\n")
+    assert "run even" not in result.output
+    rows = store.sql("select session_id, comparable from sessions order by session_id").rows
+    assert rows == [("a", False), ("b", False), ("c", True)]
+    quiet = CliRunner().invoke(cli, ["--store", str(tmp_path), "sessions", "--run", "even"])
+    assert "mixed" not in quiet.output
+
+
+def test_a_scored_session_left_uncounted_by_a_killed_recorder_wins_on_the_next_start(
+        tmp_path: Path) -> None:
+    # A recorder killed after writing its session's end, before the session's count: the
+    # session ended first with a final outcome, so it is the one that counts; nothing runs again.
+    store = open_store(tmp_path / "store")
+    task = Task(task_id="form-1", prompt="Fill the form", start_url="http://127.0.0.1:1/form")
+    with store.stream("orphan-1") as stream:
+        stream.append([
+            SessionStarted(at=now(), run_id="orph", session_id="orphan-1", budget=40, task=task),
+            SessionEnded(at=now(), run_id="orph", session_id="orphan-1", status="fail")])
+    result = _record(tmp_path / "store", "--tasks", str(_tasks(tmp_path)), "--base",
+                     "http://127.0.0.1:1", "--endpoint", DEAD, "--run", "orph")
+    assert result.exit_code == 0, result.output
+    assert "nothing to do" in result.output and "1 tasks were done already" in result.output
+    assert store.sql("select session_id, counted from sessions").rows == [("orphan-1", True)]
+    again = _record(tmp_path / "store", "--tasks", str(_tasks(tmp_path)), "--base",
+                    "http://127.0.0.1:1", "--endpoint", DEAD, "--run", "orph")
+    assert "nothing to do" in again.output
+    assert store.sql("select count(*) from session_counted").rows == [(1,)]
