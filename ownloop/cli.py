@@ -224,7 +224,8 @@ def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: 
     """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
     from ownloop.store.sessions import budget_notes, sessions_table
 
-    table = sessions_table(_store(ctx), run_id=run_id, status=status, limit=limit)
+    store = _store(ctx)
+    table = sessions_table(store, run_id=run_id, status=status, limit=limit)
     Console(markup=False, highlight=False).print(table.to_rich())
 
 
