@@ -227,6 +227,9 @@ def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: 
     store = _store(ctx)
     table = sessions_table(store, run_id=run_id, status=status, limit=limit)
     Console(markup=False, highlight=False).print(table.to_rich())
+    notes = budget_notes(store, run_id)
+    if notes:
+        _echo_lines(notes)
 
 
 @cli.command()
@@ -256,9 +259,6 @@ def _print_session(session: Any, as_json: bool) -> None:
 @cli.command()
 @click.argument("target")
 @click.option("--run", "run_id", help="Look for TARGET's task in this run (default: the latest).")
-    notes = budget_notes(store, run_id)
-    if notes:
-        _echo_lines(notes)
 @click.option("--json", "as_json", is_flag=True, help="Print the rebuilt session as JSON.")
 @click.pass_context
 @_friendly
