@@ -311,7 +311,8 @@ def execute_session(
         if not endpoint or not model:
             need = "--fork-at" if mode == "fork" else "--on-miss forward"
             raise ReplayError(f"{need} needs the live model: pass --endpoint URL and --model NAME")
-        live = ModelClient(endpoint, model, load_blob=store.get_blob, api_key=api_key)
+        live = ModelClient(endpoint, model, load_blob=store.get_blob, put_blob=store.put_blob,
+                           api_key=api_key)
     if mode == "fork":
         last = max((step.step for step in parent.steps), default=0)
         if fork_at is None or not 1 <= fork_at <= last:

@@ -168,8 +168,9 @@ class StreamWriter:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             what += (" (the disk holding the store is full). Free space, then run the same "
                      "command again to resume")
-        elif exc.errno == errno.EROFS:
-            what += " (the store is on a read-only file system)"
+        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            what += (". Remount it read-write, or pass --store DIR naming a folder you can "
+                     "write")
         if self._fd < 0:
             return StoreWriteError(what)
         try:
