@@ -172,6 +172,7 @@ select session_id, step, call_id, attempt, purpose, model,
     latency_ms, prompt_tokens, completion_tokens, finish_reason, error,
     response,
     served_by,
+    http_status, response_blob,
     len(list_filter(json_extract_string(messages, '$[*].parts[*].type'), lambda t: t = 'image'))
         as images,
     list_filter(json_extract_string(messages, '$[*].parts[*].sha256'), lambda s: s is not null)
