@@ -138,32 +138,60 @@ def sql(ctx: click.Context, query: str, fmt: str) -> None:
 
 @cli.command()
 @click.option("--strict", is_flag=True, help="Exit with status 1 on warnings (torn tails) too.")
+@click.option("--run", "run_id", help="Check this sealed run against its seal as well.")
+@click.option("--fingerprint", metavar="SHA256", help="With --run: the fingerprint you cite "
+              "(a prefix will do); another seal is an error.")
 @click.pass_context
 @_friendly
-def verify(ctx: click.Context, strict: bool) -> None:
-    """Check every journal stream's hash chain and every referenced blob.
+def verify(ctx: click.Context, strict: bool, run_id: str | None, fingerprint: str | None) -> None:
+    """Check every journal stream's hash chain, every catalog and seal, and every blob.
 
     One line per problem, then a summary. A torn tail (a writer killed mid-write) is a warning;
-    anything else is an error and makes the exit status 1. Example: ownloop verify --strict
+    anything else is an error and makes the exit status 1. Example: ownloop verify --run r1
     """
-    report = _store(ctx).verify()
+    if fingerprint and not run_id:
+        raise click.UsageError("--fingerprint goes with --run")
+    report = _store(ctx).verify(run_id=run_id, fingerprint=fingerprint)
     for problem in report.problems:
         click.echo(problem.line())
     click.echo(report.summary())
     ctx.exit(report.exit_code(strict=strict))
 
 
-@cli.command("index")
-@click.option("--rebuild", is_flag=True, help="Drop the index and ingest the whole journal again.")
+@cli.command()
+@click.option("--run", "run_id", required=True, help="The run to audit and seal.")
 @click.pass_context
 @_friendly
-def index_command(ctx: click.Context, rebuild: bool) -> None:
+def seal(ctx: click.Context, run_id: str) -> None:
+    """Audit a run and, only if the audit passes, seal it: print its fingerprint to cite.
+
+    Exit status 1, with each reason, when the audit fails (nothing is sealed).
+    Example: ownloop seal --run r1
+    """
+    from ownloop.store.seal import seal_run
+
+    result = seal_run(_store(ctx), run_id)
+    _echo_lines(result.lines())
+    ctx.exit(0 if result.seal is not None else 1)
+
+
+@cli.command("index")
+@click.option("--rebuild", is_flag=True, help="Drop the index and ingest the whole journal again.")
+@click.option("--accept-damaged", is_flag=True, help="With --rebuild: project lines whose "
+              "checksum or chain fails too (they stay listed in the damage view).")
+@click.pass_context
+@_friendly
+def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> None:
     """Bring the DuckDB index up to date with the journal, or rebuild it from nothing.
 
-    Example: ownloop index --rebuild
+    Damaged lines (an edited line, a removed one) are quarantined: not projected, listed in the
+    damage view. Example: ownloop index --rebuild
     """
+    if accept_damaged and not rebuild:
+        raise click.UsageError("--accept-damaged goes with --rebuild")
     store = _store(ctx)
-    click.echo((store.rebuild_index() if rebuild else store.sync()).summary())
+    click.echo((store.rebuild_index(accept_damaged=accept_damaged) if rebuild
+                else store.sync()).summary())
 
 
 @cli.command()
