@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ownloop.store import open_store
 from ownloop.store import events as E
+from ownloop.store import open_store
 
 SECRET = b"TOP-SECRET-outside-the-folder"
 
