@@ -9,6 +9,8 @@ Everything starts lazily, on the first test that asks for it, and stops at the e
 - ``new_session``: a factory ``new_session(viewport=(1280, 800), **options) -> BrowserSession``;
   every session it made is closed after the test. Options are ``BrowserSession``'s keywords
   (``settle_s`` defaults to 0 here, so tests do not pause a second after each step).
+- ``spawned``: a list a test appends the processes it starts to; any still running at the end
+  is killed.
 - ``site``: the test site of ``tests/site/server.py`` on 127.0.0.1 (``site.base`` is its URL).
 
 Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
@@ -17,6 +19,7 @@ Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -77,3 +80,14 @@ def site() -> Iterator[SiteServer]:
     server = start_site()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes a test starts; any still running at the end is killed and reaped."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)

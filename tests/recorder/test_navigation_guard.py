@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -98,7 +99,23 @@ def server() -> Iterator[str]:
 
 
 def _shows_passwd(session: Any) -> bool:
-    return any("root:" in page.content() for page in session.pages)
+    """Whether any page of the session shows /etc/passwd (waiting out a navigation in flight:
+    a page that is still navigating has no content to read yet)."""
+    for page in session.pages:
+        for _ in range(50):
+            try:
+                page.wait_for_load_state("domcontentloaded", timeout=5000)
+                text = page.content()
+                break
+            except Exception as exc:  # noqa: BLE001 - only "is navigating" is retried
+                if "navigating" not in str(exc):
+                    raise
+                time.sleep(0.1)
+        else:
+            raise AssertionError("the page kept navigating for 5 s")
+        if "root:" in text:
+            return True
+    return False
 
 
 @pytest.mark.browser

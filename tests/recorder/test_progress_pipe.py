@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,16 +52,6 @@ class _Pipe:
         *done, self.buffer = self.buffer.split(b"\n")
         self.lines += [line.decode() for line in done]
         return bool(chunk)
-
-
-@pytest.fixture
-def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
 
 
 def test_progress_lines_are_flushed_into_a_pipe(spawned: list[subprocess.Popen[bytes]]) -> None:
