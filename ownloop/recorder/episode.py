@@ -99,10 +99,6 @@ class _Interrupted(Exception):
     pass
 
 
-class _OverBudget(Exception):
-    pass
-
-
 class Episode:
     """The state of one running episode; ``run`` drives it and always writes SessionEnded.
 
@@ -139,7 +135,6 @@ class Episode:
         self.history: list[PastStep] = []
         self.parse_failures = 0
         self.action_errors = 0
-        self.turns = 0  # policy turns taken: the step budget counts these
 
     # ---------------------------------------------------------------- helpers
     def _elapsed(self) -> float:
@@ -180,17 +175,9 @@ class Episode:
             duration_ms=effect.duration_ms))
 
     # ---------------------------------------------------------------- one step
-    def take_turn(self) -> None:
-        """Count one policy turn; a turn beyond the budget is refused (the loop never asks for
-        one: this makes exceeding the budget impossible, not merely unlikely)."""
-        if self.turns >= self.limits.max_steps:
-            raise _OverBudget
-        self.turns += 1
-
     def agent_step(self, step: int, batch: list[Event]) -> SessionEnded | None:
         """The recorder's step: screenshot, call the model, parse, act, settle."""
         settings = self.agent.settings
-        self.take_turn()  # re-samples below belong to this turn
         observation = self.observe(step, batch)
         shot_size = (observation.screenshot.width, observation.screenshot.height)
         messages = self.agent.build_messages(self.task, self.history, observation)
@@ -293,7 +280,8 @@ class Episode:
             self.suite.prepare(self.browser, self.task)
             while ended is None:
                 step += 1
-                if step > self.limits.max_steps or self.turns >= self.limits.max_steps:
+                # One step is one policy turn (its re-samples included): the budget holds.
+                if step > self.limits.max_steps:
                     ended = self.end("max_steps", step - 1)
                     break
                 if self._elapsed() > self.limits.timeout_s:
@@ -308,8 +296,6 @@ class Episode:
                     self.stream.append(batch)
         except _Interrupted:
             ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
-        except _OverBudget:
-            ended = self.end("max_steps", step - 1)
         except Exception as exc:  # noqa: BLE001 - a crashed browser ends this session only
             if self.stop.is_set():  # the browser went down with the same Ctrl-C
                 ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")

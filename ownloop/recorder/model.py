@@ -40,7 +40,7 @@ import openai
 
 from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, TextPart, now
 from ownloop.store.ids import new_id
-from ownloop.store.scrub import scrub_bytes, scrub_text, url_secrets
+from ownloop.store.scrub import mask_secrets, scrub_bytes, scrub_text, url_secrets
 
 __all__ = [
     "MAX_RESPONSE_CHARS",
@@ -401,14 +401,17 @@ class ModelClient:
         except openai.APIError as exc:
             return _Try(None, error=self._clean(_one_line(exc)))
         response = raw.http_response
-        body = self._body(response)
-        read = read_completion(body, response.headers.get("content-type", ""))
+        received = bytes(response.content)
+        read = read_completion(received, response.headers.get("content-type", ""))
+        body = scrub_bytes(received, self._secrets)  # the blob: every credential form masked
         error = self._clean(read.error) if read.error else None
         if not read.is_completion:
             return _Try(None, error=error, http_status=response.status_code, body=body,
                         retry=True)
+        # The model's own text is its data (a URL, a token= it types): only our secrets are
+        # masked in it, so the agent acts on exactly what the journal keeps.
         return _Try(
-            scrub_text(read.text, self._secrets), read.finish_reason, read.prompt_tokens,
+            mask_secrets(read.text, self._secrets), read.finish_reason, read.prompt_tokens,
             read.completion_tokens, read.served_by, error, response.status_code, body)
 
     def _body(self, response: Any) -> bytes:

@@ -8,6 +8,8 @@ One function per kind of input, all built on the same patterns:
   it appears.
 - ``scrub_bytes(data, secrets)``: the same on raw bytes; bytes that are not UTF-8 stay exactly as
   they were, so a body that needs no scrubbing is kept byte for byte.
+- ``mask_secrets(text, secrets)``: only the given secrets masked (a model's answer: a URL or a
+  ``token=`` it writes is the model's data, which the agent must act on as written).
 - ``url_secrets(url)``: the secrets a URL carries (its password, ``user:password`` and the Basic
   token made of them), to pass as ``secrets`` where the URL itself is not in the text.
 
@@ -27,7 +29,7 @@ import re
 from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["REDACTED", "scrub_bytes", "scrub_text", "scrub_url", "url_secrets"]
+__all__ = ["REDACTED", "mask_secrets", "scrub_bytes", "scrub_text", "scrub_url", "url_secrets"]
 
 REDACTED = "***"
 
@@ -76,11 +78,18 @@ def scrub_url(url: str) -> str:
     return scrub_text(cleaned, url_secrets(url))
 
 
-def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with every credential form (see the module doc) and each of ``secrets`` masked."""
+def mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` (of at least 4 characters) masked, and nothing else
+    changed: for a model's own answer, whose ``token=...`` or URL is the model's data."""
     for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len,
                          reverse=True):
         text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub_text(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every credential form (see the module doc) and each of ``secrets`` masked."""
+    text = mask_secrets(text, secrets)
     if "://" in text:
         text = _USERINFO.sub(rf"\1{REDACTED}@", text)
     text = _AUTH_HEADER.sub(rf"\1\2{REDACTED}", text)

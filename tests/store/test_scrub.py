@@ -10,7 +10,14 @@ import time
 
 import pytest
 
-from ownloop.store.scrub import REDACTED, scrub_bytes, scrub_text, scrub_url, url_secrets
+from ownloop.store.scrub import (
+    REDACTED,
+    mask_secrets,
+    scrub_bytes,
+    scrub_text,
+    scrub_url,
+    url_secrets,
+)
 
 BASIC = base64.b64encode(b"user:pw-4711").decode()
 
@@ -110,3 +117,11 @@ def test_a_5_mb_random_text_is_scrubbed_in_linear_time() -> None:
     began = time.perf_counter()
     scrub_text(text)
     assert time.perf_counter() - began < 10
+
+
+def test_mask_secrets_masks_only_the_given_secrets() -> None:
+    # A model's answer: its own URL and token= are data; our key is not.
+    answer = "goto(url='http://shop/?token=abc123') and key sk-live-0123456789abcdef9"
+    assert mask_secrets(answer, ["sk-live-0123456789abcdef9", "ab"]) == (
+        "goto(url='http://shop/?token=abc123') and key ***")
+    assert scrub_text(answer) != answer  # the generic forms would have changed the answer
