@@ -100,7 +100,7 @@ def wire_messages(
     messages: Sequence[Message], data_url: Callable[[ImagePart], str]
 ) -> list[dict[str, Any]]:
     """Messages in the OpenAI chat format; a message of one text part becomes a plain string."""
-    wire = []
+    wire: list[dict[str, Any]] = []
     for message in messages:
         if len(message.parts) == 1 and isinstance(message.parts[0], TextPart):
             wire.append({"role": message.role, "content": message.parts[0].text})
@@ -372,7 +372,8 @@ class ModelClient:
             events.append(ModelCalled(
                 at=called_at, run_id=run_id, session_id=session_id, step=step,
                 call_id=new_id(), attempt=attempt,
-                purpose=purpose if not transport_try else "retry",  # type: ignore[arg-type]
+                purpose="retry" if transport_try else "resample" if purpose == "resample"
+                else "step",
                 model=self.model, messages=messages, sampling=sampling, response=done.text,
                 finish_reason=done.finish_reason, prompt_tokens=done.prompt_tokens,
                 completion_tokens=done.completion_tokens, latency_ms=latency_ms, error=error,

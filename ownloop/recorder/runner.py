@@ -295,7 +295,8 @@ class _Runner:
             started = SessionStarted(
                 at=now(), run_id=self.run_id, session_id=claim.session_id, task=task,
                 agent=self.agent.name, model=self.options.model, attempt=claim.attempt,
-                viewport=settings.viewport, repeat=claim.repeat, chromium=browser_versions(handle.browser)["chromium"])
+                viewport=settings.viewport, repeat=claim.repeat,
+                chromium=browser_versions(handle.browser)["chromium"])
             with self._lock:
                 self.in_flight[started.session_id] = task.task_id
             return run_episode(

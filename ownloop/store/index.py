@@ -97,8 +97,8 @@ class _Batch:
 
     def __init__(self, accept_damaged: bool = False) -> None:
         self.accept_damaged = accept_damaged
-        self.damaged: tuple[list[str], list[int], list[int], list[str], list[str]] = \
-            ([], [], [], [], [])
+        # (stream, byte offset, byte length, kind, detail) of each damaged line: rare, so rows
+        self.damaged: list[tuple[str, int, int, str, str]] = []
         self.nbytes = 0
         self.events: list[Event] = []
         self.streams: list[str] = []
@@ -117,10 +117,8 @@ class _Batch:
         offsets = list(accumulate(lengths[:-1], initial=base))
         damaged, chain = check_chain(raw_lines, chain)
         if damaged:
-            for i, kind, detail in damaged:
-                for column, value in zip(self.damaged, (
-                        stream, offsets[i], lengths[i], kind, detail), strict=True):
-                    column.append(value)  # type: ignore[attr-defined]
+            self.damaged += [(stream, offsets[i], lengths[i], kind, detail)
+                             for i, kind, detail in damaged]
             if not self.accept_damaged:
                 bad = {i for i, _, _ in damaged}
                 keep = [i for i in range(len(raw_lines)) if i not in bad]
@@ -187,13 +185,14 @@ class _Batch:
             _insert(con, "skipped_lines", pa.table({
                 "stream": self.skipped[0], "byte_offset": self.skipped[1],
                 "error": self.skipped[2]}))
-        if self.damaged[0]:
+        if self.damaged:
+            streams, offsets, lengths, kinds, details = map(list, zip(*self.damaged, strict=True))
             _insert(con, "damaged_lines", pa.table({
-                "stream": self.damaged[0],
-                "byte_offset": pa.array(self.damaged[1], pa.int64()),
-                "byte_length": pa.array(self.damaged[2], pa.int64()),
-                "kind": self.damaged[3], "detail": self.damaged[4],
-                "projected": [self.accept_damaged] * len(self.damaged[0])}))
+                "stream": streams,
+                "byte_offset": pa.array(offsets, pa.int64()),
+                "byte_length": pa.array(lengths, pa.int64()),
+                "kind": kinds, "detail": details,
+                "projected": [self.accept_damaged] * len(streams)}))
         if self.marks:
             names = list(self.marks)
             marks = pa.table({
@@ -413,7 +412,7 @@ class Index:
                     batch.write(con)
                     events += len(batch.events)
                     skipped += len(batch.skipped[0])
-                    damaged += len(batch.damaged[0])
+                    damaged += len(batch.damaged)
                     known.update(batch.marks)
                     batch = _Batch(accept)
             batch.marks[stream] = _Mark(end, size, chain)
@@ -421,7 +420,7 @@ class Index:
         known.update(batch.marks)
         events += len(batch.events)
         skipped += len(batch.skipped[0])
-        damaged += len(batch.damaged[0])
+        damaged += len(batch.damaged)
         return SyncResult(streams, events, skipped, False, damaged)
 
     def _connect(self) -> duckdb.DuckDBPyConnection:

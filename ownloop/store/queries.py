@@ -182,9 +182,10 @@ def run_settings(store: Store, run_ids: Iterable[str]) -> list[tuple[str, dateti
     runs = sorted(set(run_ids))
     if not runs:
         return []
-    return [tuple(row) for row in store.sql(  # type: ignore[misc]
+    rows = store.sql(
         "select run_id, time, agent_settings from run_started "
-        "where list_contains($runs, run_id) order by time", {"runs": runs}).rows]
+        "where list_contains($runs, run_id) order by time", {"runs": runs}).rows
+    return [(run_id, time, settings) for run_id, time, settings in rows]
 
 
 def imported_folders(store: Store, run_id: str) -> set[str]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+import msgspec
+
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import RunSealed, SealedSession, StreamHead, now
 from ownloop.store.journal import check_stream
@@ -160,10 +162,8 @@ def seal_run(store: Store, run_id: str) -> SealResult:
         return SealResult(run_id, reasons, None)
     draft = RunSealed(at=now(), run_id=run_id, fingerprint="", streams=tuple(heads),
                       sessions=tuple(sessions), blobs=int(blobs or 0), budget=budget)
-    seal = RunSealed(at=draft.at, run_id=run_id, fingerprint=seal_fingerprint(draft),
-                     streams=draft.streams, sessions=draft.sessions, blobs=draft.blobs,
-                     budget=draft.budget)
-    with store.stream() as stream:
-        stream.append([seal])
+    seal = msgspec.structs.replace(draft, fingerprint=seal_fingerprint(draft))
+    with store.stream() as writer:
+        writer.append([seal])
     store.sync()
     return SealResult(run_id, [], seal)

@@ -164,8 +164,8 @@ def _seal_problems(seen: _Seen, run_id: str, where: str, seal: RunSealed) -> Ite
     for head in seal.streams:
         yield from _head_problems(seen, where, head, f"the seal of run {run_id}")
     for stream, last in sorted(seen.run_lines.get(run_id, {}).items()):
-        head = sealed.get(stream)
-        if head is None or last > head.events:
+        listed = sealed.get(stream)
+        if listed is None or last > listed.events:
             yield Problem("error", f"journal/{stream}.jsonl:{last}", "appended after the seal",
                           f"run {run_id} was sealed at {where}; it takes no more events")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ownloop.store.claims import Claims, holder_alive, lease_seconds, this_holder
+from ownloop.store.claims import Claims, Counting, holder_alive, lease_seconds, this_holder
 
 # A claimant in its own process: claims TASKS (comma list) under HOLDER (default: itself), prints
 # one JSON line per task it won, then sleeps (renewing) until killed.
@@ -90,12 +90,12 @@ def test_the_first_scored_session_wins_and_a_done_task_is_not_claimed(tmp_path: 
 
 def test_racing_threads_finish_one_task_one_winner(tmp_path: Path) -> None:
     claims = Claims(tmp_path, "r1", lease_s=60)
-    results: list[tuple[bool, str]] = []
+    results: list[Counting] = []
     gate = threading.Barrier(8)
 
     def finish(number: int) -> None:
         gate.wait()
-        results.append(tuple(claims.finish("t1", 1, f"s{number}")))  # type: ignore[arg-type]
+        results.append(claims.finish("t1", 1, f"s{number}"))
 
     threads = [threading.Thread(target=finish, args=(n,)) for n in range(8)]
     for thread in threads:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,9 +33,9 @@ def _journal(root: Path) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in journal.iterdir()} if journal.exists() else {}
 
 
-def _wait_for(check: object, what: str, timeout: float = 60.0) -> None:
+def _wait_for(check: Callable[[], object], what: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
+    while not check():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
