@@ -18,14 +18,14 @@ re-chained stream no longer matches the heads the manifest lists.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import RunSealed, SealedSession, StreamHead, now
-from ownloop.store.journal import check_stream
-from ownloop.store.ledger import first_run_started
+from ownloop.store.events import RunSealed, SealedSession, now
+from ownloop.store.ledger import first_run_started, mixed_budgets
 from ownloop.store.verify import seal_fingerprint, verify_store
 
 if TYPE_CHECKING:
@@ -98,35 +98,28 @@ def _audit(store: Store, run_id: str) -> tuple[list[str], list[SealedSession], i
                        "or was killed (resume it with the same ownloop record command)")
     rows = store.sql(
         "select session_id, task_id, coalesce(repeat, 1), status, coalesce(counted, false), "
-        "score, passed, budget from sessions where run_id = $run and parent_session_id is null "
+        "score, passed from sessions where run_id = $run and parent_session_id is null "
         "order by task_id, repeat, started_at, session_id", {"run": run_id}).rows
     sessions = [SealedSession(session_id=s, task_id=t, repeat=r, status=st, counted=c,
-                              score=sc, passed=p) for s, t, r, st, c, sc, p, _ in rows]
+                              score=sc, passed=p) for s, t, r, st, c, sc, p in rows]
     for session in sessions:
         if session.status is None:
             reasons.append(f"session {session.session_id} ({session.task_id}) has no end")
     units = {(t, r) for t in started.task_ids for r in range(1, started.repeats + 1)} \
         or {(s.task_id, s.repeat) for s in sessions}
-    counted: dict[tuple[str, int], int] = {}
-    for session in sessions:
-        if session.counted:
-            counted[(session.task_id, session.repeat)] = \
-                counted.get((session.task_id, session.repeat), 0) + 1
+    counted = Counter((s.task_id, s.repeat) for s in sessions if s.counted)
     for task_id, repeat in sorted(units):
-        n = counted.get((task_id, repeat), 0)
+        n = counted[(task_id, repeat)]
         if n != 1:
             which = task_id if started.repeats <= 1 else f"{task_id} (repeat {repeat})"
             reasons.append(f"task {which} has {n} counted sessions, not 1"
                            + (": resume the run to record it" if n == 0 else ""))
     for key in sorted(counted.keys() - units):
         reasons.append(f"task {key[0]} was counted but the run did not declare it")
-    budgets = sorted({b for *_, b in rows if b is not None})
-    declared = started.max_steps
-    if len(budgets) > 1 or (declared is not None and budgets not in ([], [declared])):
-        reasons.append(f"mixed step budgets: declared {declared}, sessions ran under "
-                       f"{', '.join(map(str, budgets))}")
-    return reasons, sessions, declared if declared is not None else \
-        (budgets[0] if budgets else None)
+    mixed = mixed_budgets(store, run_id)
+    if mixed:
+        reasons.append(mixed)
+    return reasons, sessions, started.max_steps
 
 
 def seal_run(store: Store, run_id: str) -> SealResult:
@@ -140,28 +133,13 @@ def seal_run(store: Store, run_id: str) -> SealResult:
                           f"ownloop verify --run {run_id}")
     reasons, sessions, budget = _audit(store, run_id)
     streams = _streams_of(store, run_id)
-    report = verify_store(store)
-    mine = {f"journal/{stream}.jsonl" for stream in streams}
-    for problem in report.problems:
-        place = problem.where.split(":")[0]
-        referenced_by = problem.detail.rsplit("referenced by ", 1)[-1].split(":")[0]
-        if problem.severity == "error" and (place in mine or referenced_by in mine):
-            reasons.append(f"damage: {problem.line()}")
-    heads = []
-    blobs = store.sql(
-        "select count(distinct sha256) from ("
-        "select sha256 from screenshot_taken where run_id = $run union all "
-        "select sha256 from evidence_captured where run_id = $run and sha256 is not null "
-        "union all select response_blob from model_called where run_id = $run "
-        "and response_blob is not null)", {"run": run_id}).rows[0][0]
-    for stream in streams:
-        check = check_stream(store.journal_dir / f"{stream}.jsonl")
-        heads.append(StreamHead(stream=stream, events=len(check.sums),
-                                head=check.sums[-1] if check.sums else ""))
+    report = verify_store(store, streams=streams)
+    reasons += [f"damage: {p.line()}" for p in report.problems if p.severity == "error"]
+    heads = [report.heads[stream] for stream in streams if stream in report.heads]
     if reasons:
         return SealResult(run_id, reasons, None)
     draft = RunSealed(at=now(), run_id=run_id, fingerprint="", streams=tuple(heads),
-                      sessions=tuple(sessions), blobs=int(blobs or 0), budget=budget)
+                      sessions=tuple(sessions), blobs=report.blobs, budget=budget)
     seal = msgspec.structs.replace(draft, fingerprint=seal_fingerprint(draft))
     with store.stream() as writer:
         writer.append([seal])

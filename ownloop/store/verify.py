@@ -9,7 +9,7 @@ bytes do not match its name. The journal is read directly, never through the ind
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
@@ -58,6 +58,7 @@ class VerifyReport(NamedTuple):
     streams: int
     events: int
     blobs: int
+    heads: dict[str, StreamHead] = {}  # where each stream read stands (its lines, last sum)
 
     @property
     def errors(self) -> int:
@@ -170,9 +171,10 @@ def _seal_problems(seen: _Seen, run_id: str, where: str, seal: RunSealed) -> Ite
                           f"run {run_id} was sealed at {where}; it takes no more events")
 
 
-def verify_store(store: Store, *, run_id: str | None = None,
-                 fingerprint: str | None = None) -> VerifyReport:
-    """Check every journal stream and every blob of ``store``.
+def verify_store(store: Store, *, run_id: str | None = None, fingerprint: str | None = None,
+                 streams: Collection[str] | None = None) -> VerifyReport:
+    """Check every journal stream and every blob of ``store`` (with ``streams``: only those
+    streams, and the blobs they refer to).
 
     Beyond each stream's own chain: every stream a catalog or a seal lists must still hold the
     lines it listed (so removed, truncated, emptied and swapped streams are found), a session's
@@ -188,9 +190,15 @@ def verify_store(store: Store, *, run_id: str | None = None,
     if store.journal_dir.exists() and not store.journal_dir.is_dir():
         raise OwnloopError(f"{store.journal_dir} is a file, not the journal folder: this is not "
                            "an ownloop store (or it was damaged). Pass --store DIR")
-    paths = store.stream_paths()
+    paths = store.stream_paths() if streams is None else \
+        [store.journal_dir / f"{stream}.jsonl" for stream in sorted(streams)]
     for path in paths:
-        check = check_stream(path)
+        try:
+            check = check_stream(path)
+        except FileNotFoundError:
+            problems.append(Problem("error", f"journal/{path.name}", "missing stream",
+                                    "the index lists it; the file is gone"))
+            continue
         where = f"journal/{path.name}"
         seen.sums[path.stem] = check.sums
         for p in check.problems:
@@ -224,7 +232,7 @@ def verify_store(store: Store, *, run_id: str | None = None,
         problems.extend(_seal_problems(seen, run, where, seal))
     if run_id is not None:
         problems.extend(_run_problems(seen, run_id, fingerprint))
-    present = set(store.blobs)
+    present = set(store.blobs) if streams is None else set()
     for sha256 in sorted(referenced.keys() | present):
         try:
             wrong = store.blobs.check(sha256)
@@ -236,7 +244,9 @@ def verify_store(store: Store, *, run_id: str | None = None,
         detail = f"{wrong} (referenced by {source})" if source else f"{wrong} (not referenced)"
         problems.append(Problem("error", f"blob {sha256}", "missing blob"
                                 if wrong == "missing" else "bad blob", detail))
-    return VerifyReport(problems, len(paths), events, len(referenced.keys() | present))
+    heads = {stream: StreamHead(stream=stream, events=len(sums), head=sums[-1] if sums else "")
+             for stream, sums in seen.sums.items()}
+    return VerifyReport(problems, len(paths), events, len(referenced.keys() | present), heads)
 
 
 def _run_problems(seen: _Seen, run_id: str, fingerprint: str | None) -> Iterator[Problem]:
