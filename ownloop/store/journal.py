@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from ownloop.store.errors import OwnloopError
+from ownloop.store.disk import StoreNotWritable, disk_error
 from ownloop.store.events import Event, StreamHead
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "DecodedLines",
     "JournalLine",
     "StreamCheck",
-    "StoreWriteError",
     "StreamProblem",
     "StreamWriter",
     "check_chain",
@@ -83,14 +82,6 @@ def _checksum(prev: str, seq: int, event_bytes: bytes) -> str:
     return h.hexdigest()[:32]
 
 
-class StoreWriteError(OwnloopError):
-    """A journal append that did not reach the disk (full, read-only, I/O error).
-
-    Nothing of the failed batch stays in the stream: the writer cut it back to its last good
-    line, or, when even that failed, refuses every later append to the stream.
-    """
-
-
 class StreamWriter:
     """The only writer of a new stream file. ``append`` writes a batch and fsyncs it once.
 
@@ -136,7 +127,8 @@ class StreamWriter:
         """Write ``events`` as consecutive lines, then fsync: after it returns they are durable.
 
         Raises:
-            StoreWriteError: the batch did not reach the disk; none of it stays in the stream.
+            StoreNotWritable: the batch did not reach the disk (full, read-only, an I/O error);
+                none of it stays in the stream.
             ValueError: an event would not decode once written (nothing was written).
         """
         if not events:
@@ -145,7 +137,7 @@ class StreamWriter:
             if self._closed:
                 raise ValueError(f"stream {self.stream_id} is closed")
             if self._broken:
-                raise StoreWriteError(self._broken)
+                raise StoreNotWritable(self._broken)
             data, seq, prev = self._encode(events)
             try:
                 if self._fd < 0:
@@ -162,25 +154,21 @@ class StreamWriter:
             self._size += len(data)
             self._seq, self._prev = seq, prev
 
-    def _cut_back(self, exc: OSError) -> StoreWriteError:
+    def _cut_back(self, exc: OSError) -> StoreNotWritable:
         """Undo a partly written batch; when that fails too, refuse the stream from now on."""
-        what = f"cannot append to {self.path}: {os.strerror(exc.errno or 0) or exc}"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            what += (" (the disk holding the store is full). Free space, then run the same "
-                     "command again to resume")
-        elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-            what += (". Remount it read-write, or pass --store DIR naming a folder you can "
-                     "write")
+        explained = disk_error(exc, self.path)
+        what = str(explained) if explained is not None else \
+            f"cannot append to {self.path}: {os.strerror(exc.errno or 0) or exc}"
         if self._fd < 0:
-            return StoreWriteError(what)
+            return StoreNotWritable(what, exc.errno)
         try:
             os.ftruncate(self._fd, self._size)
         except OSError as cut:
             self._broken = (f"{what}; the partial write could not be cut back "
                             f"({os.strerror(cut.errno or 0)}), so the stream takes no more "
                             "appends. Run: ownloop verify")
-            return StoreWriteError(self._broken)
-        return StoreWriteError(what)
+            return StoreNotWritable(self._broken, exc.errno)
+        return StoreNotWritable(what, exc.errno)
 
     def head(self) -> StreamHead:
         """Where the stream stands: its id, how many lines it has, the last line's sum."""

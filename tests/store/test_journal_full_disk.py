@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from ownloop.store import open_store
+from ownloop.store.disk import StoreNotWritable
 from ownloop.store.events import EvidenceCaptured, SessionEnded
-from ownloop.store.journal import StoreWriteError, read_lines, verify_stream
+from ownloop.store.journal import read_lines, verify_stream
 from tests.fullfs import fill, small_tmpfs
 
 _AT = datetime(2026, 11, 30, tzinfo=UTC)
@@ -35,10 +36,11 @@ def test_enospc_cuts_the_stream_back_and_appends_again_once_space_is_freed(
                 batch = [_evidence(n * 10 + i, 1000 + 997 * i) for i in range(4)]
                 try:
                     writer.append(batch)
-                except StoreWriteError as exc:
+                except StoreNotWritable as exc:
                     failures += 1
-                    assert "the disk holding the store is full" in str(exc)
-                    assert "run the same command again" in str(exc)
+                    assert str(exc) == (
+                        f"the disk holding {writer.path} is full. Free some space, then run the "
+                        "same command again (what is already recorded is kept)")
                     # The cut-back: the file holds exactly what was acknowledged.
                     assert writer.path.stat().st_size == sum(
                         line.end - line.offset for line in read_lines(writer.path))
@@ -47,7 +49,7 @@ def test_enospc_cuts_the_stream_back_and_appends_again_once_space_is_freed(
                 acknowledged.extend(batch)
             assert failures == 1 and acknowledged
             fill(filler)  # whatever room was left is taken too
-            with pytest.raises(StoreWriteError):
+            with pytest.raises(StoreNotWritable):
                 writer.append([_evidence(9999, 20_000)])
             filler.unlink()
             tail = SessionEnded(at=_AT, run_id="r1", session_id="s1", status="finished")

@@ -17,7 +17,8 @@ import pytest
 
 from ownloop.store import events as E
 from ownloop.store import open_store
-from ownloop.store.journal import StoreWriteError, read_lines
+from ownloop.store.disk import StoreNotWritable
+from ownloop.store.journal import read_lines
 
 _AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 _ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +92,7 @@ def test_two_writers_made_before_either_appends_cannot_interleave(tmp_path: Path
     first, second = store.stream("s"), store.stream("s")
     try:
         first.append([_started("a")])
-        with pytest.raises((StoreWriteError, FileExistsError)):
+        with pytest.raises((StoreNotWritable, FileExistsError)):
             second.append([_started("intruder")])
         first.append([_started("b")])
     finally:
