@@ -18,6 +18,7 @@ Each piece becomes one ``EvidenceCaptured`` event. Names and values:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ownloop.store.errors import OwnloopError
@@ -61,7 +62,7 @@ def capture_end_state(session: BrowserSession) -> list[Evidence]:
     """
     # The URL is known without a round trip to the browser, even when the page is gone.
     pieces = [Evidence("final_url", value_json=json.dumps(session.page.url))]
-    readers = (
+    readers: tuple[tuple[str, Callable[[], Evidence]], ...] = (
         ("title", lambda: Evidence("title", value_json=json.dumps(session.title()))),
         ("dom", lambda: Evidence("dom", data=session.content().encode(), media_type="text/html")),
         ("cookies", lambda: Evidence("cookies", value_json=json.dumps(session.cookies()))),

@@ -103,7 +103,7 @@ def _digest(canonical: list[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _keys(messages: list[tuple[str, list[tuple[str, str]]]]) -> Keys:
+def _keys(messages: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> Keys:
     exact = [[role, [list(part) for part in parts]] for role, parts in messages]
     text = [[role, [[kind, value if kind == "t" else ""] for kind, value in parts]]
             for role, parts in messages]

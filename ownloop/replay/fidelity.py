@@ -96,10 +96,9 @@ def measure_step(
     if shot is None:
         return None
     first = batch[0]
-    ids = {"run_id": first.run_id, "session_id": first.session_id}
     if parent is None or parent.screenshot is None:
-        return FidelityMeasured(at=now(), **ids, step=step, parent_session_id=parent_session_id,
-                                diverged=True)
+        return FidelityMeasured(at=now(), run_id=first.run_id, session_id=first.session_id,
+                                step=step, parent_session_id=parent_session_id, diverged=True)
     recorded = parent.screenshot
     identical = recorded.sha256 == shot.sha256
     diff = 0.0 if identical else pixel_diff(load_blob(recorded.sha256), load_blob(shot.sha256))
@@ -109,7 +108,8 @@ def measure_step(
     element_equal = None if not mine and not theirs else mine == theirs
     same_picture = diff is not None and diff <= PIXEL_TOLERANCE
     return FidelityMeasured(
-        at=now(), **ids, step=step, parent_session_id=parent_session_id,
+        at=now(), run_id=first.run_id, session_id=first.session_id, step=step,
+        parent_session_id=parent_session_id,
         screenshot_identical=identical, pixel_diff=diff, url_equal=url_equal,
         element_equal=element_equal,
         diverged=not same_picture or not url_equal or element_equal is False)

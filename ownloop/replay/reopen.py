@@ -93,7 +93,7 @@ def _miniwob(task: Task) -> Iterator[Reopened]:
     server = _serve_miniwob(urlsplit(task.start_url).port)
     try:
         host, port = server.server_address[:2]
-        suite = _MiniwobAt(name, f"http://{host}:{port}")
+        suite = _MiniwobAt(name, f"http://{host!s}:{port}")
         start = suite.task_url(name, task.seed if task.seed is not None else default_seed(name))
         yield Reopened(suite, msgspec.structs.replace(task, start_url=start),
                        _rebaser(task.start_url, start))

@@ -228,7 +228,7 @@ class MiniwobSuite:
                 threading.Thread(target=server.serve_forever, name="miniwob", daemon=True).start()
                 self._server = server
             host, port = self._server.server_address[:2]
-            return f"http://{host}:{port}"
+            return f"http://{host!s}:{port}"
 
     def task_url(self, name: str, seed: int) -> str:
         """The start URL of a task and seed on this suite's server."""
