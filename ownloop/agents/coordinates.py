@@ -14,8 +14,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from ui_tars.action_parser import smart_resize as _qwen_smart_resize
-
 __all__ = [
     "QWEN_FACTOR",
     "QWEN_MAX_PIXELS",
@@ -29,6 +27,7 @@ __all__ = [
 QWEN_FACTOR = 28
 QWEN_MIN_PIXELS = 100 * 28 * 28  # UI-TARS; OpenCUA and Fara use 3136 (= 4 * 28 * 28)
 QWEN_MAX_PIXELS = 16384 * 28 * 28
+QWEN_MAX_RATIO = 200  # a longer side over 200 times the shorter one is refused
 
 
 class Size(NamedTuple):
@@ -50,8 +49,11 @@ def smart_resize(
 ) -> Size:
     """The model space Qwen2.5-VL sees for an image of ``size`` (width, height).
 
-    This is the ``ui-tars`` package's own function (Python rounding, banker's at .5), so our
-    numbers agree with its parser to the pixel.
+    Each side is rounded to the nearest multiple of ``factor`` (Python's ``round``: half to
+    even), at least ``factor``; when that makes too many pixels both sides shrink by one ratio and
+    round down, when too few they grow and round up. The same arithmetic as the ``ui-tars``
+    package's own function (a test compares the two), written here so that the agents that
+    need it parse without that package installed.
 
     Raises:
         ValueError: a side is not positive, or the aspect ratio is over 200.
@@ -59,9 +61,20 @@ def smart_resize(
     width, height = size
     if width <= 0 or height <= 0:
         raise ValueError(f"image size must be positive, got {width}x{height}")
-    h_bar, w_bar = _qwen_smart_resize(
-        height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels
-    )
+    ratio = max(width, height) / min(width, height)
+    if ratio > QWEN_MAX_RATIO:
+        raise ValueError(f"absolute aspect ratio must be smaller than {QWEN_MAX_RATIO}, "
+                         f"got {ratio}")
+    w_bar = max(factor, round(width / factor) * factor)
+    h_bar = max(factor, round(height / factor) * factor)
+    if w_bar * h_bar > max_pixels:
+        shrink = math.sqrt(width * height / max_pixels)
+        w_bar = math.floor(width / shrink / factor) * factor
+        h_bar = math.floor(height / shrink / factor) * factor
+    elif w_bar * h_bar < min_pixels:
+        grow = math.sqrt(min_pixels / (width * height))
+        w_bar = math.ceil(width * grow / factor) * factor
+        h_bar = math.ceil(height * grow / factor) * factor
     return Size(w_bar, h_bar)
 
 
