@@ -103,7 +103,8 @@ def test_a_bad_grader_spec_is_refused_before_the_run_starts(tmp_path: Path) -> N
     result = _record(store, "--tasks", str(_tasks(tmp_path, "answer:number:three")),
                      "--base", "http://127.0.0.1:1", "--endpoint", DEAD)
     assert result.exit_code == 1
-    assert result.output.startswith("Error: task form-1: bad grader spec 'answer:number:three'")
+    assert result.output.startswith(
+        "Error: tasks.json: $[0].grader: bad grader spec 'answer:number:three'")
     assert result.output.count("\n") == 1
     assert _written(store) == []
 

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+import msgspec
+
+from ownloop.grading import make_grader
 from ownloop.recorder.evidence import Evidence, capture_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Task
@@ -24,41 +28,105 @@ from ownloop.store.events import Task
 if TYPE_CHECKING:
     from ownloop.recorder.browser import BrowserSession
 
-__all__ = ["TasksFileSuite", "read_tasks"]
+__all__ = ["TasksFileError", "TasksFileSuite", "read_tasks"]
 
-_TASK_FIELDS = ("task_id", "prompt", "start", "needs_login", "grader")
-_FILE_FIELDS = ("setup", "capture", "grader", "tasks")
 _INLINE_LIMIT = 256 * 1024  # larger capture bodies are stored as blobs
+_WHERE = re.compile(r"^(?P<problem>.*?)(?: - at `(?P<path>\$[^`]*)`)?$", re.DOTALL)
+_EXPECTED = re.compile(r"^Expected `(?P<wanted>[^`]*)`, got `(?P<got>[^`]*)`$")
+_FIELD = re.compile(r"^Object (?P<what>missing required|contains unknown) field `(?P<name>[^`]*)`$")
+# What msgspec calls a type, said as a tasks file's author thinks of it.
+_WANTED = {
+    "object | array": 'a list of tasks (or {"tasks": [...]})',
+    "object": "an object",
+    "array": "a list",
+    "str": "text",
+    "bool": "true or false",
+    "str | object | null": "a grader spec (text, or an object with a \"type\")",
+}
 
 
 class TasksFileError(OwnloopError):
-    pass
+    """A tasks file that cannot be read: one line naming the file and the JSON path at fault."""
 
 
-def _grader_text(value: Any, where: str) -> str | None:
+class _TaskEntry(msgspec.Struct, forbid_unknown_fields=True):
+    task_id: str
+    prompt: str
+    start: str
+    needs_login: bool = False
+    grader: str | dict[str, Any] | None = None
+
+
+class _FileEntry(msgspec.Struct, forbid_unknown_fields=True):
+    tasks: list[_TaskEntry]
+    setup: list[str] = []
+    capture: list[str] = []
+    grader: str | dict[str, Any] | None = None
+
+
+_TASK_FIELDS = tuple(_TaskEntry.__struct_fields__)
+_FILE_FIELDS = tuple(_FileEntry.__struct_fields__)
+
+
+def _problem(error: msgspec.ValidationError) -> tuple[str, str]:
+    """msgspec's message as (JSON path, problem in the file author's words)."""
+    found = _WHERE.match(str(error))
+    assert found is not None  # the pattern matches any text
+    path, problem = found["path"] or "$", found["problem"]
+    expected = _EXPECTED.match(problem)
+    if expected:
+        wanted = _WANTED.get(expected["wanted"], expected["wanted"])
+        return path, f"expected {wanted}, got {_WANTED.get(expected['got'], expected['got'])}"
+    field = _FIELD.match(problem)
+    if field is None:
+        return path, problem[:1].lower() + problem[1:]
+    if field["what"] == "missing required":
+        return path, f"missing field '{field['name']}'"
+    allowed = _TASK_FIELDS if path.endswith("]") else _FILE_FIELDS
+    return path, f"unknown field '{field['name']}' (allowed: {', '.join(allowed)})"
+
+
+def _grader_text(value: str | dict[str, Any] | None, fail: Callable[[str], NoReturn]) -> str | None:
+    """The grader as spec text (an object as compact JSON), checked to build a grader."""
     if value is None:
         return None
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"), sort_keys=True)
-    raise TasksFileError(f"{where}: field 'grader' must be a grader spec string or an object")
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True) \
+        if isinstance(value, dict) else value.strip()
+    if not text:
+        fail("expected a grader spec, got empty text")
+    try:
+        make_grader(text)
+    except OwnloopError as error:
+        fail(str(error))
+    return text
 
 
-def _urls(value: Any, where: str, field: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(u, str) and u for u in value):
-        raise TasksFileError(f"{where}: field '{field}' must be a list of URLs")
-    return value
-
-
-def _expand(url: str, base: str | None, needs_login: bool, where: str, field: str) -> str:
+def _expand(url: str, base: str | None, needs_login: bool, fail: Callable[[str], NoReturn]) -> str:
     if "{BASE}" in url:
         if not base:
-            raise TasksFileError(f"{where}: field '{field}' uses {{BASE}}; pass --base URL")
-        url = url.replace("{BASE}", base.rstrip("/"))
+            fail("uses {BASE}; pass --base URL")
+        url = url.replace("{BASE}", (base or "").rstrip("/"))
     return url.replace("{LOGOUT}", "?logout=1" if needs_login else "")
+
+
+class _Reader:
+    """Turns one decoded file into Tasks; every problem names ``file: $.path``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def at(self, path: str) -> Callable[[str], NoReturn]:
+        def fail(problem: str) -> NoReturn:
+            raise TasksFileError(f"{self.name}: {path}: {problem}")
+        return fail
+
+    def text(self, value: str, path: str) -> str:
+        if not value.strip():
+            self.at(path)("expected non-empty text")
+        return value
+
+    def urls(self, values: list[str], path: str) -> list[str]:
+        return [self.text(url, f"{path}[{i}]") for i, url in enumerate(values)]
 
 
 def read_tasks(
@@ -66,62 +134,53 @@ def read_tasks(
 ) -> tuple[list[Task], str | None]:
     """Parse a tasks file's bytes into expanded Tasks and the file-level grader.
 
+    Every task's grader is built once here, so a file that could not be graded is refused before
+    a run starts.
+
     Raises:
-        TasksFileError: one line naming the file, the task and the field that is wrong.
+        TasksFileError: one line naming the file, the JSON path of the bad field and what is
+            wrong, e.g. ``tasks.json: $[3].grader: bad grader spec ...``.
     """
     try:
         data = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise TasksFileError(f"{name} is not valid JSON ({error})") from None
-    setup: list[str] = []
-    capture: list[str] = []
-    default_grader: str | None = None
-    if isinstance(data, dict):
-        unknown = sorted(set(data) - set(_FILE_FIELDS))
-        if unknown:
-            raise TasksFileError(
-                f"{name}: unknown field '{unknown[0]}' (allowed: {', '.join(_FILE_FIELDS)})"
-            )
-        setup = _urls(data.get("setup"), name, "setup")
-        capture = _urls(data.get("capture"), name, "capture")
-        default_grader = _grader_text(data.get("grader"), name)
-        data = data.get("tasks")
-    if not isinstance(data, list) or not data:
-        raise TasksFileError(f'{name}: expected a non-empty list of tasks (or {{"tasks": [...]}})')
+    try:
+        decoded = msgspec.convert(data, list[_TaskEntry] | _FileEntry, strict=True)
+    except msgspec.ValidationError as error:
+        path, problem = _problem(error)
+        raise TasksFileError(f"{name}: {path}: {problem}") from None
+    reader = _Reader(name)
+    if isinstance(decoded, _FileEntry):
+        entries, prefix = decoded.tasks, "$.tasks"
+        setup = reader.urls(decoded.setup, "$.setup")
+        capture = reader.urls(decoded.capture, "$.capture")
+        default_grader = _grader_text(decoded.grader, reader.at("$.grader"))
+    else:
+        entries, prefix, setup, capture, default_grader = decoded, "$", [], [], None
+    if not entries:
+        reader.at(prefix)('expected a non-empty list of tasks (or {"tasks": [...]})')
     tasks: list[Task] = []
-    seen: dict[str, int] = {}
-    for number, item in enumerate(data, 1):
-        where = f"{name}: task #{number}"
-        if not isinstance(item, dict):
-            raise TasksFileError(f"{where} is not an object")
-        task_id = item.get("task_id")
-        if not isinstance(task_id, str) or not task_id.strip():
-            raise TasksFileError(f"{where}: field 'task_id' must be a non-empty string")
-        where = f"{name}: task {task_id!r}"
+    seen: dict[str, str] = {}
+    for number, entry in enumerate(entries):
+        where = f"{prefix}[{number}]"
+        task_id = reader.text(entry.task_id, f"{where}.task_id")
         if task_id in seen:
-            first = seen[task_id]
-            raise TasksFileError(f"{where}: duplicate task_id (tasks #{first} and #{number})")
-        seen[task_id] = number
-        unknown = sorted(set(item) - set(_TASK_FIELDS))
-        if unknown:
-            raise TasksFileError(
-                f"{where}: unknown field '{unknown[0]}' (allowed: {', '.join(_TASK_FIELDS)})"
-            )
-        for field in ("prompt", "start"):
-            if not isinstance(item.get(field), str) or not item[field].strip():
-                raise TasksFileError(f"{where}: field '{field}' must be a non-empty string")
-        needs_login = item.get("needs_login", False)
-        if not isinstance(needs_login, bool):
-            raise TasksFileError(f"{where}: field 'needs_login' must be true or false")
+            reader.at(f"{where}.task_id")(f"duplicate {task_id!r} (first at {seen[task_id]})")
+        seen[task_id] = where
+        login = entry.needs_login
         tasks.append(Task(
             task_id=task_id,
-            prompt=item["prompt"],
-            start_url=_expand(item["start"], base, needs_login, where, "start"),
+            prompt=reader.text(entry.prompt, f"{where}.prompt"),
+            start_url=_expand(reader.text(entry.start, f"{where}.start"), base, login,
+                              reader.at(f"{where}.start")),
             suite=suite,
-            grader=_grader_text(item.get("grader"), where) or default_grader,
-            needs_login=needs_login,
-            setup_urls=tuple(_expand(u, base, needs_login, where, "setup") for u in setup),
-            capture_urls=tuple(_expand(u, base, needs_login, where, "capture") for u in capture),
+            grader=_grader_text(entry.grader, reader.at(f"{where}.grader")) or default_grader,
+            needs_login=login,
+            setup_urls=tuple(_expand(u, base, login, reader.at(f"$.setup[{i}]"))
+                             for i, u in enumerate(setup)),
+            capture_urls=tuple(_expand(u, base, login, reader.at(f"$.capture[{i}]"))
+                               for i, u in enumerate(capture)),
         ))
     return tasks, default_grader
 
