@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs what ownloop needs on Debian: Chromium and a Python venv in .venv with ownloop in it.
-#   ./setup.sh          the tool
-#   ./setup.sh --test   the tool and its test dependencies
+#   ./setup.sh          the tool, recording included (pip install -e '.[record]')
+#   ./setup.sh --test   the tool and its test dependencies (pip install -e '.[test]')
+# Only reading stores (sql, show, view, report, ...)? pip install . needs no Chromium.
 set -eu
 cd "$(dirname "$0")"
-extras=""
+extras="[record]"
 [ "${1:-}" = "--test" ] && extras="[test]"
 
 need=""

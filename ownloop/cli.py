@@ -15,6 +15,7 @@ from ownloop import __version__
 from ownloop.store import Store, open_store
 from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
+from ownloop.store.extras import missing_extra
 from ownloop.store.text import visible
 
 __all__ = ["cli", "main"]
@@ -25,6 +26,7 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     A read-only store, a full disk or a file in the way that the library did not already explain
     is still one line naming the path and the fix; any other OSError is a bug and shows as one.
+    A package that only an install extra brings (Playwright for ``record``) names the extra.
     """
 
     @functools.wraps(fn)
@@ -38,6 +40,11 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             if explained is None:
                 raise
             raise click.ClickException(str(explained)) from None
+        except ModuleNotFoundError as exc:  # a package of an install extra the user left out
+            missing = missing_extra(exc, click.get_current_context().command_path)
+            if missing is None:
+                raise
+            raise click.ClickException(str(missing)) from None
 
     return wrapper
 

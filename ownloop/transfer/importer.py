@@ -44,6 +44,7 @@ from ownloop.store.events import (
     Versions,
     now,
 )
+from ownloop.store.extras import missing_extra
 from ownloop.store.ids import new_id
 from ownloop.store.queries import imported_folders, task_attempts
 from ownloop.store.seal import refuse_if_sealed
@@ -55,6 +56,7 @@ from ownloop.transfer.harness import (
     read_folder,
     unreadable,
 )
+from ownloop.transfer.sidecar import Sidecar, SidecarError, captured, graded, read_sidecar
 from ownloop.transfer.statuses import ownloop_status
 
 __all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "import_dir"]
@@ -183,7 +185,9 @@ class _Parser:
                 warnings.simplefilter("ignore")  # e.g. "built-in prompt": irrelevant to parsing
                 self.agent = make_agent(name)
         except Exception as exc:  # noqa: BLE001 - an agent that cannot load must not stop an import
-            self.unavailable = f"not parsed: agent {name!r} is not available here ({exc})"
+            missing = isinstance(exc, ImportError) and missing_extra(exc, f"parsing {name}")
+            self.unavailable = "not parsed: " + str(
+                missing or f"agent {name!r} is not available here ({exc})")
 
     @property
     def viewport(self) -> tuple[int, int]:
@@ -246,6 +250,9 @@ class _Writer:
         sized = [s for s in screens.values() if s.width and s.height]
         viewport = (sized[0].width, sized[0].height) if sized else self.parser.viewport
         where = f"{folder.name}/{attempt.label}" if attempt.label else folder.name
+        sidecar = _sidecar(attempt, folder)
+        if sidecar.task is not None and sidecar.task.task_id == task.task_id:
+            task = sidecar.task  # as ownloop ran it: prompt, grader spec, URLs
         events: list[Event] = [
             SessionStarted(at=now(), **ids, task=task, agent=self.agent, attempt=number,
                            viewport=viewport),
@@ -277,10 +284,19 @@ class _Writer:
             events.append(EvidenceCaptured(at=now(), **ids, name="import:file",
                                            sha256=self.store.put_blob(data), media_type=media,
                                            source=name))
+        for kept in sidecar.evidence:
+            kept_bytes = attempt.sidecar_files.get(kept.file) if kept.file else None
+            if kept.file and kept_bytes is None:
+                folder.skipped.append(f"{prefix}{kept.file} (missing: evidence {kept.name!r} "
+                                      "kept without its bytes)")
+            sha256 = self.store.put_blob(kept_bytes) if kept_bytes is not None else None
+            events.append(captured(ids["run_id"], ids["session_id"], kept, sha256, now()))
         events.append(self._ended(ids, attempt, summary, max(by_step, default=0)))
         grade = _grade(ids, summary)
         if grade is not None:
             events.append(grade)
+        events.extend(graded(ids["run_id"], ids["session_id"], kept, now())
+                      for kept in sidecar.grades)
         return events
 
     def _line(self, ids: dict[str, str], line: Any, size: tuple[int, int], has_screen: bool,
@@ -335,6 +351,18 @@ class _Writer:
             answer=field("answer", None), steps=field("rounds", steps),
             seconds=float(field("seconds", 0.0)), parse_failures=field("parse_fails", 0),
             action_errors=field("action_errors", 0), error=field("error", None))
+
+
+def _sidecar(attempt: Attempt, folder: ResultFolder) -> Sidecar:
+    """The attempt's ``ownloop.json`` (an empty one when there is none or it does not decode)."""
+    if attempt.sidecar is None:
+        return Sidecar()
+    try:
+        return read_sidecar(attempt.sidecar)
+    except SidecarError as error:
+        prefix = f"{attempt.label}/" if attempt.label else ""
+        folder.skipped.append(f"{prefix}ownloop.json (not read: {error})")
+        return Sidecar()
 
 
 def _fits(key: str, value: Any) -> bool:

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 from ownloop.recorder.evidence import Evidence
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Task
+from ownloop.store.extras import install_hint
 
 if TYPE_CHECKING:
     from ownloop.recorder.browser import Browser, BrowserSession
@@ -97,7 +98,8 @@ def html_dir() -> Path:
     """The ``html`` folder of the installed ``miniwob`` package (found without importing it)."""
     spec = importlib.util.find_spec("miniwob")
     if spec is None or not spec.submodule_search_locations:
-        raise MiniwobError("the miniwob package is not installed. Run: pip install miniwob")
+        raise MiniwobError("the MiniWoB++ suite needs the record extra (miniwob is not "
+                           f"installed): {install_hint('record')}")
     return Path(next(iter(spec.submodule_search_locations))) / "html"
 
 
