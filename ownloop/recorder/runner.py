@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from ownloop import __version__
 from ownloop.agents import make_agent
+from ownloop.agents.released import Released
 from ownloop.agents.base import Agent
 from ownloop.recorder.admission import (
     SourceState,
@@ -54,7 +55,8 @@ from ownloop.store.journal import StreamWriter
 from ownloop.store.ledger import ledger_sessions
 from ownloop.store.scrub import scrub_text
 
-__all__ = ["RecordOptions", "RunSummary", "record", "redact_argv", "FINAL_STATUSES", "SCORED"]
+__all__ = ["RecordOptions", "RunSummary", "TaskRecorder", "record", "redact_argv",
+           "FINAL_STATUSES", "SCORED"]
 
 # Statuses a session may end with that are not a pause (endpoint_error, interrupted, crashed).
 FINAL_STATUSES = frozenset(
@@ -73,6 +75,7 @@ class RecordOptions(NamedTuple):
     model: str
     api_key: str | None = None
     agent_options: dict[str, Any] = {}
+    released: Released | None = None  # prompt texts read from a clone (agents.released_texts)
     run_id: str | None = None
     workers: int = 2
     limits: EpisodeLimits = EpisodeLimits()
@@ -86,6 +89,7 @@ class RecordOptions(NamedTuple):
     expect_suite: str | None = None  # refuse a suite whose sha256 is another
     argv: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()  # --allow-host: host globs the model may navigate to
+    max_endpoint_errors: int = 3  # stop after this many endpoint_error sessions in a row; 0: never
 
 
 class RunSummary(NamedTuple):
@@ -96,7 +100,8 @@ class RunSummary(NamedTuple):
     seconds: float
     interrupted: bool
     elsewhere: int = 0  # tasks another recorder of the run did meanwhile
-    fatal: str = ""  # why a worker stopped the run (e.g. no browser), if one did
+    fatal: str = ""  # why the run stopped early (no browser, the endpoint failing), if it did
+    not_started: int = 0  # tasks left for a resume when the run stopped early
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.status for r in self.results))
@@ -184,16 +189,8 @@ class _Worker(threading.Thread):
                 if picked is None:
                     return
                 task, claim = picked
-                try:
-                    if handle is None or not handle.browser.is_connected():
-                        # the first task, or the browser crashed: the next task gets a new one
-                        if handle is not None:
-                            handle.close()
-                        handle = None
-                        handle = open_browser(runner.options.chromium)
-                except BaseException:
-                    runner.claims.release(claim)
-                    raise
+                old, handle = handle, None  # closed there if its browser died
+                handle = runner.ensure_browser(old, claim)
                 result = runner.run_one(handle, task, claim)
                 runner.settle(task, claim, result)
                 runner.report(result)
@@ -206,23 +203,20 @@ class _Worker(threading.Thread):
                 handle.close()
 
 
-class _Runner:
+class TaskRecorder:
+    """One recorder's work on one task at a time: claim it, start a browser, run the session,
+    settle it. The threads of ``record`` share one; each Ray actor makes its own
+    (:mod:`ownloop.recorder.ray_executor`) from the store path, run id and options."""
+
     def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
-                 run_id: str, on_result: Callable[[EpisodeResult], None], claims: Claims,
-                 run_stream: StreamWriter) -> None:
+                 run_id: str, claims: Claims, run_stream: StreamWriter) -> None:
         self.store, self.suite, self.agent, self.options = store, suite, agent, options
         self.run_id = run_id
-        self.on_result = on_result
         self.claims = claims
         self.run_stream = run_stream
         self.stop = threading.Event()
-        self.queue: queue.Queue[tuple[Task, int]] = queue.Queue()
-        self.deferred: list[tuple[Task, int]] = []  # held by another recorder: looked at again
         self.done_elsewhere = 0
         self.crashed = 0  # sessions of stale claims this recorder ended as crashed
-        self.retries_left: dict[str, int] = {}
-        self.results: list[EpisodeResult] = []
-        self.fatal: list[str] = []
         self.in_flight: dict[str, str] = {}  # session id -> task id, until reported
         self._lock = threading.Lock()
         self.client = ModelClient(
@@ -230,37 +224,36 @@ class _Runner:
             api_key=options.api_key, timeout_s=options.call_timeout_s, retries=options.call_retries,
             retry_wait_s=options.call_retry_wait_s)
 
-    def next_task(self) -> tuple[Task, Claim] | None:
-        """The next task this recorder claimed, or None when none is left.
-
-        A task another recorder holds is put aside and looked at again once the queue is empty:
-        it gets done there (then it is dropped), released (then it is claimed here) or its claim
-        goes stale (then it is taken over here).
-        """
-        while not self.stop.is_set():
-            put_aside = False
-            try:
-                task, attempt = self.queue.get_nowait()
-            except queue.Empty:
-                with self._lock:
-                    if not self.deferred:
-                        return None
-                    task, attempt = self.deferred.pop(0)
-                put_aside = True
-            claim = self.claims.claim(task.task_id, 1, new_id(), attempt=attempt)
-            if claim is not None and self._settle_orphan(task, claim):
-                continue
-            if claim is not None:
-                return task, claim
-            if self.claims.winner(task.task_id, 1) is not None:
-                with self._lock:
-                    self.done_elsewhere += 1
-                continue
+    def take(self, task: Task, attempt: int, session_id: str | None = None) -> Claim | str:
+        """Claim the task for a new session: the Claim, or ``"done"`` (a session of it counts
+        already) or ``"held"`` (another recorder runs it; look again later)."""
+        claim = self.claims.claim(task.task_id, 1, session_id or new_id(), attempt=attempt)
+        if claim is not None and self._settle_orphan(task, claim):
+            return "done"
+        if claim is not None:
+            return claim
+        if self.claims.winner(task.task_id, 1) is not None:
             with self._lock:
-                self.deferred.append((task, attempt))
-            if put_aside:
-                self.stop.wait(_POLL_S)
-        return None
+                self.done_elsewhere += 1
+            return "done"
+        return "held"
+
+    def ensure_browser(self, handle: Any, claim: Claim) -> Any:
+        """``handle`` while its browser lives, else a new browser (the first task, or the last
+        one crashed); the claim is given back when none starts."""
+        try:
+            if handle is None or not handle.browser.is_connected():
+                if handle is not None:
+                    handle.close()
+                return open_browser(self.options.chromium)
+            return handle
+        except BaseException:
+            self.claims.release(claim)
+            raise
+
+    def wants_retry(self, result: EpisodeResult, retries_left: int) -> bool:
+        """Whether ``--error-retries`` runs the task again after this session."""
+        return result.status in _RETRIED and retries_left > 0 and not self.stop.is_set()
 
     def _settle_orphan(self, task: Task, claim: Claim) -> bool:
         """Whether the session of the stale claim just taken over had ended scored (its recorder
@@ -306,11 +299,10 @@ class _Runner:
         finally:
             session.close()
 
-    def settle(self, task: Task, claim: Claim, result: EpisodeResult) -> None:
-        """After a session: count it (a final outcome) or give its claim back, catalog its stream,
-        and queue the retry ``--error-retries`` asks for."""
-        retries = self.retries_left.get(task.task_id, 0)
-        retry = result.status in _RETRIED and retries > 0 and not self.stop.is_set()
+    def settle_session(self, task: Task, claim: Claim, result: EpisodeResult, *,
+                       retry: bool) -> None:
+        """After a session: count it (a final outcome, unless it is retried) or give its claim
+        back, and catalog its stream."""
         events: list[Event] = []
         if result.status in SCORED and not retry:
             counting = self.claims.finish(task.task_id, claim.repeat, result.session_id)
@@ -327,6 +319,55 @@ class _Runner:
         if result.head is not None:
             events.append(StreamsCataloged(at=now(), run_id=self.run_id, heads=(result.head,)))
         self.run_stream.append(events)
+
+
+class _Runner(TaskRecorder):
+    """The threaded executor's shared state: the queue of tasks, retries, results."""
+
+    def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
+                 run_id: str, on_result: Callable[[EpisodeResult], None], claims: Claims,
+                 run_stream: StreamWriter) -> None:
+        super().__init__(store, suite, agent, options, run_id, claims, run_stream)
+        self.on_result = on_result
+        self.queue: queue.Queue[tuple[Task, int]] = queue.Queue()
+        self.deferred: list[tuple[Task, int]] = []  # held by another recorder: looked at again
+        self.retries_left: dict[str, int] = {}
+        self.results: list[EpisodeResult] = []
+        self.fatal: list[str] = []
+
+    def next_task(self) -> tuple[Task, Claim] | None:
+        """The next task this recorder claimed, or None when none is left.
+
+        A task another recorder holds is put aside and looked at again once the queue is empty:
+        it gets done there (then it is dropped), released (then it is claimed here) or its claim
+        goes stale (then it is taken over here).
+        """
+        while not self.stop.is_set():
+            put_aside = False
+            try:
+                task, attempt = self.queue.get_nowait()
+            except queue.Empty:
+                with self._lock:
+                    if not self.deferred:
+                        return None
+                    task, attempt = self.deferred.pop(0)
+                put_aside = True
+            taken = self.take(task, attempt)
+            if isinstance(taken, Claim):
+                return task, taken
+            if taken == "done":
+                continue
+            with self._lock:
+                self.deferred.append((task, attempt))
+            if put_aside:
+                self.stop.wait(_POLL_S)
+        return None
+
+    def settle(self, task: Task, claim: Claim, result: EpisodeResult) -> None:
+        """``settle_session``, then queue the retry ``--error-retries`` asks for."""
+        retries = self.retries_left.get(task.task_id, 0)
+        retry = self.wants_retry(result, retries)
+        self.settle_session(task, claim, result, retry=retry)
         if retry:
             self.retries_left[task.task_id] = retries - 1
             self.queue.put((task, claim.attempt + 1))
@@ -352,7 +393,7 @@ def record(
     ``RunStarted`` is written, and only then do browsers start. Other recorders may work on the
     same run at once: each task is claimed before its session starts (:mod:`ownloop.store.claims`).
     """
-    agent = make_agent(options.agent, **options.agent_options)
+    agent = make_agent(options.agent, released=options.released, **options.agent_options)
     run_id = options.run_id or f"{agent.name}-{new_id(10)}"
     begun = time.monotonic()
     source = source_state()
@@ -364,6 +405,8 @@ def record(
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_graders(tasks, suite.default_grader)
+    probe = ModelClient(options.endpoint, options.model, load_blob=store.get_blob,
+                        api_key=options.api_key, timeout_s=options.call_timeout_s)
     started = declare(
         run_id=run_id, argv=redact_argv(options.argv), agent=agent,
         model=options.model, endpoint=public_endpoint(options.endpoint), suite=suite, tasks=tasks,
@@ -371,6 +414,8 @@ def record(
         versions=_versions(source))
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
     try:
+        if any(claims.winner(task.task_id, 1) is None for task in tasks):
+            probe.check()  # before the contract is declared: a refusal writes nothing
         admit(store, claims, started)
         standing = _standing(store, claims, run_id)
         todo = [t for t in tasks if claims.winner(t.task_id, 1) is None]
