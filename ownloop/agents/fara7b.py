@@ -5,8 +5,13 @@ smart_resize space; the first user turn ``[screenshot, task]``; then each past r
 as an assistant turn, each followed by ``[screenshot, "Current URL: <url>\\nHere is the next
 screenshot. Think about what to do next."]`` (the URL without its query, at most 100 characters
 then " ..."). Only the last ``images`` screenshots are sent: older later-turn user messages are
-dropped whole, while the first one keeps its task text. The recorded screenshot (1440x900) is sent
-as it is; the server's processor brings it to 1428x896 as the released client's resize does.
+dropped whole, while the first one keeps its task text. The screenshot is sent as the released
+client sends it, resized to the model's size (``sent_image_size``: smart_resize, 1428x896 for a
+1440x900 page); the recorder keeps the original as the step's screenshot and the resized image as
+a blob of its own, referenced by the request (option ``resize_screenshot=false`` sends the
+original and leaves the resize to the server's processor). Coordinates map from that size to the
+page either way. The system message's tool text is the released wording when ``released`` names a
+clone of microsoft/fara (``fara_prompt.py``), else ownloop's own.
 
 Response: thoughts, then ``<tool_call>\\n{"name": "computer_use", "arguments": {...}}\\n
 </tool_call>``. As the released parser: the text is split on ``"<tool_call>\\n"`` and
@@ -17,7 +22,9 @@ call as the model wrote it, tags included, so which form matched stays visible.
 
 Execution follows the released controller. One model action may become several agent-neutral
 actions with the same ``raw``: ``type`` clicks its coordinate, optionally selects all and deletes
-(``ControlOrMeta+A``, ``Backspace``), types, and presses Enter unless ``press_enter`` is false;
+(``ControlOrMeta+A``, ``Backspace``), types, and presses Enter unless ``press_enter`` is false
+(without ``text`` it types the word ``None``, as the released ``str(args.get("text"))`` does;
+option ``type_none=false`` makes that a parse error);
 ``key`` holds its keys down in order and releases them in reverse; ``scroll`` uses only the sign
 of ``pixels`` (``scroll_px`` of wheel at the pointer). Actions the released controller runs as
 no-ops (``type`` or ``mouse_move`` without a coordinate, ``scroll`` by 0, ``key`` with no keys)
@@ -31,13 +38,14 @@ from __future__ import annotations
 import ast
 import json
 import math
-import warnings
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import msgspec
+from msgspec import Meta
 
 from ownloop.agents.base import (
+    AgentBase,
     AgentParseError,
     Ending,
     LoopSettings,
@@ -47,11 +55,17 @@ from ownloop.agents.base import (
     task_text,
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
-from ownloop.agents.fara_prompt import BUILTIN_TEMPLATE, load_template, system_text
+from ownloop.agents.fara_prompt import (
+    fara_texts,
+    load_fara_texts,
+    system_text,
+)
 from ownloop.agents.fara_render import render_call
 from ownloop.agents.keys import UnknownKeyError, to_playwright
-from ownloop.agents.options import OptionCheck
-from ownloop.agents.translation import TranslationStyle, translate_action
+from ownloop.agents.options import AgentOptions
+from ownloop.agents.released import Released, ReleasedSpec
+from ownloop.agents.translation import TranslationStyle
+from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     Back,
@@ -65,7 +79,6 @@ from ownloop.store.events import (
     Memorize,
     Message,
     Move,
-    Op,
     Part,
     Sampling,
     Scroll,
@@ -82,6 +95,7 @@ __all__ = [
     "MAX_RESPONSE_CHARS",
     "NEXT_SCREENSHOT",
     "Fara7bAgent",
+    "Fara7bOptions",
     "ToolCall",
     "find_tool_call",
     "page_url",
@@ -95,7 +109,6 @@ MAX_RESPONSE_CHARS = 32_000
 MAX_URL_CHARS = 100
 MAX_WAIT_S = 60.0  # a wait never holds a worker longer; upstream has no cap
 _PARSER_REVISION = 1
-_warned = False
 
 
 class ToolCall(NamedTuple):
@@ -142,113 +155,104 @@ def visit_target(url: str) -> Goto | Search:
     return Goto(url="https://" + url)
 
 
-class Fara7bAgent:
+class Fara7bOptions(AgentOptions, frozen=True, kw_only=True):
+    """The ``fara7b`` agent's options; the defaults follow the released harness."""
+
+    viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT; the model has only seen "
+                                              "1440x900 (its space is 1428x896)")] = "1440x900"
+    images: Annotated[
+        int, Meta(ge=1, description="screenshots per request, the current one included")
+    ] = 3
+    max_tokens: Annotated[
+        Annotated[int, Meta(ge=1)] | None,
+        Meta(description="completion limit per call (the released client sends none)"),
+    ] = None
+    pause: Annotated[float, Meta(ge=0, description="seconds to sleep after each step's actions "
+                                                   "(the released harness sleeps 3)")] = 3.0
+    scroll_px: Annotated[float, Meta(gt=0, description="wheel pixels of one scroll (the sign of "
+                                                       "pixels gives the direction)")] = 400.0
+    wait_s: Annotated[
+        float, Meta(ge=0, description="seconds of a wait without time or duration")
+    ] = 3.0
+    search_url: Annotated[str, Meta(description="web_search target; {query} is replaced by the "
+                                                "quoted query")] = BING_SEARCH_URL
+    resize_screenshot: Annotated[bool, Meta(
+        description="send the screenshot resized to the model's size (1428x896 for 1440x900), "
+                    "as the released client does; false sends the page's own and leaves the "
+                    "resize to the server")] = True
+    type_none: Annotated[bool, Meta(
+        description="a type action without text types the word None, as the released "
+                    "client's str(None) does; false makes it a parse error")] = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if "{query}" not in self.search_url:
+            raise ValueError("search_url must contain {query}, e.g. "
+                             "https://duckduckgo.com/?q={query}")
+        try:
+            self.search_url.format(query="q")
+        except (KeyError, IndexError, ValueError):
+            raise ValueError("search_url may hold no placeholder but {query}") from None
+
+
+class Fara7bAgent(AgentBase[Fara7bOptions]):
     """The ``fara7b`` agent; pure and thread-safe (no state between calls)."""
 
     name = "fara7b"
     parser_name = "fara7b"
     parser_version = f"ownloop {_PARSER_REVISION}"
+    options_type = Fara7bOptions
+    released_spec = ReleasedSpec("microsoft/fara", loader=load_fara_texts)
+    """The template and the tool's wording are read from two files of a clone (``fara_prompt``)."""
+    max_response_chars = MAX_RESPONSE_CHARS
     types_at_a_point = True
     """Typed text needs a point (type clicks it): the scripted expert gives the field's."""
 
     def __init__(
-        self,
-        *,
-        viewport: tuple[int, int] | str = (1440, 900),
-        images: int = 3,
-        max_tokens: int | None = None,
-        pause: float = 3.0,
-        scroll_px: float = 400.0,
-        wait_s: float = 3.0,
-        search_url: str = BING_SEARCH_URL,
-        released: str | None = None,
+        self, options: Fara7bOptions | None = None, released: Released | None = None
     ) -> None:
-        """Options, all recorded in RunStarted; the defaults follow the released harness.
-
-        Args:
-            viewport: page size; the model has only seen 1440x900 (its space is 1428x896).
-            images: screenshots per request, the current one included.
-            max_tokens: completion limit per call (the released client sends none).
-            pause: seconds to sleep after each step's actions (the released harness sleeps 3).
-            scroll_px: wheel pixels of one scroll (the sign of ``pixels`` gives the direction).
-            wait_s: seconds of a wait without ``time`` or ``duration``.
-            search_url: web_search target; ``{query}`` is replaced by the quoted query.
-            released: clones of microsoft/fara to read FN_CALL_TEMPLATE from (colon list;
-                None: ``$OWNLOOP_PATH``).
+        """The agent with ``options`` (None: the defaults) and the texts of a clone of
+        microsoft/fara (``load_fara_texts``; None: ownloop's own wording).
 
         Raises:
-            OwnloopError: an option has the wrong type or is out of range.
+            OwnloopError: the clone's template has a placeholder other than {tool_descs}.
         """
-        check = OptionCheck(self.name)
-        self.viewport = check.viewport(viewport)
-        self.images = check.number("images", images, int)
-        self.max_tokens = None if max_tokens is None else check.number(
-            "max_tokens", max_tokens, int)
-        self.pause = check.number("pause", pause, float)
-        self.scroll_px = check.number("scroll_px", scroll_px, float)
-        self.wait_s = check.number("wait_s", wait_s, float)
-        check.that(self.images >= 1, "images must be at least 1 (the current screenshot)")
-        check.that(self.max_tokens is None or self.max_tokens >= 1, "max_tokens must be at least 1")
-        check.that(self.pause >= 0 and self.wait_s >= 0, "pause and wait_s must not be negative")
-        check.that(self.scroll_px > 0, "scroll_px must be positive")
-        check.that(isinstance(search_url, str) and "{query}" in search_url,
-                   "search_url must contain {query}, e.g. https://duckduckgo.com/?q={query}")
+        super().__init__(options, released)
+        config = self.config
+        self.viewport = config.size()
+        self.template, self.tool_texts = fara_texts(released)
         try:
-            search_url.format(query="q")
-        except (KeyError, IndexError, ValueError):
-            check.that(False, "search_url may hold no placeholder but {query}")
-        check.that(released is None or isinstance(released, str),
-                   "released must be a folder list like /src/fara:/src/other")
-        self.search_url, self.released = search_url, released
-        self.template, self.prompt_source = self._template(check)
+            system_text(self.template, 1, 1, self.tool_texts)
+        except (KeyError, IndexError, ValueError) as error:
+            source = self.prompt_source.removeprefix("released:")
+            raise OwnloopError(f"fara7b: {source} has a FN_CALL_TEMPLATE with a placeholder "
+                               f"other than {{tool_descs}}: {error!r}") from None
         self.settings = LoopSettings(
             viewport=self.viewport,
-            sampling=Sampling(temperature=0.0, max_tokens=self.max_tokens),
-            images=self.images,
+            sampling=Sampling(temperature=0.0, max_tokens=config.max_tokens),
+            images=config.images,
             calls_per_step=1,  # a bad response ends the episode; --error-retries re-runs it
             resample_temperature=None,
-            pause_s=self.pause,
+            pause_s=config.pause,
             error_retries=5,
             max_steps=100,  # run_fara's max_rounds; --max-steps governs a recording
         )
-        self._style = TranslationStyle(search_url=search_url)
-
-    def _template(self, check: OptionCheck) -> tuple[str, str]:
-        global _warned
-        found = load_template(self.released)
-        if found is None:
-            if not _warned:
-                _warned = True
-                warnings.warn("fara7b: microsoft/fara not found under --released/$OWNLOOP_PATH; "
-                              "using ownloop's built-in prompt", stacklevel=3)
-            return BUILTIN_TEMPLATE, "built-in"
-        template = next(iter(found.constants.values()))
-        try:
-            system_text(template, 1, 1)
-        except (KeyError, IndexError, ValueError) as error:
-            check.that(False, f"{found.source.removeprefix('released:')} has a FN_CALL_TEMPLATE "
-                              f"with a placeholder other than {{tool_descs}}: {error!r}")
-        return template, found.source
-
-    def options(self) -> dict[str, str | int | float | bool | None]:
-        """The agent's own settings, recorded in RunStarted."""
-        return {
-            "viewport": f"{self.viewport[0]}x{self.viewport[1]}",
-            "images": self.images,
-            "max_tokens": self.max_tokens,
-            "pause": self.pause,
-            "scroll_px": self.scroll_px,
-            "wait_s": self.wait_s,
-            "search_url": self.search_url,
-            "released": self.released,
-        }
+        self.style = TranslationStyle(search_url=config.search_url)
 
     # ------------------------------------------------------------------ request
 
     def system_message(self, image_size: tuple[int, int]) -> str:
         """The system text for a screenshot of ``image_size``, stating its model space."""
         model = _model_size(Size(*image_size))
-        return system_text(self.template, model.width, model.height)
+        return system_text(self.template, model.width, model.height, self.tool_texts)
+
+    def sent_image_size(self, image_size: tuple[int, int]) -> tuple[int, int]:
+        """The size the screenshot is sent at: the model's (smart_resize), as the released
+        client resizes it, or the screenshot's own with ``resize_screenshot=false``."""
+        if not self.config.resize_screenshot:
+            return image_size
+        model = _model_size(Size(*image_size))
+        return model.width, model.height
 
     def build_messages(
         self, task: Task, history: Sequence[PastStep], now: Observation
@@ -256,7 +260,7 @@ class Fara7bAgent:
         """System, ``[screenshot, task]``, then past responses and ``[screenshot, URL]`` turns,
         with only the last ``images`` screenshots."""
         shots = [past.observation for past in history] + [now]
-        keep_from = len(shots) - self.images  # observations before this index lose their image
+        keep_from = len(shots) - self.config.images  # earlier observations lose their image
         size = (now.screenshot.width, now.screenshot.height)
         messages = [Message(role="system", parts=(TextPart(text=self.system_message(size)),))]
         for index, seen in enumerate(shots):
@@ -275,28 +279,11 @@ class Fara7bAgent:
 
     # ------------------------------------------------------------------ response
 
-    def parse(
-        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] | None = None
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
     ) -> Parsed:
-        """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
-
-        Raises:
-            AgentParseError: whatever went wrong, in one line; nothing else escapes.
-        """
-        try:
-            return self._parse(text, Size(*image_size))
-        except AgentParseError:
-            raise
-        except Exception as error:  # a bug here must still end as a recorded parse error
-            raise AgentParseError(_clip(f"fara7b parser failed: {type(error).__name__}: "
-                                        f"{error}", 200)) from error
-
-    def _parse(self, text: str, image: Size) -> Parsed:
-        if not isinstance(text, str):
-            raise AgentParseError(f"response is {type(text).__name__}, not text")
-        if len(text) > MAX_RESPONSE_CHARS:
-            raise AgentParseError(
-                f"response too long ({len(text)} characters; the limit is {MAX_RESPONSE_CHARS})")
+        """Actions in page coordinates for a screenshot of ``image_size`` (width, height)."""
+        image = Size(*image_size)
         call = find_tool_call(text)
         arguments = _arguments(call.body)
         model = _model_size(image)
@@ -305,10 +292,6 @@ class Fara7bAgent:
                       model_size=(model.width, model.height))
 
     # ------------------------------------------------------------------ execution and end
-
-    def translate(self, action: Action) -> tuple[Op, ...]:
-        """The Playwright operations for one action (see ``translation.translate_action``)."""
-        return translate_action(action, self._style)
 
     def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
         """terminate ends with the thoughts as the answer; status failure ends as fail."""
@@ -405,7 +388,7 @@ class _Reader:
             pixels = int(self._number("pixels", 0))
             if pixels == 0:
                 return (self._nothing(),)
-            amount = self.agent.scroll_px
+            amount = self.agent.config.scroll_px
             if pixels > 0:
                 return (Scroll(direction="up", amount=amount, unit="px", raw=raw),)
             return (Scroll(direction="down", amount=amount, unit="px", raw=raw),)
@@ -416,7 +399,7 @@ class _Reader:
         if name == "history_back":
             return (Back(raw=raw),)
         if name in ("wait", "sleep"):
-            seconds = self._number("time", self._number("duration", self.agent.wait_s))
+            seconds = self._number("time", self._number("duration", self.agent.config.wait_s))
             return (Wait(seconds=min(max(seconds, 0.0), MAX_WAIT_S), raw=raw),)
         if name == "pause_and_memorize_fact":
             fact = args.get("fact")
@@ -463,12 +446,12 @@ class _Reader:
 
     def _type(self) -> tuple[Action, ...]:
         args, raw = self.args, self.raw
-        value = args.get("text", args.get("text_value"))
-        if value is None:
-            raise AgentParseError(f"{self.name} needs text")
         point = self._point(required=False)
         if point is None:
             return (self._nothing(),)  # released: "if 'coordinate' in args" — nothing typed
+        value = args.get("text", args.get("text_value"))
+        if value is None and not self.agent.config.type_none:
+            raise AgentParseError(f"{self.name} needs text")
         page, at = point
         actions: list[Action] = [Click(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw)]
         if args.get("delete_existing_text", False):  # truthiness, as the released controller

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:fara7b")
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    AGENT = Fara7bAgent(released="")
+    AGENT = Fara7bAgent()
 VIEW = (1440, 900)
 _watch = threading.local()
 

@@ -4,16 +4,20 @@ its settings and options, the end of an episode, and the released prompt read fr
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import pytest
 
-import ownloop.agents.fara7b as fara_module
 from ownloop.agents import agent_options, make_agent
 from ownloop.agents.base import Ending, Observation, Parsed, PastStep
 from ownloop.agents.fara7b import Fara7bAgent, page_url, visit_target
-from ownloop.agents.fara_prompt import BUILTIN_TEMPLATE, tool_schema
+from ownloop.agents.fara_prompt import (
+    ACTIONS,
+    BUILTIN_TEMPLATE,
+    load_fara_texts,
+    read_tool_texts,
+    tool_schema,
+)
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Click,
@@ -28,8 +32,6 @@ from ownloop.store.events import (
     TextPart,
     Wait,
 )
-
-pytestmark = pytest.mark.filterwarnings("ignore:fara7b")
 
 TASK = Task(task_id="click-button-42", prompt="Click the button labelled OK.",
             start_url="http://127.0.0.1:8000/miniwob/click-button.html?seed=42")
@@ -63,7 +65,7 @@ def _images(messages: tuple[Message, ...]) -> list[int]:
 
 @pytest.fixture(scope="module")
 def fara() -> Fara7bAgent:
-    return Fara7bAgent(released="")
+    return Fara7bAgent()
 
 
 def test_first_request_is_system_then_screenshot_and_task(fara: Fara7bAgent) -> None:
@@ -107,7 +109,7 @@ def test_only_the_last_three_screenshots_and_every_response(
 
 
 def test_images_option_widens_the_window() -> None:
-    agent = Fara7bAgent(released="", images=5)
+    agent = make_agent("fara7b", images=5)
     messages = agent.build_messages(TASK, _history(6), _obs(6))
     assert _images(messages) == [2, 3, 4, 5, 6]
 
@@ -156,15 +158,15 @@ def test_settings_follow_the_released_harness(fara: Fara7bAgent) -> None:
     assert fara.options() == {
         "viewport": "1440x900", "images": 3, "max_tokens": None, "pause": 3.0,
         "scroll_px": 400.0, "wait_s": 3.0,
-        "search_url": "https://www.bing.com/search?q={query}&FORM=QBLH", "released": "",
+        "search_url": "https://www.bing.com/search?q={query}&FORM=QBLH",
+        "resize_screenshot": True, "type_none": True,
     }
     assert agent_options("fara7b")["pause"] == 3.0
     assert (fara.name, fara.parser_name, fara.parser_version) == ("fara7b", "fara7b", "ownloop 1")
 
 
 def test_options_from_the_command_line() -> None:
-    agent = make_agent("fara7b", pause=0, max_tokens=800, search_url="https://s.test/?q={query}",
-                       released="")
+    agent = make_agent("fara7b", pause=0, max_tokens=800, search_url="https://s.test/?q={query}")
     assert agent.settings.pause_s == 0.0
     assert agent.settings.sampling == Sampling(temperature=0.0, max_tokens=800)
     parsed = agent.parse('<tool_call>\n{"name": "computer_use", "arguments": '
@@ -175,20 +177,21 @@ def test_options_from_the_command_line() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"images": 0}, "fara7b: images must be at least 1 (the current screenshot)"),
-        ({"pause": -1}, "fara7b: pause and wait_s must not be negative"),
-        ({"scroll_px": 0}, "fara7b: scroll_px must be positive"),
+        ({"images": 0}, "fara7b: images must be a whole number >= 1, got 0"),
+        ({"pause": -1}, "fara7b: pause must be a number >= 0.0, got -1"),
+        ({"scroll_px": 0}, "fara7b: scroll_px must be a number > 0.0, got 0"),
         ({"search_url": "https://s.test/"},
          "fara7b: search_url must contain {query}, e.g. https://duckduckgo.com/?q={query}"),
         ({"search_url": "https://s.test/{query}{x}"},
          "fara7b: search_url may hold no placeholder but {query}"),
-        ({"max_tokens": 0}, "fara7b: max_tokens must be at least 1"),
+        ({"max_tokens": 0}, "fara7b: max_tokens must be a whole number >= 1, got 0"),
+        ({"type_none": "maybe"}, "fara7b: type_none must be true or false, got 'maybe'"),
         ({"viewport": "big"}, "fara7b: viewport must look like 1280x800, got 'big'"),
     ],
 )
 def test_bad_options(options: dict[str, object], message: str) -> None:
     with pytest.raises(OwnloopError) as caught:
-        make_agent("fara7b", released="", **options)
+        make_agent("fara7b", **options)
     assert str(caught.value) == message
 
 
@@ -208,67 +211,113 @@ def test_ending(fara: Fara7bAgent, actions: tuple, ending: Ending | None) -> Non
 
 # ---------------------------------------------------------------------- released prompt
 
-STAND_IN = '''
-"""A stand-in for microsoft/fara's fncall_prompt.py, written by the test."""
-import json  # never imported by ownloop: the file is only read
-
-FN_CALL_TEMPLATE_QWEN = """# Tools {tool_descs}"""
-
-FN_CALL_TEMPLATE = """STAND-IN TEMPLATE.
-<tools>
-{tool_descs}
-</tools>
-""" + """<tool_call>
-{{"name": <function-name>, "arguments": <args-json-object>}}
-</tool_call>"""
-
-raise SystemExit("this module must never run")
-'''
+CLONE = Path(__file__).parent / "fara_clone"  # a stand-in for microsoft/fara, in its own words
+FNCALL = (CLONE / "src/fara/qwen_helpers/fncall_prompt.py").resolve()
+PROMPTS = (CLONE / "src/fara/_prompts.py").resolve()
 
 
-def _clone(root: Path, text: str = STAND_IN) -> Path:
-    module = root / "fara" / "src" / "fara" / "qwen_helpers" / "fncall_prompt.py"
+def _system(agent: Fara7bAgent) -> str:
+    part = agent.build_messages(TASK, [], _obs(0))[0].parts[0]
+    assert isinstance(part, TextPart)
+    return part.text
+
+
+def _tool(system: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(system.split("<tools>\n", 1)[1].split("\n</tools>", 1)[0])
+
+
+def test_the_clone_gives_the_template_and_every_tool_text(tmp_path: Path) -> None:
+    texts = load_fara_texts(f"{tmp_path / 'nothing'}:{CLONE}")
+    agent = make_agent("fara7b", released=texts)
+    assert agent.prompt_source == f"released:{FNCALL}, {PROMPTS}"
+    system = _system(agent)
+    assert system.startswith("You are a helpful assistant.\n\nSTAND-IN TEMPLATE.\n<tools>\n")
+    function = _tool(system)["function"]
+    # The f-string's fields become the model's size; its doubled braces stay single braces.
+    assert function["description"] == "STAND-IN TOOL. Screen: 1428 by 896; braces {kept}."
+    properties = function["parameters"]["properties"]
+    assert properties["action"]["description"] == "STAND-IN action list."
+    assert properties["press_enter"]["description"] == "stand-in press_enter"
+    assert all(spec["description"].lower().startswith("stand-in") for spec in properties.values())
+    # The schema itself (actions, types, enums) is ownloop's, whatever the clone's says.
+    assert properties["action"]["enum"] == list(ACTIONS)
+    assert properties["status"]["enum"] == ["success", "failure"]
+
+
+def test_without_a_clone_the_wording_is_ownloops(fara: Fara7bAgent) -> None:
+    assert fara.prompt_source == "built-in"
+    system = _system(fara)
+    assert system.startswith("You are a helpful assistant.\n\n" + BUILTIN_TEMPLATE[:40])
+    assert _tool(system) == tool_schema(1428, 896)
+    assert "STAND-IN" not in system
+
+
+def test_rendered_requests_differ_only_in_the_wording() -> None:
+    built_in = _tool(_system(make_agent("fara7b")))
+    released = _tool(_system(make_agent("fara7b", released=load_fara_texts(str(CLONE)))))
+    assert built_in != released
+
+    def shape(tool: dict) -> dict:  # type: ignore[type-arg]
+        function = dict(tool["function"], description="")
+        function["parameters"] = dict(function["parameters"], properties={
+            name: dict(spec, description="")
+            for name, spec in function["parameters"]["properties"].items()})
+        return dict(tool, function=function)
+
+    assert shape(built_in) == shape(released)
+
+
+def test_a_clone_with_only_the_template_says_the_tool_text_is_built_in(tmp_path: Path) -> None:
+    module = tmp_path / "fara" / "src" / "fara" / "qwen_helpers" / "fncall_prompt.py"
     module.parent.mkdir(parents=True)
-    module.write_text(text, encoding="utf-8")
-    return module
+    module.write_text(FNCALL.read_text(encoding="utf-8"), encoding="utf-8")
+    texts = load_fara_texts(str(tmp_path / "fara"))
+    agent = make_agent("fara7b", released=texts)
+    assert agent.prompt_source == f"released:{module.resolve()} (tool text built-in)"
+    system = _system(agent)
+    assert "STAND-IN TEMPLATE." in system and _tool(system) == tool_schema(1428, 896)
 
 
-def test_released_template_is_read_from_the_clone(tmp_path: Path) -> None:
-    module = _clone(tmp_path)
-    agent = make_agent("fara7b", released=f"{tmp_path / 'nothing'}:{tmp_path / 'fara'}")
-    assert agent.prompt_source == f"released:{module.resolve()}"
-    system = agent.build_messages(TASK, [], _obs(0))[0].parts[0]
-    assert isinstance(system, TextPart)
-    assert system.text.startswith("You are a helpful assistant.\n\nSTAND-IN TEMPLATE.\n<tools>\n"
-                                  '{"type": "function", "function": {"name": "computer_use"')
-    assert system.text.endswith('</tools>\n<tool_call>\n{"name": <function-name>, "arguments": '
-                                "<args-json-object>}\n</tool_call>")
+def test_no_clone_under_the_roots_gives_no_texts(tmp_path: Path) -> None:
+    assert load_fara_texts(str(tmp_path)) is None
+    assert load_fara_texts("") is None
 
 
-def test_released_comes_from_ownloop_path_too(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    module = _clone(tmp_path)
-    monkeypatch.setenv("OWNLOOP_PATH", str(tmp_path / "fara"))
-    assert make_agent("fara7b").prompt_source == f"released:{module.resolve()}"
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("x = 1\n", "no class with name = 'computer_use'"),
+        ("class T:\n    name = 'computer_use'\n    @property\n    def description(self):\n"
+         "        return f'{self.other}'\n",
+         "its description is not an f-string naming only the display size"),
+        ("class T:\n    name = 'computer_use'\n    @property\n    def description(self):\n"
+         "        return 'd'\n    parameters = {'properties': {'action': {'description': 'a'}}}\n",
+         "no description for keys, text, press_enter, delete_existing_text, coordinate, pixels, "
+         "url, query, fact, time, status"),
+        ("def (:\n", "it does not parse as Python"),
+    ],
+)
+def test_a_tool_file_it_cannot_read_says_why(source: str, reason: str) -> None:
+    assert read_tool_texts(source) == reason
 
 
-def test_without_a_clone_the_prompt_is_built_in_and_warns_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(fara_module, "_warned", False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        first = make_agent("fara7b", released=str(tmp_path))
-        second = make_agent("fara7b", released=str(tmp_path))
-    assert first.prompt_source == second.prompt_source == "built-in"
-    assert [str(w.message) for w in caught] == [
-        "fara7b: microsoft/fara not found under --released/$OWNLOOP_PATH; using ownloop's "
-        "built-in prompt"]
+def test_an_unreadable_tool_file_is_a_one_line_error(tmp_path: Path) -> None:
+    module = tmp_path / "src" / "fara" / "_prompts.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(OwnloopError) as caught:
+        load_fara_texts(str(tmp_path))
+    assert str(caught.value) == (f"fara7b: {module.resolve()}: no class with name = "
+                                 "'computer_use'. Point --released at an unmodified clone of "
+                                 "microsoft/fara")
 
 
 def test_a_template_with_other_placeholders_is_a_one_line_error(tmp_path: Path) -> None:
-    module = _clone(tmp_path, 'FN_CALL_TEMPLATE = "{tool_descs} {language}"\n')
+    module = tmp_path / "fara" / "qwen_helpers" / "fncall_prompt.py"
+    module.parent.mkdir(parents=True)
+    module.write_text('FN_CALL_TEMPLATE = "{tool_descs} {language}"\n', encoding="utf-8")
     with pytest.raises(OwnloopError) as caught:
-        make_agent("fara7b", released=str(tmp_path / "fara"))
-    assert str(caught.value) == (f"fara7b: {module.resolve()} has a FN_CALL_TEMPLATE with a "
-                                 "placeholder other than {tool_descs}: KeyError('language')")
+        make_agent("fara7b", released=load_fara_texts(str(tmp_path / "fara")))
+    assert str(caught.value) == (f"fara7b: {module.resolve()} (tool text built-in) has a "
+                                 "FN_CALL_TEMPLATE with a placeholder other than {tool_descs}: "
+                                 "KeyError('language')")

@@ -50,7 +50,7 @@ def _px(x: float, y: float) -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def fara() -> Fara7bAgent:
-    return Fara7bAgent(released="")  # no clone: the built-in prompt (the parser is the same)
+    return Fara7bAgent()  # no clone: the built-in prompt (the parser is the same)
 
 
 def _read(name: str) -> str:
