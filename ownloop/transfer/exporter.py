@@ -4,7 +4,9 @@
 ``session_failed.json`` when it ended crashed, endpoint_error or interrupted), its
 ``steps.jsonl`` in the agent's form (see ``forms.py``) and ``screens/step_NN.png`` byte for byte;
 earlier attempts as ``error_attempt_N/`` with ``attempt.json``. Fields an import kept are written
-back as they came. ``parquet`` writes every view as ``<view>.parquet``.
+back as they came. Each attempt's task, grades and evidence go in an ``ownloop.json`` sidecar
+(``sidecar.py``) that harness graders ignore and import reads back. ``parquet`` writes every
+view as ``<view>.parquet``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import run_sessions
 from ownloop.transfer.forms import form_of, step_line
+from ownloop.transfer.sidecar import SIDECAR, sidecar_of
 from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
 __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
@@ -139,6 +142,9 @@ class _Writer:
             if shot is not None:
                 self._copy_blob(shot.sha256, folder / "screens" / f"step_{step.step:02d}.png")
         (folder / "steps.jsonl").write_text("".join(f"{line}\n" for line in lines))
+        sidecar = sidecar_of(session, lambda sha256, name: self._copy_blob(sha256, folder / name))
+        if sidecar is not None:
+            (folder / SIDECAR).write_bytes(sidecar)
         for item in session.evidence:
             if item.name == "import:file" and item.sha256:
                 if _safe_relative(item.source):

@@ -7,6 +7,7 @@ The layout, one folder per task::
     session_failed.json     the same, for a session the harness left to be re-run
     steps.jsonl             one JSON object a line, one line per model call (fields per agent)
     screens/step_NN.png     what step NN saw (from 01), plus one more after the last step
+    ownloop.json            (ownloop's export only) task, grades, evidence: see ``sidecar.py``
     error_attempt_N/        an earlier failed attempt in the same layout, plus attempt.json
 
 Nothing here touches the store: ``read_folder`` returns the folder's contents and a list of what
@@ -43,7 +44,8 @@ __all__ = [
 ]
 
 _SUMMARIES = ("session.json", "session_failed.json")
-_KNOWN = {"session.json", "session_failed.json", "steps.jsonl", "attempt.json"}
+_KNOWN = {"session.json", "session_failed.json", "steps.jsonl", "attempt.json", "ownloop.json"}
+_SIDECAR_FILES = "ownloop-evidence"  # evidence blobs an ownloop export wrote beside ownloop.json
 _SCREEN = re.compile(r"step_(\d+)\.png")
 _ATTEMPT = re.compile(r"error_attempt_(\d+)")
 _PNG = b"\x89PNG\r\n\x1a\n"
@@ -76,6 +78,8 @@ class Attempt:
     ``summary_file`` the file it came from (``session.json``, ``session_failed.json``,
     ``attempt.json``, or ``error_attempts[i]`` for an entry of the parent's list).
     ``extra_files`` maps relative paths of files the layout does not name to their bytes.
+    ``sidecar`` is the bytes of ``ownloop.json`` an ownloop export wrote (else None), and
+    ``sidecar_files`` the files under ``ownloop-evidence/`` by relative path.
     """
 
     label: str  # "" for the folder's own session, else e.g. "error_attempt_1"
@@ -85,6 +89,8 @@ class Attempt:
     steps: list[StepLine] = field(default_factory=list)
     screens: dict[int, Screen] = field(default_factory=dict)
     extra_files: dict[str, bytes] = field(default_factory=dict)
+    sidecar: bytes | None = None
+    sidecar_files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -251,12 +257,19 @@ def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
             if match and data is not None:
                 number = int(match.group(1))
                 attempt.screens[number] = Screen(number, data, *png_size(data))
+    if _is_file(path / "ownloop.json"):
+        attempt.sidecar = _read_or_none(path / "ownloop.json")
     for number in sorted({s.step for s in attempt.steps} - set(attempt.screens)):
         skipped.append(f"{prefix}screens/step_{number:02d}.png (missing)")
     for file in _files(path):
         relative = file.relative_to(path)
         top = relative.parts[0]
         if top in _KNOWN or _ATTEMPT.fullmatch(top):
+            continue
+        if top == _SIDECAR_FILES and len(relative.parts) == 2:
+            data = _read_or_none(file)
+            if data is not None:
+                attempt.sidecar_files[relative.as_posix()] = data
             continue
         if top == "screens" and len(relative.parts) == 2 and _SCREEN.fullmatch(relative.name):
             continue

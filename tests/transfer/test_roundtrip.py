@@ -26,7 +26,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Store:
     root = tmp_path_factory.mktemp("recorded")
     with make_server("miniwob", "uitars", "garbage:4") as url:
         result = CliRunner().invoke(cli, [
-            "--store", str(root), "record", "uitars", "--model", "expert", "--settle", "0.1",
+            "--store", str(root), "record", "uitars", "--model", "ownloop-miniwob-uitars",
+            "--settle", "0.1",
             "--suite", "miniwob:click-button,enter-text", "--endpoint", url, "--run", "r1",
             "--workers", "1", "--error-retries", "1", "--retry-wait", "0.1"],
             catch_exceptions=False)
