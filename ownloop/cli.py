@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -243,7 +244,8 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     from ownloop.recorder.command import record_from_options, summary_text
 
     store = _store(ctx)
-    summary = record_from_options(store, agent, options, argv=tuple(sys.argv))
+    summary = record_from_options(store, agent, options, argv=tuple(sys.argv),
+                                  notify=lambda line: click.echo(line, err=True))
     click.echo(summary_text(summary, store))
     if summary.interrupted:
         _exit_interrupted()
@@ -325,6 +327,8 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool) -> 
 @click.option("--chromium", help="Path to a Chromium to drive.")
 @click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE",
               help="Agent option over the recorded ones, e.g. -o notch_px=50.")
+@click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",
+              help="Clones of the model's released code, to read its prompt from.")
 @click.option("--on-miss", type=click.Choice(["stop", "forward", "force"]), default="stop",
               show_default=True, help="When no recorded response matches a request.")
 @click.pass_context
@@ -481,4 +485,9 @@ def report(ctx: click.Context, target: str, out: str | None, gif: str | None,
 
 
 def main() -> None:
+    # Agents compile model text with ast.parse (never run it); Python may warn about it (an
+    # invalid escape such as "\\d", "1if") on stderr, through a progress bar. The application,
+    # not the agents, sets this filter: only code compiled from a string without a file name.
+    for category in (SyntaxWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"<unknown>\Z")
     cli(prog_name="ownloop")

@@ -1,30 +1,43 @@
 """What every agent is: pure functions over strings and event types, plus its loop settings.
 
-An agent never does I/O, reads no clock and draws no random numbers. The recorder gives it the
-task, the history and the current screenshot (as a blob reference), sends the messages it builds,
-and hands the model's text back to ``parse``; ``translate`` turns each parsed action into the
-browser operations the recorder executes; ``ending`` says whether the step ends the episode.
+An agent never does I/O, reads no clock, draws no random numbers, reads no environment variable
+and sets no process-wide state. The recorder gives it the task, the history and the current
+screenshot (as a blob reference), sends the messages it builds, and hands the model's text back to
+``parse``; ``translate`` turns each parsed action into the browser operations the recorder
+executes; ``ending`` says whether the step ends the episode. Texts read from a clone of the
+model's released code are handed in (``released.load_released``), never looked for by the agent.
+
+``AgentBase`` holds what every agent shares: its options Struct, the parse guard (type and length
+checks, and nothing but ``AgentParseError`` escapes), and ``translate``. Each agent module keeps
+only its grammar (``read``), its prompt (``build_messages``) and its coordinate space.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import ClassVar, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import msgspec
 
+from ownloop.agents.options import AgentOptions, Scalar
+from ownloop.agents.released import Released, ReleasedSpec
+from ownloop.agents.translation import TranslationStyle, translate_action
 from ownloop.store.events import Action, ImagePart, Message, Op, Sampling, Task
 
 __all__ = [
     "Agent",
+    "AgentBase",
     "AgentParseError",
     "Ending",
     "LoopSettings",
     "Observation",
     "Parsed",
     "PastStep",
+    "one_line",
     "task_text",
 ]
+
+_O = TypeVar("_O", bound=AgentOptions)
 
 
 class AgentParseError(ValueError):
@@ -91,8 +104,8 @@ class Agent(Protocol):
     prompt_source: str  # "package:ui-tars 0.5.1", "released:/path/module.py" or "built-in"
     settings: LoopSettings
 
-    def options(self) -> dict[str, str | int | float | bool | None]:
-        """The agent's own settings, recorded in RunStarted."""
+    def options(self) -> dict[str, Scalar]:
+        """The agent's own settings (its options Struct), recorded in RunStarted."""
         ...
 
     def build_messages(
@@ -101,8 +114,12 @@ class Agent(Protocol):
         """The request for this step; images are blob references."""
         ...
 
-    def parse(self, text: str, image_size: tuple[int, int]) -> Parsed:
-        """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
+    def parse(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] = ()
+    ) -> Parsed:
+        """Actions in page coordinates for a screenshot of ``image_size`` (width, height);
+        ``history`` is the episode so far (the recorder and replay pass it; a pointer position
+        or a past message may change how the text reads).
 
         Raises AgentParseError (one line) for anything it cannot read, and nothing else.
         """
@@ -123,3 +140,77 @@ class Agent(Protocol):
         Raises ValueError for an action the model's grammar cannot express.
         """
         ...
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class AgentBase(Generic[_O]):
+    """What the four agents share. A subclass sets the class attributes, builds ``settings``
+    and ``style`` in ``__init__`` (after calling this one), and writes ``read``.
+
+    ``parse`` is the guard: it refuses what is not text or is longer than
+    ``max_response_chars`` before the grammar sees it, and turns any other exception into an
+    ``AgentParseError`` (a bug or a package's surprise must end as a recorded parse error).
+    """
+
+    name: ClassVar[str]
+    parser_name: ClassVar[str]
+    parser_version: ClassVar[str]
+    options_type: ClassVar[type[AgentOptions]]
+    released_spec: ClassVar[ReleasedSpec | None] = None
+    """Where the prompt texts live in a clone of the released code (None: not read from one)."""
+    max_response_chars: ClassVar[int] = 16_000
+
+    prompt_source: str
+    settings: LoopSettings
+    style: TranslationStyle
+
+    def __init__(self, options: _O | None = None, released: Released | None = None) -> None:
+        """
+        Args:
+            options: the agent's options (``options_type``; None: every default).
+            released: texts read from a clone of the released code (None: built-in texts).
+        """
+        self.config: _O = options if options is not None else cast(_O, self.options_type())
+        self.released = released
+        self.prompt_source = released.source if released is not None else "built-in"
+        self.style = TranslationStyle()
+
+    def options(self) -> dict[str, Scalar]:
+        """The agent's own settings, recorded in RunStarted."""
+        return self.config.recorded()
+
+    def parse(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] = ()
+    ) -> Parsed:
+        """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
+
+        Raises:
+            AgentParseError: whatever went wrong, in one line; nothing else escapes.
+        """
+        if not isinstance(text, str):
+            raise AgentParseError(f"response is {type(text).__name__}, not text")
+        if len(text) > self.max_response_chars:
+            raise AgentParseError(f"response too long ({len(text)} characters; the limit is "
+                                  f"{self.max_response_chars})")
+        try:
+            return self.read(text, image_size, history)
+        except AgentParseError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the guard: any failure is a parse error
+            reason = one_line(f"{type(error).__name__}: {error}")
+            raise AgentParseError(f"{self.name} parser failed: {reason}") from error
+
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
+    ) -> Parsed:
+        """The grammar: ``text`` (a string within the length limit) as actions."""
+        raise NotImplementedError
+
+    def translate(self, action: Action) -> tuple[Op, ...]:
+        """The Playwright operations for one action (see ``translation.translate_action``)."""
+        return translate_action(action, self.style)

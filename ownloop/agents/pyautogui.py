@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import ast
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -85,13 +84,6 @@ __all__ = [
 
 MAX_CODE_CHARS = 12_000
 """Longer blocks are refused before ``ast.parse`` sees them (2,048 tokens are ~8,000 chars)."""
-
-# ast.parse of model text can warn (e.g. invalid escape sequences) on stderr; only code compiled
-# from a string without a file name ("<unknown>") is matched, as in uitars.py.
-for _category in (SyntaxWarning, DeprecationWarning):
-    warnings.filterwarnings("ignore", category=_category, module=r"<unknown>\Z")
-del _category
-
 
 class CodeSyntaxError(ValueError):
     """The block is not Python: nothing in it runs (as ``python -c`` would not run it)."""

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Released", "find_released", "search_roots"]
+__all__ = ["Released", "ReleasedSpec", "find_released", "load_released", "search_roots"]
 
 # Callables whose single string-literal argument is taken as the constant's text (the template
 # source); the call itself is never made.
@@ -28,6 +28,37 @@ _TEMPLATE_CALLS = frozenset({"Template"})
 class Released(NamedTuple):
     constants: dict[str, str]
     source: str  # "released:/abs/path/to/module.py"
+
+
+class ReleasedSpec(NamedTuple):
+    """Where an agent's prompt texts live in a clone of its model's released code."""
+
+    repository: str  # e.g. "microsoft/fara", for messages
+    candidates: tuple[str, ...] = ()  # module paths relative to a clone's root
+    names: tuple[str, ...] = ()  # string constants the module must define
+    loader: Callable[[str], Released | None] | None = None
+    """For texts spread over several files: reads them under a colon list of roots (instead of
+    ``candidates``/``names``)."""
+
+
+def load_released(spec: ReleasedSpec, roots: str) -> Released | None:
+    """Every string constant of the first module under ``roots`` (a colon list of folders, as
+    ``--released`` gives them) that defines all of ``spec.names``; None when there is none.
+
+    The caller resolves ``--released``/``$OWNLOOP_PATH`` and hands the texts to the agent: the
+    agent itself reads no file and no environment variable.
+    """
+    if spec.loader is not None:
+        return spec.loader(roots)
+    for root in [Path(part).expanduser() for part in roots.split(os.pathsep) if part.strip()]:
+        for candidate in spec.candidates:
+            for path in (root / candidate, root / Path(candidate).name):
+                if not path.is_file():
+                    continue
+                constants = _string_constants(path)
+                if all(name in constants for name in spec.names):
+                    return Released(constants, f"released:{path.resolve()}")
+    return None
 
 
 def search_roots(released: str | None) -> list[Path]:

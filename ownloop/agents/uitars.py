@@ -9,23 +9,30 @@ screenshot's smart_resize space). It reads the action with ``ast.parse``, never 
 boxes as strings such as ``"[0.5, 0.5, 0.5, 0.5]"`` (relative 0-1), which we read with
 ``json.loads``. Its pyautogui code generator is never used: our own translation
 (``translation.py``) turns actions into Playwright operations.
+
+The package prints a line to stdout for an action it cannot read; ownloop reads every action the
+same way first (``_unreadable_action``) and refuses it before the package sees it, so the package
+never prints and nothing of it is patched. Compiling model text can raise a SyntaxWarning (e.g.
+for ``"\\d"``); the agent sets no warning filter (the ``ownloop`` command does, for code compiled
+from model text only).
 """
 
 from __future__ import annotations
 
+import ast
 import json
-import logging
 import math
 import re
-import warnings
 from collections.abc import Sequence
 from importlib.metadata import version
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
-import ui_tars.action_parser as _package
-from ui_tars.prompt import COMPUTER_USE_DOUBAO
+import ui_tars.action_parser as _package  # type: ignore[import-untyped]
+from msgspec import Meta
+from ui_tars.prompt import COMPUTER_USE_DOUBAO  # type: ignore[import-untyped]
 
 from ownloop.agents.base import (
+    AgentBase,
     AgentParseError,
     Ending,
     LoopSettings,
@@ -36,8 +43,9 @@ from ownloop.agents.base import (
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
-from ownloop.agents.options import OptionCheck
-from ownloop.agents.translation import TranslationStyle, translate_action
+from ownloop.agents.options import AgentOptions
+from ownloop.agents.released import Released
+from ownloop.agents.translation import TranslationStyle
 from ownloop.store.events import (
     Action,
     CallUser,
@@ -50,7 +58,6 @@ from ownloop.store.events import (
     KeyUp,
     Message,
     Move,
-    Op,
     Sampling,
     Scroll,
     Task,
@@ -59,7 +66,13 @@ from ownloop.store.events import (
     Wait,
 )
 
-__all__ = ["MAX_RESPONSE_CHARS", "PACKAGE_VERSION", "SYSTEM_MESSAGE", "UiTarsAgent"]
+__all__ = [
+    "MAX_RESPONSE_CHARS",
+    "PACKAGE_VERSION",
+    "SYSTEM_MESSAGE",
+    "UiTarsAgent",
+    "UiTarsOptions",
+]
 
 PACKAGE_VERSION = version("ui-tars")
 SYSTEM_MESSAGE = "You are a helpful assistant."
@@ -68,26 +81,6 @@ MAX_RESPONSE_CHARS = 16_000
 are about 2,000 characters; a runaway or hostile response must not stall a worker)."""
 
 _PARSER_REVISION = 1  # bump when our side of parsing changes; recorded with every ActionParsed
-_log = logging.getLogger(__name__)
-
-
-def _log_instead_of_print(*args: object, **_: object) -> None:
-    _log.debug("ui-tars: %s", " ".join(str(arg) for arg in args))
-
-
-# The package prints a diagnostic to stdout for every action it cannot parse. Binding the name
-# ``print`` in its module globals (looked up before builtins) sends those lines to our debug log.
-# Unlike redirect_stdout, which swaps sys.stdout for the whole process while held, this touches no
-# other thread's output, needs no lock, and only ever affects that one module.
-_package.print = _log_instead_of_print
-# Its ast.parse of model text (file name "<unknown>") warns about things like "1if" or "\d"
-# (SyntaxWarning, DeprecationWarning) on stderr, in the middle of a progress bar. Filters are
-# process-wide, so one is added once, here, rather than swapped in and out around each call
-# (catch_warnings is not thread-safe); it matches only code compiled from a string without a
-# file name.
-for _category in (SyntaxWarning, DeprecationWarning):
-    warnings.filterwarnings("ignore", category=_category, module=r"<unknown>\Z")
-del _category
 
 _BOX_TOKENS = re.compile(r"<\|box_(?:start|end)\|>")
 # '[x1, y1, x2, y2]' boxes (seen from earlier UI-TARS models) → '(x1, y1, x2, y2)': the package
@@ -105,100 +98,74 @@ _DIRECTIONS = ("up", "down", "left", "right")
 Direction = Literal["up", "down", "left", "right"]
 
 
-class UiTarsAgent:
+class UiTarsOptions(AgentOptions, frozen=True, kw_only=True):
+    """The ``uitars`` agent's options; the defaults follow DESIGN §4."""
+
+    viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x800"
+    frequency_penalty: Annotated[
+        float, Meta(ge=-2, le=2, description="sent with every call (OSWorld sends 1)")
+    ] = 0.0
+    max_tokens: Annotated[
+        int, Meta(ge=1, description="completion limit per call (OSWorld sends 1000)")
+    ] = 500
+    images: Annotated[
+        int, Meta(ge=1, description="screenshots per request, the current one included")
+    ] = 5
+    scroll_notches: Annotated[
+        float, Meta(gt=0, description="wheel notches per scroll action")
+    ] = 5.0
+    notch_px: Annotated[float, Meta(gt=0, description="pixels per wheel notch")] = 100.0
+    drag_steps: Annotated[
+        int, Meta(ge=1, description="mouse moves between press and release of a drag")
+    ] = 20
+    wait_s: Annotated[float, Meta(ge=0, description="seconds a wait() action sleeps")] = 5.0
+    language: Annotated[
+        str,
+        Meta(min_length=1, description="the language the prompt asks thoughts in "
+                                       "(OSWorld: Chinese)"),
+    ] = "English"
+
+
+class UiTarsAgent(AgentBase[UiTarsOptions]):
     """The ``uitars`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "uitars"
     parser_name = "uitars"
     parser_version = f"ui-tars {PACKAGE_VERSION}/ownloop {_PARSER_REVISION}"
-    prompt_source = f"package:ui-tars {PACKAGE_VERSION}"
+    options_type = UiTarsOptions
+    max_response_chars = MAX_RESPONSE_CHARS
 
     def __init__(
-        self,
-        *,
-        viewport: tuple[int, int] | str = (1280, 800),
-        frequency_penalty: float = 0.0,
-        max_tokens: int = 500,
-        images: int = 5,
-        scroll_notches: float = 5,
-        notch_px: float = 100,
-        drag_steps: int = 20,
-        wait_s: float = 5.0,
-        language: str = "English",
+        self, options: UiTarsOptions | None = None, released: Released | None = None
     ) -> None:
-        """Options, all recorded in RunStarted; the defaults follow DESIGN §4.
-
-        Args:
-            viewport: page size (width, height) or "WIDTHxHEIGHT".
-            frequency_penalty: sent with every call (OSWorld sends 1).
-            max_tokens: completion limit per call (OSWorld sends 1000).
-            images: screenshots per request, the current one included.
-            scroll_notches: wheel notches per scroll action.
-            notch_px: pixels per wheel notch.
-            drag_steps: mouse moves between press and release of a drag.
-            wait_s: seconds a wait() action sleeps.
-            language: the language the prompt asks thoughts in (OSWorld: "Chinese").
-
-        Raises:
-            OwnloopError: an option has the wrong type or is out of range.
-        """
-        check = OptionCheck(self.name)
-        self.viewport = check.viewport(viewport)
-        self.images = check.number("images", images, int)
-        self.max_tokens = check.number("max_tokens", max_tokens, int)
-        self.frequency_penalty = check.number("frequency_penalty", frequency_penalty, float)
-        self.scroll_notches = check.number("scroll_notches", scroll_notches, float)
-        self.notch_px = check.number("notch_px", notch_px, float)
-        self.drag_steps = check.number("drag_steps", drag_steps, int)
-        self.wait_s = check.number("wait_s", wait_s, float)
-        check.that(self.images >= 1, "images must be at least 1 (the current screenshot)")
-        check.that(self.max_tokens >= 1, "max_tokens must be at least 1")
-        check.that(-2.0 <= self.frequency_penalty <= 2.0,
-               "frequency_penalty must be between -2 and 2")
-        check.that(self.scroll_notches > 0 and self.notch_px > 0,
-               "scroll_notches and notch_px must be positive")
-        check.that(self.drag_steps >= 1, "drag_steps must be at least 1")
-        check.that(self.wait_s >= 0, "wait_s must not be negative")
-        check.that(isinstance(language, str) and bool(language.strip()),
-               "language must be a word, e.g. English")
-        self.language = language
+        """The agent with ``options`` (None: the defaults); its prompt is the package's, so
+        ``released`` is not read."""
+        super().__init__(options, None)
+        self.prompt_source = f"package:ui-tars {PACKAGE_VERSION}"
+        config = self.config
         self.settings = LoopSettings(
-            viewport=self.viewport,
+            viewport=config.size(),
             sampling=Sampling(
                 temperature=0.0,
                 top_p=0.9,
-                max_tokens=self.max_tokens,
-                frequency_penalty=self.frequency_penalty,
+                max_tokens=config.max_tokens,
+                frequency_penalty=config.frequency_penalty,
             ),
-            images=self.images,
+            images=config.images,
             calls_per_step=4,  # the first call and 3 re-samples, as OSWorld's try_times=3
             resample_temperature=1.0,
             max_steps=40,
         )
-        self._style = TranslationStyle(
-            notch_px=self.notch_px, drag_steps=self.drag_steps, literal_newline_submits=True
+        self.style = TranslationStyle(
+            notch_px=config.notch_px, drag_steps=config.drag_steps, literal_newline_submits=True
         )
-
-    def options(self) -> dict[str, str | int | float | bool | None]:
-        """The agent's own settings, recorded in RunStarted."""
-        return {
-            "viewport": f"{self.viewport[0]}x{self.viewport[1]}",
-            "frequency_penalty": self.frequency_penalty,
-            "max_tokens": self.max_tokens,
-            "images": self.images,
-            "scroll_notches": self.scroll_notches,
-            "notch_px": self.notch_px,
-            "drag_steps": self.drag_steps,
-            "wait_s": self.wait_s,
-            "language": self.language,
-        }
 
     # ------------------------------------------------------------------ request
 
     def prompt(self, task: Task) -> str:
         """The package's COMPUTER_USE_DOUBAO prompt for ``task``."""
         template: str = COMPUTER_USE_DOUBAO
-        return template.format(language=self.language, instruction=task_text(task))
+        return template.format(language=self.config.language, instruction=task_text(task))
 
     def build_messages(
         self, task: Task, history: Sequence[PastStep], now: Observation
@@ -209,43 +176,30 @@ class UiTarsAgent:
             Message(role="system", parts=(TextPart(text=SYSTEM_MESSAGE),)),
             Message(role="user", parts=(TextPart(text=self.prompt(task)),)),
         ]
-        first_with_image = len(history) - (self.images - 1)
+        first_with_image = len(history) - (self.config.images - 1)
         for index, past in enumerate(history):
             if index >= first_with_image:
                 messages.append(Message(role="user", parts=(past.observation.screenshot,)))
-            text = _package.add_box_token(past.response)
+            text: str = _package.add_box_token(past.response)
             messages.append(Message(role="assistant", parts=(TextPart(text=text),)))
         messages.append(Message(role="user", parts=(now.screenshot,)))
         return tuple(messages)
 
     # ------------------------------------------------------------------ response
 
-    def parse(
-        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] | None = None
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
     ) -> Parsed:
-        """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
-
-        Raises:
-            AgentParseError: whatever went wrong, in one line; nothing else escapes.
-        """
+        """Actions in page coordinates for a screenshot of ``image_size`` (width, height)."""
         try:
-            return self._parse(text, Size(*image_size))
-        except AgentParseError:
-            raise
-        except Exception as error:  # the package raises any type on garbage, by design or not
-            if isinstance(error, AttributeError) and "lstrip" in str(error):
-                # It calls .lstrip() on every argument value: a name, a number or a call.
-                raise AgentParseError("an argument is not a quoted string") from error
-            reason = _one_line(f"{type(error).__name__}: {error}")
-            raise AgentParseError(f"ui-tars parser failed: {reason}") from error
+            return self._read(text, Size(*image_size))
+        except AttributeError as error:
+            if "lstrip" not in str(error):
+                raise
+            # The package calls .lstrip() on every argument value: a name, a number or a call.
+            raise AgentParseError("an argument is not a quoted string") from error
 
-    def _parse(self, text: str, image: Size) -> Parsed:
-        if not isinstance(text, str):
-            raise AgentParseError(f"response is {type(text).__name__}, not text")
-        if len(text) > MAX_RESPONSE_CHARS:
-            raise AgentParseError(
-                f"response too long ({len(text)} characters; the limit is {MAX_RESPONSE_CHARS})"
-            )
+    def _read(self, text: str, image: Size) -> Parsed:
         text = text.strip()
         # The package asserts this, and `python -O` strips asserts.
         if "Action:" not in text:
@@ -254,6 +208,9 @@ class UiTarsAgent:
         normalized = _normalize(text)
         if not normalized.rpartition("Action: ")[2].strip():
             raise AgentParseError("no action after 'Action:'")
+        unreadable = _unreadable_action(normalized)
+        if unreadable is not None:
+            raise AgentParseError(f"ui-tars cannot parse the action: {_clip(unreadable)}")
         items = _package.parse_action_to_structure_output(
             normalized, 1000, image.height, image.width, model_type="qwen25vl"
         )
@@ -301,7 +258,7 @@ class UiTarsAgent:
         if name == "scroll":
             return self._scroll(inputs, raw, image, model)
         if name == "wait":
-            return Wait(seconds=self.wait_s, raw=raw)
+            return Wait(seconds=self.config.wait_s, raw=raw)
         if name == "finished":
             content = inputs.get("content")  # the package drops '' and left-strips values
             return Finish(answer=str(content) if content else None, raw=raw)
@@ -315,16 +272,12 @@ class UiTarsAgent:
             raise AgentParseError(f"scroll direction must be up, down, left or right: {_clip(raw)}")
         towards = cast(Direction, direction)
         if "start_box" not in inputs:  # at the pointer, wherever it is
-            return Scroll(direction=towards, amount=self.scroll_notches, raw=raw)
+            return Scroll(direction=towards, amount=self.config.scroll_notches, raw=raw)
         page, at = _point(inputs, "start_box", "scroll", image, model)
-        return Scroll(direction=towards, amount=self.scroll_notches, x=page.x, y=page.y,
+        return Scroll(direction=towards, amount=self.config.scroll_notches, x=page.x, y=page.y,
                       model_x=at.x, model_y=at.y, raw=raw)
 
-    # ------------------------------------------------------------------ execution and end
-
-    def translate(self, action: Action) -> tuple[Op, ...]:
-        """The Playwright operations for one action (see ``translation.translate_action``)."""
-        return translate_action(action, self._style)
+    # ------------------------------------------------------------------ the end
 
     def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
         """finished(content=...) ends with the answer; call_user ends with status call_user."""
@@ -374,6 +327,36 @@ def _normalize(text: str) -> str:
         parts[index] = _repair_type(part + ")")[:-1]
     parts[-1] = _repair_type(parts[-1])
     return head + label + ")\n\n".join(parts)
+
+
+_TYPE_CONTENT = re.compile(r"type\(content='(.*?)'\)")
+
+
+def _unreadable_action(text: str) -> str | None:
+    """The first action the package could not read, prepared as the package prepares it (the
+    package would print it to stdout, then raise); None when it can read them all."""
+    text = text.strip()
+    if "<point>" in text:
+        text = _package.convert_point_to_coordinates(text)
+    for old in ("start_point=", "end_point=", "point="):
+        text = text.replace(old, "end_box=" if old == "end_point=" else "start_box=")
+    for action in text.split("Action: ")[-1].split(")\n\n"):
+        if "type(content" in action:
+            if not action.strip().endswith(")"):
+                action = action.strip() + ")"
+            if _TYPE_CONTENT.search(action) is None:
+                continue  # the package raises without printing; its message is kept
+            content = _TYPE_CONTENT.sub(lambda match: match.group(1), action)
+            action = "type(content='" + _package.escape_single_quotes(content) + "')"
+        if not action.strip().endswith(")"):
+            action = action.strip() + ")"
+        try:
+            node = ast.parse(action.replace("\n", "\\n").lstrip(), mode="eval")
+        except Exception:  # noqa: BLE001 - whatever ast.parse raises, the package prints
+            return action
+        if not isinstance(node.body, ast.Call):
+            return action
+    return None
 
 
 def _repair_type(action: str) -> str:
@@ -431,10 +414,6 @@ def _keys(inputs: dict[str, Any], fields: tuple[str, ...], name: str) -> tuple[s
 def _clip(text: str, limit: int = 80) -> str:
     text = text if len(text) <= limit else text[: limit - 3] + "..."
     return text.replace("\n", "\\n")
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    return _clip(" ".join(text.split()), limit)
 
 
 # ---------------------------------------------------------------------- rendering helpers

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ownloop.agents import agent_options as known_options
+from ownloop.agents import released_notice, released_texts
 from ownloop.agents.options import parse_overrides
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
@@ -18,14 +19,12 @@ from ownloop.store.queries import sql_command
 __all__ = ["agent_options", "record_from_options", "summary_text"]
 
 
-def agent_options(agent: str, pairs: tuple[str, ...], frequency_penalty: float | None,
-                  released: str | None = None) -> dict[str, Any]:
-    """``-o KEY=VALUE`` pairs as agent settings; numbers and booleans are read as such."""
-    options = parse_overrides(pairs)
+def agent_options(agent: str, pairs: tuple[str, ...],
+                  frequency_penalty: float | None) -> dict[str, Any]:
+    """``-o KEY=VALUE`` pairs as agent settings (the agent's options Struct reads the text)."""
+    options: dict[str, Any] = dict(parse_overrides(pairs))
     if frequency_penalty is not None:
         options["frequency_penalty"] = frequency_penalty
-    if released and "released" in known_options(agent):
-        options["released"] = released
     return options
 
 
@@ -52,15 +51,21 @@ def summary_text(summary: RunSummary, store: Store) -> str:
 
 
 def record_from_options(store: Store, agent: str, options: dict[str, Any],
-                        argv: tuple[str, ...]) -> RunSummary:
-    """Run ``ownloop record`` with the parsed options; ``summary_text`` says how it went."""
+                        argv: tuple[str, ...],
+                        notify: Callable[[str], None] = lambda line: None) -> RunSummary:
+    """Run ``ownloop record`` with the parsed options; ``summary_text`` says how it went.
+    ``notify`` gets the one notice line when the agent's released prompt text was not found."""
     if bool(options["suite"]) == bool(options["tasks_file"]):
         raise OwnloopError("give exactly one of --suite (e.g. miniwob) or --tasks FILE")
+    texts = released_texts(agent, options.get("released"))
+    notice = released_notice(agent, texts)
+    if notice:
+        notify(notice)
     record_options = RecordOptions(
         agent=agent, endpoint=options["endpoint"], model=options["model"],
         api_key=options["api_key"],
-        agent_options=agent_options(agent, options["agent_option"], options["frequency_penalty"],
-                                    options.get("released")),
+        agent_options=agent_options(agent, options["agent_option"], options["frequency_penalty"]),
+        released=texts,
         run_id=options["run_id"], workers=options["workers"],
         limits=EpisodeLimits(options["max_steps"], options["timeout"]),
         error_retries=options["error_retries"], settle_s=options["settle"],

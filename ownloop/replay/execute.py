@@ -76,10 +76,11 @@ class Replayed(NamedTuple):
 
 
 
-def _agent(store: Store, session: Session, overrides: dict[str, Any]) -> Agent:
+def _agent(store: Store, session: Session, overrides: dict[str, Any],
+           released: str | None = None) -> Agent:
     """Today's agent code with the options the parent's run recorded, then ``overrides``."""
     recorded = recorded_settings(store, [session]).get(session.session_id, {})
-    return agent_for(session.agent or "uitars", recorded, overrides)
+    return agent_for(session.agent or "uitars", recorded, overrides, released)
 
 
 # ---------------------------------------------------------------- the players
@@ -280,6 +281,7 @@ def execute_session(
     agent_overrides: dict[str, Any] | None = None,
     on_miss: str = "stop",
     run_id: str | None = None,
+    released: str | None = None,
 ) -> Replayed:
     """Re-execute ``parent`` in a fresh browser as a new session (see the module docstring).
 
@@ -296,6 +298,7 @@ def execute_session(
         agent_overrides: agent options over the ones the parent's run recorded.
         on_miss: what a cassette miss does: ``stop``, ``forward`` or ``force``.
         run_id: the child's run (default: the parent's).
+        released: clones of the model's released code to read its prompt texts from.
 
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
@@ -305,7 +308,7 @@ def execute_session(
                           "it cannot be re-executed")
     if mode not in (*MODES, "fork"):
         raise ReplayError(f"unknown replay mode {mode!r}. Use one of: ops, actions, responses")
-    agent = _agent(store, parent, agent_overrides or {})
+    agent = _agent(store, parent, agent_overrides or {}, released)
     live: ModelClient | None = None
     if mode == "fork" or on_miss == "forward":
         if not endpoint or not model:
@@ -418,5 +421,6 @@ def replay_from_options(store: Store, session: Session, options: dict[str, Any])
         model=options.get("model"), api_key=options.get("api_key"),
         settle_s=float(options.get("settle", 1.0)), chromium=options.get("chromium"),
         agent_overrides=parse_overrides(options.get("agent_option") or ()),
-        on_miss=options.get("on_miss") or "stop", run_id=options.get("run_id"))
+        on_miss=options.get("on_miss") or "stop", run_id=options.get("run_id"),
+        released=options.get("released"))
     return summary_text(replayed)

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ownloop.agents import Agent, AgentParseError, agent_options, make_agent
+from ownloop.agents import Agent, AgentParseError, agent_options, make_agent, released_texts
 from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.replay.fold import Session, Step
@@ -104,8 +104,11 @@ def recorded_settings(store: Store, sessions: Iterable[Session]) -> dict[str, di
     return found
 
 
-def agent_for(name: str, recorded: Mapping[str, Any], overrides: Mapping[str, Any]) -> Agent:
-    """The agent ``name`` with its recorded settings (those it still has), then ``overrides``.
+def agent_for(name: str, recorded: Mapping[str, Any], overrides: Mapping[str, Any],
+              released: str | None = None) -> Agent:
+    """The agent ``name`` with its recorded settings (those it still has), then ``overrides``;
+    its prompt texts from a clone under ``released`` (``--released``), else under the
+    ``released`` folders a run recorded before the texts were handed in.
 
     Raises:
         OwnloopError: the agent is unknown, or an override is unknown or out of range.
@@ -113,7 +116,9 @@ def agent_for(name: str, recorded: Mapping[str, Any], overrides: Mapping[str, An
     known = agent_options(name)
     options = {key: value for key, value in recorded.items() if key in known}
     options.update(overrides)
-    return make_agent(name, **options)
+    roots = released or recorded.get("released")
+    texts = released_texts(name, roots if isinstance(roots, str) else None)
+    return make_agent(name, released=texts, **options)
 
 
 def _parse(agent: Agent, call: ModelCalled, size: tuple[int, int],

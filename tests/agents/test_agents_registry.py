@@ -56,25 +56,28 @@ def test_unknown_option_lists_the_options() -> None:
         make_agent("uitars", temprature=0.5)
     assert str(caught.value) == (
         "agent 'uitars' has no option 'temprature'. Its options: viewport, frequency_penalty, "
-        "max_tokens, images, scroll_notches, notch_px, drag_steps, wait_s, language"
+        "max_tokens, images, scroll_notches, notch_px, drag_steps, wait_s, language. "
+        "See: ownloop agents uitars"
     )
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"images": 0}, "uitars: images must be at least 1 (the current screenshot)"),
+        ({"images": 0}, "uitars: images must be a whole number >= 1, got 0"),
         ({"viewport": "wide"}, "uitars: viewport must look like 1280x800, got 'wide'"),
-        ({"viewport": (0, 800)}, "uitars: viewport must be positive, got 0x800"),
-        ({"drag_steps": 0}, "uitars: drag_steps must be at least 1"),
-        ({"notch_px": -1}, "uitars: scroll_notches and notch_px must be positive"),
-        ({"frequency_penalty": 3}, "uitars: frequency_penalty must be between -2 and 2"),
+        ({"viewport": (0, 800)}, "uitars: viewport must be positive, got '0x800'"),
+        ({"drag_steps": 0}, "uitars: drag_steps must be a whole number >= 1, got 0"),
+        ({"notch_px": -1}, "uitars: notch_px must be a number > 0.0, got -1"),
+        ({"frequency_penalty": 3}, "uitars: frequency_penalty must be a number <= 2.0, got 3"),
+        ({"images": "3.5"}, "uitars: images must be a whole number, got '3.5'"),
+        ({"max_tokens": None}, "uitars: max_tokens must be a whole number, got None"),
         ({"images": "abc"}, "uitars: images must be a whole number, got 'abc'"),
         ({"images": 2.5}, "uitars: images must be a whole number, got 2.5"),
         ({"images": True}, "uitars: images must be a whole number, got True"),
-        ({"wait_s": float("nan")}, "uitars: wait_s must be a number, got nan"),
+        ({"wait_s": float("nan")}, "uitars: wait_s must be a number >= 0.0, got nan"),
         ({"viewport": (1280,)}, "uitars: viewport must look like 1280x800, got (1280,)"),
-        ({"language": ""}, "uitars: language must be a word, e.g. English"),
+        ({"language": ""}, "uitars: language must be text of length >= 1, got ''"),
     ],
 )
 def test_bad_option_values(options: dict[str, object], message: str) -> None:
@@ -84,8 +87,8 @@ def test_bad_option_values(options: dict[str, object], message: str) -> None:
 
 
 def test_options_from_the_command_line_are_read() -> None:
-    # `-o images=3 -o viewport=1440x900 -o notch_px=50` arrive as int, str and int.
-    agent = make_agent("uitars", images=3, viewport="1440X900", notch_px=50, wait_s=2)
+    # `-o images=3 -o viewport=1440X900 -o notch_px=50` arrive as text; the Struct reads them.
+    agent = make_agent("uitars", images="3", viewport="1440X900", notch_px="50", wait_s=2)
     assert agent.options()["viewport"] == "1440x900"
     assert (agent.settings.images, agent.options()["notch_px"], agent.options()["wait_s"]) == (
         3, 50.0, 2.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ownloop.agents.translation import TranslationStyle, translate_action
-from ownloop.agents.uitars import UiTarsAgent
+from ownloop.agents.uitars import UiTarsAgent, UiTarsOptions
 from ownloop.store.events import (
     Action,
     Back,
@@ -91,7 +91,7 @@ def test_translate(action: Action, ops: list[Op]) -> None:
 
 
 def test_options_change_the_translation() -> None:
-    agent = UiTarsAgent(notch_px=40, drag_steps=5)
+    agent = UiTarsAgent(UiTarsOptions(notch_px=40, drag_steps=5))
     assert agent.translate(Scroll(direction="down", amount=1)) == (MouseWheel(dx=0.0, dy=40.0),)
     assert agent.translate(Drag(x=1, y=2, x2=3, y2=4))[2] == MouseMove(x=3, y=4, steps=5)
 

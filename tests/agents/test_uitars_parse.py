@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from ownloop.agents.base import AgentParseError
-from ownloop.agents.uitars import MAX_RESPONSE_CHARS, UiTarsAgent
+from ownloop.agents.uitars import MAX_RESPONSE_CHARS, UiTarsAgent, UiTarsOptions
 from ownloop.store.events import Click, Drag, Scroll
 
 
@@ -58,14 +58,14 @@ def test_four_number_boxes_are_clicked_at_their_centre(uitars: UiTarsAgent) -> N
 
 
 def test_scroll_takes_its_notches_from_the_options() -> None:
-    agent = UiTarsAgent(scroll_notches=3)
+    agent = UiTarsAgent(UiTarsOptions(scroll_notches=3))
     (scroll,) = agent.parse("Action: scroll(direction='RIGHT')", (1280, 800)).actions
     assert isinstance(scroll, Scroll)
     assert (scroll.direction, scroll.amount, scroll.unit, scroll.x) == ("right", 3.0, "notch", None)
 
 
 def test_wait_takes_its_seconds_from_the_options() -> None:
-    (wait,) = UiTarsAgent(wait_s=2.5).parse("Action: wait()", (1280, 800)).actions
+    (wait,) = UiTarsAgent(UiTarsOptions(wait_s=2.5)).parse("Action: wait()", (1280, 800)).actions
     assert wait.seconds == 2.5  # type: ignore[union-attr]
 
 
@@ -88,14 +88,28 @@ def test_not_text_is_a_parse_error(uitars: UiTarsAgent) -> None:
 def test_the_package_prints_nothing_to_stdout(
     uitars: UiTarsAgent, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Without our muting, the package prints "Failed to parse action ..." for each of these.
+    # The package prints "Failed to parse action ..." for each of these; we refuse them first.
     for text in ("Action: click(((", "Action: click the button", "Action: x=1"):
-        with pytest.raises(AgentParseError):
+        with pytest.raises(AgentParseError, match="ui-tars cannot parse the action"):
             uitars.parse(text, (1280, 800))
     assert capsys.readouterr().out == ""
 
 
-def test_muting_the_package_does_not_swallow_other_threads_output(
+def test_agents_patch_nothing_and_set_no_warning_filter() -> None:
+    code = (
+        "import warnings\n"
+        "before = list(warnings.filters)\n"
+        "import ui_tars.action_parser as package\n"
+        "from ownloop.agents import AGENTS, make_agent\n"
+        "agents = [make_agent(name) for name in AGENTS]\n"
+        "print(warnings.filters == before, 'print' in vars(package))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert result.stdout.split() == ["True", "False"]
+
+
+def test_parsing_garbage_does_not_swallow_other_threads_output(
     uitars: UiTarsAgent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     stop = threading.Event()
@@ -118,11 +132,18 @@ def test_muting_the_package_does_not_swallow_other_threads_output(
     assert capsys.readouterr().out.splitlines() == [f"line {i}" for i in range(300)]
 
 
-def test_python_dash_o_still_requires_action_and_warnings_stay_quiet() -> None:
+def test_python_dash_o_still_requires_action_and_the_command_keeps_warnings_quiet() -> None:
     # The package checks "Action:" with assert, which -O strips; we check it ourselves.
-    # Python warns about "1if" and "\\d" when the package compiles model text; our filter keeps
-    # that off stderr even under -W default. (In-process, pytest resets warning filters.)
+    # Python warns about "1if" and "\\d" when model text is compiled; the ownloop command (not
+    # the agent) filters those warnings, so they stay off stderr even under -W default.
     code = (
+        "import sys\n"
+        "from ownloop.cli import main\n"
+        "sys.argv = ['ownloop', '--help']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
         "from ownloop.agents.uitars import UiTarsAgent\n"
         "from ownloop.agents.base import AgentParseError\n"
         "agent = UiTarsAgent()\n"
@@ -137,9 +158,9 @@ def test_python_dash_o_still_requires_action_and_warnings_stay_quiet() -> None:
         [sys.executable, "-O", "-W", "default", "-c", code],
         capture_output=True, text=True, timeout=60, check=True,
     )
-    assert result.stdout.splitlines() == [
+    assert result.stdout.splitlines()[-3:] == [
         "refused: no 'Action:' in the response",
-        "refused: ui-tars parser failed: ValueError: Action can't parse: click(start_box=1if 2)",
+        "refused: ui-tars cannot parse the action: click(start_box=1if 2)",
         "C:\\dir",
     ]
     assert result.stderr == ""

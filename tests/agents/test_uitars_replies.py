@@ -127,7 +127,7 @@ OK: dict[str, tuple[str, list[Action]]] = {
 ERRORS: dict[str, str] = {
     "no_action": "no 'Action:' in the response",
     "empty_action": "no action after 'Action:'",
-    "truncated": "ui-tars parser failed: ValueError: Action can't parse",
+    "truncated": "ui-tars cannot parse the action",
     "unknown_action": "unknown action 'open_app'",
     "error_env": "unknown action 'error_env'",
     "missing_box": "click needs start_box",
@@ -137,7 +137,7 @@ ERRORS: dict[str, str] = {
     "nan_box": "start_box is not a list of numbers",
     "three_numbers": "start_box must be a point or a box of finite numbers",
     "keydown_two_keys": "keydown takes one key, got 'ctrl shift'",
-    "prose_after_action": "ui-tars parser failed",
+    "prose_after_action": "ui-tars cannot parse the action",
     "unquoted_box": "an argument is not a quoted string",
 }
 
