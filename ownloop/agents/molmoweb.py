@@ -13,9 +13,14 @@ Response: one JSON object ``{"thought": ..., "action": {"name": ..., ...}}`` (or
 Coordinates are 0-100 percent of the screenshot, mapped to pixels and clamped to [1, side-2] as the
 released agent does. An action it turns into ``report_infeasible`` (an unknown name, a key outside
 its whitelist) becomes a ``Rejected``, the model's own ``report_infeasible`` a ``Fail``: both do
-nothing and, as there, neither ends the episode. Output that is not such a JSON object, or whose
-fields the released action classes would refuse, is a parse error and is re-sampled (the released
-client retries a failed prediction once).
+nothing and, as there, neither ends the episode. Output that is not such a JSON object (or JSON
+followed by more text) is, as the released agent makes it, a ``report_infeasible`` that does
+nothing ("Unparseable model output: ..."): a ``Rejected`` action, the episode goes on with no
+re-sample, and the next prompt shows the step as the released agent keeps it (option
+``resample_non_json`` makes it a parse error instead, re-sampled). Fields the released action
+classes would refuse (a button other than left/right/middle, a number that is not one) are a parse
+error and are re-sampled: the released client retries a prediction that raised, once. A click is
+always a left click, as the released executor makes it (option ``honour_button``).
 
 The episode ends on a message starting "[EXIT]", or "[ANSWER]" (the released client; option
 ``end_on_answer``). The answer is the benchmark's: the last "[ANSWER] ..." message, else the last
@@ -25,13 +30,15 @@ message that is not [EXIT], else the last thought.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
+from typing import Annotated
 
 from jinja2 import TemplateError
 from jinja2.sandbox import SandboxedEnvironment
+from msgspec import Meta
 
 from ownloop.agents.base import (
+    AgentBase,
     AgentParseError,
     Ending,
     LoopSettings,
@@ -41,23 +48,26 @@ from ownloop.agents.base import (
     task_text,
 )
 from ownloop.agents.molmoweb_actions import (
+    MAX_RESPONSE_CHARS,
     Reading,
+    Unparseable,
     action_dict,
     actions_of,
     read_response,
     unparseable,
 )
-from ownloop.agents.options import OptionCheck
-from ownloop.agents.released import find_released
-from ownloop.agents.translation import TranslationStyle, translate_action
+from ownloop.agents.options import AgentOptions
+from ownloop.agents.released import Released, ReleasedSpec
+from ownloop.agents.translation import TranslationStyle
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     CallUser,
+    Click,
     Finish,
     Message,
-    Op,
     Part,
+    Rejected,
     Sampling,
     Task,
     TextPart,
@@ -68,6 +78,7 @@ __all__ = [
     "RELEASED_CANDIDATES",
     "RELEASED_CONSTANT",
     "MolmoWebAgent",
+    "MolmoWebOptions",
 ]
 
 RELEASED_CANDIDATES = ("agent/multimodal_agent.py",)
@@ -85,78 +96,71 @@ BUILTIN_TEMPLATE = (
 )
 _TITLE_LIMIT = 100  # the released agent cuts the page title and URL to 100 characters
 _PARSER_REVISION = 1
-_warned_builtin = False
+_UNPARSEABLE_RAW = 500  # characters of an unreadable response kept in its Rejected reason
 
 
-class MolmoWebAgent:
+class MolmoWebOptions(AgentOptions, frozen=True, kw_only=True):
+    """The ``molmoweb`` agent's options; the defaults follow DESIGN §4 and the released client."""
+
+    viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x720"
+    history: Annotated[int, Meta(ge=1, description="past steps shown as text (the released "
+                                                   "client: 10; its agent and benchmarks: 3)")] = 10
+    temperature: Annotated[
+        float, Meta(ge=0, description="sampling temperature of every call, re-samples included")
+    ] = 0.7
+    top_p: Annotated[float, Meta(gt=0, le=1, description="nucleus sampling")] = 0.8
+    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 1024
+    calls_per_step: Annotated[int, Meta(
+        ge=1, description="the first call plus re-samples after a parse failure (the released "
+                          "client makes 2 attempts; its benchmark episode makes 1)")] = 2
+    end_on_answer: Annotated[bool, Meta(
+        description="an [ANSWER] message ends the episode (the released client); false: only "
+                    "[EXIT] does (its benchmark episode)")] = True
+    image_first: Annotated[bool, Meta(
+        description="the screenshot comes before the prompt text (the released vLLM backend); "
+                    "false puts the text first (its transformers backend)")] = True
+    system_message: Annotated[
+        str, Meta(min_length=1, description="the training style the prompt starts with")
+    ] = "molmo_web_think"
+    noop_s: Annotated[float, Meta(ge=0, description="seconds a noop action waits")] = 5.0
+    resample_non_json: Annotated[bool, Meta(
+        description="a response that is not JSON (or JSON followed by more text) is a parse "
+                    "error and is re-sampled; false (released): a no-op report_infeasible and "
+                    "the episode goes on")] = False
+    honour_button: Annotated[bool, Meta(
+        description="click with the button the model names (right, middle); false "
+                    "(released): the executor always clicks left")] = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.system_message.strip():
+            raise ValueError("system_message must be a word, e.g. molmo_web_think")
+
+
+class MolmoWebAgent(AgentBase[MolmoWebOptions]):
     """The ``molmoweb`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "molmoweb"
     parser_name = "molmoweb"
     parser_version = f"ownloop {_PARSER_REVISION}"
+    options_type = MolmoWebOptions
+    released_spec = ReleasedSpec("allenai/molmoweb", RELEASED_CANDIDATES, (RELEASED_CONSTANT,))
+    max_response_chars = MAX_RESPONSE_CHARS
 
     def __init__(
-        self,
-        *,
-        viewport: tuple[int, int] | str = (1280, 720),
-        history: int = 10,
-        temperature: float = 0.7,
-        top_p: float = 0.8,
-        max_tokens: int = 1024,
-        calls_per_step: int = 2,
-        end_on_answer: bool = True,
-        image_first: bool = True,
-        system_message: str = "molmo_web_think",
-        noop_s: float = 5.0,
-        released: str | None = None,
+        self, options: MolmoWebOptions | None = None, released: Released | None = None
     ) -> None:
-        """Options, all recorded in RunStarted; the defaults follow DESIGN §4.
-
-        Args:
-            viewport: page size (width, height) or "WIDTHxHEIGHT".
-            history: past steps shown as text (the released client: 10; its agent and
-                benchmarks: 3).
-            temperature: sampling temperature of every call, re-samples included.
-            top_p: nucleus sampling.
-            max_tokens: completion limit per call.
-            calls_per_step: the first call plus re-samples after a parse failure (the released
-                client makes 2 attempts; its benchmark episode makes 1).
-            end_on_answer: an "[ANSWER]" message ends the episode (the released client); when
-                False only "[EXIT]" does (its benchmark episode).
-            image_first: the screenshot comes before the prompt text in the user turn (the
-                released vLLM backend); False puts the text first (its transformers backend).
-            system_message: the training style the prompt starts with.
-            noop_s: seconds a noop action waits.
-            released: folders holding a clone of allenai/molmoweb (a colon list; None:
-                $OWNLOOP_PATH) to read the prompt template from.
+        """The agent with ``options`` (None: the defaults) and the prompt template of a clone of
+        allenai/molmoweb (None: the built-in one, the same layout).
 
         Raises:
-            OwnloopError: an option has the wrong type or is out of range, or the released
-                template is not valid Jinja.
+            OwnloopError: the released template is not valid Jinja.
         """
-        check = OptionCheck(self.name)
-        self.viewport = check.viewport(viewport)
-        self.history = check.number("history", history, int)
-        self.temperature = check.number("temperature", temperature, float)
-        self.top_p = check.number("top_p", top_p, float)
-        self.max_tokens = check.number("max_tokens", max_tokens, int)
-        self.calls_per_step = check.number("calls_per_step", calls_per_step, int)
-        self.noop_s = check.number("noop_s", noop_s, float)
-        check.that(self.history >= 1, "history must be at least 1 step")
-        check.that(self.temperature >= 0, "temperature must not be negative")
-        check.that(0 < self.top_p <= 1, "top_p must be above 0 and at most 1")
-        check.that(self.max_tokens >= 1, "max_tokens must be at least 1")
-        check.that(self.calls_per_step >= 1, "calls_per_step must be at least 1")
-        check.that(self.noop_s >= 0, "noop_s must not be negative")
-        for flag, value in (("end_on_answer", end_on_answer), ("image_first", image_first)):
-            check.that(isinstance(value, bool), f"{flag} must be true or false, got {value!r}")
-        check.that(isinstance(system_message, str) and bool(system_message.strip()),
-                   "system_message must be a word, e.g. molmo_web_think")
-        check.that(released is None or isinstance(released, str),
-                   f"released must be a path, got {released!r}")
-        self.end_on_answer, self.image_first = end_on_answer, image_first
-        self.system_message, self.released = system_message, released
-        self.template_text, self.prompt_source = _template(released)
+        super().__init__(options, released)
+        config = self.config
+        self.viewport = config.size()
+        self.template_text = (released.constants.get(RELEASED_CONSTANT, BUILTIN_TEMPLATE)
+                              if released is not None else BUILTIN_TEMPLATE)
         try:
             self._template = SandboxedEnvironment().from_string(self.template_text)
         except TemplateError as error:
@@ -166,38 +170,22 @@ class MolmoWebAgent:
             ) from None
         self.settings = LoopSettings(
             viewport=self.viewport,
-            sampling=Sampling(temperature=self.temperature, top_p=self.top_p,
-                              max_tokens=self.max_tokens),
+            sampling=Sampling(temperature=config.temperature, top_p=config.top_p,
+                              max_tokens=config.max_tokens),
             images=1,
-            calls_per_step=self.calls_per_step,
+            calls_per_step=config.calls_per_step,
             resample_temperature=None,  # the released retry samples as the first call did
             max_steps=40,
         )
         # The released executor moves, presses, moves once and releases for a drag.
-        self._style = TranslationStyle(drag_steps=1)
-
-    def options(self) -> dict[str, str | int | float | bool | None]:
-        """The agent's own settings, recorded in RunStarted."""
-        return {
-            "viewport": f"{self.viewport[0]}x{self.viewport[1]}",
-            "history": self.history,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-            "calls_per_step": self.calls_per_step,
-            "end_on_answer": self.end_on_answer,
-            "image_first": self.image_first,
-            "system_message": self.system_message,
-            "noop_s": self.noop_s,
-            "released": self.released,
-        }
+        self.style = TranslationStyle(drag_steps=1)
 
     # ------------------------------------------------------------------ request
 
     def prompt(self, task: Task, history: Sequence[PastStep], now: Observation) -> str:
         """``"{system_message}: {user_message}"``: the template with the goal, the last
         ``history`` steps and the active page."""
-        first = max(0, len(history) - self.history)
+        first = max(0, len(history) - self.config.history)
         past = []
         for index in range(first, len(history)):
             reading = _reading(history[index])
@@ -210,41 +198,43 @@ class MolmoWebAgent:
             page_title=_truncate(now.title, _TITLE_LIMIT),
             page_url=_truncate(now.url, _TITLE_LIMIT),
         )
-        return f"{self.system_message}: {user_message}"
+        return f"{self.config.system_message}: {user_message}"
 
     def build_messages(
         self, task: Task, history: Sequence[PastStep], now: Observation
     ) -> tuple[Message, ...]:
         """One user turn: the current screenshot and the prompt (no past screenshots)."""
         text = TextPart(text=self.prompt(task, history, now))
-        parts: tuple[Part, ...] = (now.screenshot, text) if self.image_first else (
+        parts: tuple[Part, ...] = (now.screenshot, text) if self.config.image_first else (
             text, now.screenshot)
         return (Message(role="user", parts=parts),)
 
     # ------------------------------------------------------------------ response
 
-    def parse(
-        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] | None = None
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
     ) -> Parsed:
-        """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
-
-        Raises:
-            AgentParseError: whatever went wrong, in one line; nothing else escapes.
-        """
-        if not isinstance(text, str):
-            raise AgentParseError(f"response is {type(text).__name__}, not text")
+        """Actions in page coordinates for a screenshot of ``image_size`` (width, height); text
+        the released agent cannot read is a no-op ``Rejected`` (``resample_non_json``: a parse
+        error)."""
         width, height = image_size
         if width < 3 or height < 3:
             raise AgentParseError(f"screenshot too small to click in: {width}x{height}")
-        reading = read_response(text)
-        actions = actions_of(reading, text.strip(), (width, height), noop_s=self.noop_s)
+        try:
+            reading = read_response(text)
+        except Unparseable as error:
+            if self.config.resample_non_json:
+                raise
+            kept = unparseable(text, error.reason)
+            reason = _clip(str(kept.action["infeasibility_reason"]), _UNPARSEABLE_RAW)
+            return Parsed(thought=kept.thought,
+                          actions=(Rejected(reason=reason, raw=text.strip()),),
+                          model_size=(100, 100))
+        actions = actions_of(reading, text.strip(), (width, height), noop_s=self.config.noop_s,
+                             honour_button=self.config.honour_button)
         return Parsed(thought=reading.thought, actions=actions, model_size=(100, 100))
 
     # ------------------------------------------------------------------ execution and end
-
-    def translate(self, action: Action) -> tuple[Op, ...]:
-        """The Playwright operations for one action (see ``translation.translate_action``)."""
-        return translate_action(action, self._style)
 
     def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
         """A message starting "[EXIT]" (or "[ANSWER]", with ``end_on_answer``) ends the episode,
@@ -255,7 +245,7 @@ class MolmoWebAgent:
             return None
         if message.startswith("[EXIT]"):
             word = "[EXIT]"
-        elif self.end_on_answer and message.startswith("[ANSWER]"):
+        elif self.config.end_on_answer and message.startswith("[ANSWER]"):
             word = "[ANSWER]"
         else:
             return None
@@ -283,6 +273,10 @@ class MolmoWebAgent:
         """
         if len(actions) != 1:
             raise ValueError(f"molmoweb writes one action per response, got {len(actions)}")
+        action = actions[0]
+        if isinstance(action, Click) and action.button != "left" and not self.config.honour_button:
+            raise ValueError("molmoweb's released executor clicks the left button only "
+                             "(option honour_button=true clicks the one named)")
         body = {"thought": thought, "action": action_dict(actions[0], image_size)}
         return json.dumps(body, ensure_ascii=False)
 
@@ -290,26 +284,14 @@ class MolmoWebAgent:
 # ---------------------------------------------------------------------- helpers
 
 
-def _template(released: str | None) -> tuple[str, str]:
-    """(template text, prompt source): the released template when a clone has it."""
-    global _warned_builtin
-    found = find_released(RELEASED_CANDIDATES, (RELEASED_CONSTANT,), released)
-    if found is not None:
-        return found.constants[RELEASED_CONSTANT], found.source
-    if not _warned_builtin:
-        _warned_builtin = True
-        warnings.warn(
-            "molmoweb: no clone of allenai/molmoweb (agent/multimodal_agent.py) under --released"
-            " or $OWNLOOP_PATH; using ownloop's built-in prompt template", stacklevel=3)
-    return BUILTIN_TEMPLATE, "built-in"
-
-
 def _reading(past: PastStep) -> Reading:
     """A past step as the released agent keeps it; a response it could not read is kept as
     the report_infeasible it would have become there."""
     try:
         return read_response(past.response)
-    except AgentParseError as error:
+    except Unparseable as error:
+        return unparseable(past.response, error.reason)
+    except AgentParseError as error:  # a step the released agent would have retried
         return unparseable(past.response, str(error))
 
 
@@ -331,3 +313,7 @@ def _message(parsed: Parsed, response: str | None = None) -> str | None:
 
 def _truncate(text: str, limit: int, postfix: str = "... (truncated)") -> str:
     return text if len(text) <= limit else text[: limit - len(postfix)] + postfix
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -7,11 +7,18 @@ pydantic classes of ``agent/actions.py``) without running it:
   string) or a bare action with a ``name``.
 - x/y are 0-100 percent of the screenshot: ``round(p/100*side, 1)`` clamped to [1, side-2];
   scroll deltas are percent too, not clamped. ``gemini_type_text_at`` writes 0-1000.
+- Text that is not such JSON (or JSON followed by more text) is what the released agent turns
+  into ``report_infeasible`` ("Unparseable model output: ..."): ``read_response`` raises
+  ``Unparseable`` with the released exception text, and the agent makes it a ``Rejected`` no-op
+  (or, with ``resample_non_json``, a parse error that is re-sampled).
 - A field the released classes would refuse (a button other than left/right/middle, text that
-  is not a string, a number that is not one) is a parse error; an action the released agent
-  turns into ``report_infeasible`` (unknown name, a key outside ``ALLOWED_KEYS``) becomes
-  ``Rejected``, and the model's own ``report_infeasible`` becomes ``Fail``: both do nothing and,
-  as there, neither ends the episode.
+  is not a string, a number that is not one) is a parse error (the released client retries the
+  prediction); an action the released agent turns into ``report_infeasible`` (unknown name, a
+  key outside ``ALLOWED_KEYS``) becomes ``Rejected``, and the model's own ``report_infeasible``
+  becomes ``Fail``: both do nothing and, as there, neither ends the episode.
+- ``click``'s ``button`` is checked as the released class checks it, but the released executor
+  always clicks the left button (``page.mouse.click(x, y)``); so does ownloop unless
+  ``honour_button``.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ __all__ = [
     "ALLOWED_KEYS",
     "MAX_RESPONSE_CHARS",
     "Reading",
+    "Unparseable",
     "action_dict",
     "actions_of",
     "read_response",
@@ -67,6 +75,19 @@ _FALSE = {"false", "f", "no", "n", "off", "0"}
 Button = Literal["left", "right", "middle"]
 
 
+class Unparseable(AgentParseError):
+    """A response the released agent cannot read and turns into ``report_infeasible``.
+
+    Attributes:
+        reason: the released agent's exception text for it (its "Could not parse predicted
+            action: <reason>" thought).
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class Reading(NamedTuple):
     """A response as the released agent keeps it in its history."""
 
@@ -78,25 +99,32 @@ def read_response(text: str) -> Reading:
     """The thought and the action dict of a response.
 
     Raises:
-        AgentParseError: not a JSON object with an action, or an adjustment failed.
+        Unparseable: not a JSON object with ``action`` or ``name`` (the released agent's
+            ``report_infeasible``).
+        AgentParseError: the action is not an object, or an adjustment failed.
     """
     if len(text) > MAX_RESPONSE_CHARS:
         raise AgentParseError(
             f"response too long ({len(text)} characters; the limit is {MAX_RESPONSE_CHARS})")
     try:
-        data = json.loads(text.strip())
+        data = json.loads(text)
     except RecursionError:
-        raise AgentParseError("response is not JSON: nested too deeply") from None
+        raise Unparseable("response is not JSON: nested too deeply",
+                          "maximum recursion depth exceeded") from None
     except ValueError as error:
-        raise AgentParseError(f"response is not JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise AgentParseError(f"response is a JSON {type(data).__name__}, not an object")
-    if "action" in data:
-        action, thought = data["action"], data.get("thought", "")
-    elif "name" in data:
-        action, thought = data, ""
-    else:
-        raise AgentParseError("response has neither 'action' nor 'name'")
+        raise Unparseable(f"response is not JSON: {error}", str(error)) from None
+    try:
+        # The released agent's own reading, on JSON data only: its exception text is kept.
+        if "action" in data:
+            action, thought = data["action"], data.get("thought", "")
+        elif "name" in data:
+            action, thought = data, ""
+        else:
+            raise ValueError("Expected 'action' or 'name' key in parsed JSON but didnt get it.")
+    except (TypeError, AttributeError, KeyError, ValueError) as error:
+        what = (f"a JSON {type(data).__name__}, not an object" if not isinstance(data, dict)
+                else "an object with neither 'action' nor 'name'")
+        raise Unparseable(f"response is {what}", str(error)) from None
     if not isinstance(action, dict):
         raise AgentParseError(f"'action' is a JSON {type(action).__name__}, not an object")
     if not isinstance(thought, str):
@@ -116,17 +144,27 @@ def read_response(text: str) -> Reading:
     return Reading(thought, action)
 
 
-def unparseable(text: str, error: str) -> Reading:
-    """What the released agent keeps for a response it cannot read."""
-    return Reading(f"Could not parse predicted action: {error}",
+def unparseable(text: str, reason: str) -> Reading:
+    """What the released agent keeps for a response it cannot read (``reason``: its exception
+    text, ``Unparseable.reason``)."""
+    return Reading(f"Could not parse predicted action: {reason}",
                    {"name": "report_infeasible",
                     "infeasibility_reason": f"Unparseable model output: {text}"})
 
 
 def actions_of(
-    reading: Reading, raw: str, size: tuple[int, int], *, noop_s: float = 5.0
+    reading: Reading,
+    raw: str,
+    size: tuple[int, int],
+    *,
+    noop_s: float = 5.0,
+    honour_button: bool = False,
 ) -> tuple[Action, ...]:
     """The agent-neutral actions of one response, in page pixels of a screenshot of ``size``.
+
+    Args:
+        honour_button: click with the ``button`` the model names; False clicks left, as the
+            released executor does.
 
     Raises:
         AgentParseError: a field the released action classes would refuse.
@@ -145,7 +183,8 @@ def actions_of(
         if button not in _BUTTONS:
             raise AgentParseError(f"click button must be left, right or middle: {button!r}")
         # Only the name makes a double click: the released agent ignores click_type.
-        return (Click(x=x, y=y, button=cast(Button, button), count=2 if name == "dblclick" else 1,
+        pressed = cast(Button, button) if honour_button else "left"
+        return (Click(x=x, y=y, button=pressed, count=2 if name == "dblclick" else 1,
                       model_x=mx, model_y=my, raw=raw),)
     if name == "hover_at":
         x, y, mx, my = at("x", "y")

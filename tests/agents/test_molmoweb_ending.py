@@ -19,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:molmoweb. no clone")
 
 @pytest.fixture
 def agent(tmp_path: Path) -> MolmoWebAgent:
-    made = make_agent("molmoweb", released=str(tmp_path))
+    made = make_agent("molmoweb")
     assert isinstance(made, MolmoWebAgent)
     return made
 
@@ -50,7 +50,7 @@ def test_answer_message_ends_with_the_text_after_the_tag(agent: MolmoWebAgent) -
 
 
 def test_exit_ends_with_the_last_answer_given_before(tmp_path: Path) -> None:
-    patient = make_agent("molmoweb", released=str(tmp_path), end_on_answer=False)
+    patient = make_agent("molmoweb", end_on_answer=False)
     assert isinstance(patient, MolmoWebAgent)
     endings = run(patient, say("[ANSWER] first"), say("[ANSWER] second"), click("check"),
                   say("[EXIT]", "done"))
@@ -79,7 +79,7 @@ def test_an_empty_answer_is_an_answer(agent: MolmoWebAgent) -> None:
 
 
 def test_answer_tag_inside_a_message_counts_as_the_benchmark_reads_it(tmp_path: Path) -> None:
-    patient = make_agent("molmoweb", released=str(tmp_path), end_on_answer=False)
+    patient = make_agent("molmoweb", end_on_answer=False)
     assert isinstance(patient, MolmoWebAgent)
     # Not at the start: no end; but "[ANSWER]" in it makes it the answer, from character 9 on
     # (msg[9:], whatever comes before the tag), exactly as the benchmark reads trajectories.

@@ -8,9 +8,6 @@ past actions, the 10-step window, the step numbers) fails a test.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ import pytest
 from ownloop.agents import make_agent
 from ownloop.agents.base import Observation, PastStep
 from ownloop.agents.molmoweb import MolmoWebAgent
+from ownloop.agents.released import Released, load_released
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, Sampling, Task, TextPart
 
@@ -40,7 +38,7 @@ def now(step: int, url: str = "http://127.0.0.1:8000/p",
 
 
 def agent(tmp_path: Path, **options: object) -> MolmoWebAgent:
-    made = make_agent("molmoweb", released=str(tmp_path / "no-clone"), **options)
+    made = make_agent("molmoweb", **options)
     assert isinstance(made, MolmoWebAgent)
     return made
 
@@ -66,7 +64,8 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
         "viewport": "1280x720", "history": 10, "temperature": 0.7, "top_p": 0.8,
         "max_tokens": 1024, "calls_per_step": 2, "end_on_answer": True, "image_first": True,
         "system_message": "molmo_web_think", "noop_s": 5.0,
-        "released": str(tmp_path / "no-clone"),
+        "resample_non_json": False,
+        "honour_button": False,
     }
     assert (a.name, a.parser_name, a.parser_version, a.prompt_source) == (
         "molmoweb", "molmoweb", "ownloop 1", "built-in")
@@ -75,12 +74,12 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"history": 0}, "molmoweb: history must be at least 1 step"),
-    ({"top_p": 0}, "molmoweb: top_p must be above 0 and at most 1"),
+    ({"history": 0}, "molmoweb: history must be a whole number >= 1, got 0"),
+    ({"top_p": 0}, "molmoweb: top_p must be a number > 0.0, got 0"),
     ({"temperature": "hot"}, "molmoweb: temperature must be a number, got 'hot'"),
     ({"end_on_answer": "yes"}, "molmoweb: end_on_answer must be true or false, got 'yes'"),
     ({"viewport": "big"}, "molmoweb: viewport must look like 1280x800, got 'big'"),
-    ({"calls_per_step": 0}, "molmoweb: calls_per_step must be at least 1"),
+    ({"calls_per_step": 0}, "molmoweb: calls_per_step must be a whole number >= 1, got 0"),
     ({"system_message": " "}, "molmoweb: system_message must be a word, e.g. molmo_web_think"),
 ])
 def test_bad_options_are_one_line_errors(tmp_path: Path, options: dict[str, object],
@@ -161,7 +160,7 @@ def test_a_past_response_it_cannot_read_is_shown_as_the_released_agent_keeps_it(
     odd = PastStep(now(1), "Sure! I will click OK.", ok.parsed)
     text = a.prompt(TASK, [odd], now(2))
     assert (
-        "## Step 1\nTHOUGHT: Could not parse predicted action: response is not JSON: Expecting "
+        "## Step 1\nTHOUGHT: Could not parse predicted action: Expecting "
         "value: line 1 column 1 (char 0)\nACTION: {'name': 'report_infeasible', "
         "'infeasibility_reason': 'Unparseable model output: Sure! I will click OK.'}\n"
     ) in text
@@ -179,6 +178,11 @@ def test_system_message_option_changes_the_prefix(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- released prompt
+
+
+def _texts(roots: str) -> Released | None:
+    assert MolmoWebAgent.released_spec is not None
+    return load_released(MolmoWebAgent.released_spec, roots)
 
 
 def _clone(root: Path, body: str) -> Path:
@@ -204,7 +208,7 @@ USER_MSG_TEMPLATE = Template(
 
 def test_released_template_is_read_from_the_clone_and_rendered(tmp_path: Path) -> None:
     module = _clone(tmp_path / "molmoweb", STAND_IN)
-    a = make_agent("molmoweb", released=f"{tmp_path / 'elsewhere'}:{tmp_path / 'molmoweb'}")
+    a = make_agent("molmoweb", released=_texts(f"{tmp_path / 'elsewhere'}:{tmp_path / 'molmoweb'}"))
     assert isinstance(a, MolmoWebAgent)
     assert a.prompt_source == f"released:{module.resolve()}"
     text = a.prompt(TASK, [past(a, 0, click_reply(7))], now(1, title="Title"))
@@ -217,28 +221,23 @@ def test_released_template_is_read_from_the_clone_and_rendered(tmp_path: Path) -
 
 def test_released_folder_may_be_the_module_folder_itself(tmp_path: Path) -> None:
     module = _clone(tmp_path, 'USER_MSG_TEMPLATE = "only {{ task_description }}"\n')
-    a = make_agent("molmoweb", released=str(module.parent))
+    a = make_agent("molmoweb", released=_texts(str(module.parent)))
     assert a.prompt_source == f"released:{module.resolve()}"
     assert isinstance(a, MolmoWebAgent)
     assert a.prompt(TASK, [], now(0)) == f"molmo_web_think: only {GOAL}"
 
 
-def test_released_path_comes_from_the_environment(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    module = _clone(tmp_path, STAND_IN)
-    monkeypatch.setenv("OWNLOOP_PATH", str(tmp_path))
-    assert make_agent("molmoweb").prompt_source == f"released:{module.resolve()}"
-
-
 def test_a_clone_without_the_template_falls_back_to_built_in(tmp_path: Path) -> None:
     _clone(tmp_path, "USER_MSG_TEMPLATE = make_template()\n")
-    assert make_agent("molmoweb", released=str(tmp_path)).prompt_source == "built-in"
+    texts = _texts(str(tmp_path))
+    assert texts is None
+    assert make_agent("molmoweb", released=texts).prompt_source == "built-in"
 
 
 def test_a_broken_released_template_is_a_one_line_error(tmp_path: Path) -> None:
     module = _clone(tmp_path, 'USER_MSG_TEMPLATE = "{% for x in %}"\n')
     with pytest.raises(OwnloopError) as caught:
-        make_agent("molmoweb", released=str(tmp_path))
+        make_agent("molmoweb", released=_texts(str(tmp_path)))
     message = str(caught.value)
     assert message.startswith(f"molmoweb: the prompt template in released:{module.resolve()} "
                               "is not valid Jinja (")
@@ -246,13 +245,3 @@ def test_a_broken_released_template_is_a_one_line_error(tmp_path: Path) -> None:
     assert "\n" not in message
 
 
-def test_built_in_prompt_warns_once_per_process(tmp_path: Path) -> None:
-    code = ("from ownloop.agents import make_agent\n"
-            "for _ in range(3): print(make_agent('molmoweb').prompt_source)\n")
-    env = {**os.environ, "OWNLOOP_PATH": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=60, check=True)
-    assert done.stdout.split() == ["built-in"] * 3
-    warning_lines = [ln for ln in done.stderr.splitlines() if "UserWarning" in ln]
-    assert len(warning_lines) == 1
-    assert "molmoweb: no clone of allenai/molmoweb (agent/multimodal_agent.py)" in warning_lines[0]

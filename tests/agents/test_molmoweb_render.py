@@ -30,6 +30,7 @@ from ownloop.store.events import (
     KeyDown,
     Memorize,
     Move,
+    Rejected,
     Scroll,
     Search,
     TypeText,
@@ -42,7 +43,7 @@ SIZE = (1280, 720)
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> MolmoWebAgent:
-    made = make_agent("molmoweb", released=str(tmp_path_factory.mktemp("none")))
+    made = make_agent("molmoweb", honour_button=True)  # so right and middle clicks round-trip
     assert isinstance(made, MolmoWebAgent)
     return made
 
@@ -80,6 +81,11 @@ def test_render_writes_the_training_format(agent: MolmoWebAgent) -> None:
 def test_render_writes_each_action(agent: MolmoWebAgent, action: Action,
                                    written: dict[str, object]) -> None:
     assert json.loads(agent.render("t", [action], SIZE))["action"] == written
+
+
+def test_released_executor_cannot_right_click_so_render_refuses_to() -> None:
+    with pytest.raises(ValueError, match="clicks the left button only"):
+        make_agent("molmoweb").render("t", [Click(x=1, y=1, button="right")], SIZE)
 
 
 @pytest.mark.parametrize(("actions", "message"), [
@@ -176,8 +182,10 @@ def test_no_input_raises_anything_but_a_parse_error(agent: MolmoWebAgent, body: 
 def test_huge_and_deep_responses_are_refused_quickly(agent: MolmoWebAgent) -> None:
     with pytest.raises(AgentParseError, match="response too long"):
         agent.parse('{"name": "click", "x": 1, "pad": "' + "a" * 40_000 + '"}', SIZE)
+    deep = "[" * 15_000 + "]" * 15_000
+    assert isinstance(agent.parse(deep, SIZE).actions[0], Rejected)  # released: a no-op
     with pytest.raises(AgentParseError, match="nested too deeply"):
-        agent.parse("[" * 15_000 + "]" * 15_000, SIZE)
+        make_agent("molmoweb", resample_non_json=True).parse(deep, SIZE)
     with pytest.raises(AgentParseError, match="x is not a number"):
         agent.parse('{"name": "click", "x": ' + "9" * 400 + ', "y": 1}', SIZE)
 

@@ -49,7 +49,7 @@ SIZE = (1280, 720)
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> MolmoWebAgent:
-    made = make_agent("molmoweb", released=str(tmp_path_factory.mktemp("no-clone")))
+    made = make_agent("molmoweb")
     assert isinstance(made, MolmoWebAgent)
     return made
 
@@ -80,7 +80,8 @@ EXPECTED: dict[str, tuple[str, tuple[Action, ...]]] = {
     "bare_action.txt": ("", (click(640.0, 360.0, 50.0, 50.0),)),
     "dblclick.txt": ("Open it.", (click(320.0, 540.0, 25.0, 75.0, count=2),)),
     "click_type_double_ignored.txt": ("Double?", (click(320.0, 540.0, 25.0, 75.0),)),
-    "right_click.txt": ("Context menu.", (click(134.4, 147.6, 10.5, 20.5, button="right"),)),
+    # The released executor clicks left whatever the button (option honour_button).
+    "right_click.txt": ("Context menu.", (click(134.4, 147.6, 10.5, 20.5),)),
     "edges_clamped.txt": ("The corner.", (click(1278.0, 1.0, 100.0, 0.0),)),
     "outside_clamped.txt": ("Off the page.", (click(1278.0, 1.0, 120.5, -3.0),)),
     "numeric_strings.txt": ("Strings.", (click(518.4, 86.4, 40.5, 12.0),)),
@@ -122,16 +123,28 @@ EXPECTED: dict[str, tuple[str, tuple[Action, ...]]] = {
         "Der Knopf \u201eOK\u201c ist oben.", (click(640.0, 72.0, 50.0, 10.0),)),
 }
 
+NOT_JSON: dict[str, tuple[str, str]] = {
+    # reply: (the released agent's exception text, ownloop's parse error with resample_non_json)
+    "code_fence.txt": ("Expecting value: line 1 column 1 (char 0)",
+                       "response is not JSON: Expecting value: line 1 column 1 (char 0)"),
+    "trailing_text.txt": ("Extra data: line 1 column 74 (char 73)",
+                          "response is not JSON: Extra data"),
+    "truncated.txt": ("Unterminated string starting at: line 1 column 13 (char 12)",
+                      "response is not JSON: Unterminated string"),
+    "python_dict.txt": ("Expecting property name enclosed in double quotes: line 1 column 2 "
+                        "(char 1)",
+                        "response is not JSON: Expecting property name enclosed in double quotes"),
+    "empty.txt": ("Expecting value: line 1 column 1 (char 0)",
+                  "response is not JSON: Expecting value"),
+    "no_action.txt": ("Expected 'action' or 'name' key in parsed JSON but didnt get it.",
+                      "response is an object with neither 'action' nor 'name'"),
+}
+"""Text the released agent cannot read: by default a no-op report_infeasible, as there."""
+
 REFUSED: dict[str, str] = {
-    "code_fence.txt": "response is not JSON: Expecting value: line 1 column 1 (char 0)",
-    "trailing_text.txt": "response is not JSON: Extra data",
-    "truncated.txt": "response is not JSON: Unterminated string",
-    "python_dict.txt": "response is not JSON: Expecting property name enclosed in double quotes",
-    "empty.txt": "response is not JSON: Expecting value",
     "bad_button.txt": "click button must be left, right or middle: ''",
     "thought_not_string.txt": "'thought' is a JSON NoneType, not a string",
     "action_list.txt": "'action' is a JSON list, not an object",
-    "no_action.txt": "response has neither 'action' nor 'name'",
     "nan_coordinate.txt": "x is not a finite number: nan",
     "text_not_string.txt": "text is not a string: 42",
     "bad_noop_reason.txt": "noop_reason must be one of loading, captcha, unsupported_keypress, "
@@ -140,7 +153,8 @@ REFUSED: dict[str, str] = {
 
 
 def test_every_reply_file_has_an_expectation() -> None:
-    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted({*EXPECTED, *REFUSED})
+    assert sorted(p.name for p in FOLDER.glob("*.txt")) == sorted(
+        {*EXPECTED, *NOT_JSON, *REFUSED})
 
 
 def _without_raw(parsed: Parsed) -> tuple[Action, ...]:
@@ -166,6 +180,35 @@ def test_reply_is_refused_with_a_one_line_reason(agent: MolmoWebAgent, name: str
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("name", sorted(NOT_JSON))
+def test_text_that_is_not_json_is_a_no_op_as_released(agent: MolmoWebAgent, name: str) -> None:
+    text = reply(name)
+    parsed = agent.parse(text, SIZE)
+    reason, _ = NOT_JSON[name]
+    assert parsed.thought == f"Could not parse predicted action: {reason}"
+    assert parsed.actions == (Rejected(reason=f"Unparseable model output: {text}",
+                                       raw=text.strip()),)
+    assert agent.translate(parsed.actions[0]) == ()
+    assert agent.ending(parsed, []) is None  # the episode goes on
+
+
+@pytest.mark.parametrize("name", sorted(NOT_JSON))
+def test_resample_non_json_makes_it_a_parse_error(name: str) -> None:
+    strict = make_agent("molmoweb", resample_non_json=True)
+    with pytest.raises(AgentParseError) as caught:
+        strict.parse(reply(name), SIZE)
+    assert str(caught.value).startswith(NOT_JSON[name][1])
+    assert "\n" not in str(caught.value)
+
+
+def test_honour_button_clicks_the_button_named() -> None:
+    honest = make_agent("molmoweb", honour_button=True)
+    parsed = honest.parse(reply("right_click.txt"), SIZE)
+    assert _without_raw(parsed) == (click(134.4, 147.6, 10.5, 20.5, button="right"),)
+    assert honest.translate(parsed.actions[0]) == (
+        MouseClick(x=134.4, y=147.6, button="right"),)
+
+
 OPS: dict[str, tuple[Op, ...]] = {
     "example1_click.txt": (MouseClick(x=1041.9, y=45.4),),
     "example2_keyboard_type.txt": (KeyboardType(text="Molmo and PixMo"),),
@@ -174,7 +217,7 @@ OPS: dict[str, tuple[Op, ...]] = {
     "example5_answer.txt": (),
     "example6_goto.txt": (PageGoto(url="https://arxiv.org"),),
     "dblclick.txt": (MouseClick(x=320.0, y=540.0, click_count=2),),
-    "right_click.txt": (MouseClick(x=134.4, y=147.6, button="right"),),
+    "right_click.txt": (MouseClick(x=134.4, y=147.6),),
     "scroll_at_diagonal.txt": (
         MouseMove(x=640.0, y=360.0), MouseWheel(dx=-128.0, dy=0.0), MouseWheel(dx=0.0, dy=-180.0)),
     "scroll_zero.txt": (),
