@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import shlex
 import sys
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 import click
 from rich.console import Console
 
 from ownloop import __version__
-from ownloop.store import Store, open_store
+from ownloop.store import DEFAULT_STORE, Store, open_store
 from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Status
 from ownloop.store.extras import missing_extra
 from ownloop.store.text import visible
 
@@ -35,7 +39,7 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except OwnloopError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise click.ClickException(_hinted(str(exc))) from None
         except OSError as exc:
             explained = disk_error(exc)
             if explained is None:
@@ -52,7 +56,50 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _echo_lines(lines: Iterable[str]) -> None:
     """Print lines that carry recorded text (ids, file names, answers) with controls visible."""
-    click.echo("\n".join(visible(line, one_line=True) for line in lines))
+    click.echo(_hinted("\n".join(visible(line, one_line=True) for line in lines)))
+
+
+def _echo(text: str) -> None:
+    """Print the library's text, its ``ownloop ...`` hints naming the store (see ``_hinted``)."""
+    click.echo(_hinted(text))
+
+
+def _hinted(text: str) -> str:
+    """``text`` with every ``ownloop COMMAND`` hint in it carrying ``--store DIR`` when the store
+    is not the default one, so that pasting the hint works wherever it is pasted.
+
+    A hint is ``ownloop`` then a command's name; ``ownloop sql only reads`` and a server's
+    ``ownloop view: URL`` line are prose, not hints.
+    """
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.obj if ctx is not None else None
+    store = obj.get("store") if isinstance(obj, dict) else None
+    if not store or Path(store).resolve() == Path(DEFAULT_STORE).resolve():
+        return text
+    names = "|".join(re.escape(name) for name in sorted(cli.commands, key=len, reverse=True))
+    return re.sub(rf"\bownloop (?=(?:{names})(?![\w:-])(?! only\b))",
+                  f"ownloop --store {shlex.quote(str(store))} ", text)
+
+
+def _console(*, soft_wrap: bool = True) -> Console:
+    """A console for recorded text (no markup, no highlighting). Written to a pipe or a file, a
+    table keeps its full width: rich would otherwise cut it to 80 columns there."""
+    console = Console(soft_wrap=soft_wrap, markup=False, highlight=False)
+    if not console.is_terminal:
+        console.width = _PIPE_WIDTH
+    return console
+
+
+_PIPE_WIDTH = 100_000  # wider than any table we print: rich sizes a table to its content
+_FORMATS = click.Choice(["table", "csv", "json"])
+
+
+def _print_rows(result: Any, fmt: str) -> None:
+    """A ``QueryResult`` as a table, CSV or a JSON array of objects."""
+    if fmt == "table":
+        _console().print(result.to_rich())
+    else:
+        click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
 
 
 def _exit_interrupted() -> None:
@@ -63,14 +110,32 @@ def _exit_interrupted() -> None:
     os._exit(130)
 
 
-def _store(ctx: click.Context) -> Store:
-    return open_store(ctx.obj["store"])
+def _store(ctx: click.Context, *, create: bool = True) -> Store:
+    """The store the command names; ``create=False`` for commands that only use what is there
+    (a folder that holds no store is then a one-line error, and is not made into one)."""
+    return open_store(ctx.obj["store"], create=create)
 
 
-@click.group()
+def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:  # after the command wins over before it, and over $OWNLOOP_STORE
+        ctx.ensure_object(dict)["store"] = value
+
+
+class _Commands(click.Group):
+    """The ``ownloop`` group: every command also takes ``--store DIR`` after its name."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.params.append(click.Option(
+            ["--store"], type=click.Path(), expose_value=False, callback=_remember_store,
+            help="The store directory (as before the command; default $OWNLOOP_STORE or "
+                 "ownloop-data)."))
+        super().add_command(cmd, name)
+
+
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="ownloop")
 @click.option(
-    "--store", "store", envvar="OWNLOOP_STORE", default="ownloop-data", show_default=True,
+    "--store", "store", envvar="OWNLOOP_STORE", default=DEFAULT_STORE, show_default=True,
     # Not click.Path(file_okay=False): open_store says what is wrong with a path in one line,
     # exit status 1, like every other store error.
     type=click.Path(), help="The store directory (also $OWNLOOP_STORE).",
@@ -98,11 +163,16 @@ def cli(ctx: click.Context, store: str) -> None:
 @click.option("--on-miss", type=click.Choice(["stop", "forward", "force"]), default="stop",
               show_default=True, help="--cassette: when no recorded response matches.")
 @click.option("--forward", metavar="URL", help="--on-miss forward: the live endpoint (.../v1).")
+@click.option("--model", "model", metavar="NAME",
+              help="Serve only this model name (others get 404); default: any name.")
+@click.option("--api-key", "api_key", metavar="KEY",
+              help="Answer 401 unless requests send this key (default: no key needed).")
 @click.pass_context
 @_friendly
 def serve_model(
     ctx: click.Context, host: str, port: int, expert: str, agent: str, faults: str | None,
-    quiet: bool, cassette: str | None, on_miss: str, forward: str | None,
+    quiet: bool, cassette: str | None, on_miss: str, forward: str | None, model: str | None,
+    api_key: str | None,
 ) -> None:
     """Serve a scripted OpenAI-compatible model endpoint until Ctrl-C.
 
@@ -113,9 +183,10 @@ def serve_model(
     from ownloop.replay.cassette import make_cassette_server
 
     log = None if quiet else click.echo
-    server = make_cassette_server(_store(ctx), cassette, on_miss, forward, faults=faults,
-                                  host=host, port=port, log=log) if cassette else \
-        make_server(expert, agent, faults, host=host, port=port, log=log)
+    server = make_cassette_server(_store(ctx, create=False), cassette, on_miss, forward,
+                                  faults=faults, host=host, port=port, log=log) if cassette else \
+        make_server(expert, agent, faults, host=host, port=port, log=log, model=model,
+                    api_key=api_key)
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
     click.echo(f"ownloop serve-model: {what} at {server.start()}")
     server.serve_forever()
@@ -132,16 +203,9 @@ def sql(ctx: click.Context, query: str, fmt: str) -> None:
 
     Example: ownloop sql "select status, count(*), avg(score) from sessions group by all"
     """
-    from rich.console import Console
-
     from ownloop.store.queries import user_query
 
-    result = user_query(_store(ctx), query)
-
-    if fmt == "table":
-        Console(soft_wrap=True, markup=False, highlight=False).print(result.to_rich())
-    else:
-        click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
+    _print_rows(user_query(_store(ctx, create=False), query), fmt)
 
 
 @cli.command()
@@ -159,7 +223,7 @@ def verify(ctx: click.Context, strict: bool, run_id: str | None, fingerprint: st
     """
     if fingerprint and not run_id:
         raise click.UsageError("--fingerprint goes with --run")
-    report = _store(ctx).verify(run_id=run_id, fingerprint=fingerprint)
+    report = _store(ctx, create=False).verify(run_id=run_id, fingerprint=fingerprint)
     for problem in report.problems:
         click.echo(problem.line())
     click.echo(report.summary())
@@ -178,7 +242,7 @@ def seal(ctx: click.Context, run_id: str) -> None:
     """
     from ownloop.store.seal import seal_run
 
-    result = seal_run(_store(ctx), run_id)
+    result = seal_run(_store(ctx, create=False), run_id)
     _echo_lines(result.lines())
     ctx.exit(0 if result.seal is not None else 1)
 
@@ -197,9 +261,9 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
     """
     if accept_damaged and not rebuild:
         raise click.UsageError("--accept-damaged goes with --rebuild")
-    store = _store(ctx)
-    click.echo((store.rebuild_index(accept_damaged=accept_damaged) if rebuild
-                else store.sync()).summary())
+    store = _store(ctx, create=False)
+    _echo((store.rebuild_index(accept_damaged=accept_damaged) if rebuild
+           else store.sync()).summary())
 
 
 @cli.command()
@@ -233,15 +297,23 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
 @click.option("--call-timeout", default=120.0, show_default=True, help="Seconds per model call.")
 @click.option("--allow-host", multiple=True, metavar="GLOB", help="Confine the model's navigation "
               "to these hosts, e.g. '*.example.com' (repeatable; http(s) only in any case).")
+@click.option("--executor", type=click.Choice(["threads", "ray"]), default="threads",
+              show_default=True, help="Where sessions run: threads here, or Ray actors on a "
+              "cluster (needs ownloop[ray] and a store every node mounts).")
+@click.option("--ray-address", metavar="auto|HOST:PORT", help="--executor ray: the cluster "
+              "(default: $RAY_ADDRESS, else a Ray started on this machine).")
+@click.option("--max-endpoint-errors", default=3, show_default=True, type=click.IntRange(min=0),
+              help="Stop the run after this many sessions in a row end endpoint_error (0: never).")
 @click.pass_context
 @_friendly
 def record(ctx: click.Context, agent: str, **options: Any) -> None:
     """Run AGENT on every task and record everything it does.
 
-    Example: ownloop record uitars --suite miniwob:click-* --endpoint http://127.0.0.1:8000/v1
-    --model uitars15-7b
+    Example: ownloop record uitars --suite 'miniwob:click-*' --endpoint http://127.0.0.1:8000/v1
+    --model uitars15-7b. Exit status: 0 done, 1 refused, 3 a session ended error, endpoint_error
+    or crashed, 4 stopped early, 130 interrupted.
     """
-    from ownloop.recorder.command import record_from_options, summary_text
+    from ownloop.recorder.command import exit_code, record_from_options, summary_text
 
     store = _store(ctx)
     summary = record_from_options(store, agent, options, argv=tuple(sys.argv),
@@ -249,24 +321,29 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     click.echo(summary_text(summary, store))
     if summary.interrupted:
         _exit_interrupted()
+    ctx.exit(exit_code(summary))
 
 
 @cli.command()
 @click.option("--run", "run_id", help="Only this run.")
-@click.option("--status", help="Only sessions with this status.")
+@click.option("--status", type=click.Choice(get_args(Status)), metavar="STATUS",
+              help=f"Only sessions with this status: {', '.join(get_args(Status))}.")
 @click.option("--limit", default=50, show_default=True)
+@click.option("--format", "fmt", type=_FORMATS, default="table", show_default=True,
+              help="How to print the rows.")
 @click.pass_context
 @_friendly
-def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: int) -> None:
+def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: int,
+             fmt: str) -> None:
     """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
     from ownloop.store.sessions import budget_notes, sessions_table
 
-    store = _store(ctx)
-    table = sessions_table(store, run_id=run_id, status=status, limit=limit)
-    Console(markup=False, highlight=False).print(table.to_rich())
+    store = _store(ctx, create=False)
+    _print_rows(sessions_table(store, run_id=run_id, status=status, limit=limit), fmt)
     notes = budget_notes(store, run_id)
-    if notes:
-        _echo_lines(notes)
+    if notes:  # on stderr when the rows are CSV or JSON, which a note would corrupt
+        click.echo(_hinted("\n".join(visible(n, one_line=True) for n in notes)),
+                   err=fmt != "table")
 
 
 @cli.command()
@@ -278,42 +355,54 @@ def demo(ctx: click.Context, count: int, workers: int) -> None:
     """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium."""
     from ownloop.demo import run_demo
 
-    run_demo(_store(ctx), tasks=count, workers=workers, echo=click.echo)
+    run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo)
 
 
 # --- replay: show, replay, regrade, diff (ownloop/replay/) -----------------------------------
 
 
-def _print_session(session: Any, as_json: bool) -> None:
+def _print_session(session: Any, fmt: str) -> None:
     from ownloop.replay.render import session_view
+    from ownloop.replay.tables import session_rows
 
-    if as_json:
+    if fmt == "json":
         click.echo(session.to_json())
+    elif fmt == "csv":
+        click.echo(session_rows(session).to_csv(), nl=False)
     else:
-        Console(soft_wrap=True, markup=False, highlight=False).print(session_view(session))
+        _console().print(session_view(session))
+
+
+def _format_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--format", "fmt", type=_FORMATS, default="table", show_default=True,
+                        help=f"How to print {what}: a table, CSV rows or one JSON document.")
 
 
 @cli.command()
 @click.argument("target")
 @click.option("--run", "run_id", help="Look for TARGET's task in this run (default: the latest).")
-@click.option("--json", "as_json", is_flag=True, help="Print the rebuilt session as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rebuilt session as JSON "
+              "(--format json).")
+@_format_option("the session (CSV: a row per step)")
 @click.pass_context
 @_friendly
-def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool) -> None:
+def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt: str) -> None:
     """Rebuild a session (TARGET: a session id, or a task id) offline and print it step by step.
 
-    Example: ownloop show click-button-42 --run r1
+    Example: ownloop show click-button --run r1
     """
     from ownloop.replay.target import load_session
 
-    _print_session(load_session(_store(ctx), target, run_id), as_json)
+    _print_session(load_session(_store(ctx, create=False), target, run_id),
+                   "json" if as_json else fmt)
 
 
 @cli.command()
 @click.argument("target", required=False)
 @click.option("--run", "run_id", help="TARGET's run (default: the latest that has it); alone "
               "with --reparse: every session of the run.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (--format json).")
+@_format_option("the session or the re-execution's summary (CSV: a row per step)")
 @click.option("--reparse", is_flag=True, help="Parse the recorded responses again with today's "
               "parser and translator; list the steps that change. Writes nothing.")
 @click.option("--execute", type=click.Choice(["ops", "actions", "responses"]),
@@ -333,32 +422,39 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool) -> 
               show_default=True, help="When no recorded response matches a request.")
 @click.pass_context
 @_friendly
-def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: bool,
+def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: bool, fmt: str,
            reparse: bool, **options: Any) -> None:
     """Rebuild a session offline and print it, re-parse it, or re-execute it in a browser.
 
-    Examples: ownloop replay click-button-42; ownloop replay --run r1 --reparse -o scroll_notches=3;
-    ownloop replay click-button-42 --execute ops
+    Examples: ownloop replay click-button; ownloop replay --run r1 --reparse -o scroll_notches=3;
+    ownloop replay click-button --execute ops
     """
     from ownloop.replay.reparse import reparse_target
-    from ownloop.replay.target import load_session
+    from ownloop.replay.target import check_replayable, load_session
 
-    store = _store(ctx)
+    store = _store(ctx, create=False)
+    fmt = "json" if as_json else fmt
     if reparse:
         report = reparse_target(store, target, run_id, options["agent_option"])
-        if as_json:
+        if fmt == "json":
             click.echo(report.to_json())
         else:
             _echo_lines(report.lines())
         return
     session = load_session(store, target, run_id)
     if options["execute"] or options["fork_at"] is not None:
-        from ownloop.replay.execute import replay_from_options  # type: ignore[import-not-found]
+        from ownloop.replay.execute import replay_from_options, summary_text
+        from ownloop.replay.tables import replay_document, replay_rows
 
-        _echo_lines(replay_from_options(store, session, {**options, "run_id": run_id})
-                    .splitlines())
+        check_replayable(session, "fork" if options["fork_at"] is not None else options["execute"])
+        done = replay_from_options(store, session, {**options, "run_id": run_id})
+        if fmt == "table":
+            _echo_lines(summary_text(done).splitlines())
+        else:
+            click.echo(replay_rows(done.parent, done.child).to_csv() if fmt == "csv"
+                       else replay_document(done.parent, done.child), nl=fmt == "json")
         return
-    _print_session(session, as_json)
+    _print_session(session, fmt)
 
 
 @cli.command()
@@ -369,39 +465,82 @@ def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: 
               "session's own task grader).")
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False),
               help="Take each task's grader from this tasks file.")
+@click.option("--dry-run", is_flag=True, help="Print what would flip; append no grade.")
+@_format_option("the result (CSV: a row per flipped session)")
 @click.pass_context
 @_friendly
 def regrade(ctx: click.Context, run_id: str | None, task_id: str | None, where: str | None,
-            grader: str | None, tasks_file: str | None) -> None:
+            grader: str | None, tasks_file: str | None, dry_run: bool, fmt: str) -> None:
     """Grade sessions again offline; append the new grades, print what flipped.
 
-    Example: ownloop regrade --run r1 --grader "answer:exact:42"
+    Example: ownloop regrade --run r1 --grader "answer:exact:42" --dry-run
     """
     from ownloop.replay.regrade import graders_from_tasks_file, regrade
+    from ownloop.replay.tables import regrade_document, regrade_rows
 
     tasks = graders_from_tasks_file(tasks_file) if tasks_file else None
-    result = regrade(_store(ctx), run_id=run_id, task_id=task_id, where=where, grader=grader,
-                     tasks=tasks)
-    _echo_lines(result.lines())
+    result = regrade(_store(ctx, create=False), run_id=run_id, task_id=task_id, where=where,
+                     grader=grader, tasks=tasks, dry_run=dry_run)
+    if fmt == "table":
+        _echo_lines(result.lines())
+    else:
+        click.echo(regrade_rows(result).to_csv() if fmt == "csv" else regrade_document(result),
+                   nl=fmt == "json")
 
 
 @cli.command()
 @click.argument("a")
 @click.argument("b")
 @click.option("--run", "run_id", help="Look for task ids in this run (default: the latest).")
+@_format_option("the comparison (CSV: a row per step)")
 @click.pass_context
 @_friendly
-def diff(ctx: click.Context, a: str, b: str, run_id: str | None) -> None:
+def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> None:
     """Two sessions (or tasks' latest sessions) side by side: actions, URLs, screenshots, outcome.
 
+    Exit status 0 when they are identical, 1 when they differ.
     Example: ownloop diff 3f2a9c8b1d0e 3f2a9c8b1d0f
     """
     from ownloop.replay.diff import diff_sessions, diff_view
+    from ownloop.replay.tables import diff_document, diff_rows
     from ownloop.replay.target import load_session
 
-    store = _store(ctx)
+    store = _store(ctx, create=False)
     result = diff_sessions(load_session(store, a, run_id), load_session(store, b, run_id))
-    Console(soft_wrap=False, markup=False, highlight=False).print(diff_view(result))
+    if fmt == "table":
+        _console(soft_wrap=False).print(diff_view(result))
+    else:
+        click.echo(diff_rows(result).to_csv() if fmt == "csv" else diff_document(result),
+                   nl=fmt == "json")
+    ctx.exit(0 if result.identical else 1)
+
+
+@cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True, help="Output format.")
+@click.option("--fail-if-worse", "delta", type=click.FloatRange(min=0), metavar="DELTA",
+              help="Exit 1 when B is worse than A by more than DELTA with confidence.")
+@click.pass_context
+@_friendly
+def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None) -> None:
+    """Run B against run A per task: pass rates, B - A with a paired bootstrap interval,
+    McNemar's test, the tasks that flipped and where each first diverged.
+
+    Example: ownloop compare baseline candidate --fail-if-worse 0.05
+    """
+    from ownloop.replay.compare import compare_runs, comparison_view
+
+    result = compare_runs(_store(ctx), run_a, run_b)
+    if fmt == "table":
+        Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
+    else:
+        click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
+    if delta is not None and result.worse_than(delta):
+        click.echo(f"B is worse than A by more than {delta} with confidence: the interval of "
+                   f"B - A ends at {result.difference.high:+.3f} < {-delta}", err=True)
+        ctx.exit(1)
 
 
 # --- import and export (ownloop/transfer/) ---------------------------------------------------
@@ -409,13 +548,14 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None) -> None:
 
 @cli.command("import")
 @click.argument("directory", type=click.Path(file_okay=False))
-@click.option("--agent", required=True, help="Whose steps.jsonl form: uitars, molmoweb, fara7b "
-              "or opencua (its parser fills the parsed actions when it loads).")
+@click.option("--agent", help="Whose steps.jsonl form: uitars, molmoweb, fara7b or opencua (its "
+              "parser fills the parsed actions when it loads); default: told from the lines.")
 @click.option("--run", "run_id", help="The run to import into (default: import-<DIR name>); "
               "folders already in it are skipped.")
 @click.pass_context
 @_friendly
-def import_command(ctx: click.Context, directory: str, agent: str, run_id: str | None) -> None:
+def import_command(ctx: click.Context, directory: str, agent: str | None,
+                   run_id: str | None) -> None:
     """Import result folders written by a plain harness (one per task) as a new run.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
@@ -424,6 +564,8 @@ def import_command(ctx: click.Context, directory: str, agent: str, run_id: str |
 
     result = import_dir(_store(ctx), directory, agent, run_id, argv=tuple(sys.argv))
     _echo_lines(result.lines())
+    for warning in result.warnings:
+        click.echo(warning, err=True)
 
 
 @cli.command("export")
@@ -441,7 +583,7 @@ def export_command(ctx: click.Context, run_id: str | None, fmt: str, out: str) -
     """
     from ownloop.transfer import export_run
 
-    _echo_lines(export_run(_store(ctx), run_id, fmt, out).lines())
+    _echo_lines(export_run(_store(ctx, create=False), run_id, fmt, out).lines())
 
 
 # --- seeing trajectories: view, report (ownloop/view/) ---------------------------------------
@@ -459,7 +601,7 @@ def view(ctx: click.Context, host: str, port: int) -> None:
     """
     from ownloop.view.server import ViewServer
 
-    server = ViewServer(_store(ctx), host, port)
+    server = ViewServer(_store(ctx, create=False), host, port)
     click.echo(f"ownloop view: {server.url} (Ctrl-C to stop)")
     server.serve_forever()
 
@@ -481,7 +623,7 @@ def report(ctx: click.Context, target: str, out: str | None, gif: str | None,
     """
     from ownloop.view.report import write_reports
 
-    click.echo("\n".join(write_reports(_store(ctx), target, run_id, out, gif).lines()))
+    _echo("\n".join(write_reports(_store(ctx, create=False), target, run_id, out, gif).lines()))
 
 
 def main() -> None:

@@ -16,13 +16,14 @@ back the fields an import kept, so an imported folder exports as it came in.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from ownloop.replay.fold import Step
 
-__all__ = ["FORMS", "form_of", "step_line"]
+__all__ = ["FORMS", "SIGNATURES", "form_of", "infer_form", "step_line"]
 
 FORMS: dict[str, tuple[str, ...]] = {
     "uitars": ("step", "url", "raw", "actions", "notes", "fails"),
@@ -31,6 +32,30 @@ FORMS: dict[str, tuple[str, ...]] = {
     "opencua": ("step", "url", "raw", "attempts", "action", "code", "executed", "notes"),
 }
 """Agent name -> the fields of its steps.jsonl lines, in the order the harness writes them."""
+
+
+SIGNATURES: dict[str, frozenset[str]] = {
+    "uitars": frozenset({"actions", "fails"}),
+    "molmoweb": frozenset({"action_str", "thought", "action_error"}),
+    "fara7b": frozenset({"parse_error"}),
+    "opencua": frozenset({"attempts", "code", "executed"}),
+}
+"""Agent name -> the fields only its steps.jsonl lines have: a line with one of them says who
+wrote it."""
+
+
+def infer_form(lines: Iterable[Iterable[str]]) -> list[str]:
+    """Whose steps.jsonl form the lines (each given by its field names) have, most lines first.
+
+    Empty when no line has a field only one form has; several when lines disagree.
+    """
+    votes: dict[str, int] = {}
+    for keys in lines:
+        fields = set(keys)
+        for agent, signature in SIGNATURES.items():
+            if fields & signature:
+                votes[agent] = votes.get(agent, 0) + 1
+    return sorted(votes, key=lambda agent: -votes[agent])
 
 
 def form_of(agent: str) -> str:

@@ -40,6 +40,7 @@ __all__ = [
     "is_result_folder",
     "png_size",
     "read_folder",
+    "steps_fields",
     "unreadable",
 ]
 
@@ -277,6 +278,22 @@ def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
         if data is not None:
             attempt.extra_files[relative.as_posix()] = data
     return attempt
+
+
+def steps_fields(path: Path) -> Iterator[list[str]]:
+    """The field names of each line of a result folder's steps.jsonl files (its own and its
+    error attempts'), read as ``read_folder`` reads them; for telling which agent wrote them."""
+    folders = [path, *(p for p in sorted(path.iterdir())
+                       if _is_dir(p) and _ATTEMPT.fullmatch(p.name))] if _is_dir(path) else []
+    for folder in folders:
+        data = _read_or_none(folder / "steps.jsonl") if _is_file(folder / "steps.jsonl") else None
+        for raw in (data or b"").split(b"\n"):
+            try:
+                value = json.loads(raw) if raw.strip() else None
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                yield [key for key in value if isinstance(key, str)]
 
 
 def _read_or_none(path: Path) -> bytes | None:

@@ -48,12 +48,13 @@ from ownloop.store.extras import missing_extra
 from ownloop.store.ids import new_id
 from ownloop.store.queries import imported_folders, task_attempts
 from ownloop.store.seal import refuse_if_sealed
-from ownloop.transfer.forms import FORMS
+from ownloop.transfer.forms import FORMS, form_of, infer_form
 from ownloop.transfer.harness import (
     Attempt,
     ResultFolder,
     is_result_folder,
     read_folder,
+    steps_fields,
     unreadable,
 )
 from ownloop.transfer.sidecar import Sidecar, SidecarError, captured, graded, read_sidecar
@@ -81,6 +82,7 @@ class ImportResult(NamedTuple):
     already: int  # folders skipped because the run already has them
     counts: dict[str, int]  # imported sessions by status
     skipped: list[str]  # one line per folder that had something skipped
+    warnings: list[str] = []  # e.g. most responses did not parse as the agent's
 
     def lines(self) -> list[str]:
         """The skip lines, then a summary line."""
@@ -95,25 +97,27 @@ class ImportResult(NamedTuple):
         return [*self.skipped, line]
 
 
-def import_dir(store: Store, directory: str | Path, agent: str, run_id: str | None = None,
-               argv: Sequence[str] = ()) -> ImportResult:
+def import_dir(store: Store, directory: str | Path, agent: str | None = None,
+               run_id: str | None = None, argv: Sequence[str] = ()) -> ImportResult:
     """Import every result folder under ``directory`` (or ``directory`` itself when it is one).
 
     Args:
         store: where to write.
         directory: a folder of result folders, one per task.
-        agent: whose steps.jsonl form the folders use: uitars, molmoweb, fara7b or opencua.
+        agent: whose steps.jsonl form the folders use: uitars, molmoweb, fara7b or opencua;
+            None: told from the fields of the steps.jsonl lines.
         run_id: the run to import into; default ``import-<directory name>``.
         argv: the command line, recorded in ``RunStarted``.
 
     Raises:
-        OwnloopError: the folder does not exist, holds no result folder, or the agent is unknown.
+        OwnloopError: the folder does not exist, holds no result folder, the agent is unknown,
+            or no agent was given and the lines do not say which wrote them.
     """
     root = Path(directory)
     if not root.is_dir():
         raise OwnloopError(f"no folder {root}. Pass a folder of result folders (one per task)")
     names = sorted(set(FORMS) | set(AGENTS))
-    if agent not in names:
+    if agent is not None and agent not in names:
         raise OwnloopError(f"unknown agent {agent!r}. Choose one of: {', '.join(names)}")
     skipped: list[str] = []
     if is_result_folder(root):
@@ -134,6 +138,9 @@ def import_dir(store: Store, directory: str | Path, agent: str, run_id: str | No
     if not folders:
         raise OwnloopError(f"no result folders in {root}: expected one folder per task with "
                            "session.json or steps.jsonl")
+    shapes = infer_form(fields for path in folders for fields in steps_fields(path))
+    if agent is None:
+        agent = _inferred(root, shapes)
     run = run_id or "import-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", root.name).strip("-") or "dir")
     refuse_if_sealed(store, run, "import into another run with --run NAME")
     seen, attempts = _already_imported(store, run)
@@ -164,7 +171,34 @@ def import_dir(store: Store, directory: str | Path, agent: str, run_id: str | No
             stream.close()
     if stream is not None:
         store.sync()
-    return ImportResult(run, imported, already, dict(counts), skipped)
+    return ImportResult(run, imported, already, dict(counts), skipped,
+                        _mismatch(agent, shapes, writer.parser))
+
+
+def _inferred(root: Path, shapes: list[str]) -> str:
+    """The one agent whose form the lines have, or an error asking for ``--agent``."""
+    forms = ", ".join(FORMS)
+    if len(shapes) == 1:
+        return shapes[0]
+    if not shapes:
+        raise OwnloopError(f"cannot tell which agent wrote the steps.jsonl lines in {root}: "
+                           f"pass --agent ({forms})")
+    raise OwnloopError(f"the steps.jsonl lines in {root} have the fields of {' and '.join(shapes)}"
+                       f": pass --agent ({forms})")
+
+
+def _mismatch(agent: str, shapes: list[str], parser: _Parser) -> list[str]:
+    """A warning when the lines look like another agent's, or most responses did not parse."""
+    other = [shape for shape in shapes if shape != form_of(agent)]
+    low = parser.responses > 0 and parser.parsed_ok * 2 < parser.responses
+    if not low and not (other and form_of(agent) not in shapes):
+        return []
+    rate = (f"{parser.parsed_ok} of {parser.responses} responses parsed as {agent}"
+            + (f" ({parser.parsed_ok / parser.responses:.0%})" if parser.responses else ""))
+    if other:
+        return [f"warning: {rate}; the steps.jsonl lines have {other[0]}'s fields: import again "
+                f"with --agent {other[0]} (and another --run), or without --agent"]
+    return [f"warning: {rate}; check --agent"]
 
 
 
@@ -180,6 +214,8 @@ class _Parser:
         self.name = name
         self.agent: Agent | None = None
         self.unavailable = ""
+        self.responses = 0  # responses parsed here
+        self.parsed_ok = 0  # of them, those that parsed
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # e.g. "built-in prompt": irrelevant to parsing
@@ -202,11 +238,13 @@ class _Parser:
             return ActionParsed(at=now(), **ids, step=step, call_id=call_id, parser=self.name,
                                 error=self.unavailable[:1000])
         head = {"parser": agent.parser_name, "parser_version": agent.parser_version}
+        self.responses += 1
         try:
             result = agent.parse(text, size)
         except Exception as exc:  # noqa: BLE001 - AgentParseError, or any bug: kept, not fatal
             return ActionParsed(at=now(), **ids, step=step, call_id=call_id, **head,
                                 error=(str(exc) or type(exc).__name__)[:1000])
+        self.parsed_ok += 1
         return ActionParsed(at=now(), **ids, step=step, call_id=call_id, **head,
                             thought=result.thought, actions=result.actions,
                             model_size=result.model_size)
