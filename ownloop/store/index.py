@@ -35,6 +35,7 @@ from ownloop.store.journal import ChainState, check_chain, decode_lines
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerprint
+from ownloop.store.scores import refresh_bootstraps
 
 if TYPE_CHECKING:
     from ownloop.store import Store
@@ -373,6 +374,7 @@ class Index:
             finally:
                 if collecting:
                     gc.enable()
+            refresh_bootstraps(con)  # the seeded bootstrap of runs whose units changed
             seen = {s: mark.size for s, mark in known.items()}
         finally:
             con.close()

@@ -292,3 +292,107 @@ select stream, byte_offset, byte_length, kind, detail, projected from damaged_li
 union all
 select s.stream, s.byte_offset, null, 'unreadable', s.error, false
 from skipped_lines s anti join damaged_lines d using (stream, byte_offset);
+
+-- Statistics. The scored unit is the ledger's: one session per (run, task, repeat), the one
+-- SessionCounted marked counted. A unit no SessionCounted settled (an imported run, or one
+-- recorded before the ledger) takes its first session to end with a scored status. Replays are
+-- left out. passed is the unit's latest grade (NULL: ungraded, left out of the views below).
+create view scored_units as
+with own as (
+    select * from sessions where parent_session_id is null and task_id is not null
+),
+ledger as (
+    select run_id, task_id, repeat, arg_min(session_id, ended_at) as session_id
+    from own where counted group by run_id, task_id, repeat
+),
+unsettled as (
+    select run_id, task_id, repeat, arg_min(session_id, ended_at) as session_id
+    from own
+    where status in ('finished', 'call_user', 'fail', 'max_steps', 'timeout', 'parse_error',
+                     'no_action')
+    group by run_id, task_id, repeat
+),
+units as (
+    select run_id, task_id, repeat, session_id, true as counted from ledger
+    union all
+    select u.run_id, u.task_id, u.repeat, u.session_id, false
+    from unsettled u anti join ledger l using (run_id, task_id, repeat)
+)
+select u.run_id, u.task_id, u.repeat, u.session_id, s.passed, s.score, s.status,
+    u.counted
+from units u join own s using (session_id);
+
+-- Per task and k = 1..n, with c = passes: pass@k = 1 - C(n-c, k) / C(n, k) and
+-- pass^k = C(c, k) / C(n, k), as products of k ratios (exact for small n, no factorials).
+create view task_outcomes as
+with t as (
+    select run_id, task_id, count(*) as n, count(*) filter (where passed) as passes
+    from scored_units where passed is not null group by run_id, task_id
+)
+select run_id, task_id, n, passes, passes / n as pass_rate, r.k,
+    case when n - passes < r.k then 1.0
+        else 1.0 - list_product(list_transform(range(r.k), lambda j: (n - passes - j) / (n - j)))
+        end as pass_at_k,
+    case when passes < r.k then 0.0
+        else list_product(list_transform(range(r.k), lambda j: (passes - j) / (n - j)))
+        end as pass_hat_k
+from t, range(1, n + 1) r(k);
+
+-- The task-clustered bootstrap of each run's score, computed in Python at every sync that
+-- changed the run's units (ownloop/store/scores.py; seeded, so the same on every rebuild).
+create table score_bootstraps (run_id VARCHAR primary key, units_md5 VARCHAR, tasks BIGINT,
+    sessions BIGINT, score DOUBLE, ci_low DOUBLE, ci_high DOUBLE, resamples BIGINT,
+    seed BIGINT);
+
+-- Wilson's interval over sessions (z = 1.959964, 95%) and the task-clustered bootstrap.
+create view run_scores as
+with u as (
+    select run_id, count(distinct task_id) as tasks, count(*) as sessions,
+        count(*) filter (where passed) as passes
+    from scored_units where passed is not null group by run_id
+),
+z as (
+    select *, passes / sessions as p, 1.959963984540054 as z from u
+),
+w as (
+    select *, (p + z * z / (2 * sessions)) / (1 + z * z / sessions) as centre,
+        z / (1 + z * z / sessions)
+            * sqrt(p * (1 - p) / sessions + z * z / (4 * sessions * sessions)) as half
+    from z
+),
+r as (
+    select run_id, arg_min(agent, time) as agent, arg_min(model, time) as model
+    from run_started group by run_id
+),
+named as (
+    select run_id, min(agent) as agent, min(model) as model from sessions group by run_id
+)
+select w.run_id, coalesce(nullif(r.agent, ''), n.agent) as agent,
+    coalesce(nullif(r.model, ''), n.model) as model,
+    w.tasks, w.sessions, w.p as score,
+    case when w.passes = 0 then 0.0 else greatest(0.0, w.centre - w.half) end as ci_low,
+    case when w.passes = w.sessions then 1.0 else least(1.0, w.centre + w.half) end as ci_high,
+    'wilson' as method
+from w left join r using (run_id) left join named n using (run_id)
+union all
+select b.run_id, coalesce(nullif(r.agent, ''), n.agent), coalesce(nullif(r.model, ''), n.model),
+    b.tasks, b.sessions,
+    b.score, b.ci_low, b.ci_high, 'task_bootstrap'
+from score_bootstraps b left join r using (run_id) left join named n using (run_id);
+
+-- Tasks whose repeats disagree: outcomes in repeat order.
+create view flips as
+select run_id, task_id, count(*) as n, count(*) filter (where passed) as passes,
+    list(passed order by repeat) as outcomes
+from scored_units where passed is not null
+group by run_id, task_id
+having bool_or(passed) and not bool_and(passed);
+
+create view flip_rates as
+select run_id, count(*) as tasks,
+    count(*) filter (where bool_or_passed and not bool_and_passed) as flipped,
+    flipped / count(*) as flip_rate
+from (
+    select run_id, task_id, bool_or(passed) as bool_or_passed, bool_and(passed) as bool_and_passed
+    from scored_units where passed is not null group by run_id, task_id
+) group by run_id;

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,8 +24,10 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
-def step_events(run_id: str, session_id: str, step: int, sha256: str, t: float) -> list[E.Event]:
-    """What a recorder appends for one step: screenshot, model call, parse, two operations."""
+def step_events(run_id: str, session_id: str, step: int, sha256: str, t: float,
+                hit: str = "ok") -> list[E.Event]:
+    """What a recorder appends for one step: screenshot, model call, parse, two operations
+    (the click lands on the button whose id is ``hit``)."""
     return [
         E.ScreenshotTaken(at=at(t), run_id=run_id, session_id=session_id, step=step,
                           sha256=sha256, width=1280, height=800, url=f"http://x/{step}"),
@@ -40,7 +42,7 @@ def step_events(run_id: str, session_id: str, step: int, sha256: str, t: float) 
                        op=E.MouseMove(x=10.0 * step, y=20.0)),
         E.BrowserActed(at=at(t + 0.4), run_id=run_id, session_id=session_id, step=step, idx=1,
                        op=E.MouseClick(x=10.0 * step, y=20.0),
-                       element=E.Element(tag="button", role="button", name="OK", id="ok",
+                       element=E.Element(tag="button", role="button", name=hit.upper(), id=hit,
                                          css_path="body > button")),
     ]
 
@@ -59,13 +61,19 @@ def record_session(store: Store) -> Callable[..., str]:
 
     def record(session_id: str, *, run_id: str = "r1", steps: int = 2, t: float = 0.0,
                status: str | None = "finished", score: float | None = 1.0,
-               agent: str = "uitars", png: bytes = b"\x89PNG fake") -> str:
+               agent: str = "uitars", png: bytes = b"\x89PNG fake", task: str | None = None,
+               repeat: int = 1, counted: bool | None = None,
+               hits: Sequence[str] | None = None) -> str:
         sha = store.put_blob(png + session_id.encode())
+        task_id = task or f"task-{session_id}"
         events: list[E.Event] = [E.SessionStarted(
             at=at(t), run_id=run_id, session_id=session_id, agent=agent, model="m1",
-            task=E.Task(task_id=f"task-{session_id}", prompt="do it", start_url="http://x/"))]
-        for step in range(1, steps + 1):
-            events += step_events(run_id, session_id, step, sha, t + step)
+            repeat=repeat,
+            task=E.Task(task_id=task_id, prompt="do it", start_url="http://x/"))]
+        hits = hits or ["ok"] * steps  # the element each step's click hits
+        steps = len(hits)
+        for step, hit in enumerate(hits, start=1):
+            events += step_events(run_id, session_id, step, sha, t + step, hit)
         if status is not None:
             events.append(E.SessionEnded(at=at(t + steps + 1), run_id=run_id,
                                          session_id=session_id, status=status,  # type: ignore[arg-type]
@@ -74,6 +82,10 @@ def record_session(store: Store) -> Callable[..., str]:
             events.append(E.SessionGraded(at=at(t + steps + 2), run_id=run_id,
                                           session_id=session_id, grader="answer",
                                           score=score, passed=score >= 1.0))
+        if counted is not None:  # the ledger's verdict, as the runner appends it
+            events.append(E.SessionCounted(at=at(t + steps + 3), run_id=run_id,
+                                           session_id=session_id, task_id=task_id,
+                                           repeat=repeat, counted=counted))
         if run_id not in started:
             started.add(run_id)
             with store.stream(f"run-{run_id}") as stream:
