@@ -15,7 +15,7 @@ private environments through the ``ownloop.environments`` entry points (:mod:`.e
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from ownloop.recorder.evidence import Evidence
 from ownloop.recorder.suites.environments import load_environment
@@ -27,7 +27,7 @@ from ownloop.store.events import Task
 if TYPE_CHECKING:
     from ownloop.recorder.browser import BrowserSession
 
-__all__ = ["Evidence", "MiniwobSuite", "Suite", "TasksFileSuite", "load_suite"]
+__all__ = ["Evidence", "MiniwobSuite", "Suite", "SuiteSource", "TasksFileSuite", "load_suite"]
 
 
 @runtime_checkable
@@ -87,3 +87,18 @@ def load_suite(*, suite: str | None = None, tasks_file: str | None = None, base:
             raise SuiteError("--base applies to --tasks files; miniwob serves its own pages")
         return MiniwobSuite(argument or None, seeds, browser=browser, chromium=chromium)
     return load_environment(name, argument or None, base=base, seeds=seeds)
+
+
+class SuiteSource(NamedTuple):
+    """What ``load_suite`` was given, so another process (a Ray actor) can load the same suite
+    (a tasks file's path is absolute: that process has another working directory)."""
+
+    suite: str | None = None
+    tasks_file: str | None = None
+    base: str | None = None
+    seeds: str | None = None
+
+    def load(self) -> Any:
+        """The suite, as ``load_suite`` makes it (use it as a context manager)."""
+        return load_suite(suite=self.suite, tasks_file=self.tasks_file, base=self.base,
+                          seeds=self.seeds)

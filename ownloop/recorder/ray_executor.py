@@ -1,0 +1,372 @@
+"""``ownloop record --executor ray``: the sessions of a run on Ray actors, many nodes, one store.
+
+The driver (the ``ownloop record`` process) has written ``RunStarted`` before it gets here; it
+never opens a browser. It starts ``--workers`` actors spread over the cluster's nodes; each owns
+one Chromium (a browser context per task) and a :class:`~ownloop.recorder.runner.TaskRecorder`
+made from the store's path, the run id and the options, so the claim, the episode loop and the
+settling are the threaded executor's code. The driver hands each idle actor the next task (the
+actor pulls by finishing its last one) and shows the same progress lines; the actor claims the
+task in the store before its browser starts and writes its sessions into the shared store
+folder, which every node must see at the same path (a shared file system).
+
+A node that dies takes only its sessions in flight: their claims go stale (the holder's process
+is gone, or its lease runs out), and the task goes back to the queue, where another actor takes
+the claim over, marks the lost session ``crashed`` and records the task as a new attempt.
+Ctrl-C on the driver asks every actor to stop: their sessions end ``interrupted``.
+
+This is the one module that imports ``ray`` (the ``ownloop[ray]`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ownloop.agents import make_agent
+from ownloop.agents.base import Agent
+from ownloop.recorder.episode import EpisodeResult
+from ownloop.recorder.runner import RecordOptions, RunSummary, TaskRecorder
+from ownloop.store import Store, open_store
+from ownloop.store.claims import Claim, Claims, claims_dir, lease_seconds
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import RunEnded, SessionEnded, Task, now
+from ownloop.store.ids import new_id
+from ownloop.store.journal import StreamWriter
+
+__all__ = ["require_ray", "run_on_ray"]
+
+_MISSING = "--executor ray needs Ray. Install it with: pip install 'ownloop[ray]'"
+_START_WAIT_S = 120.0  # how long the driver waits for the first actor to start
+_POLL_S = 0.5  # how often a task held by another recorder is looked at again
+_STOP_WAIT_S = 30.0  # after Ctrl-C, how long in-flight sessions get to end themselves
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or a one-line error naming the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise OwnloopError(_MISSING) from None
+    return ray
+
+
+class _Done(NamedTuple):
+    """What an actor did with one task."""
+
+    outcome: str  # "recorded", "done" (another session counts), "held" (another recorder has it)
+    result: EpisodeResult | None = None
+    retry: bool = False  # --error-retries: run the task again
+    crashed: int = 0  # sessions of stale claims it marked crashed
+    elsewhere: int = 0  # 1 when the task turned out done by another recorder
+
+
+class _Actor:
+    """One Ray actor: one Chromium, one TaskRecorder, its own claims and run stream.
+
+    Playwright's sync objects belong to the thread that made them, and Ray may call an actor's
+    methods on other threads: every browser call runs on the actor's one own thread.
+    """
+
+    def __init__(self, store_root: str, run_id: str, options: RecordOptions,
+                 lease_s: float) -> None:
+        self.store_root, self.run_id, self.options, self.lease_s = (
+            store_root, run_id, options, lease_s)
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="ownloop-ray-actor")
+        self._recorder: TaskRecorder | None = None
+        self._suite: Any = None
+        self._stream: StreamWriter | None = None
+        self._handle: Any = None
+
+    def open(self) -> str:
+        """Set up; returns "" or the one-line reason this node cannot record."""
+        return self._thread.submit(self._open).result()
+
+    def _open(self) -> str:
+        root = Path(self.store_root)
+        host = socket.gethostname()
+        if not (claims_dir(root, self.run_id) / "contract.json").exists():
+            return (f"node {host} does not see the store at {root} (the run's claims are not "
+                    "there): put the store on a file system every node mounts, at the same path")
+        probe = claims_dir(root, self.run_id) / f".probe-{new_id()}"
+        try:
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as error:
+            return f"node {host} cannot write the store at {root}: {error.strerror}"
+        try:
+            store = open_store(root)
+            options = self.options
+            agent = make_agent(options.agent, released=options.released,
+                               **options.agent_options)
+            source = options.suite_source
+            if source is None:
+                return "--executor ray needs the suite's source (RecordOptions.suite_source)"
+            self._suite = source.load().__enter__()
+            claims = Claims(root, self.run_id, lease_s=self.lease_s)
+            self._stream = store.stream()
+            self._recorder = TaskRecorder(store, self._suite, agent, options, self.run_id,
+                                          claims, self._stream)
+        except OwnloopError as error:
+            return f"node {host}: {error}"
+        return ""
+
+    def record(self, task: Task, attempt: int, session_id: str, retries_left: int) -> _Done:
+        """Claim the task and, if this actor got it, run and settle one session."""
+        return self._thread.submit(self._record, task, attempt, session_id, retries_left).result()
+
+    def _record(self, task: Task, attempt: int, session_id: str, retries_left: int) -> _Done:
+        recorder = self._recorder
+        assert recorder is not None, "open() first"
+        crashed, elsewhere = recorder.crashed, recorder.done_elsewhere
+        taken = recorder.take(task, attempt, session_id)
+        if not isinstance(taken, Claim):
+            return _Done(taken, elsewhere=recorder.done_elsewhere - elsewhere)
+        old, self._handle = self._handle, None
+        self._handle = recorder.ensure_browser(old, taken)
+        result = recorder.run_one(self._handle, task, taken)
+        retry = recorder.wants_retry(result, retries_left)
+        recorder.settle_session(task, taken, result, retry=retry)
+        with recorder._lock:
+            recorder.in_flight.pop(result.session_id, None)
+        return _Done("recorded", result, retry, recorder.crashed - crashed)
+
+    def stop(self) -> None:
+        """End the session in flight as ``interrupted`` (called while ``record`` runs)."""
+        if self._recorder is not None:
+            self._recorder.stop.set()
+
+    def close(self) -> None:
+        """Close the browser, give back every claim, close the stream and the suite."""
+        self._thread.submit(self._close).result()
+
+    def _close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        if self._recorder is not None:
+            self._recorder.claims.close()
+        if self._stream is not None:
+            self._stream.close()
+        if self._suite is not None:
+            self._suite.__exit__(None, None, None)
+
+
+class _Slot(NamedTuple):
+    """A task handed to an actor, until its answer comes back."""
+
+    actor: Any
+    task: Task
+    attempt: int
+    session_id: str
+
+
+def _connect(ray: Any, address: str | None) -> None:
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report from a recorder
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR",
+                 configure_logging=True, include_dashboard=False if address is None else None)
+    except ConnectionError as error:
+        raise OwnloopError(f"cannot reach the Ray cluster at {address}: {error}. Start one "
+                           "with: ray start --head, or pass --ray-address HOST:PORT") from None
+
+
+def run_on_ray(store: Store, agent: Agent, options: RecordOptions, run_id: str,
+               todo: list[Task], skipped: int, crashed: int, attempts: dict[str, int],
+               run_stream: StreamWriter, begun: float,
+               on_start: Callable[[str, int, int], None],
+               on_result: Callable[[EpisodeResult], None]) -> RunSummary:
+    """Record ``todo`` on ``options.workers`` Ray actors and end the run (``RunEnded``).
+
+    ``crashed`` and ``attempts`` are where the run stood when this recorder started (sessions
+    marked crashed, the highest attempt per task).
+    """
+    ray = require_ray()
+    _connect(ray, options.ray_address)
+    retries_left = {task.task_id: agent.settings.error_retries if options.error_retries is None
+                    else options.error_retries for task in todo}
+    driver = _Driver(ray, store, options, run_id, todo, attempts, retries_left, on_result,
+                     run_stream)
+    on_start(run_id, len(todo), skipped)
+    interrupted = False
+    try:
+        driver.start()
+        driver.run()
+    except KeyboardInterrupt:
+        interrupted = True
+        driver.interrupt()
+    finally:
+        driver.close()
+        ray.shutdown()
+    summary = RunSummary(run_id, driver.results, skipped, crashed + driver.crashed,
+                         round(time.monotonic() - begun, 3), interrupted, driver.elsewhere,
+                         driver.fatal, len(driver.pending) + len(driver.deferred)
+                         if driver.fatal else 0)
+    counts = summary.counts()
+    if summary.crashed:
+        counts["crashed"] = counts.get("crashed", 0) + summary.crashed
+    run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts,
+                                seconds=summary.seconds)])
+    return summary
+
+
+class _Driver:
+    """The driver's side: actors, the queue of tasks, what is in flight, the results."""
+
+    def __init__(self, ray: Any, store: Store, options: RecordOptions, run_id: str,
+                 todo: list[Task], attempts: dict[str, int], retries_left: dict[str, int],
+                 on_result: Callable[[EpisodeResult], None], run_stream: StreamWriter) -> None:
+        self.ray, self.store, self.options, self.run_id = ray, store, options, run_id
+        self.run_stream = run_stream
+        self.pending: deque[tuple[Task, int]] = deque(
+            (task, attempts.get(task.task_id, 0) + 1) for task in todo)
+        self.deferred: list[tuple[Task, int]] = []  # held by another recorder: looked at again
+        self.retries_left = retries_left
+        self.on_result = on_result
+        self.results: list[EpisodeResult] = []
+        self.crashed = 0
+        self.elsewhere = 0
+        self.fatal = ""
+        self.actors: list[Any] = []
+        self.opening: dict[Any, Any] = {}  # open() ref -> actor
+        self.idle: list[Any] = []
+        self.running: dict[Any, _Slot] = {}  # record() ref -> what it runs
+        self._deferred_at = 0.0
+
+    def start(self) -> None:
+        remote = self.ray.remote(num_cpus=1, max_concurrency=2)(_Actor)
+        lease = lease_seconds(self.options.limits.timeout_s)
+        count = max(1, min(self.options.workers, len(self.pending)))
+        for _ in range(count):
+            actor = remote.options(scheduling_strategy="SPREAD").remote(
+                str(self.store.root.resolve()), self.run_id, self.options, lease)
+            self.actors.append(actor)
+            self.opening[actor.open.remote()] = actor
+        self._started = time.monotonic()
+
+    def run(self) -> None:
+        ray = self.ray
+        while not self.fatal:
+            self._hand_out()
+            if not self.running and not self.pending and not self.deferred:
+                return
+            if not self.running and not self.idle and not self.opening:
+                self.fatal = ("every Ray worker died: run the same command again to finish "
+                              "the run")
+                return
+            if (not self.running and not self.idle
+                    and time.monotonic() - self._started > _START_WAIT_S):
+                self.fatal = (f"no Ray worker started in {_START_WAIT_S:.0f}s: each takes one "
+                              "CPU of the cluster (see: ray status)")
+                return
+            waiting = [*self.running, *self.opening]
+            if not waiting:  # only tasks held elsewhere are left: look again in a while
+                time.sleep(_POLL_S)
+                continue
+            ready, _ = ray.wait(waiting, num_returns=1, timeout=_POLL_S)
+            for ref in ready:
+                if ref in self.opening:
+                    self._opened(ref)
+                else:
+                    self._answered(ref)
+
+    def _hand_out(self) -> None:
+        if not self.pending and self.deferred and time.monotonic() - self._deferred_at >= _POLL_S:
+            self.pending.extend(self.deferred)
+            self.deferred.clear()
+        while self.idle and self.pending:
+            task, attempt = self.pending.popleft()
+            actor = self.idle.pop()
+            session_id = new_id()
+            ref = actor.record.remote(task, attempt, session_id,
+                                      self.retries_left.get(task.task_id, 0))
+            self.running[ref] = _Slot(actor, task, attempt, session_id)
+
+    def _opened(self, ref: Any) -> None:
+        actor = self.opening.pop(ref)
+        try:
+            problem = self.ray.get(ref)
+        except self.ray.exceptions.RayActorError:
+            self.actors.remove(actor)  # its node died as it started
+            return
+        if problem:
+            self.fatal = problem
+            return
+        self.idle.append(actor)
+
+    def _answered(self, ref: Any) -> None:
+        slot = self.running.pop(ref)
+        try:
+            done: _Done = self.ray.get(ref)
+        except self.ray.exceptions.RayActorError:
+            # Its node (or process) died: the session in flight is lost. Its claim goes stale,
+            # and whoever takes the task over marks that session crashed.
+            self.actors.remove(slot.actor)
+            self._defer(slot.task, slot.attempt + 1)
+            return
+        except self.ray.exceptions.RayTaskError as error:
+            cause = getattr(error, "cause", None)
+            self.fatal = str(cause) if isinstance(cause, OwnloopError) else \
+                f"{type(cause or error).__name__}: {cause or error}"
+            return
+        self.idle.append(slot.actor)
+        self.crashed += done.crashed
+        self.elsewhere += done.elsewhere
+        if done.outcome == "held":
+            self._defer(slot.task, slot.attempt)
+        elif done.result is not None:
+            self.results.append(done.result)
+            self.on_result(done.result)
+            if done.retry:
+                self.retries_left[slot.task.task_id] -= 1
+                self.pending.append((slot.task, slot.attempt + 1))
+
+    def _defer(self, task: Task, attempt: int) -> None:
+        self.deferred.append((task, attempt))
+        self._deferred_at = time.monotonic()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: every actor ends its session as ``interrupted``; sessions whose actor did not
+        answer in time are ended here, so none is left open."""
+        for actor in self.actors:
+            actor.stop.remote()
+        deadline = time.monotonic() + _STOP_WAIT_S
+        while self.running and time.monotonic() < deadline:
+            ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=1.0)
+            for ref in ready:
+                self._answered(ref)
+        unended = [SessionEnded(at=now(), run_id=self.run_id, session_id=slot.session_id,
+                                status="interrupted", error="interrupted (Ctrl-C)")
+                   for slot in self.running.values() if _open_session(self.store,
+                                                                      slot.session_id)]
+        self.run_stream.append(unended)
+        tasks = {slot.session_id: slot.task.task_id for slot in self.running.values()}
+        self.results.extend(
+            EpisodeResult(e.session_id, tasks[e.session_id], "interrupted", None, 0, 0.0, None,
+                          None, e.error) for e in unended)
+        self.running.clear()
+
+    def close(self) -> None:
+        """Close every live actor (browsers, claims, streams), then end the actors."""
+        closing = [actor.close.remote() for actor in self.actors]
+        if closing:
+            self.ray.wait(closing, num_returns=len(closing), timeout=_STOP_WAIT_S)
+        for actor in self.actors:
+            self.ray.kill(actor)
+
+
+def _open_session(store: Store, session_id: str) -> bool:
+    """Whether the session's stream was started and holds no end yet."""
+    path = store.journal_dir / f"{session_id}.jsonl"
+    if not path.exists():
+        return False
+    try:
+        return not any(isinstance(e, SessionEnded) for e in store.read_stream(session_id))
+    except OwnloopError:
+        return False
+

@@ -1,0 +1,144 @@
+"""A real two-node Ray cluster on this machine, inside a fresh network and pid namespace.
+
+Ray picks the machine's network address, and tests may only talk to loopback: in a new network
+namespace the only interface is ``lo``, so Ray uses 127.0.0.1 by itself. A new pid namespace
+(with its own /proc) means ``ray stop`` and the kernel's clean-up at the end touch only the
+processes of this test, never another Ray on the machine.
+
+A test re-runs itself in there::
+
+    def test_x(request):
+        if reexec_in_netns(request):
+            return          # the body ran (and passed) inside the namespace
+        with RayCluster() as cluster: ...
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_INSIDE = "OWNLOOP_TEST_RAY_NETNS"
+_BIN = Path(sys.executable).parent
+PORT = 6379  # any port is free in a fresh network namespace
+
+# A dead node is noticed in ~3 s instead of ~30 s (Ray's system config, read from the env).
+_FAST_FAILURE = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "1000",
+                 "RAY_health_check_failure_threshold": "3", "RAY_AUTH_MODE": "disabled",
+                 "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def ray_env() -> dict[str, str]:
+    """The environment for ``ray`` commands and drivers in these tests."""
+    return {**os.environ, **_FAST_FAILURE}
+
+
+def reexec_in_netns(request: Any, timeout: float = 300) -> bool:
+    """Outside the namespace: run this one test in a new one and return True (it passed).
+    Inside: bring loopback up and return False (go on with the body)."""
+    pytest.importorskip("ray")
+    if os.environ.get(_INSIDE) == "1":
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        return False
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("needs root, unshare and ip for a network namespace")
+    root = Path(__file__).resolve().parents[2]
+    command = ["unshare", "--net", "--pid", "--fork", "--mount-proc", sys.executable, "-m",
+               "pytest", request.node.nodeid, "-q", "-x", "-p", "no:cacheprovider"]
+    done = subprocess.run(command, cwd=root, env={**ray_env(), _INSIDE: "1"},
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    assert " passed" in done.stdout, done.stdout[-3000:]
+    return True
+
+
+class RayCluster:
+    """``ray start --head`` and one worker node (``ray start --address``), 1 CPU each."""
+
+    def __init__(self, cpus: int = 1) -> None:
+        self.cpus = cpus
+        self.dir = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: socket paths
+        self.address = f"127.0.0.1:{PORT}"
+
+    def __enter__(self) -> RayCluster:
+        common = ["--num-cpus", str(self.cpus), "--disable-usage-stats"]
+        self._ray("start", "--head", "--port", str(PORT), "--temp-dir", str(self.dir / "h"),
+                  "--include-dashboard=false", *common)
+        self._ray("start", "--address", self.address, "--temp-dir", str(self.dir / "w"),
+                  *common)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run([str(_BIN / "ray"), "stop", "--force"], env=ray_env(),
+                       capture_output=True, timeout=120)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _ray(self, *args: str) -> None:
+        done = subprocess.run([str(_BIN / "ray"), *args], env=ray_env(), capture_output=True,
+                              text=True, timeout=180)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    def worker_node_pids(self) -> set[int]:
+        """Every process of the worker node: those started with its temp dir, and all their
+        descendants (its actors, their Playwright drivers and Chromiums)."""
+        parents: dict[int, int] = {}
+        roots: set[int] = set()
+        mark = str(self.dir / "w")
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            pid = int(entry.name)
+            parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+            if mark in cmdline:
+                roots.add(pid)
+        found = set(roots)
+        grew = True
+        while grew:
+            grew = False
+            for pid, parent in parents.items():
+                if parent in found and pid not in found:
+                    found.add(pid)
+                    grew = True
+        return found
+
+    def kill_worker_node(self) -> int:
+        """kill -9 every process of the worker node; returns how many."""
+        pids = self.worker_node_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return len(pids)
+
+    def node_of(self, pid: int) -> str | None:
+        """"head" or "worker": the node whose logs name a worker process with this pid."""
+        for node in ("h", "w"):
+            if any((self.dir / node).glob(f"session_*/logs/worker-*-{pid}.out")):
+                return "head" if node == "h" else "worker"
+        return None
+
+
+def wait_for(what: str, check: Any, timeout: float = 120) -> Any:
+    """``check()``'s first truthy value, polled every 0.1 s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"no {what} after {timeout}s")
