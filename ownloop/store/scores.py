@@ -35,13 +35,13 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
         return 0
     rows = con.execute(
         "select run_id, task_id, list(passed order by repeat) from scored_units "
-        "where passed is not null and list_contains($runs, run_id) group by run_id, task_id "
-        "order by run_id, task_id", {"runs": changed}).fetchall()
+        "where passed is not null and list_contains($runs::varchar[], run_id) "
+        "group by run_id, task_id order by run_id, task_id", {"runs": changed}).fetchall()
     by_run: dict[str, list[list[bool]]] = {}
     for run, _, outcomes in rows:
         by_run.setdefault(run, []).append(outcomes)
     con.begin()
-    con.execute("delete from score_bootstraps where list_contains($runs, run_id)",
+    con.execute("delete from score_bootstraps where list_contains($runs::varchar[], run_id)",
                 {"runs": changed + gone})
     for run in changed:
         tasks = by_run.get(run, [])

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from ownloop.store import Store
+from ownloop.store import events as E
 from ownloop.store.stats import (
     clustered_bootstrap,
     mcnemar_exact,
@@ -16,6 +17,7 @@ from ownloop.store.stats import (
     percentile,
     wilson,
 )
+from tests.store.conftest import at
 
 
 # ------------------------------------------------------------------ pure functions
@@ -163,13 +165,19 @@ def test_run_scores_give_wilson_and_a_reproducible_task_bootstrap(repeats: Store
     assert repeats.sql("select * from run_scores order by method").rows[0][6:8] == boot[6:8]
 
 
-def test_a_regrade_recomputes_the_bootstrap(repeats: Store,
-                                            record_session: Callable[..., str]) -> None:
-    before = repeats.sql("select score from run_scores where method = 'task_bootstrap'").rows
+def test_new_sessions_and_regrades_recompute_the_bootstrap(
+        repeats: Store, record_session: Callable[..., str]) -> None:
+    query = "select tasks, sessions, score from run_scores where method = 'task_bootstrap'"
+    assert repeats.sql(query).rows == [(3, 9, pytest.approx(5 / 9))]
     record_session("d1", task="d", score=1.0, t=500)
-    after = repeats.sql("select tasks, score from run_scores "
-                        "where method = 'task_bootstrap'").rows
-    assert before == [(pytest.approx(5 / 9),)] and after == [(4, pytest.approx(6 / 10))]
+    assert repeats.sql(query).rows == [(4, 10, pytest.approx(6 / 10))]
+    with repeats.stream("regrade") as stream:  # a2 failed; a regrade says it passed
+        stream.append([E.SessionGraded(at=at(600), run_id="r1", session_id="a2",
+                                       grader="answer", score=1.0, passed=True,
+                                       source="regrade")])
+    assert repeats.sql(query).rows == [(4, 10, pytest.approx(7 / 10))]
+    assert repeats.sql("select passes from task_outcomes where task_id = 'a' and k = 1").rows \
+        == [(3,)]
 
 
 def test_flips_list_tasks_whose_repeats_disagree_and_the_flip_rate(repeats: Store) -> None:
