@@ -12,7 +12,11 @@ found as OSWorld's regular expressions find them; the code is the last fenced bl
 ``python`` or ``code`` optional). It runs through ``pyautogui.py``'s whitelist interpreter —
 never through Python. Numbers are absolute pixels of the screenshot's smart_resize space
 (factor 28, min_pixels 3136: 1920x1080 is seen as 1932x1092), mapped back as OSWorld's "qwen25"
-projection does: ``int(x / 1932 * 1920)``.
+projection does: ``int(x / 1932 * 1920)``. As there, a point with both numbers in [0, 1] is read
+as a fraction of the screen (``round(x * 1920)``; ``click(x=1, y=1)`` is the bottom-right corner),
+kept on the page's last pixel as the released VM's X server keeps the pointer; option
+``fractions=false`` reads it as model pixels like every other point (the 7B's training format,
+where (1, 1) is the top-left pixel).
 
 Where ownloop departs from OSWorld, on purpose:
 - A statement the whitelist refuses stops the block as ``python -c`` stops at a failing
@@ -24,8 +28,7 @@ Where ownloop departs from OSWorld, on purpose:
   "success" (else the response is a parse failure).
 - Every pointer coordinate is projected, also those of scroll(x=, y=), mouseDown/mouseUp and
   computer.triple_click (OSWorld projects only click-like calls, moveTo and dragTo), and offsets
-  of moveRel/dragRel. A point with both numbers in [0, 1] is read as a fraction of the page
-  (OSWorld multiplies it by the resized size, a small bug).
+  of moveRel/dragRel.
 - A block with nothing to do (only ``pass`` or imports) is a zero-second wait, so the episode
   goes on as OSWorld's would, instead of ending with no_action.
 """
@@ -33,10 +36,13 @@ Where ownloop departs from OSWorld, on purpose:
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from msgspec import Meta
 
 from ownloop.agents.base import (
+    AgentBase,
     AgentParseError,
     Ending,
     LoopSettings,
@@ -46,11 +52,13 @@ from ownloop.agents.base import (
     task_text,
 )
 from ownloop.agents.coordinates import Point, Size, smart_resize
-from ownloop.agents.opencua_prompt import BUILTIN, COT_LEVELS, PromptTexts, load_prompts
+from ownloop.agents.opencua_prompt import RELEASED_SPEC, prompt_texts
 from ownloop.agents.opencua_render import render_response
-from ownloop.agents.options import OptionCheck
+from ownloop.agents.options import AgentOptions
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
-from ownloop.agents.translation import TranslationStyle, translate_action
+from ownloop.agents.released import Released
+from ownloop.agents.translation import TranslationStyle
+from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     ButtonDown,
@@ -61,7 +69,6 @@ from ownloop.store.events import (
     Finish,
     Message,
     Move,
-    Op,
     Sampling,
     Scroll,
     Task,
@@ -73,6 +80,7 @@ __all__ = [
     "MAX_RESPONSE_CHARS",
     "OPENCUA_MIN_PIXELS",
     "OpenCuaAgent",
+    "OpenCuaOptions",
     "QwenCoordinates",
     "code_blocks",
     "pointer_after",
@@ -84,7 +92,6 @@ MAX_RESPONSE_CHARS = 24_000
 OPENCUA_MIN_PIXELS = 3136  # OSWorld's qwen25 projection: smart_resize(factor 28, min 3136)
 
 _PARSER_REVISION = 1
-_warned = False
 _SECTION = {
     name: re.compile(rf"^##\s*{name}\s*:?[\n\r]+(.*?)(?=^##|\Z)", re.DOTALL | re.MULTILINE)
     for name in ("Observation", "Thought", "Action")
@@ -115,15 +122,23 @@ def code_blocks(text: str) -> list[str]:
 
 
 class QwenCoordinates:
-    """OSWorld's "qwen25" projection: model pixels of the smart-resized image → page pixels."""
+    """OSWorld's "qwen25" projection: model pixels of the smart-resized image → page pixels.
 
-    def __init__(self, image: Size, model: Size) -> None:
-        self.image, self.model = image, model
+    Args:
+        fractions: a point with both numbers in [0, 1] is a fraction of the page (OSWorld's
+            rule), kept on its last pixel; False reads it as model pixels like any other.
+    """
+
+    def __init__(self, image: Size, model: Size, *, fractions: bool = True) -> None:
+        self.image, self.model, self.fractions = image, model, fractions
 
     def point(self, x: float, y: float) -> Point:
-        """``int(x / W' * W)``, as OSWorld; a point inside [0, 1]² is a fraction of the page."""
-        if 0 <= x <= 1 and 0 <= y <= 1:
-            return Point(float(round(x * self.image.width)), float(round(y * self.image.height)))
+        """``int(x / W' * W)``, as OSWorld; a point inside [0, 1]² is a fraction of the page
+        (``round(x * W)``, at most ``W - 1``) unless ``fractions`` is off."""
+        if self.fractions and 0 <= x <= 1 and 0 <= y <= 1:
+            # The released VM's X server keeps the pointer on the screen: (1, 1) is its last pixel.
+            return Point(float(min(round(x * self.image.width), self.image.width - 1)),
+                         float(min(round(y * self.image.height), self.image.height - 1)))
         return Point(float(int(x / self.model.width * self.image.width)),
                      float(int(y / self.model.height * self.image.height)))
 
@@ -148,102 +163,74 @@ def pointer_after(history: Sequence[PastStep]) -> Point | None:
     return None
 
 
-class OpenCuaAgent:
+class OpenCuaOptions(AgentOptions, frozen=True, kw_only=True):
+    """The ``opencua`` agent's options; the defaults follow OSWorld's OpenCUA runner."""
+
+    viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT (OSWorld's screen: "
+                                              "1920x1080)")] = "1920x1080"
+    cot: Annotated[Literal["l1", "l2", "l3"], Meta(
+        description="chain-of-thought level of the V1 system prompt: l1, l2 or l3")] = "l2"
+    images: Annotated[
+        int, Meta(ge=1, description="screenshots per request, the current one included")
+    ] = 3
+    max_tokens: Annotated[
+        int, Meta(ge=1, description="completion limit per call (the runner sends 2048)")
+    ] = 2048
+    pause: Annotated[float, Meta(ge=0, description="seconds to sleep after each step's actions "
+                                                   "(sleep_after_execution)")] = 5.0
+    scroll_px: Annotated[
+        float, Meta(gt=0, description="page pixels of one pyautogui scroll click")
+    ] = 100.0
+    wait_s: Annotated[float, Meta(ge=0, description="seconds computer.wait() waits")] = 5.0
+    fractions: Annotated[bool, Meta(
+        description="a point with both numbers in [0, 1] is a fraction of the screen, as "
+                    "OSWorld's qwen25 projection reads it (x=1, y=1: the bottom-right corner); "
+                    "false reads it as model pixels (the top-left pixel)")] = True
+
+
+class OpenCuaAgent(AgentBase[OpenCuaOptions]):
     """The ``opencua`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "opencua"
     parser_name = "opencua"
     parser_version = f"ownloop {_PARSER_REVISION}"
+    options_type = OpenCuaOptions
+    released_spec = RELEASED_SPEC
+    max_response_chars = MAX_RESPONSE_CHARS
 
     def __init__(
-        self,
-        *,
-        viewport: tuple[int, int] | str = (1920, 1080),
-        cot: str = "l2",
-        images: int = 3,
-        max_tokens: int = 2048,
-        pause: float = 5.0,
-        scroll_px: float = 100.0,
-        wait_s: float = 5.0,
-        released: str | None = None,
+        self, options: OpenCuaOptions | None = None, released: Released | None = None
     ) -> None:
-        """Options, all recorded in RunStarted; the defaults follow OSWorld's OpenCUA runner.
-
-        Args:
-            viewport: page size (width, height) or "WIDTHxHEIGHT" (OSWorld's screen: 1920x1080).
-            cot: chain-of-thought level of the V1 system prompt: l1, l2 or l3.
-            images: screenshots per request, the current one included.
-            max_tokens: completion limit per call (the runner sends 2048).
-            pause: seconds to sleep after each step's actions (sleep_after_execution).
-            scroll_px: page pixels of one pyautogui scroll click.
-            wait_s: seconds computer.wait() waits.
-            released: clones of OSWorld to read mm_agents/opencua/prompts.py from (colon list;
-                None: $OWNLOOP_PATH).
+        """The agent with ``options`` (None: the defaults) and the prompts of a clone of OSWorld
+        (``mm_agents/opencua/prompts.py``; None: the built-in ones).
 
         Raises:
-            OwnloopError: an option has the wrong type or is out of range.
+            OwnloopError: a released template has a placeholder other than its own.
         """
-        check = OptionCheck(self.name)
-        self.viewport = check.viewport(viewport)
-        check.that(cot in COT_LEVELS, f"cot must be one of {', '.join(COT_LEVELS)}, got {cot!r}")
-        self.cot = cot
-        self.images = check.number("images", images, int)
-        self.max_tokens = check.number("max_tokens", max_tokens, int)
-        self.pause = check.number("pause", pause, float)
-        self.scroll_px = check.number("scroll_px", scroll_px, float)
-        self.wait_s = check.number("wait_s", wait_s, float)
-        check.that(self.images >= 1, "images must be at least 1 (the current screenshot)")
-        check.that(self.max_tokens >= 1, "max_tokens must be at least 1")
-        check.that(self.pause >= 0 and self.wait_s >= 0, "pause and wait_s must not be negative")
-        check.that(self.scroll_px > 0, "scroll_px must be positive")
-        check.that(released is None or isinstance(released, str),
-                   "released must be a folder list like /src/OSWorld:/src/other")
-        self.released = released
-        self.texts = self._texts(check)
+        super().__init__(options, released)
+        config = self.config
+        self.viewport = config.size()
+        self.texts = prompt_texts(config.cot, released)
         self.prompt_source = self.texts.source
+        try:
+            self.texts.instruction.format(instruction="")
+            self.texts.step.format(step_num=1)
+            self.texts.history.format(observation="", thought="", action="")
+        except (KeyError, IndexError, ValueError) as error:
+            path = self.texts.source.removeprefix("released:")
+            raise OwnloopError(f"opencua: {path} has a template with an unexpected placeholder: "
+                               f"{error!r}") from None
         self.settings = LoopSettings(
             viewport=self.viewport,
-            sampling=Sampling(temperature=0.0, top_p=0.9, max_tokens=self.max_tokens),
-            images=self.images,
+            sampling=Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
+            images=config.images,
             calls_per_step=5,  # OSWorld's max_retry
             resample_temperature=0.2,  # max(0.2, temperature) after the first call
             stop_only=True,  # its call_llm retries until finish_reason == "stop"
-            pause_s=self.pause,
+            pause_s=config.pause,
             max_steps=100,
         )
-        self._style = TranslationStyle(notch_px=self.scroll_px)
-
-    def _texts(self, check: OptionCheck) -> PromptTexts:
-        global _warned
-        found = load_prompts(self.cot, self.released)
-        if found is None:
-            if not _warned:
-                _warned = True
-                warnings.warn("opencua: OSWorld's mm_agents/opencua/prompts.py not found under "
-                              "--released/$OWNLOOP_PATH; using ownloop's built-in prompt",
-                              stacklevel=3)
-            return BUILTIN[self.cot]
-        try:
-            found.instruction.format(instruction="")
-            found.step.format(step_num=1)
-            found.history.format(observation="", thought="", action="")
-        except (KeyError, IndexError, ValueError) as error:
-            path = found.source.removeprefix("released:")
-            check.that(False, f"{path} has a template with an unexpected placeholder: {error!r}")
-        return found
-
-    def options(self) -> dict[str, str | int | float | bool | None]:
-        """The agent's own settings, recorded in RunStarted."""
-        return {
-            "viewport": f"{self.viewport[0]}x{self.viewport[1]}",
-            "cot": self.cot,
-            "images": self.images,
-            "max_tokens": self.max_tokens,
-            "pause": self.pause,
-            "scroll_px": self.scroll_px,
-            "wait_s": self.wait_s,
-            "released": self.released,
-        }
+        self.style = TranslationStyle(notch_px=config.scroll_px)
 
     # ------------------------------------------------------------------ request
 
@@ -259,12 +246,12 @@ class OpenCuaAgent:
             action = sections(past.response).get("action")
             text = self.texts.step.format(step_num=index + 1) + self.texts.history.format(
                 observation=None, thought=None, action=action)
-            if index > count - self.images:
+            if index > count - self.config.images:
                 messages.append(Message(role="user", parts=(past.observation.screenshot,)))
                 messages.append(Message(role="assistant", parts=(TextPart(text=text),)))
             else:
                 merged.append(text)
-                if index == count - self.images:
+                if index == count - self.config.images:
                     messages.append(Message(role="assistant",
                                             parts=(TextPart(text="\n".join(merged)),)))
         instruction = self.texts.instruction.format(instruction=task_text(task))
@@ -273,35 +260,11 @@ class OpenCuaAgent:
 
     # ------------------------------------------------------------------ response
 
-    def parse(
-        self,
-        text: str,
-        image_size: tuple[int, int],
-        history: Sequence[PastStep] | None = None,
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
     ) -> Parsed:
-        """Actions in page coordinates for a screenshot of ``image_size`` (width, height).
-
-        Args:
-            history: the steps before this one; the pointer starts where their actions left it
-                (None: unknown, e.g. when re-parsing one response on its own).
-
-        Raises:
-            AgentParseError: whatever went wrong, in one line; nothing else escapes.
-        """
-        try:
-            return self._parse(text, image_size, history)
-        except AgentParseError:
-            raise
-        except Exception as error:  # noqa: BLE001 - the contract: only AgentParseError escapes
-            raise AgentParseError(f"opencua parser failed: {type(error).__name__}") from error
-
-    def _parse(self, text: str, image_size: tuple[int, int],
-               history: Sequence[PastStep] | None) -> Parsed:
-        if not isinstance(text, str):
-            raise AgentParseError(f"response is {type(text).__name__}, not text")
-        if len(text) > MAX_RESPONSE_CHARS:
-            raise AgentParseError(f"response too long ({len(text)} characters; the limit is "
-                                  f"{MAX_RESPONSE_CHARS})")
+        """Actions in page coordinates for a screenshot of ``image_size`` (width, height); the
+        pointer starts where ``history``'s actions left it."""
         found = sections(text)
         blocks = code_blocks(text)
         if not blocks:
@@ -311,9 +274,10 @@ class OpenCuaAgent:
             raise AgentParseError("the code block is empty")
         image = Size(*image_size)
         model = smart_resize(image, min_pixels=OPENCUA_MIN_PIXELS)
-        pointer = None if history is None else pointer_after(history)
+        pointer = pointer_after(history)
+        projection = QwenCoordinates(image, model, fractions=self.config.fractions)
         try:
-            outcome = interpret(code, QwenCoordinates(image, model), pointer=pointer)
+            outcome = interpret(code, projection, pointer=pointer)
         except CodeSyntaxError as error:
             raise AgentParseError(f"code: {error}") from None
         thought = found.get("thought", "")
@@ -324,7 +288,7 @@ class OpenCuaAgent:
         elif "action" not in found:
             raise AgentParseError("no '## Action:' section in the response")
         elif control is not None:  # computer.wait
-            actions = (Wait(seconds=self.wait_s, raw=control.raw),)
+            actions = (Wait(seconds=self.config.wait_s, raw=control.raw),)
         else:
             actions = outcome.actions or (Wait(seconds=0.0, raw=_clip(code, 500)),)
         return Parsed(thought=thought, actions=actions, model_size=(model.width, model.height))
@@ -343,10 +307,6 @@ class OpenCuaAgent:
         raise AgentParseError("computer.terminate needs status='success' or status='failure'")
 
     # ------------------------------------------------------------------ execution and end
-
-    def translate(self, action: Action) -> tuple[Op, ...]:
-        """The Playwright operations for one action (see ``translation.translate_action``)."""
-        return translate_action(action, self._style)
 
     def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
         """terminate(success) ends finished with the answer; terminate(failure) ends fail."""

@@ -14,18 +14,24 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ownloop.agents.released import find_released
+from ownloop.agents.released import Released, ReleasedSpec
 
 __all__ = [
     "BUILTIN",
     "CANDIDATES",
     "COT_LEVELS",
+    "RELEASED_SPEC",
     "PromptTexts",
-    "load_prompts",
+    "prompt_texts",
 ]
 
 CANDIDATES = ("mm_agents/opencua/prompts.py", "opencua/prompts.py")
 COT_LEVELS = ("l1", "l2", "l3")
+_TEMPLATES = ("INSTRUTION_TEMPLATE", "STEP_TEMPLATE", "ACTION_HISTORY_TEMPLATE")
+RELEASED_SPEC = ReleasedSpec(
+    "xlang-ai/OSWorld", CANDIDATES,
+    tuple(f"SYSTEM_PROMPT_V1_{level.upper()}" for level in COT_LEVELS) + _TEMPLATES)
+"""Where the texts live in a clone of OSWorld: the module must define every level's prompt."""
 
 
 class PromptTexts(NamedTuple):
@@ -101,21 +107,19 @@ BUILTIN: dict[str, PromptTexts] = {
 """The built-in texts per chain-of-thought level."""
 
 
-def load_prompts(cot: str, released: str | None) -> PromptTexts | None:
-    """The released texts for ``cot`` from a clone under ``released`` (or ``$OWNLOOP_PATH``).
-
-    Returns None when no clone defines them all.
-    """
+def prompt_texts(cot: str, released: Released | None) -> PromptTexts:
+    """The texts for chain-of-thought level ``cot`` from a clone's constants (``RELEASED_SPEC``),
+    or the built-in ones when there are none or the clone lacks one of them."""
+    if released is None:
+        return BUILTIN[cot]
     system_name = f"SYSTEM_PROMPT_V1_{cot.upper()}"
-    names = (system_name, "INSTRUTION_TEMPLATE", "STEP_TEMPLATE", "ACTION_HISTORY_TEMPLATE")
-    found = find_released(CANDIDATES, names, released)
-    if found is None:
-        return None
-    texts = found.constants
+    texts = released.constants
+    if any(name not in texts for name in (system_name, *_TEMPLATES)):
+        return BUILTIN[cot]
     return PromptTexts(
         system=texts[system_name],
         instruction=texts["INSTRUTION_TEMPLATE"],
         step=texts["STEP_TEMPLATE"],
         history=texts["ACTION_HISTORY_TEMPLATE"],
-        source=found.source,
+        source=released.source,
     )

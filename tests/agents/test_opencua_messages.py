@@ -111,7 +111,8 @@ def test_settings_follow_osworld() -> None:
 
 
 @pytest.mark.parametrize("options", [{"cot": "l4"}, {"images": 0}, {"pause": -1},
-                                     {"scroll_px": 0}, {"viewport": "big"}, {"released": 3}])
+                                     {"scroll_px": 0}, {"viewport": "big"},
+                                     {"fractions": "maybe"}])
 def test_bad_options_are_one_line_errors(options: dict[str, object]) -> None:
     with pytest.raises(OwnloopError, match="^opencua: "):
         agent(**options)
@@ -154,11 +155,9 @@ def test_released_prompts_are_read_from_a_clone(tmp_path: Path) -> None:
     assert agent(released=str(tmp_path / "OSWorld"), cot="l3").texts.system == "stand-in L3"
 
 
-def test_released_prompts_also_found_in_an_opencua_folder(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_released_prompts_also_found_in_an_opencua_folder(tmp_path: Path) -> None:
     module = write_clone(tmp_path, "opencua/prompts.py")
-    monkeypatch.setenv("OWNLOOP_PATH", str(tmp_path))
-    assert agent().prompt_source == f"released:{module.resolve()}"
+    assert agent(released=str(tmp_path)).prompt_source == f"released:{module.resolve()}"
 
 
 def test_without_a_clone_the_prompt_is_built_in(tmp_path: Path,
