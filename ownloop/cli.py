@@ -150,6 +150,11 @@ def cli(ctx: click.Context, store: str) -> None:
 # --- commands go below; keep each one thin --------------------------------------------------
 
 
+def _notice(line: str) -> None:
+    """A line on stderr (stdout keeps what the command is for)."""
+    click.echo(line, err=True)
+
+
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
@@ -186,7 +191,7 @@ def serve_model(
     server = make_cassette_server(_store(ctx, create=False), cassette, on_miss, forward,
                                   faults=faults, host=host, port=port, log=log) if cassette else \
         make_server(expert, agent, faults, host=host, port=port, log=log, model=model,
-                    api_key=api_key)
+                    api_key=api_key, notice=None if quiet else _notice)
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
     click.echo(f"ownloop serve-model: {what} at {server.start()}")
     server.serve_forever()
@@ -356,6 +361,20 @@ def demo(ctx: click.Context, count: int, workers: int) -> None:
     from ownloop.demo import run_demo
 
     run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo)
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",
+              help="Clones of the models' released code, to say which prompt texts are found.")
+@_friendly
+def agents(name: str | None, released: str | None) -> None:
+    """The agents; with NAME, its options (-o KEY=VALUE) with defaults and meanings, where its
+    prompt comes from, and where it deviates from the released loop. Example: ownloop agents fara7b
+    """
+    from ownloop.agents.describe import agent_lines, agents_lines
+
+    _echo_lines(agent_lines(name, released) if name else agents_lines(released))
 
 
 # --- replay: show, replay, regrade, diff (ownloop/replay/) -----------------------------------
@@ -535,6 +554,7 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
     result = compare_runs(_store(ctx), run_a, run_b)
     if fmt == "table":
         Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
+        _echo_lines(result.score_lines())  # whole lines, never wrapped
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
     if delta is not None and result.worse_than(delta):

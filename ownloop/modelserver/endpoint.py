@@ -20,13 +20,15 @@ class UnknownExpert(OwnloopError):
     pass
 
 
-def make_responder(expert: str, agent: str, faults: str | None = None) -> Responder:
+def make_responder(expert: str, agent: str, faults: str | None = None,
+                   notice: Callable[[str], None] | None = None) -> Responder:
     """The responder for ``--expert NAME --agent NAME [--faults SPEC]``.
 
     Args:
         expert: which scripted expert answers ("miniwob").
         agent: whose output grammar it answers in (an ownloop agent name, e.g. "uitars").
         faults: a fault plan (see ``ownloop.modelserver.faults``), or None for none.
+        notice: told in a line when the expert makes its first plan (seconds), and when done.
 
     Raises:
         UnknownExpert: the expert name is not one of EXPERTS.
@@ -37,7 +39,7 @@ def make_responder(expert: str, agent: str, faults: str | None = None) -> Respon
         raise UnknownExpert(f"no expert {expert!r}. Use one of: {', '.join(EXPERTS)}")
     from ownloop.modelserver.expert import MiniwobExpert  # starts no browser until first asked
 
-    responder: Responder = MiniwobExpert(agent)
+    responder: Responder = MiniwobExpert(agent, notice=notice)
     return FaultyResponder(responder, phases) if phases else responder
 
 
@@ -49,9 +51,19 @@ def make_server(
     host: str = "127.0.0.1",
     port: int = 0,
     log: Callable[[str], None] | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> ModelServer:
-    """A not-yet-started ModelServer for ``serve-model``'s options (see ``make_responder``)."""
+    """A not-yet-started ModelServer for ``serve-model``'s options (see ``make_responder``).
+
+    Args:
+        model: serve only this model name (others get 404, as from vLLM); None: any name is
+            accepted and ``ownloop-EXPERT-AGENT`` is listed.
+        api_key: the key requests must send (else 401); None: none needed.
+    """
     return ModelServer(
-        make_responder(expert, agent, faults), host, port,
-        models=(f"ownloop-{expert}-{agent}",), log=log,
+        make_responder(expert, agent, faults, notice), host, port,
+        models=(model or f"ownloop-{expert}-{agent}",), any_model=model is None,
+        api_key=api_key, log=log,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path, PurePosixPath
@@ -41,6 +42,8 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Click, KeyboardType, MouseClick, TypeText
 
 __all__ = ["BrowserThread", "MiniwobExpert", "Plan"]
+
+_SLOW_PLAN_S = 5.0  # a later plan taking longer than this is noticed too
 
 _FACTS_JS = Path(__file__).with_name("page_facts.js").read_text(encoding="utf-8")
 
@@ -115,9 +118,13 @@ class MiniwobExpert:
         agent: the ownloop agent whose grammar and coordinate space the answers use.
         chromium: a Chromium executable overriding discovery.
         rehearse: play each plan in the expert's own page first and keep the reward it earned.
+        notice: told, in a line, that the first plan is being made (it starts a browser and
+            opens the episode: seconds, while the request waits) and when it is ready, and of
+            any later plan that took longer than ``_SLOW_PLAN_S``.
     """
 
-    def __init__(self, agent: str, *, chromium: str | None = None, rehearse: bool = True) -> None:
+    def __init__(self, agent: str, *, chromium: str | None = None, rehearse: bool = True,
+                 notice: Callable[[str], None] | None = None) -> None:
         from ownloop.agents import make_agent
 
         self.agent = make_agent(agent)
@@ -125,6 +132,8 @@ class MiniwobExpert:
         self.browser = BrowserThread(chromium)
         self._plans: dict[tuple[str, tuple[int, int]], Future[Plan]] = {}
         self._lock = threading.Lock()
+        self._notice = notice
+        self._planned = 0  # plans made so far
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         statement = find_task(request)
@@ -133,7 +142,7 @@ class MiniwobExpert:
                 400, "no task in the request: the expert looks for 'You are interacting with a "
                 "web application at URL. Your task: ...'", error_type="invalid_request_error",
             )
-        size = last_image_size(request) or self.agent.settings.viewport
+        size = self.page_size(last_image_size(request))
         try:
             plan = self.plan(statement.start_url, size)
         except OwnloopError as exc:
@@ -144,6 +153,15 @@ class MiniwobExpert:
         if getattr(self.agent, "types_at_a_point", False):
             actions = _with_typing_point(plan.steps, index)
         return Reply(self.agent.render(step.thought, actions, size))
+
+    def page_size(self, sent: tuple[int, int] | None) -> tuple[int, int]:
+        """The page size behind an image of size ``sent``: the agent's viewport when that is
+        what it sends at its own viewport (Fara resizes 1440x900 to 1428x896), else ``sent``."""
+        viewport = self.agent.settings.viewport
+        if sent is None:
+            return viewport
+        resize = getattr(self.agent, "sent_image_size", None)
+        return viewport if resize is not None and resize(viewport) == sent else sent
 
     def plan(self, start_url: str, viewport: tuple[int, int]) -> Plan:
         """The plan for the episode at ``start_url`` in a page of ``viewport``, made once.
@@ -161,13 +179,32 @@ class MiniwobExpert:
                 future = self._plans[key] = Future()
         if owner:
             try:
-                plan = self.browser.call(lambda b: self._make_plan(b, start_url, viewport))
+                plan = self._timed(start_url, lambda: self.browser.call(
+                    lambda b: self._make_plan(b, start_url, viewport)))
                 future.set_result(plan)
             except BaseException as exc:
                 with self._lock:
                     del self._plans[key]  # a failure is not cached: the next call tries again
                 future.set_exception(exc)
         return future.result()
+
+    def _timed(self, start_url: str, make: Callable[[], Plan]) -> Plan:
+        """``make()``, with a notice before the first plan and after it (or a slow later one)."""
+        name, seed = _task_and_seed(start_url)
+        with self._lock:
+            first = self._planned == 0
+            self._planned += 1
+        if first and self._notice is not None:
+            self._notice(f"expert: planning {name} (seed {seed}), the first plan: it starts a "
+                         "headless Chromium and solves the episode there, a few seconds")
+        began = time.monotonic()
+        plan = make()
+        seconds = time.monotonic() - began
+        if self._notice is not None and (first or seconds > _SLOW_PLAN_S):
+            reward = "" if plan.reward is None else f", rehearsal reward {plan.reward:g}"
+            self._notice(f"expert: plan for {name} (seed {seed}) ready in {seconds:.1f}s: "
+                         f"{len(plan.steps)} steps{reward}")
+        return plan
 
     def close(self) -> None:
         """Close the expert's browser."""

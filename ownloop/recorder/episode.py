@@ -24,6 +24,7 @@ from ownloop.grading import UNGRADED, make_grader
 from ownloop.recorder.browser import BrowserSession
 from ownloop.recorder.evidence import capture_end_state
 from ownloop.recorder.model import CallOutcome
+from ownloop.recorder.sent_images import SentImages
 from ownloop.recorder.suites import Evidence, Suite
 from ownloop.store import Store
 from ownloop.store.events import (
@@ -135,6 +136,9 @@ class Episode:
         self.history: list[PastStep] = []
         self.parse_failures = 0
         self.action_errors = 0
+        # Images go out at the size the agent's released client sends (Fara: resized).
+        self.sent_images = SentImages(getattr(agent, "sent_image_size", None),
+                                      store.get_blob, store.put_blob)
 
     # ---------------------------------------------------------------- helpers
     def _elapsed(self) -> float:
@@ -180,7 +184,8 @@ class Episode:
         settings = self.agent.settings
         observation = self.observe(step, batch)
         shot_size = (observation.screenshot.width, observation.screenshot.height)
-        messages = self.agent.build_messages(self.task, self.history, observation)
+        messages = self.sent_images(
+            self.agent.build_messages(self.task, self.history, observation))
 
         parsed: Parsed | None = None
         response = ""

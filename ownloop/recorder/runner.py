@@ -32,14 +32,16 @@ from ownloop.recorder.admission import (
     source_state,
 )
 from ownloop.recorder.browser import BrowserSession, browser_versions, open_browser
-from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, run_episode
+from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.suites import Suite
 from ownloop.store import Store
 from ownloop.store.claims import Claim, Claims, lease_seconds
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
+    ActionParsed,
     Event,
+    ModelCalled,
     RunEnded,
     SessionCounted,
     SessionEnded,
@@ -182,6 +184,10 @@ class _Worker(threading.Thread):
 
     def run(self) -> None:
         runner = self.runner
+        # Set when run() is over. Waited on instead of join(): before Python 3.13, a Ctrl-C that
+        # interrupts join() can mark a thread that still runs as stopped, so a later join()
+        # returned at once and its session was ended (and counted) twice.
+        self.done = threading.Event()
         handle = None
         try:
             while not runner.stop.is_set():
@@ -199,8 +205,11 @@ class _Worker(threading.Thread):
                                 else f"{type(exc).__name__}: {exc}")
             runner.stop.set()
         finally:
-            if handle is not None:
-                handle.close()
+            try:
+                if handle is not None:
+                    handle.close()
+            finally:
+                self.done.set()
 
 
 class TaskRecorder:
@@ -211,6 +220,9 @@ class TaskRecorder:
     def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
                  run_id: str, claims: Claims, run_stream: StreamWriter) -> None:
         self.store, self.suite, self.agent, self.options = store, suite, agent, options
+    # Told (session id, task id, step, what the step did) after each step, when set.
+    on_step: Callable[[str, str, int, str], None] | None = None
+
         self.run_id = run_id
         self.claims = claims
         self.run_stream = run_stream
@@ -295,7 +307,8 @@ class TaskRecorder:
             return run_episode(
                 store=self.store, agent=self.agent, client=self.client, browser=session,
                 suite=self.suite, started=started, limits=self.options.limits, stop=self.stop,
-                grader_spec=task.grader or self.suite.default_grader)
+                grader_spec=task.grader or self.suite.default_grader,
+                on_step=_step_reporter(self.on_step, started) if self.on_step else None)
         finally:
             session.close()
 
@@ -389,6 +402,7 @@ def record(
 ) -> RunSummary:
     """Record ``options.agent`` on every task of ``suite`` not yet done in the run.
 
+    on_step: Callable[[str, str, int, str], None] | None = None,
     Admission comes first and writes nothing when it refuses (see :mod:`.admission`); then
     ``RunStarted`` is written, and only then do browsers start. Other recorders may work on the
     same run at once: each task is claimed before its session starts (:mod:`ownloop.store.claims`).
@@ -405,17 +419,17 @@ def record(
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_graders(tasks, suite.default_grader)
-    probe = ModelClient(options.endpoint, options.model, load_blob=store.get_blob,
-                        api_key=options.api_key, timeout_s=options.call_timeout_s)
     started = declare(
+    # The endpoint is checked before anything is written and before a browser starts (MiniWoB's
+    # prompts are read in one): a dead endpoint is one line in a second, not every task's retries.
+    ModelClient(options.endpoint, options.model, load_blob=store.get_blob,
+                api_key=options.api_key, timeout_s=options.call_timeout_s).check()
         run_id=run_id, argv=redact_argv(options.argv), agent=agent,
         model=options.model, endpoint=public_endpoint(options.endpoint), suite=suite, tasks=tasks,
         max_steps=options.limits.max_steps, timeout_s=options.limits.timeout_s,
         versions=_versions(source))
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
     try:
-        if any(claims.winner(task.task_id, 1) is None for task in tasks):
-            probe.check()  # before the contract is declared: a refusal writes nothing
         admit(store, claims, started)
         standing = _standing(store, claims, run_id)
         todo = [t for t in tasks if claims.winner(t.task_id, 1) is None]
@@ -437,8 +451,17 @@ def record(
 def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_id: str,
          todo: list[Task], skipped: int, standing: _Standing, claims: Claims,
          run_stream: StreamWriter, begun: float, on_start: Callable[[str, int, int], None],
-         on_result: Callable[[EpisodeResult], None]) -> RunSummary:
-    runner = _Runner(store, suite, agent, options, run_id, on_result, claims, run_stream)
+         on_result: Callable[[EpisodeResult], None],
+         on_step: Callable[[str, str, int, str], None] | None = None) -> RunSummary:
+    streak = _EndpointErrors(options.max_endpoint_errors)
+
+    def reported(result: EpisodeResult) -> None:
+        if streak.add(result):
+            runner.stop.set()  # the tasks not started stay for a resume
+        on_result(result)
+
+    runner = _Runner(store, suite, agent, options, run_id, reported, claims, run_stream)
+    runner.on_step = on_step
     retries = agent.settings.error_retries if options.error_retries is None \
         else options.error_retries
     for task in todo:
@@ -450,14 +473,14 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
         worker.start()
     interrupted = False
     try:
-        for worker in workers:
-            while worker.is_alive():
-                worker.join(0.2)
+        for worker in workers if todo else []:
+            while not worker.done.wait(0.2):
+                pass
     except KeyboardInterrupt:
         interrupted = True
         runner.stop.set()
-        for worker in workers:
-            worker.join(30)
+        for worker in workers if todo else []:
+            worker.done.wait(30)
         # A session whose worker did not get to write its end (it was still stopping, or
         # its browser went down with the same Ctrl-C) ends here, so none is left open.
         unended = [SessionEnded(at=now(), run_id=run_id, session_id=session_id,
@@ -468,9 +491,13 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
         runner.results.extend(
             EpisodeResult(e.session_id, runner.in_flight[e.session_id], "interrupted", None,
                           0, 0.0, None, None, e.error) for e in unended)
-    summary = RunSummary(run_id, runner.results, skipped, standing.crashed + runner.crashed,
+    with runner._lock:  # a worker still stopping after 30 s must not add to the summary
+        results = list(runner.results)
+    fatal = runner.fatal[0] if runner.fatal else streak.stopped
+    not_started = runner.queue.qsize() + len(runner.deferred) if fatal else 0
+    summary = RunSummary(run_id, results, skipped, standing.crashed + runner.crashed,
                          round(time.monotonic() - begun, 3), interrupted,
-                         runner.done_elsewhere, runner.fatal[0] if runner.fatal else "")
+                         runner.done_elsewhere, fatal, not_started)
     counts = summary.counts()
     if summary.crashed:
         counts["crashed"] = counts.get("crashed", 0) + summary.crashed
@@ -493,6 +520,51 @@ def _crash(store: Store, claims: Claims, run_id: str, session_id: str) -> Sessio
 def _has_ended(store: Store, session_id: str) -> bool:
     """Whether the session's own stream already holds its end (written, not yet reported)."""
     return _end_of(store, session_id) is not None
+class _EndpointErrors:
+    """Sessions in a row that ended ``endpoint_error``: at ``limit`` (0: never) the run stops."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_a_row = 0
+        self.stopped = ""  # why the run stopped, once it did
+        self._lock = threading.Lock()
+
+    def add(self, result: EpisodeResult) -> bool:
+        """Count a session's end; True when this one stops the run."""
+        with self._lock:
+            self.in_a_row = self.in_a_row + 1 if result.status == "endpoint_error" else 0
+            if self.stopped or not self.limit or self.in_a_row < self.limit:
+                return False
+            last = f" (the last: {result.error[:120]})" if result.error else ""
+            self.stopped = (f"{self.in_a_row} sessions in a row ended endpoint_error{last}; "
+                            "--max-endpoint-errors stops the run there")
+            return True
+
+
+def _step_reporter(on_step: Callable[[str, str, int, str], None],
+                   started: SessionStarted) -> StepHook:
+    """The episode's step hook that tells ``on_step`` what each step did, in a few words."""
+
+    def seen(step: int, batch: list[Event]) -> None:
+        on_step(started.session_id, started.task.task_id, step, _step_note(batch))
+
+    return seen
+
+
+def _step_note(batch: list[Event]) -> str:
+    """``click, type``; ``parse error``; ``model call failed``: a step's events in a few words."""
+    for event in reversed(batch):
+        if isinstance(event, ActionParsed) and event.error is None:
+            kinds = [type(action).__struct_config__.tag for action in event.actions]
+            return ", ".join(str(kind) for kind in kinds) or "no action"
+    if any(isinstance(event, ActionParsed) for event in batch):
+        return "parse error"
+    calls = [event for event in batch if isinstance(event, ModelCalled)]
+    if calls and calls[-1].response is None:
+        return "model call failed"
+    return "screenshot" if batch else ""
+
+
 
 
 def _end_of(store: Store, session_id: str) -> SessionEnded | None:

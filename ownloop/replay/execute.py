@@ -40,6 +40,7 @@ from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.replay.cassette import Cassette, CassetteClient
 from ownloop.replay.fidelity import measure_step
 from ownloop.replay.fold import Session, Step, fold
+from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import reopen_suite
 from ownloop.replay.reparse import agent_for, recorded_settings
 from ownloop.store import Store
@@ -176,6 +177,7 @@ class _Plan(NamedTuple):
     settle_s: float
     chromium: str | None
     run_id: str
+    on_step: Callable[[int], None] | None = None
 
 
 def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> EpisodeResult:
@@ -196,6 +198,12 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
                 replaying = plan.mode in ("ops", "actions")
                 max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
                 fidelity = _Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
+
+                def on_step(number: int, batch: list[Event]) -> None:
+                    fidelity(number, batch)
+                    if plan.on_step is not None:
+                        plan.on_step(number)
+
                 result = run_episode(
                     store=store, agent=plan.agent,
                     client=plan.client or CassetteClient(Cassette([])), browser=browser,
@@ -203,7 +211,7 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
                     limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
                     stop=stop, grader_spec=parent.task.grader or reopened.suite.default_grader,
                     play=_play_recorded(parent, plan.mode) if replaying else None,
-                    on_step=fidelity)
+                    on_step=on_step)
                 measured = fidelity.events()
                 if measured:  # the child's own facts, in a stream of their own
                     with store.stream() as stream:
@@ -282,6 +290,7 @@ def execute_session(
     on_miss: str = "stop",
     run_id: str | None = None,
     released: str | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> Replayed:
     """Re-execute ``parent`` in a fresh browser as a new session (see the module docstring).
 
@@ -299,6 +308,7 @@ def execute_session(
         on_miss: what a cassette miss does: ``stop``, ``forward`` or ``force``.
         run_id: the child's run (default: the parent's).
         released: clones of the model's released code to read its prompt texts from.
+        on_step: called with each step's number once its events are appended.
 
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
@@ -326,7 +336,7 @@ def execute_session(
                                 live_from_step=fork_at if mode == "fork" else None)
     plan = _Plan(mode, fork_at if mode == "fork" else None, agent, client,
                  model if mode == "fork" and model else parent.model, settle_s, chromium,
-                 _child_run(store, run_id or parent.run_id))
+                 _child_run(store, run_id or parent.run_id), on_step)
     new_run = _ensure_run(store, plan.run_id, agent, plan.model,
                           public_endpoint(endpoint) if endpoint else "", parent.task.suite)
     result = _in_thread(lambda stop: _run(store, parent, plan, stop))
@@ -402,8 +412,9 @@ def summary_text(replayed: Replayed) -> str:
     return "\n".join(lines)
 
 
-def replay_from_options(store: Store, session: Session, options: dict[str, Any]) -> str:
-    """``ownloop replay TARGET --execute MODE`` / ``--fork-at K``: re-execute and summarise.
+def replay_from_options(store: Store, session: Session, options: dict[str, Any]) -> Replayed:
+    """``ownloop replay TARGET --execute MODE`` / ``--fork-at K``: re-execute (``summary_text``
+    says how it went).
 
     ``options`` holds the command's options: execute, fork_at, endpoint, model, api_key,
     settle, chromium, agent_option (``KEY=VALUE`` pairs), on_miss and run_id.
@@ -416,11 +427,13 @@ def replay_from_options(store: Store, session: Session, options: dict[str, Any])
         raise ReplayError("--fork-at replays recorded responses before step K; "
                           f"it cannot be combined with --execute {execute}")
     mode = "fork" if fork_at is not None else str(execute)
-    replayed = execute_session(
-        store, session, mode, fork_at=fork_at, endpoint=options.get("endpoint"),
-        model=options.get("model"), api_key=options.get("api_key"),
-        settle_s=float(options.get("settle", 1.0)), chromium=options.get("chromium"),
-        agent_overrides=parse_overrides(options.get("agent_option") or ()),
-        on_miss=options.get("on_miss") or "stop", run_id=options.get("run_id"),
-        released=options.get("released"))
-    return summary_text(replayed)
+    # Progress on stderr (stdout keeps the summary): the parent's step count is the budget.
+    with StepProgress(f"replay {session.session_id}", "step",
+                      len(session.steps) or None) as progress:
+        return execute_session(
+            store, session, mode, fork_at=fork_at, endpoint=options.get("endpoint"),
+            model=options.get("model"), api_key=options.get("api_key"),
+            settle_s=float(options.get("settle", 1.0)), chromium=options.get("chromium"),
+            agent_overrides=parse_overrides(options.get("agent_option") or ()),
+            on_miss=options.get("on_miss") or "stop", run_id=options.get("run_id"),
+            released=options.get("released"), on_step=progress.advance)

@@ -4,6 +4,7 @@ and a caption saying what the step did."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
@@ -80,8 +81,10 @@ def _caption(step: Step, count: int) -> str:
     return plain(f"step {step.step}/{count}  {did or 'no action'}", 140)
 
 
-def render_frames(store: Store, session: Session) -> list[Image.Image]:
-    """One RGB frame per step of ``session``: screenshot, marks, caption."""
+def render_frames(store: Store, session: Session,
+                  on_frame: Callable[[int], None] | None = None) -> list[Image.Image]:
+    """One RGB frame per step of ``session``: screenshot, marks, caption; ``on_frame(n)`` after
+    the n-th."""
     marks = session_marks(session)
     frames = []
     count = len(session.steps)
@@ -101,16 +104,20 @@ def render_frames(store: Store, session: Session) -> list[Image.Image]:
         draw.text((10, shot.height + 12), _caption(step, count), fill=(255, 255, 255),
                   font=_font(18))
         frames.append(frame)
+        if on_frame is not None:
+            on_frame(len(frames))
     return frames
 
 
-def write_gif(store: Store, session: Session, out: Path, frame_ms: int = FRAME_MS) -> Path:
-    """Write ``session`` as an animated GIF (looping, ``frame_ms`` per step) to ``out``.
+def write_gif(store: Store, session: Session, out: Path, frame_ms: int = FRAME_MS,
+              on_frame: Callable[[int], None] | None = None) -> Path:
+    """Write ``session`` as an animated GIF (looping, ``frame_ms`` per step) to ``out``;
+    ``on_frame(n)`` is called as each frame is drawn.
 
     Raises:
         OwnloopError: the session has no steps, or ``out`` cannot be written.
     """
-    frames = render_frames(store, session)
+    frames = render_frames(store, session, on_frame)
     if not frames:
         raise OwnloopError(f"session {session.session_id} has no steps to animate")
     try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ownloop.replay.fold import NoSessionEvents, Session, fold
+from ownloop.replay.progress import StepProgress
 from ownloop.replay.target import load_session
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
@@ -109,5 +110,6 @@ def write_reports(store: Store, target: str, run_id: str | None, out: str | Path
     if out is not None:
         paths.append(write_report(store, session, Path(out)))
     if gif is not None:
-        paths.append(write_gif(store, session, Path(gif)))
+        with StepProgress(f"gif {Path(gif).name}", "frame", len(session.steps)) as progress:
+            paths.append(write_gif(store, session, Path(gif), on_frame=progress.advance))
     return ReportWritten(session, paths)
