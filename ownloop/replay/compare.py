@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -307,8 +306,8 @@ def _rate(passes: int, n: int) -> str:
     return "-" if not n else f"{passes}/{n} {passes / n:.2f}"
 
 
-def comparison_view(result: Comparison) -> Group:
-    """A table of the tasks (recorded text shown literally), then the summary lines."""
+def comparison_view(result: Comparison) -> Table:
+    """A table of the tasks, recorded text shown literally (the summary: ``score_lines``)."""
     table = Table(title=Text(visible(f"A {result.run_a}  vs  B {result.run_b}", one_line=True)),
                   header_style="bold")
     for name in ("task", "A passed", "B passed", "B - A", "flipped", "first divergent step"):
@@ -321,4 +320,4 @@ def comparison_view(result: Comparison) -> Group:
         table.add_row(Text(visible(task.task_id, one_line=True)),
                       Text(_rate(task.passes_a, task.n_a)), Text(_rate(task.passes_b, task.n_b)),
                       Text(delta), Text("yes" if task.flipped else ""), Text(step))
-    return Group(table, *(Text(line) for line in result.score_lines()))
+    return table
