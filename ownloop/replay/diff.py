@@ -10,7 +10,7 @@ from rich.text import Text
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import actions_text, plain
 
-__all__ = ["SessionDiff", "StepDiff", "diff_sessions", "diff_view"]
+__all__ = ["SessionDiff", "StepDiff", "diff_sessions", "diff_view", "step_url"]
 
 
 class StepDiff(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,7 +83,8 @@ def _outcome(session: Session) -> str:
     return f"{session.status} {verdict}{answer}"
 
 
-def _url(step: Step | None) -> str:
+def step_url(step: Step | None) -> str:
+    """The URL a step started on: its screenshot's, else its first operation's, else ""."""
     if step is None:
         return ""
     if step.screenshot is not None and step.screenshot.url:
@@ -102,11 +103,12 @@ def diff_sessions(a: Session, b: Session) -> SessionDiff:
         shot_b = two.screenshot.sha256 if two is not None and two.screenshot else ""
         acts_a = actions_text(one.actions) if one is not None else ""
         acts_b = actions_text(two.actions) if two is not None else ""
+        url_a, url_b = step_url(one), step_url(two)
         rows.append(StepDiff(
-            step=number, actions_a=acts_a, actions_b=acts_b, url_a=_url(one), url_b=_url(two),
+            step=number, actions_a=acts_a, actions_b=acts_b, url_a=url_a, url_b=url_b,
             screenshot_a=shot_a, screenshot_b=shot_b,
             same_actions=one is not None and two is not None and one.actions == two.actions,
-            same_url=_url(one) == _url(two), same_screenshot=bool(shot_a) and shot_a == shot_b))
+            same_url=url_a == url_b, same_screenshot=bool(shot_a) and shot_a == shot_b))
     return SessionDiff(a=a.session_id, b=b.session_id, steps=tuple(rows),
                        outcome_a=_outcome(a), outcome_b=_outcome(b))
 

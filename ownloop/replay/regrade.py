@@ -55,14 +55,16 @@ class RegradeResult(msgspec.Struct, frozen=True, kw_only=True):
     flips: tuple[Flip, ...] = ()
     stream: str | None = None  # the journal stream the new grades went to
     seconds: float = 0.0
+    dry_run: bool = False  # the grades were computed and not appended
 
     def lines(self) -> list[str]:
         """The report: counts, then one line per flipped session."""
+        verb = "would regrade" if self.dry_run else "regraded"
         lines = [
-            f"regraded {self.graded} of {self.selected} sessions in {self.seconds:.2f}s "
+            f"{verb} {self.graded} of {self.selected} sessions in {self.seconds:.2f}s "
             f"({self.skipped} skipped: ungraded status, unfinished or no grader)",
             f"passed before: {self.passed_before}   passed after: {self.passed_after}   "
-            f"flipped: {len(self.flips)}",
+            f"{'would flip' if self.dry_run else 'flipped'}: {len(self.flips)}",
         ]
         for flip in self.flips:
             was = "ungraded" if flip.before is None else ("pass" if flip.before else "fail")
@@ -73,6 +75,8 @@ class RegradeResult(msgspec.Struct, frozen=True, kw_only=True):
         if self.stream:
             lines.append(f"new grades in journal stream {self.stream}; earlier grades are kept "
                          "in the grades view")
+        if self.dry_run:
+            lines.append("dry run: no grade was appended")
         return lines
 
 
@@ -109,6 +113,7 @@ def regrade(
     where: str | None = None,
     grader: str | None = None,
     tasks: dict[str, str | None] | None = None,
+    dry_run: bool = False,
 ) -> RegradeResult:
     """Regrade the selected sessions offline and append the new grades to one new stream.
 
@@ -120,6 +125,7 @@ def regrade(
         grader: a grader spec for every session (see ``ownloop.grading.spec``).
         tasks: task id → grader spec (``graders_from_tasks_file``); sessions of other tasks
             are skipped. Without ``grader`` and ``tasks``, each session's own task grader.
+        dry_run: compute the grades and the flips, append nothing.
 
     Raises:
         GraderSpecError: a spec is not valid.
@@ -162,7 +168,7 @@ def regrade(
             details=verdict.details, source="regrade",
             against_seal=seals.get(session.run_id, "")))
     stream_id = None
-    if new:
+    if new and not dry_run:
         with store.stream() as stream:
             stream.append(new)
             stream_id = stream.stream_id
@@ -170,4 +176,4 @@ def regrade(
     return RegradeResult(
         selected=len(sessions), graded=len(new), skipped=len(sessions) - len(new),
         passed_before=passed_before, passed_after=passed_after, flips=tuple(flips),
-        stream=stream_id, seconds=time.perf_counter() - began)
+        stream=stream_id, seconds=time.perf_counter() - began, dry_run=dry_run)

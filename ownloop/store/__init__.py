@@ -48,6 +48,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DEFAULT_STORE",
     "MissingBlob",
+    "NoStore",
     "OwnloopError",
     "QueryError",
     "QueryResult",
@@ -148,11 +149,22 @@ class Store:
         return verify_store(self, run_id=run_id, fingerprint=fingerprint)
 
 
-def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True) -> Store:
-    """Open (creating if needed) the store at ``root``, ``$OWNLOOP_STORE`` or ``./ownloop-data``."""
+class NoStore(OwnloopError):
+    """``open_store(..., create=False)`` found no store there (nothing, or a folder without one)."""
+
+
+def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True,
+               create: bool = True) -> Store:
+    """Open the store at ``root``, ``$OWNLOOP_STORE`` or ``./ownloop-data``.
+
+    With ``create`` (the default) a missing store is made; without it (commands that only read
+    what is there) a path that holds no store raises ``NoStore`` and nothing is created.
+    """
     path = Path(root or os.environ.get("OWNLOOP_STORE") or DEFAULT_STORE)
     if path.exists() and not path.is_dir():
         raise OwnloopError(f"{path} is a file, not a store directory. Pass --store DIR")
+    if not create:
+        _must_be_a_store(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -164,3 +176,16 @@ def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True
                 f"{path / part} is a file, but a store keeps a folder there: {path} is damaged or "
                 f"not an ownloop store. Move that file away, or pass --store DIR")
     return Store(path, fsync=fsync)
+
+
+def _must_be_a_store(path: Path) -> None:
+    if not path.exists():
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:  # the same words as a store that cannot be made there
+            raise OwnloopError(f"{path} cannot be a folder: {blocker} is a file. Pass --store DIR "
+                               "naming a folder")
+        raise NoStore(f"there is no store at {path}. Pass --store DIR (or set $OWNLOOP_STORE) "
+                      "naming one, or record one there with: ownloop demo")
+    if not any((path / part).exists() for part in ("journal", "blobs", "index.duckdb")):
+        raise NoStore(f"{path} is not an ownloop store (it has no journal folder). Pass --store "
+                      "DIR (or set $OWNLOOP_STORE) naming one")

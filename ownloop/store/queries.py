@@ -157,6 +157,9 @@ def target_session(store: Store, target: str, run_id: str | None = None) -> str 
     First a session with the id ``target``; else the latest session of the task ``target``; else
     of a task ``target-SEED`` (a MiniWoB task name without its seed). Tasks are looked for in
     ``run_id``, or without it in the latest run (by its first session's start) that has them.
+    A recorded session wins over a replay of one (``parent_session_id``), and, without
+    ``run_id``, over an imported one (suite ``import:...``); those are chosen only when the task
+    has nothing else.
     """
     rows = store.sql(
         "with r as (select run_id, min(started_at) as run_start from sessions group by run_id) "
@@ -166,7 +169,9 @@ def target_session(store: Store, target: str, run_id: str | None = None) -> str 
         "where (s.session_id = $t or s.task_id = $t or (starts_with(s.task_id, $t || '-') "
         "and regexp_full_match(s.task_id[length($t) + 2:], '[0-9]+'))) "
         "and ($run is null or s.run_id = $run) "
-        "order by rank, r.run_start desc, s.started_at desc, s.session_id desc limit 1",
+        "order by rank, s.parent_session_id is not null, "
+        "$run is null and starts_with(coalesce(s.suite, ''), 'import:'), "
+        "r.run_start desc, s.started_at desc, s.session_id desc limit 1",
         {"t": target, "run": run_id or None}).rows
     return str(rows[0][0]) if rows else None
 

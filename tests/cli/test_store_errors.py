@@ -145,8 +145,8 @@ def test_rebuilding_the_index_of_a_read_only_store_is_one_line(read_only: Path) 
     assert_one_line_error(
         run(read_only, "index", "--rebuild"),
         f"the store {read_only} is read-only and its index cannot be rebuilt there: run "
-        "`ownloop index` where the store is writable, or copy it to a writable folder and pass "
-        "--store DIR")
+        f"`ownloop --store {read_only} index` where the store is writable, or copy it to a "
+        "writable folder and pass --store DIR")
     assert _files(read_only) == before
     assert run(read_only, "sql", "select count(*) from sessions").exit_code == 0
 
@@ -185,8 +185,9 @@ def test_an_out_of_date_index_on_a_read_only_store_says_so(tmp_path: Path) -> No
         for args in (("sql", "select 1"), ("sessions",), ("show", "a"), ("index",)):
             assert_one_line_error(
                 run(root, *args),
-                f"the store {root} is read-only and its index is out of date: run `ownloop index` "
-                "where the store is writable, or copy it to a writable folder and pass --store DIR")
+                f"the store {root} is read-only and its index is out of date: run `ownloop "
+                f"--store {root} index` where the store is writable, or copy it to a writable "
+                "folder and pass --store DIR")
         assert run(root, "verify").exit_code == 0  # the journal is still readable
 
 
@@ -353,8 +354,8 @@ def test_a_chmodded_store_reads_and_refuses_writes_in_one_line(chmodded: Path) -
     rebuild = _as_nobody(chmodded, "index", "--rebuild")
     assert (rebuild.returncode, rebuild.stdout, rebuild.stderr) == (
         1, "", f"Error: the store {chmodded} is read-only and its index cannot be rebuilt there: "
-        "run `ownloop index` where the store is writable, or copy it to a writable folder and "
-        "pass --store DIR\n")
+        f"run `ownloop --store {chmodded} index` where the store is writable, or copy it to a "
+        "writable folder and pass --store DIR\n")
     for args in (("import", str(chmodded.parent / "src"), "--agent", "uitars"),
                  ("regrade", "--run", "r1", "--grader", "answer:exact:42")):
         refused = _as_nobody(chmodded, *args)
