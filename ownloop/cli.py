@@ -639,7 +639,7 @@ def report(ctx: click.Context, target: str, out: str | None, gif: str | None,
            run_id: str | None) -> None:
     """A session (TARGET: a session id or task id) as one HTML file to attach to a bug report.
 
-    Example: ownloop report click-button-42 --out bug.html --gif bug.gif
+    Example: ownloop report click-button --out bug.html --gif bug.gif
     """
     from ownloop.view.report import write_reports
 
