@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 from ownloop.modelserver.chat import (
     DropConnection,
@@ -74,13 +75,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
+        owner = self.server.owner
+        if not self._authorized():
+            return
         if path == "/v1/models":
-            owner = self.server.owner
-            data = [
-                {"id": name, "object": "model", "created": owner.created, "owned_by": "ownloop"}
-                for name in owner.models
-            ]
+            data = [owner.model_card(name) for name in owner.models]
             self._send_json(200, {"object": "list", "data": data})
+        elif path.startswith("/v1/models/"):
+            name = unquote(path.removeprefix("/v1/models/"))
+            if owner.serves(name):
+                self._send_json(200, owner.model_card(name))
+            else:
+                self._send_json(404, _no_model(name))
         else:
             self._send_json(404, error_body(f"no route GET {path}", "invalid_request_error"))
 
@@ -91,6 +97,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(411, error_body("Content-Length required", "invalid_request_error"))
             return
         raw = self.rfile.read(int(length))
+        if not self._authorized():
+            return
         if path != "/v1/chat/completions":
             self._send_json(404, error_body(f"no route POST {path}", "invalid_request_error"))
             return
@@ -103,7 +111,22 @@ class _Handler(BaseHTTPRequestHandler):
         if problem:
             self._send_json(400, error_body(problem, "invalid_request_error", param="messages"))
             return
+        if not self.server.owner.serves(str(request.get("model"))):
+            self._send_json(404, _no_model(str(request.get("model"))))
+            return
         self._answer(request)
+
+    def _authorized(self) -> bool:
+        """Whether the request carries the server's key (any request does when it has none);
+        else a 401 in OpenAI's shape is sent."""
+        key = self.server.owner.api_key
+        if key is None or self.headers.get("Authorization", "") == f"Bearer {key}":
+            return True
+        body = error_body("Incorrect API key provided (ownloop serve-model --api-key)",
+                          "invalid_request_error")
+        body["error"]["code"] = "invalid_api_key"
+        self._send_json(401, body)
+        return False
 
     def _answer(self, request: dict[str, Any]) -> None:
         owner = self.server.owner
@@ -192,7 +215,11 @@ class ModelServer:
         responder: answers each chat-completions request (see ``chat.Responder``).
         host: the address to bind; 127.0.0.1 keeps it off the network.
         port: the port; 0 picks a free one (``start`` returns the real URL).
-        models: the model names ``GET /v1/models`` lists (any name is accepted in requests).
+        models: the model names ``GET /v1/models`` lists.
+        any_model: accept any model name in requests (and ``GET /v1/models/NAME``), not only the
+            listed ones; False answers another name with 404, as vLLM does.
+        api_key: the key every request must send as ``Authorization: Bearer KEY`` (else 401);
+            None: no key needed.
         log: called with one line per request, if given.
     """
 
@@ -203,12 +230,16 @@ class ModelServer:
         port: int = 0,
         *,
         models: tuple[str, ...] = ("ownloop-expert",),
+        any_model: bool = True,
+        api_key: str | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         self.responder = responder
         self.host = host
         self.port = port
         self.models = models
+        self.any_model = any_model
+        self.api_key = api_key
         self.created = int(time.time())
         self._logger = log
         self._lock = threading.Lock()
@@ -217,6 +248,14 @@ class ModelServer:
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
         self._calls = itertools.count(1)  # next() on a count is atomic under the GIL
+
+    def serves(self, name: str) -> bool:
+        """Whether requests may name the model ``name``."""
+        return self.any_model or name in self.models
+
+    def model_card(self, name: str) -> dict[str, Any]:
+        """The model object ``GET /v1/models`` lists for ``name``."""
+        return {"id": name, "object": "model", "created": self.created, "owned_by": "ownloop"}
 
     @property
     def url(self) -> str:
@@ -316,6 +355,13 @@ class ModelServer:
     def _log(self, line: str) -> None:
         if self._logger is not None:
             self._logger(f"call {next(self._calls)} {line}")
+
+
+def _no_model(name: str) -> dict[str, Any]:
+    """The 404 body for a model the server does not serve (vLLM's wording)."""
+    body = error_body(f"The model `{name}` does not exist.", "NotFoundError", param="model")
+    body["error"]["code"] = 404
+    return body
 
 
 def _shut(connection: socket.socket) -> None:

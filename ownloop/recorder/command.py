@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ownloop.agents import released_notice, released_texts
@@ -10,13 +11,20 @@ from ownloop.agents.options import parse_overrides
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, RunSummary, record
-from ownloop.recorder.suites import load_suite
+from ownloop.recorder.suites import SuiteSource, load_suite
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
 
-__all__ = ["agent_options", "record_from_options", "summary_text"]
+__all__ = ["EXIT_FAILED", "EXIT_STOPPED", "agent_options", "exit_code", "record_from_options",
+           "summary_text"]
+
+EXIT_FAILED = 3
+"""``record``'s exit status when a session ended error, endpoint_error or crashed."""
+EXIT_STOPPED = 4
+"""``record``'s exit status when the run stopped early and left tasks for a resume."""
+_FAILED = frozenset({"error", "endpoint_error", "crashed"})
 
 
 def agent_options(agent: str, pairs: tuple[str, ...],
@@ -38,6 +46,9 @@ def summary_text(summary: RunSummary, store: Store) -> str:
         lines.append(f"{summary.elsewhere} tasks were done by another recorder of this run")
     if summary.fatal:
         lines.append(f"stopped early: {summary.fatal}")
+    if summary.not_started:
+        lines.append(f"{summary.not_started} tasks not started: run the same command again to "
+                     "run them (and the sessions that did not end)")
     mixed = mixed_budgets(store, summary.run_id)
     if mixed:
         lines.append(mixed)
@@ -48,6 +59,17 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     query = sql_command("select * from sessions where run_id = $run", run=summary.run_id)
     lines.append(f"store: {store.root}   query: {query}")
     return "\n".join(lines)
+
+
+def exit_code(summary: RunSummary) -> int:
+    """``record``'s exit status: 0 every session ended with an outcome; 3 (EXIT_FAILED) some
+    ended error, endpoint_error or crashed; 4 (EXIT_STOPPED) the run stopped early; 130
+    interrupted. A run refused before it starts is an error (1)."""
+    if summary.interrupted:
+        return 130
+    if summary.fatal:
+        return EXIT_STOPPED
+    return EXIT_FAILED if any(r.status in _FAILED for r in summary.results) else 0
 
 
 def record_from_options(store: Store, agent: str, options: dict[str, Any],
@@ -73,13 +95,18 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
         call_retry_wait_s=options["retry_wait"], call_timeout_s=options["call_timeout"],
         require_clean=options.get("require_clean", False),
         expect_suite=options.get("expect_suite"),
-        argv=argv, allow_hosts=tuple(options.get("allow_host") or ()))
-    progress = RunProgress()
+        argv=argv, allow_hosts=tuple(options.get("allow_host") or ()),
+        max_endpoint_errors=options.get("max_endpoint_errors", 3),
+        executor=options.get("executor") or "threads", ray_address=options.get("ray_address"),
+        suite_source=SuiteSource(
+            options["suite"], str(Path(options["tasks_file"]).resolve())
+            if options["tasks_file"] else None, options["base"], options["seeds"]))
+    progress = RunProgress(max_steps=options["max_steps"])
     with load_suite(suite=options["suite"], tasks_file=options["tasks_file"],
                     base=options["base"], seeds=options["seeds"]) as suite:
         try:
             summary = record(store, suite, record_options, on_start=progress.on_start,
-                             on_result=progress.on_result)
+                             on_result=progress.on_result, on_step=progress.on_step)
         finally:
             progress.close()
     return summary

@@ -38,6 +38,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 
+from ownloop.recorder.probe import check_endpoint
 from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, TextPart, now
 from ownloop.store.ids import new_id
 from ownloop.store.scrub import mask_secrets, scrub_bytes, scrub_text, url_secrets
@@ -322,10 +323,17 @@ class ModelClient:
         self._data_url = _DataUrls(load_blob)
         self._put_blob = put_blob
         self._secrets = tuple(x for x in (api_key, *url_secrets(endpoint)) if x and len(x) >= 4)
+        self._has_key = bool(api_key)
         base_url, basic = _split_userinfo(endpoint)
         self._client = openai.OpenAI(
             base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0,
             default_headers={"Authorization": f"Basic {basic}"} if basic else None)
+
+    def check(self, timeout_s: float = 10.0) -> None:
+        """Refuse (``EndpointUnusable``, one line) unless the endpoint answers and serves the
+        model; see :mod:`ownloop.recorder.probe`."""
+        check_endpoint(self._client, self.endpoint, self.model, has_key=self._has_key,
+                       timeout_s=min(timeout_s, self.timeout_s), clean=self._clean)
 
     def call(
         self,

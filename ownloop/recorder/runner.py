@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 
 from ownloop import __version__
 from ownloop.agents import make_agent
-from ownloop.agents.released import Released
 from ownloop.agents.base import Agent
+from ownloop.agents.released import Released
 from ownloop.recorder.admission import (
     SourceState,
     admit,
@@ -34,7 +34,7 @@ from ownloop.recorder.admission import (
 from ownloop.recorder.browser import BrowserSession, browser_versions, open_browser
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
-from ownloop.recorder.suites import Suite
+from ownloop.recorder.suites import Suite, SuiteSource
 from ownloop.store import Store
 from ownloop.store.claims import Claim, Claims, lease_seconds
 from ownloop.store.errors import OwnloopError
@@ -92,6 +92,9 @@ class RecordOptions(NamedTuple):
     argv: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()  # --allow-host: host globs the model may navigate to
     max_endpoint_errors: int = 3  # stop after this many endpoint_error sessions in a row; 0: never
+    executor: str = "threads"  # or "ray": sessions on Ray actors (ownloop.recorder.ray_executor)
+    ray_address: str | None = None  # --ray-address: "auto", HOST:PORT; None: $RAY_ADDRESS or local
+    suite_source: SuiteSource | None = None  # how a Ray actor loads the same suite
 
 
 class RunSummary(NamedTuple):
@@ -181,13 +184,13 @@ class _Worker(threading.Thread):
     def __init__(self, runner: _Runner, number: int) -> None:
         super().__init__(name=f"ownloop-worker-{number}", daemon=True)
         self.runner = runner
-
-    def run(self) -> None:
-        runner = self.runner
         # Set when run() is over. Waited on instead of join(): before Python 3.13, a Ctrl-C that
         # interrupts join() can mark a thread that still runs as stopped, so a later join()
         # returned at once and its session was ended (and counted) twice.
         self.done = threading.Event()
+
+    def run(self) -> None:
+        runner = self.runner
         handle = None
         try:
             while not runner.stop.is_set():
@@ -217,12 +220,12 @@ class TaskRecorder:
     settle it. The threads of ``record`` share one; each Ray actor makes its own
     (:mod:`ownloop.recorder.ray_executor`) from the store path, run id and options."""
 
-    def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
-                 run_id: str, claims: Claims, run_stream: StreamWriter) -> None:
-        self.store, self.suite, self.agent, self.options = store, suite, agent, options
     # Told (session id, task id, step, what the step did) after each step, when set.
     on_step: Callable[[str, str, int, str], None] | None = None
 
+    def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
+                 run_id: str, claims: Claims, run_stream: StreamWriter) -> None:
+        self.store, self.suite, self.agent, self.options = store, suite, agent, options
         self.run_id = run_id
         self.claims = claims
         self.run_stream = run_stream
@@ -399,14 +402,18 @@ def record(
     *,
     on_start: Callable[[str, int, int], None] = lambda run_id, todo, skipped: None,
     on_result: Callable[[EpisodeResult], None] = lambda result: None,
+    on_step: Callable[[str, str, int, str], None] | None = None,
 ) -> RunSummary:
     """Record ``options.agent`` on every task of ``suite`` not yet done in the run.
 
-    on_step: Callable[[str, str, int, str], None] | None = None,
     Admission comes first and writes nothing when it refuses (see :mod:`.admission`); then
     ``RunStarted`` is written, and only then do browsers start. Other recorders may work on the
     same run at once: each task is claimed before its session starts (:mod:`ownloop.store.claims`).
     """
+    if options.executor == "ray":  # before anything is written: a missing extra says so
+        from ownloop.recorder.ray_executor import require_ray
+
+        require_ray()
     agent = make_agent(options.agent, released=options.released, **options.agent_options)
     run_id = options.run_id or f"{agent.name}-{new_id(10)}"
     begun = time.monotonic()
@@ -415,15 +422,15 @@ def record(
         check_clean(source)
     if options.expect_suite:
         check_suite(suite, options.expect_suite)
+    # The endpoint is checked before anything is written and before a browser starts (MiniWoB's
+    # prompts are read in one): a dead endpoint is one line in a second, not every task's retries.
+    ModelClient(options.endpoint, options.model, load_blob=store.get_blob,
+                api_key=options.api_key, timeout_s=options.call_timeout_s).check()
     tasks = suite.tasks()
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_graders(tasks, suite.default_grader)
     started = declare(
-    # The endpoint is checked before anything is written and before a browser starts (MiniWoB's
-    # prompts are read in one): a dead endpoint is one line in a second, not every task's retries.
-    ModelClient(options.endpoint, options.model, load_blob=store.get_blob,
-                api_key=options.api_key, timeout_s=options.call_timeout_s).check()
         run_id=run_id, argv=redact_argv(options.argv), agent=agent,
         model=options.model, endpoint=public_endpoint(options.endpoint), suite=suite, tasks=tasks,
         max_steps=options.limits.max_steps, timeout_s=options.limits.timeout_s,
@@ -438,8 +445,15 @@ def record(
             return RunSummary(run_id, [], skipped, 0, 0.0, False)
         with store.stream() as run_stream:
             run_stream.append([started, *standing.events])
-            summary = _run(store, suite, agent, options, run_id, todo, skipped, standing,
-                           claims, run_stream, begun, on_start, on_result)
+            if options.executor == "ray":
+                from ownloop.recorder.ray_executor import run_on_ray
+
+                summary = run_on_ray(store, agent, options, run_id, todo, skipped,
+                                     standing.crashed, standing.attempts, run_stream, begun,
+                                     on_start, on_result)
+            else:
+                summary = _run(store, suite, agent, options, run_id, todo, skipped, standing,
+                               claims, run_stream, begun, on_start, on_result, on_step)
     finally:
         claims.close()
     store.sync()
@@ -506,20 +520,6 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
     return summary
 
 
-def _crash(store: Store, claims: Claims, run_id: str, session_id: str) -> SessionEnded | None:
-    """The ``crashed`` end of a session a dead recorder left open, if this recorder is the one to
-    write it (exactly one does); None if the session has an end, or never started its stream."""
-    if not (store.journal_dir / f"{session_id}.jsonl").exists() or _has_ended(store, session_id):
-        return None
-    if not claims.mark_crashed(session_id):
-        return None
-    return SessionEnded(at=now(), run_id=run_id, session_id=session_id, status="crashed",
-                        error="no end recorded: the recorder stopped mid-session")
-
-
-def _has_ended(store: Store, session_id: str) -> bool:
-    """Whether the session's own stream already holds its end (written, not yet reported)."""
-    return _end_of(store, session_id) is not None
 class _EndpointErrors:
     """Sessions in a row that ended ``endpoint_error``: at ``limit`` (0: never) the run stops."""
 
@@ -565,6 +565,20 @@ def _step_note(batch: list[Event]) -> str:
     return "screenshot" if batch else ""
 
 
+def _crash(store: Store, claims: Claims, run_id: str, session_id: str) -> SessionEnded | None:
+    """The ``crashed`` end of a session a dead recorder left open, if this recorder is the one to
+    write it (exactly one does); None if the session has an end, or never started its stream."""
+    if not (store.journal_dir / f"{session_id}.jsonl").exists() or _has_ended(store, session_id):
+        return None
+    if not claims.mark_crashed(session_id):
+        return None
+    return SessionEnded(at=now(), run_id=run_id, session_id=session_id, status="crashed",
+                        error="no end recorded: the recorder stopped mid-session")
+
+
+def _has_ended(store: Store, session_id: str) -> bool:
+    """Whether the session's own stream already holds its end (written, not yet reported)."""
+    return _end_of(store, session_id) is not None
 
 
 def _end_of(store: Store, session_id: str) -> SessionEnded | None:
