@@ -273,7 +273,7 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
 
 @cli.command()
 @click.argument("agent")
-@click.option("--suite", help="A built-in suite, e.g. miniwob or miniwob:click-*.")
+@click.option("--suite", help="A built-in suite, e.g. miniwob or 'miniwob:click-*' (quoted).")
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), help="A JSON tasks file.")
 @click.option("--base", help="Replaces {BASE} in the tasks file's URLs.")
 @click.option("--seeds", help="MiniWoB seeds: N, N-M or a comma list (default: fixed per task).")
@@ -292,7 +292,8 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
               help="Refuse to start unless the suite's source hash is this (runs.tasks_sha256).")
 @click.option("--error-retries", type=int, help="Re-run error/parse_error sessions K times.")
 @click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
-@click.option("--chromium", help="Path to a Chromium to drive.")
+@click.option("--chromium", help="Path to a Chromium to drive (default: $OWNLOOP_CHROMIUM, "
+              "else found).")
 @click.option("--frequency-penalty", type=float, help="uitars: sampling option (OSWorld sends 1).")
 @click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE", help="Agent setting.")
 @click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",
@@ -432,7 +433,8 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
 @click.option("--model", help="The live model's name for --fork-at.")
 @click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for --endpoint (never recorded).")
 @click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
-@click.option("--chromium", help="Path to a Chromium to drive.")
+@click.option("--chromium", help="Path to a Chromium to drive (default: $OWNLOOP_CHROMIUM, "
+              "else found).")
 @click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE",
               help="Agent option over the recorded ones, e.g. -o notch_px=50.")
 @click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",

@@ -171,10 +171,13 @@ def find_chromium(override: str | None = None, playwright: Playwright | None = N
 
     Returns None when Playwright's own Chromium is the one to use (it needs no path).
     """
+    from_env = not override and bool(os.environ.get("OWNLOOP_CHROMIUM"))
     override = override or os.environ.get("OWNLOOP_CHROMIUM")
     if override:
         if not (Path(override).is_file() or shutil.which(override)):
-            raise ChromiumNotFound(f"no Chromium at {override}. Pass --chromium PATH to a browser")
+            fix = "Set $OWNLOOP_CHROMIUM to a browser, or unset it" if from_env \
+                else "Pass --chromium PATH to a browser"
+            raise ChromiumNotFound(f"no Chromium at {override}. {fix}")
         return shutil.which(override) or override
     if playwright is not None and Path(playwright.chromium.executable_path).is_file():
         return None
