@@ -22,7 +22,7 @@ import msgspec
 from ownloop.agents.options import AgentOptions, Scalar
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle, translate_action
-from ownloop.store.events import Action, ImagePart, Message, Op, Sampling, Task
+from ownloop.store.events import Action, ImagePart, Message, Op, Rejected, Sampling, Task
 
 __all__ = [
     "Agent",
@@ -108,6 +108,11 @@ class Agent(Protocol):
         """The agent's own settings (its options Struct), recorded in RunStarted."""
         ...
 
+    def sent_image_size(self, image_size: tuple[int, int]) -> tuple[int, int]:
+        """The size a screenshot of ``image_size`` is sent at (the released client may resize
+        it); the recorded screenshot stays the original."""
+        ...
+
     def build_messages(
         self, task: Task, history: Sequence[PastStep], now: Observation
     ) -> tuple[Message, ...]:
@@ -184,6 +189,11 @@ class AgentBase(Generic[_O]):
         """The agent's own settings, recorded in RunStarted."""
         return self.config.recorded()
 
+    def sent_image_size(self, image_size: tuple[int, int]) -> tuple[int, int]:
+        """The size a screenshot is sent at: as it is, unless the agent resizes as its released
+        client does."""
+        return image_size
+
     def parse(
         self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] = ()
     ) -> Parsed:
@@ -198,7 +208,7 @@ class AgentBase(Generic[_O]):
             raise AgentParseError(f"response too long ({len(text)} characters; the limit is "
                                   f"{self.max_response_chars})")
         try:
-            return self.read(text, image_size, history)
+            return _inside(self.read(text, image_size, history), image_size)
         except AgentParseError:
             raise
         except Exception as error:  # noqa: BLE001 - the guard: any failure is a parse error
@@ -207,10 +217,32 @@ class AgentBase(Generic[_O]):
 
     def read(
         self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
-    ) -> Parsed:
+    ) -> Parsed:  # pragma: no cover - every agent writes its own
         """The grammar: ``text`` (a string within the length limit) as actions."""
         raise NotImplementedError
 
     def translate(self, action: Action) -> tuple[Op, ...]:
         """The Playwright operations for one action (see ``translation.translate_action``)."""
         return translate_action(action, self.style)
+
+
+_POINTS = (("x", "y"), ("x2", "y2"))
+
+
+def _inside(parsed: Parsed, image_size: tuple[int, int]) -> Parsed:
+    """Pointer actions outside the page become ``Rejected`` no-ops (a point a model wrote off
+    the screen hits nothing in its released loop either; the episode goes on)."""
+    width, height = image_size
+    actions = list(parsed.actions)
+    for index, action in enumerate(actions):
+        for x_field, y_field in _POINTS:
+            x, y = getattr(action, x_field, None), getattr(action, y_field, None)
+            if x is None or y is None or (0 <= x <= width and 0 <= y <= height):
+                continue
+            actions[index] = Rejected(raw=action.raw, reason=(
+                f"{type(action).__name__.lower()} at ({x:g}, {y:g}) is outside the "
+                f"{width}x{height} page"))
+            break
+    if actions == list(parsed.actions):
+        return parsed
+    return msgspec.structs.replace(parsed, actions=tuple(actions))

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from types import UnionType
-from typing import Annotated, Any, NamedTuple, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origin
 
 import msgspec
 from msgspec import Meta
@@ -141,7 +141,7 @@ def read_options(agent: str, kind: type[_O], values: Mapping[str, object]) -> _O
     try:
         return msgspec.convert(given, kind, strict=False)
     except msgspec.ValidationError as error:
-        raise OwnloopError(f"{agent}: {_reason(str(error), given)}") from None
+        raise OwnloopError(f"{agent}: {_reason(str(error), given, kind)}") from None
 
 
 def option_docs(kind: type[AgentOptions]) -> tuple[OptionDoc, ...]:
@@ -181,7 +181,7 @@ def _viewport_text(value: object) -> object:
 _AT = re.compile(r"^(?P<what>.*?) - at `\$\.(?P<name>\w+)`$", re.DOTALL)
 
 
-def _reason(message: str, given: Mapping[str, object]) -> str:
+def _reason(message: str, given: Mapping[str, object], kind: type[AgentOptions]) -> str:
     """msgspec's "Expected `int` >= 1 - at `$.images`" as "images must be `int` >= 1, got 0";
     a ``__post_init__`` message (no path) as it is."""
     match = _AT.match(message)
@@ -190,6 +190,9 @@ def _reason(message: str, given: Mapping[str, object]) -> str:
     name, what = match["name"], match["what"]
     if name == "viewport":
         return f"viewport must look like 1280x800, got {given.get(name)!r}"
+    if what.startswith("Invalid enum value"):
+        choices = next(doc.type for doc in option_docs(kind) if doc.name == name)
+        return f"{name} must be one of {choices.replace(' | ', ', ')}, got {given.get(name)!r}"
     what = re.sub(r", got `\w+`$", "", what)
     what = re.sub(r"`([\w |]+)`", lambda kind: " or ".join(
         _KINDS.get(part.strip(), part.strip()) for part in kind[1].split("|")), what)
@@ -209,6 +212,8 @@ def _describe(annotation: Any) -> tuple[str, str]:
             description = meta.description
     if metadata:
         annotation = annotation.__origin__
+    if get_origin(annotation) is Literal:
+        return " | ".join(str(value) for value in get_args(annotation)), description
     members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
     if members:
         return " | ".join(_describe(member)[0] for member in members), description

@@ -73,7 +73,7 @@ OK: dict[str, tuple[str, list[Action]]] = {
         "The price is shown. Task complete.",
         [Finish(answer="The cheapest option is $23.99.")],
     ),
-    "square_box": ("", [click(30, 870)]),  # centre of [10, 850, 50, 890]
+    "square_box": ("", [click(30, 770)]),  # centre of [10, 750, 50, 790]
     # more forms
     "round_box": ("The icon spans this box.", [click(200, 300)]),
     "reflection": (
