@@ -34,7 +34,7 @@ class MissingExtra(OwnloopError):
 
 def install_hint(extra: str) -> str:
     """The command that installs ``extra``, for a user who installed with pip or from a clone."""
-    return f"pip install 'ownloop[{extra}]' (in a clone: ./setup.sh)"
+    return f"pip install 'ownloop[{extra}]' (from a clone: pip install '.[{extra}]', or ./setup.sh)"
 
 
 def missing_extra(exc: ImportError, what: str) -> MissingExtra | None:
