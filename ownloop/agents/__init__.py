@@ -6,10 +6,10 @@ module is imported only when it is made, so the CLI starts without loading model
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
+from typing import Any
 
-from ownloop.agents.base import Agent, AgentParseError
+from ownloop.agents.base import Agent, AgentBase, AgentParseError
 from ownloop.agents.options import AgentOptions, option_docs, read_options
 from ownloop.agents.released import Released, ReleasedSpec, load_released
 from ownloop.store.errors import OwnloopError
@@ -27,31 +27,31 @@ __all__ = [
 ]
 
 
-def _uitars() -> Callable[..., Agent]:
+def _uitars() -> type[AgentBase[Any]]:
     from ownloop.agents.uitars import UiTarsAgent
 
     return UiTarsAgent
 
 
-def _fara7b() -> Callable[..., Agent]:
+def _fara7b() -> type[AgentBase[Any]]:
     from ownloop.agents.fara7b import Fara7bAgent
 
     return Fara7bAgent
 
 
-def _molmoweb() -> Callable[..., Agent]:
+def _molmoweb() -> type[AgentBase[Any]]:
     from ownloop.agents.molmoweb import MolmoWebAgent
 
     return MolmoWebAgent
 
 
-def _opencua() -> Callable[..., Agent]:
+def _opencua() -> type[AgentBase[Any]]:
     from ownloop.agents.opencua import OpenCuaAgent
 
     return OpenCuaAgent
 
 
-AGENTS: dict[str, Callable[[], Callable[..., Agent]]] = {
+AGENTS: dict[str, Callable[[], type[AgentBase[Any]]]] = {
     "molmoweb": _molmoweb,
     "uitars": _uitars,
     "opencua": _opencua,
@@ -60,20 +60,19 @@ AGENTS: dict[str, Callable[[], Callable[..., Agent]]] = {
 """Agent name → a function returning the agent's class (imported on demand)."""
 
 
-def _factory(name: str) -> Callable[..., Agent]:
+def _factory(name: str) -> type[AgentBase[Any]]:
     if name not in AGENTS:
         raise OwnloopError(f"unknown agent {name!r}. Choose one of: {', '.join(sorted(AGENTS))}")
     return AGENTS[name]()
 
 
-def options_type(name: str) -> type[AgentOptions] | None:
-    """The agent's options Struct (None for an agent not yet declaring one).
+def options_type(name: str) -> type[AgentOptions]:
+    """The agent's options Struct: names, types, defaults and meanings of its options.
 
     Raises:
         OwnloopError: the agent is unknown.
     """
-    kind = getattr(_factory(name), "options_type", None)
-    return kind if isinstance(kind, type) and issubclass(kind, AgentOptions) else None
+    return _factory(name).options_type
 
 
 def released_spec(name: str) -> ReleasedSpec | None:
@@ -82,25 +81,16 @@ def released_spec(name: str) -> ReleasedSpec | None:
     Raises:
         OwnloopError: the agent is unknown.
     """
-    spec = getattr(_factory(name), "released_spec", None)
-    return spec if isinstance(spec, ReleasedSpec) else None
+    return _factory(name).released_spec
 
 
 def agent_options(name: str) -> dict[str, object]:
-    """The options an agent accepts, with their defaults.
+    """The options an agent accepts, with their defaults (see ``ownloop agents NAME``).
 
     Raises:
         OwnloopError: the agent is unknown.
     """
-    kind = options_type(name)
-    if kind is not None:
-        return {doc.name: doc.default for doc in option_docs(kind)}
-    signature = inspect.signature(_factory(name))
-    return {
-        key: param.default
-        for key, param in signature.parameters.items()
-        if param.kind is inspect.Parameter.KEYWORD_ONLY
-    }
+    return {doc.name: doc.default for doc in option_docs(options_type(name))}
 
 
 def released_texts(name: str, roots: str | None) -> Released | None:
@@ -130,8 +120,8 @@ def make_agent(name: str, released: Released | str | None = None, **options: obj
 
     Args:
         name: one of ``AGENTS``, e.g. ``"uitars"``.
-        released: its prompt texts from a clone of the released code (``released_texts``);
-            None: the built-in texts.
+        released: its prompt texts from a clone of the released code (``released_texts``), or
+            the clones' folders as a colon list (read here); None: the built-in texts.
         **options: the agent's own options (see ``ownloop agents NAME``), e.g. ``images=3``;
             text is read as the option's type.
 
@@ -139,20 +129,6 @@ def make_agent(name: str, released: Released | str | None = None, **options: obj
         OwnloopError: the agent is unknown, an option is unknown, or a value has the wrong type
             or is out of range.
     """
-    factory = _factory(name)
-    kind = options_type(name)
-    if kind is not None:
-        if isinstance(released, str):
-            released = released_texts(name, released)
-        return factory(read_options(name, kind, options), released)
-    if isinstance(released, str):  # an agent still taking a path (legacy, goes)
-        options["released"] = released
-    elif released is not None:
-        options["released"] = released.source.removeprefix("released:")
-    known = agent_options(name)
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        raise OwnloopError(
-            f"agent {name!r} has no option {unknown[0]!r}. Its options: {', '.join(known)}"
-        )
-    return factory(**options)
+    if isinstance(released, str):  # a colon list of clones, for Python callers
+        released = released_texts(name, released)
+    return _factory(name)(read_options(name, options_type(name), options), released)

@@ -162,9 +162,9 @@ class AgentBase(Generic[_O]):
     ``AgentParseError`` (a bug or a package's surprise must end as a recorded parse error).
     """
 
-    name: ClassVar[str]
-    parser_name: ClassVar[str]
-    parser_version: ClassVar[str]
+    name: str  # set by each agent class
+    parser_name: str
+    parser_version: str
     options_type: ClassVar[type[AgentOptions]]
     released_spec: ClassVar[ReleasedSpec | None] = None
     """Where the prompt texts live in a clone of the released code (None: not read from one)."""
@@ -224,6 +224,23 @@ class AgentBase(Generic[_O]):
     def translate(self, action: Action) -> tuple[Op, ...]:
         """The Playwright operations for one action (see ``translation.translate_action``)."""
         return translate_action(action, self.style)
+
+    # Each agent writes these three (see ``Agent``).
+
+    def build_messages(
+        self, task: Task, history: Sequence[PastStep], now: Observation
+    ) -> tuple[Message, ...]:  # pragma: no cover
+        raise NotImplementedError
+
+    def ending(
+        self, parsed: Parsed, history: Sequence[PastStep]
+    ) -> Ending | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def render(
+        self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]
+    ) -> str:  # pragma: no cover
+        raise NotImplementedError
 
 
 _POINTS = (("x", "y"), ("x2", "y2"))

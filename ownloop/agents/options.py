@@ -9,7 +9,6 @@ and the README list it. Every failure is one ``OwnloopError`` naming the agent a
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from types import UnionType
@@ -22,7 +21,6 @@ from ownloop.store.errors import OwnloopError
 
 __all__ = [
     "AgentOptions",
-    "OptionCheck",
     "OptionDoc",
     "Scalar",
     "option_docs",
@@ -35,7 +33,6 @@ Scalar = str | int | float | bool | None
 """What an option's value is, as recorded in RunStarted."""
 
 _O = TypeVar("_O", bound="AgentOptions")
-_N = TypeVar("_N", int, float)
 _VIEWPORT = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*")
 
 
@@ -65,49 +62,6 @@ class OptionDoc(NamedTuple):
     type: str
     default: Scalar
     description: str
-
-
-class OptionCheck:
-    """Checks for one agent's options; messages start with the agent's name. (For agents not
-    yet declaring an options Struct; goes when the last one does.)"""
-
-    def __init__(self, agent: str) -> None:
-        self.agent = agent
-
-    def that(self, ok: bool, message: str) -> None:
-        """Raise ``OwnloopError("<agent>: <message>")`` unless ``ok``."""
-        if not ok:
-            raise OwnloopError(f"{self.agent}: {message}")
-
-    def number(self, name: str, value: object, kind: type[_N]) -> _N:
-        """``value`` as ``kind`` (int or float); booleans, text, NaN and fractions of an int
-        are refused rather than read as numbers."""
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or (kind is int and not float(value).is_integer())
-        ):
-            what = "a whole number" if kind is int else "a number"
-            raise OwnloopError(f"{self.agent}: {name} must be {what}, got {value!r}")
-        return kind(value)
-
-    def viewport(self, value: object) -> tuple[int, int]:
-        """A page size from ``"1280x800"``, ``(1280, 800)`` or ``[1280, 800]``."""
-        if isinstance(value, str):
-            w, sep, h = value.lower().partition("x")
-            self.that(bool(sep) and w.strip().isdigit() and h.strip().isdigit(),
-                      f"viewport must look like 1280x800, got {value!r}")
-            value = (int(w), int(h))
-        if not (
-            isinstance(value, tuple | list)
-            and len(value) == 2
-            and all(isinstance(side, int) and not isinstance(side, bool) for side in value)
-        ):
-            raise OwnloopError(f"{self.agent}: viewport must look like 1280x800, got {value!r}")
-        width, height = int(value[0]), int(value[1])
-        self.that(width > 0 and height > 0, f"viewport must be positive, got {width}x{height}")
-        return width, height
 
 
 def viewport_size(text: str) -> tuple[int, int]:

@@ -1,13 +1,14 @@
 """Prompt texts read at run time from the user's clones of a model's released code.
 
 OpenCUA's, Fara-7B's and MolmoWeb's prompts live in their released repositories, not on PyPI, and
-their prose is not copied into ownloop. As the user's own runner does with ``--path``, the agent
-looks for the released module under ``--released PATH`` (a colon list; default ``$OWNLOOP_PATH``)
-and takes the prompt constants from it. The file is *read*, never imported or run: top-level
-assignments of string literals (implicit concatenation and ``+`` of literals included, and the
-literal inside ``Template("...")``) are taken with ``ast.literal_eval``, so a clone needs none of
-its own dependencies installed. Without the module the agent uses its built-in prompt, and
-``prompt_source`` says which was used.
+their prose is not copied into ownloop. As the user's own runner does with ``--path``, the caller
+(``record``, ``replay --execute``, ``ownloop agents``) looks for the released module under
+``--released PATH`` (a colon list; the CLI's default is ``$OWNLOOP_PATH``) with ``load_released``
+and hands the texts to the agent, which reads no file itself. The file is *read*, never imported
+or run: top-level assignments of string literals (implicit concatenation and ``+`` of literals
+included, and the literal inside ``Template("...")``) are taken with ``ast.literal_eval``, so a
+clone needs none of its own dependencies installed. Without the module the agent uses its
+built-in prompt, and ``prompt_source`` says which was used.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def load_released(spec: ReleasedSpec, roots: str) -> Released | None:
     """
     if spec.loader is not None:
         return spec.loader(roots)
-    for root in [Path(part).expanduser() for part in roots.split(os.pathsep) if part.strip()]:
+    for root in search_roots(roots):
         for candidate in spec.candidates:
             for path in (root / candidate, root / Path(candidate).name):
                 if not path.is_file():
@@ -62,8 +63,9 @@ def load_released(spec: ReleasedSpec, roots: str) -> Released | None:
 
 
 def search_roots(released: str | None) -> list[Path]:
-    """The folders to search: ``released`` (a colon list), else ``$OWNLOOP_PATH``."""
-    text = released if released is not None else os.environ.get("OWNLOOP_PATH", "")
+    """The folders of ``released``, a colon list (``--released``; the CLI reads
+    ``$OWNLOOP_PATH`` into it): none when it is None or empty."""
+    text = released or ""
     return [Path(part).expanduser() for part in text.split(os.pathsep) if part.strip()]
 
 
@@ -134,7 +136,7 @@ def find_released(
         candidates: module paths relative to a clone's root, e.g. ``"src/fara/_prompts.py"``; a
             root may also be the module's own folder, so the file name alone is tried too.
         names: the string constants the agent needs.
-        released: the ``--released`` value (None: ``$OWNLOOP_PATH``).
+        released: the ``--released`` value, a colon list of folders (None: none).
     """
     for root in search_roots(released):
         for candidate in candidates:

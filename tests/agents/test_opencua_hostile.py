@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ownloop.agents import make_agent
@@ -194,15 +194,6 @@ text_pieces = st.sampled_from([
 
 
 _AGENT = make_agent("opencua", pause=0)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(text_pieces, st.text(max_size=20)), max_size=40).map("".join))
-def test_no_input_raises_anything_but_agent_parse_error(text: str) -> None:
-    assert isinstance(_AGENT, OpenCuaAgent)
-    with watching() as events:
-        check(_AGENT, text)
-    assert events == []
 
 
 @settings(max_examples=200, deadline=None)

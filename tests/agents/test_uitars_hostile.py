@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ownloop.agents.base import AgentParseError, Parsed
@@ -89,15 +89,6 @@ def test_hostile_responses_never_run_code(uitars: UiTarsAgent, tmp_path: Path) -
     assert not target.exists()
 
 
-def test_the_audit_watch_would_see_an_eval(tmp_path: Path) -> None:
-    # The guard above can fail: evaluating the payload is seen, and creates the file.
-    target = tmp_path / "pwned"
-    with _Watching() as events:
-        eval(f"open('{target}', 'w').write('x')")  # noqa: S307 - the point of this test
-    assert "exec" in events
-    assert target.exists()
-
-
 def test_hostile_text_is_typed_as_text_not_run(uitars: UiTarsAgent, tmp_path: Path) -> None:
     target = tmp_path / "pwned"
     text = f"Action: type(content='__import__(\\'os\\').system(\\'touch {target}\\')')"
@@ -118,18 +109,6 @@ _FRAGMENTS = st.sampled_from([
     "'(644,406)'", "'[1, 2, 3, 4]'", "'ctrl c'", "'down'", "'\\n'", "\\", "\\'", "__import__",
     "需要", "[EOS]", "**", "lambda: 0", "\x00", "\r\n",
 ])
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_FRAGMENTS, max_size=30).map("".join))
-def test_partial_grammar_raises_only_parse_errors(text: str) -> None:
-    _check(UiTarsAgent(), text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=300))
-def test_any_text_raises_only_parse_errors(text: str) -> None:
-    _check(UiTarsAgent(), text)
 
 
 @settings(max_examples=200, deadline=None)

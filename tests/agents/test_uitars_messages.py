@@ -88,14 +88,14 @@ def test_history_images_option(
     task: Task, shot: Callable[..., ImagePart], past_steps: Callable[[int], list[PastStep]]
 ) -> None:
     now = Observation(step=6, screenshot=shot(6), url="http://x/")
-    assert _images(UiTarsAgent(UiTarsOptions(images=1)).build_messages(task, past_steps(6), now)) == [
-        shot(6).sha256
-    ]
-    assert len(_images(UiTarsAgent(UiTarsOptions(images=3)).build_messages(task, past_steps(6), now))) == 3
+    one, three = UiTarsAgent(UiTarsOptions(images=1)), UiTarsAgent(UiTarsOptions(images=3))
+    assert _images(one.build_messages(task, past_steps(6), now)) == [shot(6).sha256]
+    assert len(_images(three.build_messages(task, past_steps(6), now))) == 3
 
 
 def test_language_option_reaches_the_prompt(task: Task) -> None:
-    assert "Use Chinese in `Thought` part." in UiTarsAgent(UiTarsOptions(language="Chinese")).prompt(task)
+    agent = UiTarsAgent(UiTarsOptions(language="Chinese"))
+    assert "Use Chinese in `Thought` part." in agent.prompt(task)
 
 
 def test_a_task_with_braces_is_not_a_format_string(uitars: UiTarsAgent, task: Task) -> None:
