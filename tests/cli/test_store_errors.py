@@ -24,6 +24,7 @@ from click.testing import CliRunner, Result
 from PIL import Image
 
 from ownloop.cli import cli
+from ownloop.modelserver import ModelServer, Reply
 from ownloop.store import events as E
 from ownloop.store import open_store
 from ownloop.store.disk import StoreNotWritable, disk_error
@@ -166,12 +167,14 @@ def test_writes_to_a_read_only_store_are_one_line(read_only: Path, tmp_path: Pat
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ("record", "uitars", "--suite", "miniwob:click-button", "--endpoint",
-     "http://127.0.0.1:9/v1", "--model", "m", "--workers", "1", "--retries", "0"),
+     "{endpoint}", "--model", "m", "--workers", "1", "--retries", "0"),
     ("demo", "--tasks", "1", "--workers", "1"),
 ], ids=["record", "demo"])
 def test_recording_into_a_read_only_store_is_one_line(read_only: Path,
                                                       args: tuple[str, ...]) -> None:
-    result = run(read_only, *args)
+    # An endpoint that answers: record checks it before it writes anything.
+    with ModelServer(lambda request: Reply("Action: finished(content='')")) as endpoint:
+        result = run(read_only, *(a.format(endpoint=endpoint) for a in args))
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     assert "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]

@@ -6,18 +6,27 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
+from ownloop.modelserver import FaultyResponder, ModelServer, Reply
 from ownloop.modelserver.endpoint import make_server
 from ownloop.recorder.admission import source_state
 from ownloop.store import open_store
 from ownloop.store.events import RunStarted, SessionEnded, SessionStarted, Task, now
 
 DEAD = "http://127.0.0.1:9/v1"  # discard port: nothing listens
+
+
+@pytest.fixture(scope="module")
+def failing() -> Iterator[str]:
+    """An endpoint that lists its models but drops every call: sessions end endpoint_error."""
+    with ModelServer(FaultyResponder(lambda request: Reply(""), "drop")) as url:
+        yield url
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -116,13 +125,14 @@ def test_a_budget_outside_one_and_up_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
-def test_resume_with_another_contract_is_refused_with_the_diff(tmp_path: Path, site) -> None:  # noqa: ANN001
+def test_resume_with_another_contract_is_refused_with_the_diff(
+        tmp_path: Path, site, failing: str) -> None:  # noqa: ANN001
     store = tmp_path / "store"
     tasks = str(_tasks(tmp_path))
-    common = ["--tasks", tasks, "--base", site.base, "--endpoint", DEAD, "--retries", "0",
+    common = ["--tasks", tasks, "--base", site.base, "--endpoint", failing, "--retries", "0",
               "--run", "r1"]
     first = _record(store, *common)
-    assert first.exit_code == 0 and "1 endpoint_error" in first.output, first.output
+    assert first.exit_code == 3 and "1 endpoint_error" in first.output, first.output
     before = _written(store)
     started = open_store(store).sql(
         "select max_steps, timeout_s, task_ids, config_sha256, suite_version, "
@@ -140,7 +150,7 @@ def test_resume_with_another_contract_is_refused_with_the_diff(tmp_path: Path, s
     assert _written(store) == before  # nothing written by a refusal
     # The same contract resumes: the endpoint_error task runs again as attempt 2.
     again = _record(store, *common)
-    assert again.exit_code == 0 and "1 endpoint_error" in again.output, again.output
+    assert again.exit_code == 3 and "1 endpoint_error" in again.output, again.output
     rows = open_store(store).sql("select attempt, counted, budget, comparable from sessions "
                                  "order by attempt").rows
     assert rows == [(1, None, 40, True), (2, None, 40, True)]
@@ -197,7 +207,7 @@ def test_ownloop_sessions_says_when_a_run_mixes_budgets(tmp_path: Path) -> None:
 
 
 def test_a_scored_session_left_uncounted_by_a_killed_recorder_wins_on_the_next_start(
-        tmp_path: Path) -> None:
+        tmp_path: Path, failing: str) -> None:
     # A recorder killed after writing its session's end, before the session's count: the
     # session ended first with a final outcome, so it is the one that counts; nothing runs again.
     store = open_store(tmp_path / "store")
@@ -207,11 +217,11 @@ def test_a_scored_session_left_uncounted_by_a_killed_recorder_wins_on_the_next_s
             SessionStarted(at=now(), run_id="orph", session_id="orphan-1", budget=40, task=task),
             SessionEnded(at=now(), run_id="orph", session_id="orphan-1", status="fail")])
     result = _record(tmp_path / "store", "--tasks", str(_tasks(tmp_path)), "--base",
-                     "http://127.0.0.1:1", "--endpoint", DEAD, "--run", "orph")
+                     "http://127.0.0.1:1", "--endpoint", failing, "--run", "orph")
     assert result.exit_code == 0, result.output
     assert "nothing to do" in result.output and "1 tasks were done already" in result.output
     assert store.sql("select session_id, counted from sessions").rows == [("orphan-1", True)]
     again = _record(tmp_path / "store", "--tasks", str(_tasks(tmp_path)), "--base",
-                    "http://127.0.0.1:1", "--endpoint", DEAD, "--run", "orph")
+                    "http://127.0.0.1:1", "--endpoint", failing, "--run", "orph")
     assert "nothing to do" in again.output
     assert store.sql("select count(*) from session_counted").rows == [(1,)]

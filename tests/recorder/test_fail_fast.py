@@ -161,7 +161,8 @@ def test_serve_model_lists_its_model_and_refuses_others_and_a_wrong_key(
          "k-1234", "--quiet"], stdout=subprocess.PIPE, cwd=tmp_path)
     spawned.append(server)
     assert server.stdout is not None
-    url = re.findall(r"http://\S+", server.stdout.readline().decode())[0]
+    with server.stdout:
+        url = re.findall(r"http://\S+", server.stdout.readline().decode())[0]
     api = openai.OpenAI(base_url=url, api_key="k-1234", max_retries=0)
     assert [m.id for m in api.models.list().data] == ["served-1"]
     assert api.models.retrieve("served-1").id == "served-1"
@@ -282,6 +283,7 @@ def test_steps_reach_a_pipe_and_ctrl_c_counts_each_session_once(
         recorder.send_signal(signal.SIGINT)
         assert recorder.wait(90) == 130
         lines.rest()
+        lines.stream.close()
     assert lines.lines[0] == "run c1: 6 tasks", lines.lines
     summary = [line for line in lines.lines if line.startswith("run c1: ")][-1]
     ends = _ends(store)

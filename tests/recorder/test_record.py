@@ -34,11 +34,11 @@ def expert() -> Iterator[str]:
         yield url
 
 
-def _record(store: Path, *args: str) -> str:
+def _record(store: Path, *args: str, status: int = 0) -> str:
     result = CliRunner().invoke(
         cli, ["--store", str(store), "record", "uitars", "--model", "expert", "--settle", "0.1",
               *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == status, result.output  # 3: a session ended endpoint_error
     return result.output
 
 
@@ -74,9 +74,10 @@ def test_six_task_types_finish_with_reward_and_fill_every_view(tmp_path: Path, e
 
 
 def test_endpoint_down_then_resume_finishes_the_task(tmp_path: Path, expert: str) -> None:
-    dead = "http://127.0.0.1:9/v1"  # discard port: nothing listens, connections are refused
-    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", dead, "--run", "r2",
-                  "--retries", "1", "--retry-wait", "0.1")
+    # The endpoint answers record's check, then goes down for good at the first call.
+    with make_server("miniwob", "uitars", "down") as down:
+        out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", down,
+                      "--run", "r2", "--retries", "1", "--retry-wait", "0.1", status=3)
     assert "1 endpoint_error" in out
     calls = _rows(tmp_path, "select count(*), count(error) from model_calls")
     assert calls == [(2, 2)]  # the call and its one retry, both recorded with their error
@@ -105,7 +106,7 @@ def test_a_hanging_endpoint_costs_bounded_time(tmp_path: Path) -> None:
     with make_server("miniwob", "uitars", "hang=20") as url:
         began = time.monotonic()
         out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", url,
-                      "--call-timeout", "1", "--retries", "1", "--retry-wait", "0")
+                      "--call-timeout", "1", "--retries", "1", "--retry-wait", "0", status=3)
         took = time.monotonic() - began
     assert "1 endpoint_error" in out
     assert took < 15

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ownloop.modelserver import ModelServer, Reply
 from ownloop.store import events as E
 from ownloop.store import open_store
 from ownloop.store.disk import StoreNotWritable
@@ -110,9 +111,11 @@ def test_a_recorder_killed_before_its_first_session_leaves_no_empty_stream(
     chromium = tmp_path / "chromium"
     chromium.write_text(f"#!/bin/sh\necho $$ > {marker}\nexec sleep 600\n")
     chromium.chmod(0o755)
+    # An endpoint that answers: record checks it before any browser starts.
+    endpoint = ModelServer(lambda request: Reply("Action: finished(content='')"))
     recorder = subprocess.Popen(
         [str(_ROOT / ".venv" / "bin" / "ownloop"), "--store", str(root), "record", "uitars",
-         "--suite", "miniwob:click-button", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m",
+         "--suite", "miniwob:click-button", "--endpoint", endpoint.start(), "--model", "m",
          "--workers", "1", "--chromium", str(chromium)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     spawned.append(recorder)
@@ -121,6 +124,7 @@ def test_a_recorder_killed_before_its_first_session_leaves_no_empty_stream(
         recorder.send_signal(signal.SIGKILL)
         recorder.wait(10)
     finally:
+        endpoint.stop()
         if marker.exists() and marker.read_text().strip():
             try:  # the fake browser we made (Playwright may already have ended it)
                 os.kill(int(marker.read_text()), signal.SIGKILL)
