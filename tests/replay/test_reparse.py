@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ownloop.agents import make_agent
 from ownloop.agents.options import parse_overrides
 from ownloop.replay.reparse import reparse, reparse_target
 from ownloop.replay.target import load_session
@@ -116,8 +117,11 @@ def test_lines_show_old_and_new(store: Store) -> None:
 
 
 def test_overrides_are_read_like_record_options() -> None:
+    # Values stay text; the agent's options Struct reads each as its option's type.
     assert parse_overrides(["notch_px=50", "drag-steps=3", "language=Chinese", "x=true"]) == {
-        "notch_px": 50, "drag_steps": 3, "language": "Chinese", "x": True}
+        "notch_px": "50", "drag_steps": "3", "language": "Chinese", "x": "true"}
+    agent = make_agent("uitars", **parse_overrides(["notch_px=50", "drag-steps=3"]))
+    assert (agent.options()["notch_px"], agent.options()["drag_steps"]) == (50.0, 3)
     with pytest.raises(OwnloopError, match="is not KEY=VALUE"):
         parse_overrides(["notch_px"])
 
