@@ -418,3 +418,23 @@ def test_a_bad_option_is_one_line_naming_agent_and_option() -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("opencua", cot="l9")
     assert str(caught.value) == "opencua: cot must be one of l1, l2, l3, got 'l9'"
+
+
+@pytest.mark.parametrize(("name", "repository"), [
+    ("fara7b", "microsoft/fara"), ("molmoweb", "allenai/molmoweb"),
+    ("opencua", "xlang-ai/OSWorld"),
+])
+def test_record_without_a_clone_prints_one_notice_line(
+    name: str, repository: str, tmp_path: Path
+) -> None:
+    # The notice comes before the endpoint is checked; a dead endpoint then stops the run.
+    result = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(tmp_path / "store"), "record", name,
+         "--suite", "miniwob:click-button", "--endpoint", "http://127.0.0.1:9/v1",
+         "--model", "m", "--released", str(tmp_path / "no-clone")],
+        capture_output=True, text=True, timeout=120)
+    lines = result.stderr.splitlines()
+    assert lines[0] == (f"notice: {name}: no clone of {repository} under "
+                        "--released/$OWNLOOP_PATH; using ownloop's built-in prompt")
+    assert not any("Warning" in line for line in lines)
+    assert result.returncode == 1
