@@ -158,19 +158,21 @@ def target_session(store: Store, target: str, run_id: str | None = None) -> str 
     of a task ``target-SEED`` (a MiniWoB task name without its seed). Tasks are looked for in
     ``run_id``, or without it in the latest run (by its first session's start) that has them.
     A recorded session wins over a replay of one (``parent_session_id``), and, without
-    ``run_id``, over an imported one (suite ``import:...``); those are chosen only when the task
-    has nothing else.
+    ``run_id``, over one of an imported run (its suite ``import:DIR``); those are chosen only when
+    the task has nothing else.
     """
     rows = store.sql(
-        "with r as (select run_id, min(started_at) as run_start from sessions group by run_id) "
+        "with r as (select run_id, min(started_at) as run_start from sessions group by run_id), "
+        "imported as (select distinct run_id, true as imported from run_started "
+        "where starts_with(suite, 'import:')) "
         "select s.session_id, case when s.session_id = $t then 0 when s.task_id = $t then 1 "
         "else 2 end as rank "
-        "from sessions s join r using (run_id) "
+        "from sessions s join r using (run_id) left join imported i using (run_id) "
         "where (s.session_id = $t or s.task_id = $t or (starts_with(s.task_id, $t || '-') "
         "and regexp_full_match(s.task_id[length($t) + 2:], '[0-9]+'))) "
         "and ($run is null or s.run_id = $run) "
         "order by rank, s.parent_session_id is not null, "
-        "$run is null and starts_with(coalesce(s.suite, ''), 'import:'), "
+        "$run is null and coalesce(i.imported, false), "
         "r.run_start desc, s.started_at desc, s.session_id desc limit 1",
         {"t": target, "run": run_id or None}).rows
     return str(rows[0][0]) if rows else None
