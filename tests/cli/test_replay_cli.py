@@ -129,7 +129,7 @@ def test_diff_of_a_session_with_itself_and_with_another(store: Path) -> None:
     code, out = _run(store, "diff", "click-button", _session_of(store, "click-button"))
     assert code == 0 and "identical: 2 steps" in out, out
     code, out = _run(store, "diff", "click-button", "enter-text")
-    assert code == 0 and "different: " in out and "first at step 1" in out
+    assert code == 1 and "different: " in out and "first at step 1" in out
 
 
 @pytest.mark.browser
@@ -137,10 +137,11 @@ def test_bad_targets_are_one_line(store: Path) -> None:
     for command in (["show", "nope"], ["replay", "nope"], ["diff", "click-button", "nope"]):
         code, out = _run(store, *command)
         assert (code, out) == (
-            1, f"Error: no session or task 'nope' in {store}. List them with: ownloop sessions\n")
+            1, f"Error: no session or task 'nope' in {store}. List them with: ownloop --store "
+               f"{store} sessions\n")
     code, out = _run(store, "replay", "click-button", "--run", "r9")
     assert out == (f"Error: no session or task 'click-button' in run 'r9' of {store}. "
-                   "List them with: ownloop sessions --run r9\n")
+                   f"List them with: ownloop --store {store} sessions --run r9\n")
 
 
 # ---------------------------------------------------------------- synthetic, no browser
@@ -171,7 +172,7 @@ def test_cli_errors_are_one_line(synthetic: Path) -> None:
     assert out.count("\n") == 1
     code, out = _run(synthetic, "replay")
     assert out == ("Error: give a TARGET: a session id or a task id. List them with: "
-                   "ownloop sessions\n")
+                   f"ownloop --store {synthetic} sessions\n")
     code, out = _run(synthetic, "regrade", "--grader", "answer:nope:1")
     assert code == 1 and out.startswith("Error: bad grader spec") and out.count("\n") == 1
 
