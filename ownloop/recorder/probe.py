@@ -6,7 +6,8 @@ URL and what failed: the connection refused, the host name not found, no answer 
 key refused (401/403), no model list there (404: not the API's base URL), or the model not among
 those served (named). A server may list some names and accept others (ownloop's own
 ``serve-model`` accepts any name): a name not listed is asked for with ``GET /models/NAME``, and
-served if that answers 200.
+served if that answers 200. A server that answers but has no model list at all (HTTP 405 or 501
+to ``GET /models``: a minimal endpoint that only takes chat completions) is let through unchecked.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ownloop.store.errors import OwnloopError
 __all__ = ["EndpointUnusable", "check_endpoint"]
 
 _SHOWN_MODELS = 10  # a server that serves hundreds of models: the first ten are named
+_NO_LIST = frozenset({405, 501})  # the method is not supported: a server without a model list
 
 
 class EndpointUnusable(OwnloopError):
@@ -44,7 +46,7 @@ def check_endpoint(client: openai.OpenAI, endpoint: str, model: str, *, has_key:
     """
     client = client.with_options(timeout=timeout_s, max_retries=0)
     served = _served(client, endpoint, has_key, timeout_s, clean)
-    if model in served or _accepts(client, model):
+    if served is None or model in served or _accepts(client, model):
         return
     shown = ", ".join(served[:_SHOWN_MODELS]) or "no model at all"
     if len(served) > _SHOWN_MODELS:
@@ -55,13 +57,15 @@ def check_endpoint(client: openai.OpenAI, endpoint: str, model: str, *, has_key:
 
 
 def _served(client: openai.OpenAI, endpoint: str, has_key: bool, timeout_s: float,
-            clean: Callable[[str], str]) -> list[str]:
-    """The model names ``GET /models`` lists."""
+            clean: Callable[[str], str]) -> list[str] | None:
+    """The model names ``GET /models`` lists; None when the server has no such route."""
     try:
         raw = client.models.with_raw_response.list()
     except openai.APIConnectionError as exc:
         raise EndpointUnusable(_unreachable(exc, endpoint, timeout_s)) from None
     except openai.APIStatusError as exc:
+        if exc.status_code in _NO_LIST:
+            return None
         raise EndpointUnusable(_refused(exc, endpoint, has_key, clean)) from None
     except openai.APIError as exc:
         raise EndpointUnusable(

@@ -178,6 +178,27 @@ def test_serve_model_lists_its_model_and_refuses_others_and_a_wrong_key(
     assert _one_error_line(result).endswith("it serves: served-1. Pass one of them with --model")
 
 
+def test_a_server_without_a_model_list_is_let_through_unchecked() -> None:
+    """A minimal endpoint that only takes POST (GET answers 501) can still be recorded with."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    from ownloop.recorder.model import ModelClient
+
+    class PostOnly(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), PostOnly)
+    Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        ModelClient(url, "m", load_blob=lambda sha: b"").check()  # no error
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 # --- during the run ----------------------------------------------------------------------------
 
 @pytest.mark.browser
