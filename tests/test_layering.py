@@ -64,6 +64,13 @@ def test_only_browser_py_imports_playwright_and_only_the_store_imports_duckdb() 
     assert (playwright, duckdb) == ([], [])
 
 
+def test_only_the_ray_executor_imports_ray() -> None:
+    """Ray is an optional extra, and both executors share one recorder loop (DESIGN §9)."""
+    assert [str(p.relative_to(PACKAGE)) for p in _modules()
+            if "ray" in {name.partition(".")[0] for name in _imports(p)}
+            and p.relative_to(PACKAGE).as_posix() != "recorder/ray_executor.py"] == []
+
+
 def test_nothing_imports_the_cli() -> None:
     assert [str(p.relative_to(PACKAGE)) for p in _modules()
             if p.name != "cli.py" and "ownloop.cli" in _imports(p)
