@@ -265,7 +265,7 @@ def test_seal_and_verify_from_the_command_line(store: Store) -> None:
                            capture_output=True, text=True, timeout=120, check=False)
     assert again.returncode == 1
     assert again.stderr == (f"Error: run r1 is sealed already ({fingerprint[:16]}). Check it "
-                            "with: ownloop verify --run r1\n")
+                            f"with: ownloop --store {store.root} verify --run r1\n")
 
 
 def test_import_into_a_sealed_run_is_refused(sealed: tuple[Store, str], tmp_path: Path) -> None:

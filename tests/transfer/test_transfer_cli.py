@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
+from ownloop.store import open_store
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -48,14 +49,15 @@ def test_import_then_export_writes_the_folder_back(tmp_path: Path,
      "or steps.jsonl"),
     (["export", "--out", "{tmp}/o"], "Error: session-dir needs a run: pass --run R"),
     (["export", "--run", "nope", "--out", "{tmp}/o"],
-     "Error: no sessions in run 'nope'. List runs with: ownloop sql \"select run_id, agent, "
-     "sessions from runs\""),
+     "Error: no sessions in run 'nope'. List runs with: ownloop --store {tmp}/s sql \"select "
+     "run_id, agent, sessions from runs\""),
     (["export", "--run", "nope", "--format", "parquet", "--out", "{tmp}/o"],
-     "Error: no run 'nope' in the store. List runs with: ownloop sql \"select run_id, agent, "
-     "sessions from runs\""),
+     "Error: no run 'nope' in the store. List runs with: ownloop --store {tmp}/s sql \"select "
+     "run_id, agent, sessions from runs\""),
 ])
 def test_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "empty").mkdir()
+    open_store(tmp_path / "s").sync()  # export reads a store that is there
     code, out = _run(tmp_path / "s", *(a.format(tmp=tmp_path) for a in args))
     assert (code, out.strip().splitlines()[-1]) == (1, message.format(tmp=tmp_path))
 
