@@ -104,7 +104,7 @@ def test_report_says_what_is_missing(view_store: ViewStore, tmp_path: Path) -> N
     result = _report(view_store, "no-such-task", "--out", str(tmp_path / "x.html"))
     assert result.exit_code == 1
     assert result.output == (f"Error: no session or task 'no-such-task' in {view_store.root}. "
-                             "List them with: ownloop sessions\n")
+                             f"List them with: ownloop --store {view_store.root} sessions\n")
     result = _report(view_store, "click-button", "--out", str(tmp_path / "no" / "x.html"))
     assert result.output == f"Error: cannot write {tmp_path / 'no' / 'x.html'}: No such file or "\
         "directory\n"
