@@ -468,10 +468,12 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
          on_result: Callable[[EpisodeResult], None],
          on_step: Callable[[str, str, int, str], None] | None = None) -> RunSummary:
     streak = _EndpointErrors(options.max_endpoint_errors)
+    left: list[int] = []
 
     def reported(result: EpisodeResult) -> None:
         if streak.add(result):
-            runner.stop.set()  # the tasks not started stay for a resume
+            # No task starts any more (a resume runs them); sessions in flight end as they will.
+            left.append(_drain(runner))
         on_result(result)
 
     runner = _Runner(store, suite, agent, options, run_id, reported, claims, run_stream)
@@ -508,7 +510,7 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
     with runner._lock:  # a worker still stopping after 30 s must not add to the summary
         results = list(runner.results)
     fatal = runner.fatal[0] if runner.fatal else streak.stopped
-    not_started = runner.queue.qsize() + len(runner.deferred) if fatal else 0
+    not_started = sum(left) + runner.queue.qsize() + len(runner.deferred) if fatal else 0
     summary = RunSummary(run_id, results, skipped, standing.crashed + runner.crashed,
                          round(time.monotonic() - begun, 3), interrupted,
                          runner.done_elsewhere, fatal, not_started)
@@ -539,6 +541,21 @@ class _EndpointErrors:
             self.stopped = (f"{self.in_a_row} sessions in a row ended endpoint_error{last}; "
                             "--max-endpoint-errors stops the run there")
             return True
+
+
+def _drain(runner: _Runner) -> int:
+    """Take every task not started off the runner's queue, and say how many there were."""
+    taken = 0
+    while True:
+        try:
+            runner.queue.get_nowait()
+        except queue.Empty:
+            break
+        taken += 1
+    with runner._lock:
+        taken += len(runner.deferred)
+        runner.deferred.clear()
+    return taken
 
 
 def _step_reporter(on_step: Callable[[str, str, int, str], None],

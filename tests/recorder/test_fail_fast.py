@@ -117,6 +117,21 @@ def test_a_host_name_not_found_says_dns(tmp_path: Path) -> None:
         "'no-such-host.invalid' was not found (DNS). Check --endpoint")
 
 
+def test_an_endpoint_that_never_answers_says_so_within_the_call_timeout(tmp_path: Path) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # connections wait, never answered
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        began = time.monotonic()
+        result = _record(tmp_path / "store", _tasks(tmp_path, 1), url, "--model", "m",
+                         "--call-timeout", "1")
+        took = time.monotonic() - began
+    assert _one_error_line(result) == (
+        f"Error: the endpoint {url} did not answer GET /models within 1 s: check the server is "
+        "up and reachable, or raise --call-timeout")
+    assert took < 30
+
+
 def test_a_model_not_served_names_the_served_models(tmp_path: Path) -> None:
     store = tmp_path / "store"
     with make_server("miniwob", "uitars", model="uitars15-7b") as url:
@@ -223,6 +238,23 @@ def test_an_endpoint_that_dies_stops_the_run_and_a_resume_runs_the_rest(
                         base=site.base)
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert "6 finished" in again.stdout and "2 tasks were done already" in again.stdout
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_stop_lets_the_other_workers_sessions_end_as_they_will(
+        tmp_path: Path, site: Any) -> None:
+    """Two workers: the session in flight when the run stops is not cut short (not interrupted);
+    every task is either recorded or counted as not started."""
+    store = tmp_path / "store"
+    with ModelServer(FaultyResponder(lambda request: Reply(_DONE), "drop")) as url:
+        result = _record(store, _tasks(tmp_path, 8), url, "--model", "m", "--workers", "2",
+                         "--max-endpoint-errors", "2", base=site.base)
+    assert result.returncode == 4, (result.stdout, result.stderr)
+    statuses = _statuses(store)
+    assert set(statuses) == {"endpoint_error"} and statuses["endpoint_error"] >= 2, statuses
+    left = int(re.findall(r"^(\d+) tasks not started", result.stdout, re.M)[0])
+    assert statuses["endpoint_error"] + left == 8, (statuses, result.stdout)
 
 
 @pytest.mark.browser
