@@ -441,6 +441,14 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
               help="Clones of the model's released code, to read its prompt from.")
 @click.option("--on-miss", type=click.Choice(["stop", "forward", "force"]), default="stop",
               show_default=True, help="When no recorded response matches a request.")
+@click.option("--on-diverge", type=click.Choice(["stop", "retarget", "fork", "ignore"]),
+              help="--execute ops|actions: when a pointer op meets another element than "
+              "recorded: stop, re-find the element, hand over to --endpoint, or act anyway "
+              "(default: ignore; retarget with --seed/--base).")
+@click.option("--seed", type=int, metavar="S", help="--execute: replay a MiniWoB session on "
+              "seed S of its task.")
+@click.option("--base", metavar="URL", help="--execute: replay a tasks-file session against "
+              "another deployment at URL.")
 @click.pass_context
 @_friendly
 def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: bool, fmt: str,
@@ -448,7 +456,7 @@ def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: 
     """Rebuild a session offline and print it, re-parse it, or re-execute it in a browser.
 
     Examples: ownloop replay click-button; ownloop replay --run r1 --reparse -o scroll_notches=3;
-    ownloop replay click-button --execute ops
+    ownloop replay click-button --execute ops --seed 7 --on-diverge retarget
     """
     from ownloop.replay.reparse import reparse_target
     from ownloop.replay.target import check_replayable, load_session
@@ -591,21 +599,33 @@ def import_command(ctx: click.Context, directory: str, agent: str | None,
 
 
 @cli.command("export")
-@click.option("--run", "run_id", help="The run (required for session-dir; parquet: all runs "
+@click.option("--run", "run_id", help="The run (required for session-dir; the others: all runs "
               "when left out).")
-@click.option("--format", "fmt", type=click.Choice(["session-dir", "parquet"]),
-              default="session-dir", show_default=True, help="Harness folders or Parquet files.")
+@click.option("--format", "fmt", type=click.Choice(
+              ["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+              default="session-dir", show_default=True, help="Harness folders, Parquet views, "
+              "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
+@click.option("--where", help="sft, atif, otlp: an SQL condition over the sessions view "
+              "(sft's default: passed and coalesce(counted, true)).")
+@click.option("--agent-format", type=click.Choice(["native", "chat"]), default="chat",
+              show_default=True, help="sft: the request as sent (native) or as chat messages.")
+@click.option("--per-session", is_flag=True, help="sft: one record per session, not per step.")
+@click.option("--endpoint", help="otlp: send to this OTLP/HTTP collector (its base URL) instead "
+              "of writing traces.jsonl; images and long texts still go under --out.")
 @click.pass_context
 @_friendly
-def export_command(ctx: click.Context, run_id: str | None, fmt: str, out: str) -> None:
-    """Write a run as a plain harness's result folders, or every SQL view as Parquet.
+def export_command(ctx: click.Context, run_id: str | None, fmt: str, out: str, where: str | None,
+                   agent_format: str, per_session: bool, endpoint: str | None) -> None:
+    """Write runs as harness folders, Parquet views, SFT records, ATIF or OTLP traces.
 
-    Example: ownloop export --run r1 --format session-dir --out results/r1
+    Example: ownloop export --run r1 --format sft --agent-format native --out sft/r1
     """
     from ownloop.transfer import export_run
 
-    _echo_lines(export_run(_store(ctx, create=False), run_id, fmt, out).lines())
+    _echo_lines(export_run(_store(ctx, create=False), run_id, fmt, out, where=where,
+                           agent_format=agent_format, per_session=per_session,
+                           endpoint=endpoint).lines())
 
 
 # --- seeing trajectories: view, report (ownloop/view/) ---------------------------------------

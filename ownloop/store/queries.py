@@ -39,6 +39,7 @@ __all__ = [
     "run_page",
     "run_sessions",
     "run_settings",
+    "selected_sessions",
     "session_choices",
     "session_page",
     "sql_command",
@@ -222,9 +223,40 @@ class Selection(NamedTuple):
     run_id: str | None = None
     task_id: str | None = None
     where: str | None = None
+    session_ids: tuple[str, ...] = ()  # only these sessions (a batch of an export), when given
 
 
 EVERY_SESSION = Selection()
+
+
+def _selection_condition(selection: Selection) -> tuple[str, dict[str, Any]]:
+    """The SQL condition over the ``sessions`` view for ``selection``, and its parameters."""
+    conditions = ["true"]
+    params: dict[str, Any] = {}
+    if selection.run_id:
+        conditions.append("run_id = $run")
+        params["run"] = selection.run_id
+    if selection.task_id:
+        conditions.append("task_id = $task")
+        params["task"] = selection.task_id
+    if selection.session_ids:
+        conditions.append("list_contains($ids, session_id)")
+        params["ids"] = list(selection.session_ids)
+    if selection.where and selection.where.strip():
+        conditions.append(user_condition(selection.where))
+    return " and ".join(conditions), params
+
+
+def selected_sessions(store: Store, selection: Selection) -> list[tuple[str, str]]:
+    """(session id, agent) of every session ``selection`` picks, oldest first.
+
+    Raises:
+        QueryError: ``selection.where`` is not valid SQL over the ``sessions`` view.
+    """
+    condition, params = _selection_condition(selection)
+    rows = store.sql(f"select session_id, agent from sessions where {condition} "
+                     "order by started_at, session_id", params or None).rows
+    return [(str(session_id), str(agent or "")) for session_id, agent in rows]
 
 
 def journal_places(
@@ -241,23 +273,14 @@ def journal_places(
     Raises:
         QueryError: ``selection.where`` is not valid SQL over the ``sessions`` view.
     """
-    conditions = ["true"]
-    params: dict[str, Any] = {}
-    if selection.run_id:
-        conditions.append("run_id = $run")
-        params["run"] = selection.run_id
-    if selection.task_id:
-        conditions.append("task_id = $task")
-        params["task"] = selection.task_id
-    if selection.where and selection.where.strip():
-        conditions.append(user_condition(selection.where))
+    condition, params = _selection_condition(selection)
     kind_filter = ""
     if kinds:
         kind_filter = " and list_contains($kinds, kind)"
         params["kinds"] = list(kinds)
     return store.sql_arrow(
         "select stream, byte_offset, byte_length from journal where session_id in "
-        f"(select session_id from sessions where {' and '.join(conditions)}){kind_filter} "
+        f"(select session_id from sessions where {condition}){kind_filter} "
         "order by time, stream, seq", params or None)
 
 

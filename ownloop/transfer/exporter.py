@@ -28,7 +28,7 @@ from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
 __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
 
-FORMATS = ("session-dir", "parquet")
+FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 # In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
@@ -46,13 +46,23 @@ class ExportResult(NamedTuple):
         return [*self.skipped, *self.lines_written]
 
 
-def export_run(store: Store, run_id: str | None, fmt: str, out: str | Path) -> ExportResult:
-    """Export ``run_id`` as ``fmt`` (``session-dir`` or ``parquet``) into ``out``.
+def export_run(store: Store, run_id: str | None, fmt: str, out: str | Path, *,
+               where: str | None = None, agent_format: str = "chat", per_session: bool = False,
+               endpoint: str | None = None) -> ExportResult:
+    """Export ``run_id`` as ``fmt`` (one of ``FORMATS``) into ``out``.
+
+    ``sft``, ``sft-parquet``, ``atif`` and ``otlp`` export a selection: ``run_id`` and the SQL
+    condition ``where`` over the ``sessions`` view (sft's default: passed, counted sessions); see
+    ``sft.py``, ``atif.py`` and ``otlp.py``. ``endpoint`` (otlp) sends the traces to an OTLP/HTTP
+    collector instead of writing them.
 
     Raises:
         OwnloopError: an unknown format, no run given for session-dir, an unknown run, or an
             ``out`` folder that is not empty (session-dir).
     """
+    if fmt in ("sft", "sft-parquet", "atif", "otlp"):
+        return _export_selection(store, run_id, fmt, out, where, agent_format, per_session,
+                                 endpoint)
     if fmt == "parquet":
         from ownloop.store.export import export_views
 
@@ -63,6 +73,29 @@ def export_run(store: Store, run_id: str | None, fmt: str, out: str | Path) -> E
     if not run_id:
         raise OwnloopError("session-dir needs a run: pass --run R")
     return export_session_dirs(store, run_id, out)
+
+
+def _export_selection(store: Store, run_id: str | None, fmt: str, out: str | Path,
+                      where: str | None, agent_format: str, per_session: bool,
+                      endpoint: str | None) -> ExportResult:
+    from ownloop.store.queries import Selection
+
+    if fmt in ("sft", "sft-parquet"):
+        from ownloop.transfer.batches import PASSED_AND_COUNTED
+        from ownloop.transfer.sft import export_sft
+
+        selection = Selection(run_id=run_id, where=where or PASSED_AND_COUNTED)
+        return ExportResult(Path(out), export_sft(
+            store, selection, out, agent_format=agent_format, per_session=per_session,
+            parquet=fmt == "sft-parquet"), [])
+    selection = Selection(run_id=run_id, where=where)
+    if fmt == "atif":
+        from ownloop.transfer.atif import export_atif
+
+        return ExportResult(Path(out), export_atif(store, selection, out), [])
+    from ownloop.transfer.otlp import export_otlp
+
+    return ExportResult(Path(out), export_otlp(store, selection, out, endpoint), [])
 
 
 def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportResult:
