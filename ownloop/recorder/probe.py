@@ -74,7 +74,8 @@ def _served(client: openai.OpenAI, endpoint: str, has_key: bool, timeout_s: floa
     response = raw.http_response
     try:
         listed = json.loads(response.content)["data"]
-        return [str(entry["id"]) for entry in listed]
+        # A name is shown in a one-line error: no control characters, no runaway length.
+        return [" ".join(str(entry["id"]).split())[:100] for entry in listed]
     except (ValueError, TypeError, KeyError):
         what = response.headers.get("content-type", "").split(";")[0] or "no content type"
         raise EndpointUnusable(
