@@ -63,6 +63,7 @@ __all__ = [
     "Fetched",
     "Launched",
     "Page",
+    "Refound",
     "Shot",
     "browser_versions",
     "find_chromium",
@@ -131,6 +132,16 @@ class Effect(NamedTuple):
     dialog: Dialog | None
     download: bytes | None
     duration_ms: float
+
+
+class Refound(NamedTuple):
+    """A recorded element found again in the page (a guarded replay's retarget): the element,
+    how it matched (``name_role``, ``text``, ``css_path`` or ``nearest``) and its centre."""
+
+    element: Element
+    match: str
+    x: float
+    y: float
 
 
 class Shot(NamedTuple):
@@ -270,6 +281,14 @@ def navigation_refusal(url: str, allow_hosts: Sequence[str] = ()) -> str | None:
 def _png_size(png: bytes) -> tuple[int, int]:
     # The IHDR chunk starts every PNG: width and height are big-endian at bytes 16..24.
     return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def _element(found: dict[str, Any]) -> Element:
+    return Element(
+        tag=found["tag"], id=found["id"], role=found["role"], name=found["name"],
+        css_path=found["css_path"], bbox=tuple(found["bbox"]), frame=found["frame"],
+        text=found["text"],
+    )
 
 
 def _message(error: BaseException) -> str:
@@ -524,12 +543,21 @@ class BrowserSession:
             found = self.page.evaluate(_ELEMENT_JS, [x, y])
         except PlaywrightError:
             return None
+        return _element(found) if found else None
+
+    def find_element(self, recorded: Element) -> Refound | None:
+        """``recorded`` found again in the followed page's top document, or None (see
+        element_at_point.js for the order of the matches)."""
+        want = {"tag": recorded.tag, "role": recorded.role, "name": recorded.name,
+                "text": recorded.text, "css_path": recorded.css_path,
+                "bbox": list(recorded.bbox) if recorded.bbox else None}
+        try:
+            found = self.page.evaluate(_ELEMENT_JS, {"find": want})
+        except PlaywrightError:
+            return None
         if not found:
             return None
-        return Element(
-            tag=found["tag"], id=found["id"], role=found["role"], name=found["name"],
-            css_path=found["css_path"], bbox=tuple(found["bbox"]), frame=found["frame"],
-        )
+        return Refound(_element(found["element"]), found["match"], found["x"], found["y"])
 
     def execute(self, op: Op) -> Effect:
         """Execute one browser operation and report what it did; page errors become ``ok=False``."""

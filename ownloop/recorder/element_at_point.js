@@ -1,6 +1,11 @@
 // What is under the pointer at viewport point (x, y): the innermost element, found with
 // elementFromPoint, descending into same-origin iframes and open shadow roots. Read by browser.py.
-([x, y]) => {
+// Given {find: element} instead (an element as recorded), it finds that element again in the top
+// document (a guarded replay's retarget): by role and accessible name, then by text, then by CSS
+// path, then the nearest element of the same tag and role to the recorded box; only elements
+// whose centre is in the viewport and reaches them (not covered) count. Returns the element, the
+// level that matched it and its centre, or null.
+(arg) => {
   const trim = (s) => (s || "").replace(/\s+/g, " ").trim().slice(0, 100);
   const INPUT_ROLES = {
     checkbox: "checkbox", radio: "radio", button: "button", submit: "button", reset: "button",
@@ -84,6 +89,64 @@
     }
     return parts.join(" > ");
   }
+  function text(el) {
+    const tag = el.localName;
+    if (["input", "select", "textarea"].includes(tag)) {
+      return (el.getAttribute("type") || "").toLowerCase() === "password" ? "" : trim(el.value);
+    }
+    return tag === "html" || tag === "body" ? "" : trim(el.innerText || el.textContent);
+  }
+  const round = (v) => Math.round(v * 100) / 100;
+  function describe(el, ox, oy, frame) {
+    const r = el.getBoundingClientRect();
+    return {
+      tag: el.localName, id: el.id || "", role: role(el), name: name(el), css_path: cssPath(el),
+      bbox: [round(r.left + ox), round(r.top + oy), round(r.width), round(r.height)],
+      frame: frame, text: text(el),
+    };
+  }
+  if (!Array.isArray(arg)) return find(arg.find);
+  function find(want) {
+    const box = want.bbox || [0, 0, 0, 0];
+    const wx = box[0] + box[2] / 2, wy = box[1] + box[3] / 2;
+    const width = window.innerWidth, height = window.innerHeight;
+    const reachable = (el) => {
+      const r = el.getBoundingClientRect();
+      if (r.width <= 0 || r.height <= 0) return null;
+      const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+      if (cx < 0 || cy < 0 || cx >= width || cy >= height) return null;
+      const hit = document.elementFromPoint(cx, cy);
+      return hit && (hit === el || el.contains(hit)) ? [cx, cy] : null;
+    };
+    const sameKind = Array.from(document.querySelectorAll(CSS.escape(want.tag || "*")))
+      .filter((el) => role(el) === (want.role || ""));
+    const levels = [
+      ["name_role", want.name ? sameKind.filter((el) => name(el) === want.name) : []],
+      ["text", want.text ? sameKind.filter((el) => text(el) === want.text) : []],
+      ["css_path", (() => {
+        try {
+          const el = want.css_path ? document.querySelector(want.css_path) : null;
+          return el && el.localName === want.tag ? [el] : [];
+        } catch (e) { return []; }
+      })()],
+      ["nearest", sameKind],
+    ];
+    for (const [level, found] of levels) {
+      let best = null;
+      for (const el of found) {
+        const centre = reachable(el);
+        if (!centre) continue;
+        const d = Math.hypot(centre[0] - wx, centre[1] - wy);
+        if (!best || d < best.d) best = { el, d, centre };
+      }
+      if (best) {
+        return { element: describe(best.el, 0, 0, ""), match: level,
+                 x: round(best.centre[0]), y: round(best.centre[1]) };
+      }
+    }
+    return null;
+  }
+  const [x, y] = arg;
   let doc = document, ox = 0, oy = 0;
   const frames = [];
   let el = doc.elementFromPoint(x, y);
@@ -113,11 +176,5 @@
     break;
   }
   if (!el) return null;
-  const r = el.getBoundingClientRect();
-  const round = (v) => Math.round(v * 100) / 100;
-  return {
-    tag: el.localName, id: el.id || "", role: role(el), name: name(el), css_path: cssPath(el),
-    bbox: [round(r.left + ox), round(r.top + oy), round(r.width), round(r.height)],
-    frame: frames.join(" >> "),
-  };
+  return describe(el, ox, oy, frames.join(" >> "));
 }

@@ -181,8 +181,13 @@ class Episode:
     # ---------------------------------------------------------------- one step
     def agent_step(self, step: int, batch: list[Event]) -> SessionEnded | None:
         """The recorder's step: screenshot, call the model, parse, act, settle."""
+        return self.answer(step, self.observe(step, batch), batch)
+
+    def answer(self, step: int, observation: Observation,
+               batch: list[Event]) -> SessionEnded | None:
+        """The recorder's step once its screenshot is taken: call the model, parse, act, settle
+        (a guarded replay hands a step to the live model so)."""
         settings = self.agent.settings
-        observation = self.observe(step, batch)
         shot_size = (observation.screenshot.width, observation.screenshot.height)
         messages = self.sent_images(
             self.agent.build_messages(self.task, self.history, observation))

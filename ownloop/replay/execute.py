@@ -9,7 +9,12 @@ Modes (``SessionStarted.replay_mode``):
   place of the model (no network);
 - ``fork``: like ``responses`` for the steps before ``fork_step``, then the live model.
 
-The task is set up as recorded (same Task, same seed; see :mod:`ownloop.replay.reopen`), each
+``ops`` and ``actions`` replays are guarded (:mod:`ownloop.replay.guard`): each step's
+screenshot and each pointer operation's element are checked against the parent before acting, and
+``on_diverge`` (stop, retarget, fork, ignore) says what a changed element does.
+
+The task is set up as recorded (same Task, same seed; see :mod:`ownloop.replay.reopen`), or on
+another seed of a MiniWoB task (``seed``) or another deployment of a tasks file (``base``); each
 step's events are written as the recorder writes them, then the end-state evidence, the end and
 the grade of the task's grader. A ``FidelityMeasured`` event per step compares it with the parent
 (a fork's live steps are not compared); they are measured on a background thread while the replay
@@ -38,8 +43,9 @@ from ownloop.recorder.episode import (
 )
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.replay.cassette import Cassette, CassetteClient
-from ownloop.replay.fidelity import measure_step
+from ownloop.replay.fidelity import RUNGS, measure_step
 from ownloop.replay.fold import Session, Step, fold
+from ownloop.replay.guard import ON_DIVERGE, Guard, Verdict
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import reopen_suite
 from ownloop.replay.reparse import agent_for, recorded_settings
@@ -48,6 +54,9 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
     FidelityMeasured,
+    GuardChecked,
+    MouseMove,
+    Op,
     RunEnded,
     RunStarted,
     SessionEnded,
@@ -69,11 +78,13 @@ class ReplayError(OwnloopError):
 
 
 class Replayed(NamedTuple):
-    """A finished re-execution: the parent, the child and the child's episode result."""
+    """A finished re-execution: the parent, the child, the child's episode result and, for a
+    guarded replay, its checks."""
 
     parent: Session
     child: Session
     result: EpisodeResult
+    checks: tuple[GuardChecked, ...] = ()
 
 
 
@@ -96,36 +107,74 @@ def _parent_end(episode: Episode, parent: Session, steps: int) -> SessionEnded:
                        answer=outcome.answer, error=outcome.error)
 
 
-def _play_recorded(parent: Session, mode: str) -> Play:
-    """A step that re-executes the parent's ops (``ops``) or re-translates its actions."""
+def _recorded_parse(step: Step) -> Parsed:
+    parse = step.parsed
+    if parse is None or parse.error is not None:
+        return Parsed()
+    return Parsed(thought=parse.thought, actions=parse.actions, model_size=parse.model_size)
+
+
+def _play_recorded(parent: Session, mode: str, guard: Guard | None,
+                   fidelity: _Fidelity) -> Play:
+    """A step that re-executes the parent's ops (``ops``) or re-translates its actions, each
+    pointer operation checked by ``guard`` first; after a fork, the live model's step."""
     steps = {step.step: step for step in parent.steps}
     last = max(steps, default=0)
+    forked: list[int] = []
 
     def play(episode: Episode, number: int, batch: list[Event]) -> SessionEnded | None:
+        if forked:
+            return episode.agent_step(number, batch)
         recorded = steps.get(number)
         if recorded is None:
             return _parent_end(episode, parent, number - 1)
         observation = episode.observe(number, batch)
+        if guard is not None:
+            guard.check_screenshot(episode.ids(), number, recorded,
+                                   observation.screenshot.sha256, batch)
+        elements = {effect.idx: effect.element for effect in recorded.effects}
+
+        def run(index: int, action_idx: int, op: Op) -> Verdict:
+            verdict = Verdict(op, "act") if guard is None else guard.check_op(
+                episode.browser, episode.ids(), number, index, op, elements.get(index), batch)
+            if verdict.then == "act":
+                episode.act(number, index, action_idx, verdict.op, batch)
+            return verdict
+
+        verdict, index = Verdict(MouseMove(x=0, y=0), "act"), 0
         if mode == "ops":
+            parsed = _recorded_parse(recorded)
             for effect in recorded.effects:
-                episode.act(number, effect.idx, effect.action_idx, effect.op, batch)
+                index = effect.idx
+                verdict = run(effect.idx, effect.action_idx, effect.op)
+                if verdict.then != "act":
+                    break
         else:
             parse = recorded.parsed
             if parse is None or parse.error is not None:  # the parent had no actions here
                 return _parent_end(episode, parent, number)
             batch.append(msgspec.structs.replace(parse, at=now(), **episode.ids()))
-            parsed = Parsed(thought=parse.thought, actions=parse.actions,
-                            model_size=parse.model_size)
-            index = 0
+            parsed = _recorded_parse(recorded)
             for action_idx, action in enumerate(parsed.actions):
                 for op in episode.agent.translate(action):
-                    episode.act(number, index, action_idx, op, batch)
+                    verdict = run(index, action_idx, op)
+                    if verdict.then != "act":
+                        break
                     index += 1
-            ending = episode.agent.ending(parsed, episode.history)
-            episode.history.append(PastStep(observation, recorded.response or "", parsed))
-            if ending is not None:
-                return episode.end(ending.status, number, agent_status=ending.agent_status,
-                                   answer=ending.answer)
+                if verdict.then != "act":
+                    break
+        if verdict.then == "stop":
+            return episode.end("error", number, error=f"stopped at step {number}, operation "
+                               f"{index}: {verdict.reason} (--on-diverge stop)")
+        if verdict.then == "fork":  # this step and the rest are the live model's
+            forked.append(number)
+            fidelity.fork_at = number + 1
+            return episode.answer(number, observation, batch)
+        ending = episode.agent.ending(parsed, episode.history) if mode == "actions" else None
+        episode.history.append(PastStep(observation, recorded.response or "", parsed))
+        if ending is not None:
+            return episode.end(ending.status, number, agent_status=ending.agent_status,
+                               answer=ending.answer)
         if number >= last:
             return _parent_end(episode, parent, number)
         episode.browser.settle()
@@ -178,14 +227,18 @@ class _Plan(NamedTuple):
     chromium: str | None
     run_id: str
     on_step: Callable[[int], None] | None = None
+    on_diverge: str = "ignore"
+    seed: int | None = None
+    base: str | None = None
 
 
 def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> EpisodeResult:
     """On the calling thread (Playwright objects stay on the thread that made them)."""
     assert parent.task is not None
-    with reopen_suite(parent.task) as reopened:
-        launched = open_browser(plan.chromium)
-        try:
+    launched = open_browser(plan.chromium)
+    try:
+        with reopen_suite(parent.task, seed=plan.seed, base=plan.base,
+                          browser=launched.browser) as reopened:
             browser = BrowserSession(launched.browser, plan.agent.settings.viewport,
                                      settle_s=plan.settle_s)
             try:
@@ -197,7 +250,10 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
                     fork_step=plan.fork_at)
                 replaying = plan.mode in ("ops", "actions")
                 max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
+                if replaying and plan.on_diverge == "fork":
+                    max_steps = max(max_steps, plan.agent.settings.max_steps)
                 fidelity = _Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
+                guard = Guard(parent.session_id, plan.on_diverge, store.get_blob)
 
                 def on_step(number: int, batch: list[Event]) -> None:
                     fidelity(number, batch)
@@ -210,7 +266,8 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
                     suite=reopened.suite, started=started,
                     limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
                     stop=stop, grader_spec=parent.task.grader or reopened.suite.default_grader,
-                    play=_play_recorded(parent, plan.mode) if replaying else None,
+                    play=_play_recorded(parent, plan.mode, guard, fidelity)
+                    if replaying else None,
                     on_step=on_step)
                 measured = fidelity.events()
                 if measured:  # the child's own facts, in a stream of their own
@@ -219,8 +276,8 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
                 return result
             finally:
                 browser.close()
-        finally:
-            launched.close()
+    finally:
+        launched.close()
 
 
 def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResult:
@@ -291,6 +348,9 @@ def execute_session(
     run_id: str | None = None,
     released: str | None = None,
     on_step: Callable[[int], None] | None = None,
+    on_diverge: str | None = None,
+    seed: int | None = None,
+    base: str | None = None,
 ) -> Replayed:
     """Re-execute ``parent`` in a fresh browser as a new session (see the module docstring).
 
@@ -309,6 +369,11 @@ def execute_session(
         run_id: the child's run (default: the parent's).
         released: clones of the model's released code to read its prompt texts from.
         on_step: called with each step's number once its events are appended.
+        on_diverge: (``ops``, ``actions``) what a changed element does: ``stop``, ``retarget``,
+            ``fork`` (the live model from that step) or ``ignore``; default ``ignore``, or
+            ``retarget`` on another seed or base.
+        seed: replay a MiniWoB session on this seed of its task.
+        base: replay a tasks-file session against this base URL (another deployment).
 
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
@@ -318,11 +383,15 @@ def execute_session(
                           "it cannot be re-executed")
     if mode not in (*MODES, "fork"):
         raise ReplayError(f"unknown replay mode {mode!r}. Use one of: ops, actions, responses")
+    guarded = on_diverge or ("retarget" if seed is not None or base else "ignore")
+    _check_world(parent, mode, guarded, seed, base)
     agent = _agent(store, parent, agent_overrides or {}, released)
     live: ModelClient | None = None
-    if mode == "fork" or on_miss == "forward":
+    forking = mode in ("ops", "actions") and guarded == "fork"
+    if mode == "fork" or on_miss == "forward" or forking:
         if not endpoint or not model:
-            need = "--fork-at" if mode == "fork" else "--on-miss forward"
+            need = "--fork-at" if mode == "fork" else "--on-diverge fork" if forking else \
+                "--on-miss forward"
             raise ReplayError(f"{need} needs the live model: pass --endpoint URL and --model NAME")
         live = ModelClient(endpoint, model, load_blob=store.get_blob, put_blob=store.put_blob,
                            api_key=api_key)
@@ -334,9 +403,12 @@ def execute_session(
     if mode in ("responses", "fork"):
         client = CassetteClient(Cassette([parent]), on_miss=on_miss, live=live,
                                 live_from_step=fork_at if mode == "fork" else None)
+    if forking:
+        client = live
     plan = _Plan(mode, fork_at if mode == "fork" else None, agent, client,
-                 model if mode == "fork" and model else parent.model, settle_s, chromium,
-                 _child_run(store, run_id or parent.run_id), on_step)
+                 model if (mode == "fork" or forking) and model else parent.model, settle_s,
+                 chromium, _child_run(store, run_id or parent.run_id), on_step, guarded, seed,
+                 base)
     new_run = _ensure_run(store, plan.run_id, agent, plan.model,
                           public_endpoint(endpoint) if endpoint else "", parent.task.suite)
     result = _in_thread(lambda stop: _run(store, parent, plan, stop))
@@ -345,7 +417,29 @@ def execute_session(
             stream.append([RunEnded(at=now(), run_id=plan.run_id, counts={result.status: 1},
                                     seconds=result.seconds)])
     store.sync()
-    return Replayed(parent, fold(store.session_events(result.session_id)), result)
+    events = list(store.session_events(result.session_id))
+    return Replayed(parent, fold(events), result,
+                    tuple(event for event in events if isinstance(event, GuardChecked)))
+
+
+def _check_world(parent: Session, mode: str, on_diverge: str, seed: int | None,
+                 base: str | None) -> None:
+    assert parent.task is not None
+    if on_diverge not in ON_DIVERGE:
+        raise ReplayError(f"unknown --on-diverge {on_diverge!r}. Use one of: "
+                          f"{', '.join(ON_DIVERGE)}")
+    if on_diverge != "ignore" and mode not in ("ops", "actions"):
+        raise ReplayError(f"--on-diverge {on_diverge} guards --execute ops or actions replays, "
+                          f"not {mode}")
+    miniwob = parent.task.suite == "miniwob"
+    if seed is not None and not miniwob:
+        raise ReplayError(f"--seed replays a MiniWoB session on another seed; session "
+                          f"{parent.session_id} is from {parent.task.suite or 'a tasks file'}: "
+                          "use --base URL for another deployment")
+    if base and (miniwob or not parent.task.start_url.startswith(("http://", "https://"))):
+        raise ReplayError(f"--base replays a tasks-file session against another deployment; "
+                          f"session {parent.session_id} is from {parent.task.suite}: "
+                          "use --seed S for a MiniWoB session")
 
 
 # ---------------------------------------------------------------- the summary
@@ -365,6 +459,26 @@ def _served_text(child: Session) -> str:
             how = call.served_by or "live"
             counts[how] = counts.get(how, 0) + 1
     return ", ".join(f"{n} {how}" for how, n in sorted(counts.items()))
+
+
+def _rungs_text(replayed: Replayed) -> str:
+    """A guarded replay's operations by rung, and where it stopped, forked or re-targeted."""
+    measured = [step.fidelity for step in replayed.child.steps if step.fidelity is not None]
+    counts = {rung: sum(getattr(m, f"{rung}_ops") for m in measured) for rung in RUNGS}
+    if not any(m.rung for m in measured) and not replayed.checks:
+        return ""
+    text = "operations: " + ", ".join(f"{n} {rung}" for rung, n in counts.items())
+    failed = [c for c in replayed.checks if c.check == "element" and c.rung != "exact"
+              and c.rung != "same_target"]
+    acted = {"stop": "stopped", "fork": "forked to the live model",
+             "retarget": "re-targeted", "ignore": "acted at the recorded point"}
+    for check in failed[:10]:
+        how = acted.get(check.on_diverge, check.on_diverge)
+        if check.on_diverge == "retarget":
+            how = f"re-targeted ({check.match})" if check.match != "none" else \
+                "not found again, acted at the recorded point"
+        text += f"\n  step {check.step} op {check.idx}: {check.reason}; {how}"
+    return text
 
 
 def summary_text(replayed: Replayed) -> str:
@@ -391,6 +505,9 @@ def summary_text(replayed: Replayed) -> str:
     if child.fork_step is not None:
         lines.append(f"forked at step {child.fork_step}: steps before it from the cassette, "
                      f"the rest live ({len(child.steps)} steps)")
+    rungs = _rungs_text(replayed)
+    if rungs:
+        lines.append(rungs)
     served = _served_text(child)
     if served:
         lines.append(f"model calls: {served}")
@@ -417,7 +534,8 @@ def replay_from_options(store: Store, session: Session, options: dict[str, Any])
     says how it went).
 
     ``options`` holds the command's options: execute, fork_at, endpoint, model, api_key,
-    settle, chromium, agent_option (``KEY=VALUE`` pairs), on_miss and run_id.
+    settle, chromium, agent_option (``KEY=VALUE`` pairs), on_miss, run_id, on_diverge, seed and
+    base.
 
     Raises:
         ReplayError: the options do not fit together, or the session cannot be re-executed.
@@ -436,4 +554,6 @@ def replay_from_options(store: Store, session: Session, options: dict[str, Any])
             settle_s=float(options.get("settle", 1.0)), chromium=options.get("chromium"),
             agent_overrides=parse_overrides(options.get("agent_option") or ()),
             on_miss=options.get("on_miss") or "stop", run_id=options.get("run_id"),
-            released=options.get("released"), on_step=progress.advance)
+            released=options.get("released"), on_step=progress.advance,
+            on_diverge=options.get("on_diverge"), seed=options.get("seed"),
+            base=options.get("base"))

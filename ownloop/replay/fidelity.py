@@ -6,6 +6,12 @@ before each of the step's pointer operations (tag, id and CSS path, in operation
 *diverged* when its screenshot differs by more than ``PIXEL_TOLERANCE`` of its pixels (or has
 another size), its URL differs, or a pointer operation met another element. A child step with no
 step to compare in the parent has diverged too.
+
+A guarded replay's step (one with ``GuardChecked`` events, see :mod:`ownloop.replay.guard`) also
+gets the rung of each replayed operation, counted, and its lowest rung: a failed operation is
+``failed``; a pointer operation the guard checked has the guard's rung (an operation it stopped or
+forked at too); any other operation is ``exact`` when the step's picture matched, else
+``same_target``. Operations a fork's live model ran are not counted.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from ownloop.store.events import (
     Element,
     Event,
     FidelityMeasured,
+    GuardChecked,
     MouseClick,
     MouseDown,
     MouseMove,
@@ -28,7 +35,9 @@ from ownloop.store.events import (
     now,
 )
 
-__all__ = ["PIXEL_TOLERANCE", "measure_step", "pixel_diff"]
+__all__ = ["PIXEL_TOLERANCE", "RUNGS", "measure_step", "pixel_diff", "rungs_of"]
+
+RUNGS = ("exact", "same_target", "retargeted", "diverged", "failed")
 
 PIXEL_TOLERANCE = 0.001
 """The fraction of pixels a screenshot may differ by and still count as the same step: 0.1%
@@ -72,6 +81,32 @@ def _pointer_elements(effects: Sequence[BrowserActed]) -> list[tuple[str, str, s
     return [_element_key(e.element) for e in effects if isinstance(e.op, _POINTER_OPS)]
 
 
+def rungs_of(batch: Sequence[Event]) -> list[str]:
+    """The rung of each replayed operation of a guarded step, in operation order; [] when the
+    step was not guarded."""
+    checks = [e for e in batch if isinstance(e, GuardChecked)]
+    picture = next((c for c in checks if c.check == "screenshot"), None)
+    if picture is None:
+        return []
+    by_op = {c.idx: c for c in checks if c.check == "element" and c.idx is not None}
+    handed = min((c.idx for c in by_op.values() if c.on_diverge in ("stop", "fork")
+                  and c.rung == "diverged" and c.idx is not None), default=None)
+    rungs: list[str] = []
+    for effect in (e for e in batch if isinstance(e, BrowserActed)):
+        if handed is not None and effect.idx >= handed:
+            break  # the live model's operations, after a fork
+        check = by_op.get(effect.idx)
+        if not effect.ok:
+            rungs.append("failed")
+        elif check is not None:
+            rungs.append(check.rung)
+        else:
+            rungs.append("exact" if picture.passed else "same_target")
+    if handed is not None:
+        rungs.append("diverged")  # the operation stopped or forked at
+    return rungs
+
+
 def measure_step(
     step: int,
     batch: Sequence[Event],
@@ -107,9 +142,13 @@ def measure_step(
     theirs = _pointer_elements(parent.effects)
     element_equal = None if not mine and not theirs else mine == theirs
     same_picture = diff is not None and diff <= PIXEL_TOLERANCE
+    rungs = rungs_of(batch)
     return FidelityMeasured(
         at=now(), run_id=first.run_id, session_id=first.session_id, step=step,
         parent_session_id=parent_session_id,
         screenshot_identical=identical, pixel_diff=diff, url_equal=url_equal,
         element_equal=element_equal,
-        diverged=not same_picture or not url_equal or element_equal is False)
+        diverged=not same_picture or not url_equal or element_equal is False,
+        rung=max(rungs, key=RUNGS.index) if rungs else "", exact_ops=rungs.count("exact"),
+        same_target_ops=rungs.count("same_target"), retargeted_ops=rungs.count("retargeted"),
+        diverged_ops=rungs.count("diverged"), failed_ops=rungs.count("failed"))

@@ -7,8 +7,12 @@
   the environment is opened again and the task found by id (its base URL may have moved).
 - Anything else (a tasks file): the recorded Task's absolute setup, start and capture URLs.
 
-``rebase_url`` maps a URL of the recording to where the same page is now (only the origin of the
-start URL can change), for comparing URLs step by step.
+A replay on a changed world: ``seed`` sets a MiniWoB task up on another seed (the Task's id,
+prompt and start URL are the new episode's); ``base`` sets a tasks-file task up against another
+deployment (every recorded URL on the start URL's origin moves to ``base``).
+
+``rebase_url`` maps a URL of the recording to where the same page is now (the origin of the start
+URL, and the start URL itself), for comparing URLs step by step.
 """
 
 from __future__ import annotations
@@ -47,10 +51,15 @@ def _origin(url: str) -> str:
 
 def _rebaser(old: str, new: str) -> Callable[[str], str]:
     before, after = _origin(old), _origin(new)
-    if before == after:
-        return lambda url: url
-    return lambda url: after + url[len(before):] if url.startswith(before + "/") or \
-        url == before else url
+
+    def rebase(url: str) -> str:
+        if url == old:
+            return new
+        if before != after and (url.startswith(before + "/") or url == before):
+            return after + url[len(before):]
+        return url
+
+    return rebase
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -78,8 +87,9 @@ def _serve_miniwob(port: int | None) -> ThreadingHTTPServer:
 class _MiniwobAt(MiniwobSuite):
     """The MiniWoB suite of one task, its pages served at a given base URL."""
 
-    def __init__(self, name: str, base: str) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, base: str, seed: int | None = None,
+                 browser: Any = None) -> None:
+        super().__init__(name, None if seed is None else str(seed), browser=browser)
         self._fixed_base = base
 
     @property
@@ -88,24 +98,43 @@ class _MiniwobAt(MiniwobSuite):
 
 
 @contextmanager
-def _miniwob(task: Task) -> Iterator[Reopened]:
+def _miniwob(task: Task, seed: int | None, browser: Any) -> Iterator[Reopened]:
     name = PurePosixPath(urlsplit(task.start_url).path).stem
     server = _serve_miniwob(urlsplit(task.start_url).port)
     try:
         host, port = server.server_address[:2]
-        suite = _MiniwobAt(name, f"http://{host!s}:{port}")
-        start = suite.task_url(name, task.seed if task.seed is not None else default_seed(name))
-        yield Reopened(suite, msgspec.structs.replace(task, start_url=start),
-                       _rebaser(task.start_url, start))
+        suite = _MiniwobAt(name, f"http://{host!s}:{port}", seed, browser)
+        if seed is not None and seed != task.seed:  # another episode: its own id and prompt
+            other = suite.tasks()[0]
+            now = msgspec.structs.replace(task, task_id=other.task_id, prompt=other.prompt,
+                                          seed=seed, start_url=other.start_url)
+        else:
+            start = suite.task_url(name, task.seed if task.seed is not None else
+                                   default_seed(name))
+            now = msgspec.structs.replace(task, start_url=start)
+        yield Reopened(suite, now, _rebaser(task.start_url, now.start_url))
     finally:
         server.shutdown()
         server.server_close()
 
 
+def _moved(task: Task, base: str) -> Task:
+    before, after = _origin(task.start_url), base.rstrip("/")
+
+    def move(url: str) -> str:
+        return after + url[len(before):] if url == before or url.startswith(before + "/") \
+            else url
+
+    return msgspec.structs.replace(
+        task, start_url=move(task.start_url), setup_urls=tuple(map(move, task.setup_urls)),
+        capture_urls=tuple(map(move, task.capture_urls)))
+
+
 @contextmanager
-def _recorded(task: Task) -> Iterator[Reopened]:
-    # A tasks file of this one task, with the recorded (absolute) URLs: the tasks-file suite
-    # then sets it up and captures its evidence exactly as when it was recorded.
+def _recorded(recorded: Task, base: str | None) -> Iterator[Reopened]:
+    # A tasks file of this one task, with the recorded (absolute) URLs, or moved to ``base``:
+    # the tasks-file suite then sets it up and captures its evidence as when it was recorded.
+    task = _moved(recorded, base) if base else recorded
     entry = {"task_id": task.task_id, "prompt": task.prompt, "start": task.start_url,
              "needs_login": task.needs_login}
     body = {"setup": list(task.setup_urls), "capture": list(task.capture_urls), "tasks": [entry]}
@@ -113,7 +142,7 @@ def _recorded(task: Task) -> Iterator[Reopened]:
         path = Path(folder) / "task.json"
         path.write_text(json.dumps(body), encoding="utf-8")
         with TasksFileSuite(path, name=task.suite or None) as suite:
-            yield Reopened(suite, task, lambda url: url)
+            yield Reopened(suite, task, _rebaser(recorded.start_url, task.start_url))
 
 
 @contextmanager
@@ -124,15 +153,23 @@ def _environment(task: Task) -> Iterator[Reopened]:
 
 
 @contextmanager
-def reopen_suite(task: Task) -> Iterator[Reopened]:
-    """The suite to set ``task`` up again with, entered; left (servers stopped) on exit."""
+def reopen_suite(task: Task, *, seed: int | None = None, base: str | None = None,
+                 browser: Any = None) -> Iterator[Reopened]:
+    """The suite to set ``task`` up again with, entered; left (servers stopped) on exit.
+
+    Args:
+        task: the recorded task.
+        seed: (MiniWoB) set up this seed of the task instead.
+        base: (a tasks file, or an environment's recorded URLs) the deployment to use instead.
+        browser: a Chromium to read another seed's prompt with (else one is launched).
+    """
     if task.suite == "miniwob":
-        with _miniwob(task) as reopened:
+        with _miniwob(task, seed, browser) as reopened:
             yield reopened
-    elif task.suite and not task.suite.startswith("tasks:") and \
+    elif not base and task.suite and not task.suite.startswith("tasks:") and \
             task.suite in environment_names():
         with _environment(task) as reopened:
             yield reopened
     else:
-        with _recorded(task) as reopened:
+        with _recorded(task, base) as reopened:
             yield reopened

@@ -31,6 +31,7 @@ __all__ = [
     "Fail",
     "Finish",
     "FidelityMeasured",
+    "GuardChecked",
     "Goto",
     "Hotkey",
     "ImagePart",
@@ -396,6 +397,7 @@ class Element(_Frozen, frozen=True, kw_only=True):
     css_path: str = ""
     bbox: tuple[float, float, float, float] | None = None  # x, y, width, height
     frame: str = ""  # "" for the top document, else the iframe / shadow path
+    text: str = ""  # the element's own visible text (a form field's: its value), trimmed
 
 
 class Dialog(_Frozen, frozen=True, kw_only=True):
@@ -547,6 +549,35 @@ class FidelityMeasured(EventBase, tag="fidelity_measured", frozen=True, kw_only=
     url_equal: bool = False
     element_equal: bool | None = None
     diverged: bool = False
+    # A guarded replay (ops, actions): each replayed operation's rung, counted, and the step's
+    # lowest (exact > same_target > retargeted > diverged > failed); "" when not guarded.
+    rung: str = ""
+    exact_ops: int = 0
+    same_target_ops: int = 0
+    retargeted_ops: int = 0
+    diverged_ops: int = 0
+    failed_ops: int = 0
+
+
+class GuardChecked(EventBase, tag="guard_checked", frozen=True, kw_only=True):
+    """A guarded replay's check of a step before acting: the step's screenshot against the
+    parent's (``idx`` None), or the element under a pointer operation's point against the one
+    the parent met there (``idx`` the operation's index), and what the replay did about it."""
+
+    step: int
+    parent_session_id: str
+    check: Literal["screenshot", "element"] = "element"
+    idx: int | None = None
+    passed: bool = False
+    reason: str = ""  # why it did not pass, e.g. "name 'Save' is now 'Cancel'"
+    distance: float | None = None  # screenshot: perceptual distance around the target, 0 to 1
+    recorded: Element | None = None
+    found: Element | None = None  # the element under the point now (retarget: the re-found one)
+    on_diverge: str = ""  # the policy that acted on a failed check: stop, retarget, fork, ignore
+    match: str = ""  # retarget: name_role, text, css_path, nearest, or none (not found)
+    x: float | None = None  # where the operation acted (retarget: the re-found element's centre)
+    y: float | None = None
+    rung: str = ""  # the operation's rung (element checks)
 
 
 class RunEnded(EventBase, tag="run_ended", frozen=True, kw_only=True):
@@ -617,6 +648,7 @@ Event = (
     | SessionEnded
     | SessionGraded
     | FidelityMeasured
+    | GuardChecked
     | RunEnded
     | TaskClaimed
     | SessionCounted

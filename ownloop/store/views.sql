@@ -237,6 +237,7 @@ select session_id, step, idx, action_idx,
     case when element is not null then coalesce(element ->> 'css_path', '') end as css_path,
     element -> 'bbox' as element_bbox,
     case when element is not null then coalesce(element ->> 'frame', '') end as element_frame,
+    case when element is not null then coalesce(element ->> 'text', '') end as element_text,
     try_cast(op ->> 'x' as double) as x,
     try_cast(op ->> 'y' as double) as y,
     case op ->> 'op'
@@ -276,12 +277,25 @@ select session_id, name,
     sha256, media_type, source, time
 from evidence_captured;
 
+-- rung: the step's lowest rung of a guarded replay (ops, actions); exact .. failed count its
+-- replayed operations by rung (NULL rung: the step was not guarded).
 create view fidelity as
 select session_id, step, parent_session_id, screenshot_identical, pixel_diff, url_equal,
     element_equal, diverged,
     min(step) filter (where diverged) over (partition by session_id) as first_divergent_step,
+    nullif(rung, '') as rung, exact_ops as exact, same_target_ops as same_target,
+    retargeted_ops as retargeted, diverged_ops as diverged_ops, failed_ops as failed,
     time
 from fidelity_measured;
+
+-- A guarded replay's checks: per step its screenshot (idx NULL), per pointer operation the
+-- element under its point, and what the replay did when one did not pass.
+create view guard_checks as
+select session_id, step, idx, "check", passed, reason, distance, nullif(on_diverge, '')
+    as on_diverge, nullif("match", '') as "match", x, y, nullif(rung, '') as rung,
+    recorded ->> 'name' as recorded_name, found ->> 'name' as found_name, recorded, found,
+    parent_session_id, time
+from guard_checked;
 
 -- Journal lines the index did not trust: an edited line (bad checksum), a line that does not
 -- link to the one before (removed or reordered lines), a sequence gap, or a line that does not

@@ -9,6 +9,11 @@ Routes (state is per browser session, keyed by the ``sid`` cookie):
 - ``GET /_admin/record`` the session's record as JSON ``{"record": {...} | null}``.
 - ``GET /_admin/log`` the session's requests as JSON ``{"log": [{"method", "path"}, ...]}``.
 - ``GET /download/report.txt`` an attachment; ``GET /pages/<name>.html`` the static test pages.
+
+``start_site(layout="b")`` serves the same app in a second layout (another deployment of it): the
+login and form pages have the same fields, labels and buttons (same accessible names and ids),
+moved about and in another order, under a banner. A session recorded on one replays on the other
+only when the replay finds its elements again.
 """
 
 from __future__ import annotations
@@ -44,6 +49,34 @@ _LOGIN = """<!doctype html><html><head><title>Sign in</title></head><body>
 </form></body></html>"""
 
 
+# Layout b: a banner pushes everything down, the amount comes before the title in a second
+# column, the button sits on the left above them.
+_FORM_B = """<!doctype html><html><head><title>New record</title></head><body>
+<div style="height:180px;background:#dde">Records, version b</div>
+<p>Signed in as {user}</p>
+<form method="post" action="/form" style="position:relative;height:400px">
+<button id="save" type="submit" style="position:absolute;left:40px;top:20px;width:160px;
+height:50px">Save</button>
+<div style="position:absolute;left:520px;top:100px">
+<label for="amount">Amount</label> <input id="amount" name="amount"></div>
+<div style="position:absolute;left:520px;top:180px">
+<label for="title">Title</label> <input id="title" name="title" style="width:200px"></div>
+</form></body></html>"""
+
+_LOGIN_B = """<!doctype html><html><head><title>Sign in</title></head><body>
+<div style="height:180px;background:#dde">Records, version b</div>
+<h1>Sign in</h1><form method="post" action="/login" style="position:relative;height:300px">
+<button id="signin" type="submit" style="position:absolute;left:40px;top:20px;width:160px;
+height:50px">Sign in</button>
+<div style="position:absolute;left:520px;top:100px">
+<label for="password">Password</label> <input id="password" name="password" type="password">
+</div><div style="position:absolute;left:520px;top:180px">
+<label for="user">User</label> <input id="user" name="user"></div>
+</form></body></html>"""
+
+_LAYOUTS = {"a": (_LOGIN, _FORM), "b": (_LOGIN_B, _FORM_B)}
+
+
 @dataclass
 class _Session:
     user: str | None = None
@@ -71,8 +104,10 @@ class SiteServer:
         self.thread.join(5)
 
 
-def start_site() -> SiteServer:
-    """Serve the test site on 127.0.0.1 at an ephemeral port, in a daemon thread."""
+def start_site(layout: str = "a") -> SiteServer:
+    """Serve the test site on 127.0.0.1 at an ephemeral port, in a daemon thread; ``layout``
+    ``b`` serves the login and form pages in their second layout."""
+    login_page, form_page = _LAYOUTS[layout]
     sessions: dict[str, _Session] = {}
     lock = threading.Lock()
 
@@ -136,12 +171,12 @@ def start_site() -> SiteServer:
             elif url.path == "/_admin/log":
                 self._json({"log": list(session.log) if session else []})
             elif url.path == "/login":
-                self._html(_LOGIN)
+                self._html(login_page)
             elif url.path == "/form":
                 if session is None or session.user is None:
                     self._redirect("/login")
                 else:
-                    self._html(_FORM.format(user=escape(session.user)))
+                    self._html(form_page.format(user=escape(session.user)))
             elif url.path == "/download/report.txt":
                 disposition = {"Content-Disposition": 'attachment; filename="report.txt"'}
                 self._send(200, DOWNLOAD_BODY, "text/plain", disposition)
@@ -159,7 +194,8 @@ def start_site() -> SiteServer:
                     session.user = "demo"
                     self._redirect("/form")
                 else:
-                    self._html(_LOGIN.replace("<h1>Sign in</h1>", "<h1>Wrong password</h1>"))
+                    self._html(login_page.replace("<h1>Sign in</h1>",
+                                                  "<h1>Wrong password</h1>"))
             elif self.path == "/form" and session is not None and session.user is not None:
                 with lock:
                     session.record = {"title": fields.get("title", ""),
