@@ -577,21 +577,29 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
 
 
 @cli.command("import")
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("directory", type=click.Path())
 @click.option("--agent", help="Whose steps.jsonl form: uitars, molmoweb, fara7b or opencua (its "
               "parser fills the parsed actions when it loads); default: told from the lines.")
-@click.option("--run", "run_id", help="The run to import into (default: import-<DIR name>); "
-              "folders already in it are skipped.")
+@click.option("--run", "run_id", help="The run to import into (default: import-<DIR name>, "
+              "atif-<name>); folders already in it are skipped.")
+@click.option("--format", "fmt", type=click.Choice(["harness", "atif"]), default="harness",
+              show_default=True, help="Harness result folders, or ATIF trajectories (a .json "
+              "file or a folder of them).")
 @click.pass_context
 @_friendly
 def import_command(ctx: click.Context, directory: str, agent: str | None,
-                   run_id: str | None) -> None:
-    """Import result folders written by a plain harness (one per task) as a new run.
+                   run_id: str | None, fmt: str) -> None:
+    """Import result folders written by a plain harness (one per task), or ATIF trajectories.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
     """
     from ownloop.transfer import import_dir
 
+    if fmt == "atif":
+        from ownloop.transfer.trajectories import import_atif
+
+        _echo_lines(import_atif(_store(ctx), directory, run_id, argv=tuple(sys.argv)).lines())
+        return
     result = import_dir(_store(ctx), directory, agent, run_id, argv=tuple(sys.argv))
     _echo_lines(result.lines())
     for warning in result.warnings:

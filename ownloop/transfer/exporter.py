@@ -90,7 +90,7 @@ def _export_selection(store: Store, run_id: str | None, fmt: str, out: str | Pat
             parquet=fmt == "sft-parquet"), [])
     selection = Selection(run_id=run_id, where=where)
     if fmt == "atif":
-        from ownloop.transfer.atif import export_atif
+        from ownloop.transfer.trajectories import export_atif
 
         return ExportResult(Path(out), export_atif(store, selection, out), [])
     from ownloop.transfer.otlp import export_otlp
