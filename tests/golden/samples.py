@@ -151,6 +151,23 @@ ADDED: tuple[E.EventBase, ...] = (
                 sessions=(E.SealedSession(session_id="s1", task_id="t1", status="finished",
                                           counted=True, score=1.0, passed=True),),
                 blobs=3, budget=40),
+    # Guarded replay: the checks, an element's text, and a step's rungs.
+    E.GuardChecked(at=_at(5.5), run_id="r1", session_id="s1", step=1, parent_session_id="s0",
+                   check="screenshot", passed=False, distance=0.0625,
+                   reason="the picture around the target changed (distance 0.063)"),
+    E.GuardChecked(at=_at(5.75), run_id="r1", session_id="s1", step=1, parent_session_id="s0",
+                   check="element", idx=0, passed=False,
+                   reason="button 'OK' at (640, 400): div 'Banner' is there instead",
+                   recorded=E.Element(tag="button", role="button", name="OK", text="OK",
+                                      css_path="body > button#ok", bbox=(600.0, 380.0, 80.0,
+                                                                          40.0)),
+                   found=E.Element(tag="button", id="ok", role="button", name="OK", text="OK",
+                                   css_path="body > button#ok", bbox=(100.0, 80.0, 80.0, 40.0)),
+                   on_diverge="retarget", match="name_role", x=140.0, y=100.0, rung="retargeted"),
+    E.FidelityMeasured(at=_at(24.25), run_id="r1", session_id="s1", step=2,
+                       parent_session_id="s0", pixel_diff=0.2, url_equal=True,
+                       element_equal=True, diverged=True, rung="retargeted", exact_ops=1,
+                       same_target_ops=2, retargeted_ops=1, diverged_ops=0, failed_ops=0),
 )
 
 _encoder = msgspec.json.Encoder()
