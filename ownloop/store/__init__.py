@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +129,11 @@ class Store:
         ``store.sql("select * from sessions where run_id = ?", [run_id])``.
         """
         return self.index().query(query, params)
+
+    def sql_many(self, queries: Sequence[tuple[str, Params]]) -> list[QueryResult]:
+        """Several read-only queries, (sql, params) each, after one sync and over one
+        connection to the index (what a page that asks several wants)."""
+        return self.index().query_many(queries)
 
     def sql_arrow(self, query: str, params: Params = None) -> pa.Table:
         """Like ``sql``, returning a ``pyarrow.Table``."""

@@ -33,7 +33,7 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.journal import ChainState, check_chain, decode_lines
 from ownloop.store.locks import hold_lock
-from ownloop.store.query import QueryResult, describe_error, run_read_only
+from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerprint
 from ownloop.store.scores import refresh_bootstraps
 
@@ -468,6 +468,14 @@ class Index:
     def query_arrow(self, sql: str, params: Params = None) -> pa.Table:
         """Like ``query``, returning an Arrow table."""
         return self._read(sql, arrow=True, params=params)
+
+    def query_many(self, queries: Sequence[tuple[str, Params]]) -> list[QueryResult]:
+        """Bring the index up to date, then run each (sql, params) read-only over one
+        connection."""
+        if not self.up_to_date():
+            self.sync()
+        with hold_lock(self.lock_path, exclusive=False):
+            return run_read_only_many(self.path, queries)
 
     def _read(self, sql: str, *, arrow: bool, params: Params) -> QueryResult | pa.Table:
         if not self.up_to_date():

@@ -28,23 +28,35 @@ __all__ = [
     "EVERY_SESSION",
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
+    "RunFigures",
+    "RunOverview",
     "RunSession",
+    "SEARCH_FILTERS",
+    "SearchPage",
     "Selection",
     "has_run_started",
     "has_session",
+    "Listed",
     "imported_folders",
     "journal_places",
     "latest_session_of_task",
     "run_choices",
+    "run_figures",
+    "run_listing",
+    "run_overview",
     "run_page",
     "run_sessions",
     "run_settings",
+    "run_units_sessions",
+    "search_steps",
     "selected_sessions",
     "session_choices",
+    "session_listing",
     "session_page",
     "sql_command",
     "target_session",
     "task_attempts",
+    "task_rates",
     "user_condition",
     "user_query",
 ]
@@ -313,6 +325,19 @@ _RUN_COLUMNS: dict[str, str] = {
     "sessions": "coalesce(p.sessions, 0)",
     "passed": "coalesce(p.passed, 0)",
     "counts": "r.counts",
+    "tasks": "coalesce(p.tasks, 0)",
+    "repeats": "coalesce(p.repeats, 1)",
+    "replays": "coalesce(p.replays, 0)",
+    "imported": "coalesce(starts_with(r.suite, 'import:'), false)",
+    "score": "w.score",
+    "ci_low": "w.ci_low",
+    "ci_high": "w.ci_high",
+    "boot_low": "b.ci_low",
+    "boot_high": "b.ci_high",
+    "flip_rate": "case when p.repeats > 1 then f.flip_rate end",
+    "sealed": "sl.run_id is not null",
+    "budget": "r.budget",
+    "statuses": "p.statuses",
 }
 SESSION_COLUMNS: tuple[str, ...] = tuple(_SESSION_COLUMNS)
 """The columns of ``session_page``: the only sort keys it accepts."""
@@ -323,9 +348,21 @@ RUN_COLUMNS: tuple[str, ...] = tuple(_RUN_COLUMNS)
 _RUNS_FROM = (
     "(select run_id from runs union select run_id from sessions) i "
     "left join runs r on r.run_id = i.run_id "
-    "left join (select run_id, count(*) as sessions, count(*) filter (where passed) as passed, "
+    # a run's own sessions; its replays (parent_session_id set) are counted apart
+    "left join (select run_id, count(*) filter (where parent_session_id is null) as sessions, "
+    "count(*) filter (where passed and parent_session_id is null) as passed, "
+    "count(*) filter (where parent_session_id is not null) as replays, "
+    "count(distinct task_id) filter (where parent_session_id is null) as tasks, "
+    "max(repeat) as repeats, "
+    "cast(to_json(histogram(coalesce(status, 'no end yet')) "
+    "filter (where parent_session_id is null)) as varchar) as statuses, "
     "min(agent) as agent, min(model) as model, min(started_at) as started_at "
-    "from sessions group by run_id) p on p.run_id = i.run_id")
+    "from sessions group by run_id) p on p.run_id = i.run_id "
+    "left join (select * from run_scores where method = 'wilson') w on w.run_id = i.run_id "
+    "left join (select * from run_scores where method = 'task_bootstrap') b "
+    "on b.run_id = i.run_id "
+    "left join flip_rates f on f.run_id = i.run_id "
+    "left join (select distinct run_id from run_sealed) sl on sl.run_id = i.run_id")
 _SESSION_EQUALS = {"run": "run_id", "agent": "agent", "model": "model", "status": "status"}
 _RUN_EQUALS = {"agent": _RUN_COLUMNS["agent"], "model": _RUN_COLUMNS["model"]}
 _PASSED = {"yes": "passed", "no": "not passed", "ungraded": "passed is null"}
@@ -346,16 +383,44 @@ def _equals(columns: Mapping[str, str], filters: Mapping[str, str | None],
     return where
 
 
-def _page(store: Store, columns: Mapping[str, str], source: str, where: list[str],
-          params: dict[str, Any], sort: str, descending: bool, tiebreak: str, limit: int,
-          offset: int) -> QueryResult:
+Query = tuple[str, dict[str, Any]]
+
+
+def _page_query(columns: Mapping[str, str], source: str, where: list[str],
+                params: dict[str, Any], sort: str, descending: bool, tiebreak: str, limit: int,
+                offset: int) -> Query:
     select = ", ".join(f"{expr} as {name}" for name, expr in columns.items())
     clause = f" where {' and '.join(where)}" if where else ""
     direction = "desc" if descending else "asc"
-    params.update(limit=int(limit), offset=int(offset))
-    return store.sql(
-        f"select {select} from {source}{clause} order by {columns[sort]} {direction} nulls last, "
-        f"{tiebreak} limit $limit offset $offset", params)
+    return (f"select {select} from {source}{clause} order by {columns[sort]} {direction} nulls "
+            f"last, {tiebreak} limit $limit offset $offset",
+            {**params, "limit": int(limit), "offset": int(offset)})
+
+
+def _count_query(source: str, where: list[str], params: dict[str, Any]) -> Query:
+    clause = f" where {' and '.join(where)}" if where else ""
+    return f"select count(*) from {source}{clause}", params
+
+
+def _session_where(filters: Mapping[str, str | None]) -> tuple[list[str], dict[str, Any]]:
+    params: dict[str, Any] = {}
+    where = _equals(_SESSION_EQUALS, filters, params)
+    passed = filters.get("passed")
+    if passed in _PASSED:
+        where.append(_PASSED[passed])
+    if filters.get("task"):
+        where.append("contains(lower(task_id), $task)")
+        params["task"] = str(filters["task"]).lower()
+    return where, params
+
+
+def _run_where(filters: Mapping[str, str | None]) -> tuple[list[str], dict[str, Any]]:
+    params: dict[str, Any] = {}
+    where = _equals(_RUN_EQUALS, filters, params)
+    if filters.get("run"):
+        where.append("i.run_id = $run")
+        params["run"] = filters["run"]
+    return where, params
 
 
 def session_page(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
@@ -367,45 +432,244 @@ def session_page(store: Store, filters: Mapping[str, str | None], sort: str, des
             ``passed`` (``yes``, ``no`` or ``ungraded``), ``task`` (part of the task id, any case).
         sort: a name of ``SESSION_COLUMNS`` (others raise KeyError); ties go by session id.
     """
-    params: dict[str, Any] = {}
-    where = _equals(_SESSION_EQUALS, filters, params)
-    passed = filters.get("passed")
-    if passed in _PASSED:
-        where.append(_PASSED[passed])
-    if filters.get("task"):
-        where.append("contains(lower(task_id), $task)")
-        params["task"] = str(filters["task"]).lower()
-    return _page(store, _SESSION_COLUMNS, "sessions", where, params, sort, descending,
-                 "session_id", limit, offset)
+    where, params = _session_where(filters)
+    return store.sql(*_page_query(_SESSION_COLUMNS, "sessions", where, params, sort, descending,
+                                  "session_id", limit, offset))
 
 
 def run_page(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
              limit: int, offset: int) -> QueryResult:
     """Rows of every run (with a ``RunStarted`` or only sessions) with the columns
-    ``RUN_COLUMNS``; ``filters``: ``agent`` and ``model`` (equal; None: no value)."""
-    params: dict[str, Any] = {}
-    where = _equals(_RUN_EQUALS, filters, params)
-    return _page(store, _RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending, "i.run_id",
-                 limit, offset)
+    ``RUN_COLUMNS``; ``filters``: ``agent`` and ``model`` (equal; None: no value), ``run``
+    (one run's row)."""
+    where, params = _run_where(filters)
+    return store.sql(*_page_query(_RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending,
+                                  "i.run_id", limit, offset))
 
 
-def _choices(store: Store, source: str, columns: Mapping[str, str]) -> dict[str, list[str | None]]:
-    # One query for every filter's values: each store.sql opens the index once.
+def _choices_query(source: str, columns: Mapping[str, str]) -> Query:
+    # One query for every filter's values.
     union = " union all ".join(
         f"select distinct {number} as f, cast({column} as varchar) as v from {source}"
         for number, column in enumerate(columns.values()))
+    return f"{union} order by f, v nulls first", {}
+
+
+def _choices_of(result: QueryResult, columns: Mapping[str, str]) -> dict[str, list[str | None]]:
     names = list(columns)
     choices: dict[str, list[str | None]] = {name: [] for name in names}
-    for number, value in store.sql(f"{union} order by f, v nulls first").rows:
+    for number, value in result.rows:
         choices[names[number]].append(value)
     return choices
 
 
 def session_choices(store: Store) -> dict[str, list[str | None]]:
     """The values of ``run``, ``agent``, ``model`` and ``status`` sessions have (None first)."""
-    return _choices(store, "sessions", _SESSION_EQUALS)
+    return _choices_of(store.sql(*_choices_query("sessions", _SESSION_EQUALS)), _SESSION_EQUALS)
 
 
 def run_choices(store: Store) -> dict[str, list[str | None]]:
     """The values of ``agent`` and ``model`` runs have (None first)."""
-    return _choices(store, _RUNS_FROM, _RUN_EQUALS)
+    return _choices_of(store.sql(*_choices_query(_RUNS_COUNTED, _RUN_EQUALS)), _RUN_EQUALS)
+
+
+class Listed(NamedTuple):
+    """A page of a table, how many rows it has over all pages, and its filters' values."""
+
+    page: QueryResult
+    total: int
+    choices: dict[str, list[str | None]]
+
+
+# The runs with only what the filters and the count need (the scores are the costly part).
+_RUNS_COUNTED = (
+    "(select run_id from runs union select run_id from sessions) i "
+    "left join runs r on r.run_id = i.run_id left join (select run_id, min(agent) as agent, "
+    "min(model) as model from sessions group by run_id) p on p.run_id = i.run_id")
+
+
+def session_listing(store: Store, filters: Mapping[str, str | None], sort: str,
+                    descending: bool, limit: int, offset: int) -> Listed:
+    """``session_page``, its row count and ``session_choices``, over one connection."""
+    where, params = _session_where(filters)
+    page, count, choices = store.sql_many([
+        _page_query(_SESSION_COLUMNS, "sessions", where, params, sort, descending,
+                    "session_id", limit, offset),
+        _count_query("sessions", where, params),
+        _choices_query("sessions", _SESSION_EQUALS)])
+    return Listed(page, int(count.rows[0][0]), _choices_of(choices, _SESSION_EQUALS))
+
+
+def run_listing(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
+                limit: int, offset: int) -> Listed:
+    """``run_page``, its row count and ``run_choices``, over one connection."""
+    where, params = _run_where(filters)
+    page, count, choices = store.sql_many([
+        _page_query(_RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending, "i.run_id", limit,
+                    offset),
+        _count_query(_RUNS_COUNTED, where, params),
+        _choices_query(_RUNS_COUNTED, _RUN_EQUALS)])
+    return Listed(page, int(count.rows[0][0]), _choices_of(choices, _RUN_EQUALS))
+
+
+# ------------------------------------------------------------------ the viewer's dashboard
+# What search looks in: (what it is, table, the step column or null, the text column).
+_SEARCHED = (
+    ("thought", "action_parsed", "step", "thought"),
+    ("response", "model_called", "step", "response"),
+    ("model error", "model_called", "step", "error"),
+    ("parse error", "action_parsed", "step", "error"),
+    ("operation error", "browser_acted", "step", "error"),
+    ("url", "screenshot_taken", "step", "url"),
+    ("url", "browser_acted", "step", "url_after"),
+    ("element", "browser_acted", "step", "element ->> 'name'"),
+    ("answer", "session_ended", "null", "answer"),
+    ("session error", "session_ended", "null", "error"),
+)
+SEARCH_FILTERS = ("run", "agent", "status")
+"""The filters ``search_steps`` takes besides the text."""
+
+
+class SearchPage(NamedTuple):
+    """One page of search hits (``session_id, step, field, text, run_id, task_id, agent,
+    status, screenshot_sha256`` each), how many hits there are in all, and the values of the
+    filters (as ``session_choices``)."""
+
+    rows: list[tuple[Any, ...]]
+    total: int
+    choices: dict[str, list[str | None]]
+
+
+def search_steps(store: Store, text: str, filters: Mapping[str, str], limit: int,
+                 offset: int) -> SearchPage:
+    """Steps (and session ends, step None) whose thought, response, errors, URL, element name
+    or answer contain ``text`` (any case), newest session first; ``filters``: ``run``,
+    ``agent``, ``status`` (equal)."""
+    hits = " union ".join(
+        f"select session_id, {step} as step, '{field}' as field, {column} as text from {table} "
+        f"where contains(lower({column}), $q)" for field, table, step, column in _SEARCHED)
+    params: dict[str, Any] = {"q": text.lower(), "limit": int(limit), "offset": int(offset)}
+    where = ["true"]
+    for name, column in (("run", "s.run_id"), ("agent", "s.agent"), ("status", "s.status")):
+        if filters.get(name):
+            where.append(f"{column} = ${name}")
+            params[name] = filters[name]
+    found, every, choices = store.sql_many([(
+        f"with h as ({hits}) "
+        "select h.session_id, h.step, h.field, h.text, s.run_id, s.task_id, s.agent, s.status, "
+        "(select arg_max(sha256, time) from screenshot_taken t where t.session_id = h.session_id "
+        "and t.step = coalesce(h.step, s.steps)) as shot, 0 "
+        f"from h join sessions s using (session_id) where {' and '.join(where)} "
+        "order by s.started_at desc, h.session_id, h.step nulls last, h.field "
+        "limit $limit offset $offset", params),
+        (f"with h as ({hits}) select count(*) from h join sessions s using (session_id) "
+         f"where {' and '.join(where)}", {k: v for k, v in params.items()
+                                          if k not in ("limit", "offset")}),
+        _choices_query("sessions", _SESSION_EQUALS)])
+    return SearchPage([row[:-1] for row in found.rows], int(every.rows[0][0]),
+                      _choices_of(choices, _SESSION_EQUALS))
+
+
+def _rates_query(run_ids: Sequence[str]) -> Query:
+    return ("select run_id, task_id, count(*), count(*) filter (where passed) from scored_units "
+            "where passed is not null and list_contains($runs, run_id) group by run_id, task_id "
+            "order by task_id, run_id", {"runs": list(run_ids)})
+
+
+def _rates(result: QueryResult) -> list[tuple[str, str, int, int]]:
+    return [(str(r), str(t), int(n), int(p)) for r, t, n, p in result.rows]
+
+
+def task_rates(store: Store, run_ids: Sequence[str]) -> list[tuple[str, str, int, int]]:
+    """(run id, task id, graded units, passes) of these runs' scored units."""
+    return _rates(store.sql(*_rates_query(run_ids)))
+
+
+def run_units_sessions(store: Store, run_ids: Sequence[str]) -> list[tuple[str, str, int, str,
+                                                                             bool]]:
+    """(run id, task id, repeat, session id, passed) of these runs' graded scored units."""
+    return [(str(r), str(t), int(k), str(s), bool(p)) for r, t, k, s, p in store.sql(
+        "select run_id, task_id, repeat, session_id, passed from scored_units "
+        "where passed is not null and list_contains($runs, run_id) "
+        "order by task_id, run_id, repeat", {"runs": list(run_ids)}).rows]
+
+
+class RunFigures(NamedTuple):
+    """What a run's charts draw, each a list of rows."""
+
+    steps: list[tuple[str, int, int]]  # (outcome: pass, fail or ungraded; steps; sessions)
+    per_step: list[tuple[int, float, float, float, int]]  # (step, mean latency ms, mean tokens
+    # in, mean tokens out, calls)
+    operations: list[tuple[str, int, float, float, float]]  # (op, count, median, p90, max ms)
+    errors: list[tuple[str, int]]  # (kind, e.g. "session timeout" or "parse error"; count)
+
+
+def _figures_query(run_id: str) -> Query:
+    own = ("(select session_id from sessions where run_id = $run and parent_session_id is null)")
+    return (
+        "select 'steps', case when passed then 'pass' when not passed then 'fail' "
+        "else 'ungraded' end, steps, count(*), null, null, null from sessions "
+        "where run_id = $run and parent_session_id is null and steps is not null group by all "
+        "union all "
+        "select 'call', null, step, avg(latency_ms), avg(prompt_tokens), avg(completion_tokens), "
+        f"count(*) from model_called where session_id in {own} group by step "
+        "union all "
+        "select 'op', op ->> 'op', count(*), median(duration_ms), quantile_cont(duration_ms, 0.9), "
+        f"max(duration_ms), null from browser_acted where session_id in {own} group by all "
+        "union all "
+        "select 'error', 'session ' || status, null, count(*), null, null, null from sessions "
+        "where run_id = $run and parent_session_id is null and status is not null "
+        "and status <> 'finished' group by status "
+        "union all "
+        "select 'error', 'parse error', null, count(*), null, null, null from action_parsed "
+        f"where error is not null and session_id in {own} "
+        "union all "
+        "select 'error', 'operation failed', null, count(*), null, null, null from browser_acted "
+        f"where not ok and session_id in {own} "
+        "union all "
+        "select 'error', 'model call error', null, count(*), null, null, null from model_called "
+        f"where error is not null and session_id in {own}",
+        {"run": run_id})
+
+
+def _figures(result: QueryResult) -> RunFigures:
+    figures = RunFigures([], [], [], [])
+    for kind, name, a, b, c, d, e in result.rows:
+        if kind == "steps":
+            figures.steps.append((str(name), int(a), int(b)))
+        elif kind == "call":
+            figures.per_step.append((int(a), float(b or 0), float(c or 0), float(d or 0),
+                                     int(e)))
+        elif kind == "op":
+            figures.operations.append((str(name), int(a), float(b or 0), float(c or 0),
+                                       float(d or 0)))
+        elif kind == "error" and int(b):
+            figures.errors.append((str(name), int(b)))
+    figures.steps.sort(key=lambda row: (row[0], row[1]))
+    figures.per_step.sort()
+    figures.operations.sort(key=lambda row: -row[1])
+    figures.errors.sort(key=lambda row: -row[1])
+    return figures
+
+
+def run_figures(store: Store, run_id: str) -> RunFigures:
+    """The figures of ``run_id``'s own sessions (replays left out), one query."""
+    return _figures(store.sql(*_figures_query(run_id)))
+
+
+class RunOverview(NamedTuple):
+    """A run's row of ``run_page`` (None: no such run), its task rates and figures."""
+
+    row: dict[str, Any] | None
+    rates: list[tuple[str, str, int, int]]
+    figures: RunFigures
+
+
+def run_overview(store: Store, run_id: str) -> RunOverview:
+    """What the run's page shows, over one connection."""
+    where, params = _run_where({"run": run_id})
+    row, rates, figures = store.sql_many([
+        _page_query(_RUN_COLUMNS, _RUNS_FROM, where, params, "run_id", False, "i.run_id", 1, 0),
+        _rates_query([run_id]), _figures_query(run_id)])
+    found = dict(zip(row.columns, row.rows[0], strict=True)) if row.rows else None
+    return RunOverview(found, _rates(rates), _figures(figures))

@@ -26,7 +26,8 @@ from rich.table import Table
 from ownloop.store.errors import OwnloopError
 from ownloop.store.text import cell
 
-__all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only", "sql_literal"]
+__all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only", "run_read_only_many",
+           "sql_literal"]
 
 # SELECT covers WITH, VALUES, FROM-first, DESCRIBE, SHOW and SUMMARIZE; PRAGMA and CALL read
 # metadata (settings cannot change: the configuration is locked).
@@ -110,17 +111,8 @@ def describe_error(exc: BaseException) -> str:
     return " ".join(part.strip() for part in paragraph.splitlines() if part.strip())
 
 
-def run_read_only(path: Path, sql: str, *, arrow: bool = False,
-                  params: Sequence[Any] | Mapping[str, Any] | None = None,
-                  ) -> QueryResult | pa.Table:
-    """Run ``sql`` (one or more reading statements) on the index; the last one's result.
-
-    ``params`` are bound to the last statement's ``?`` (or ``$name``) placeholders: values never
-    become SQL text.
-
-    Raises:
-        QueryError: a statement would change something, or DuckDB rejected the query.
-    """
+def _reading_statements(sql: str) -> list[Any]:
+    """The statements of ``sql``; every one must only read."""
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
@@ -133,8 +125,12 @@ def run_read_only(path: Path, sql: str, *, arrow: bool = False,
             raise QueryError(
                 f"ownloop sql only reads: {word} statements are not allowed. The index is a "
                 "projection of the journal; record or regrade to add events")
+    return list(statements)
+
+
+def _open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
     try:
-        con = duckdb.connect(str(path), read_only=True, config={
+        return duckdb.connect(str(path), read_only=True, config={
             "enable_external_access": False,
             "autoload_known_extensions": False,
             "autoinstall_known_extensions": False,
@@ -144,6 +140,10 @@ def run_read_only(path: Path, sql: str, *, arrow: bool = False,
         raise QueryError(
             f"cannot open the index {path}: {describe_error(exc)}. Rebuild it with: "
             "ownloop index --rebuild") from None
+
+
+def _run(con: duckdb.DuckDBPyConnection, statements: list[Any], arrow: bool,
+         params: Sequence[Any] | Mapping[str, Any] | None) -> QueryResult | pa.Table:
     try:
         for statement in statements[:-1]:
             con.execute(statement.query)
@@ -157,5 +157,40 @@ def run_read_only(path: Path, sql: str, *, arrow: bool = False,
                            cursor.fetchall())
     except duckdb.Error as exc:
         raise QueryError(describe_error(exc)) from None
+
+
+def run_read_only(path: Path, sql: str, *, arrow: bool = False,
+                  params: Sequence[Any] | Mapping[str, Any] | None = None,
+                  ) -> QueryResult | pa.Table:
+    """Run ``sql`` (one or more reading statements) on the index; the last one's result.
+
+    ``params`` are bound to the last statement's ``?`` (or ``$name``) placeholders: values never
+    become SQL text.
+
+    Raises:
+        QueryError: a statement would change something, or DuckDB rejected the query.
+    """
+    statements = _reading_statements(sql)
+    con = _open_read_only(path)
+    try:
+        return _run(con, statements, arrow, params)
+    finally:
+        con.close()
+
+
+def run_read_only_many(
+        path: Path, queries: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any] | None]],
+) -> list[QueryResult]:
+    """``run_read_only`` of each (sql, params) in turn over one connection (opening the index
+    costs more than a small query: a page that asks several opens it once)."""
+    checked = [(_reading_statements(sql), params) for sql, params in queries]
+    con = _open_read_only(path)
+    try:
+        results = []
+        for statements, params in checked:
+            result = _run(con, statements, False, params)
+            assert isinstance(result, QueryResult)
+            results.append(result)
+        return results
     finally:
         con.close()

@@ -9,6 +9,7 @@ not run; autoescape is what keeps it text in the first place.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -28,14 +29,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
+from ownloop.view.grid import build_grid
 from ownloop.view.listing import list_runs, list_sessions
 from ownloop.view.page import build_page
+from ownloop.view.pair import build_pair
 from ownloop.view.rendering import environment
+from ownloop.view.runpage import build_run
+from ownloop.view.search import search
+from ownloop.view.thumbs import THUMB_WIDTHS, Box, ImageCache, content_box, thumbnail
 
 __all__ = ["CSP", "make_app"]
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-       "connect-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+       "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 _BLOB_CSP = "default-src 'none'; sandbox"  # a blob is data: never a document that runs
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
@@ -88,6 +94,7 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
             page elsewhere from reading the store through DNS rebinding); ``("*",)`` for any.
     """
     templates = Jinja2Templates(env=environment())
+    thumbs = ImageCache()
     # One reader at a time: DuckDB opens the index file per query, and a page's few queries
     # in a row are faster than several threads contending for the same file.
     reading = threading.Lock()
@@ -111,6 +118,64 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
     def _fold(session_id: str) -> Session:
         return fold(read(store.session_events, session_id), session_id)
 
+    def _found(session_id: str) -> Session:
+        try:
+            return _fold(session_id)
+        except NoSessionEvents:
+            raise HTTPException(404, f"no session {session_id!r} in {store.root}") from None
+
+    def run(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        view = read(build_run, store, run_id)
+        if view is None:
+            raise HTTPException(404, f"no run {run_id!r} in {store.root}")
+        return render(request, "run.html", view=view)
+
+    def compare(request: Request) -> Response:
+        grid = read(build_grid, store, request.query_params.getlist("run"))
+        return render(request, "compare.html", grid=grid)
+
+    def pair(request: Request) -> Response:
+        a, b = _found(request.path_params["a"]), _found(request.path_params["b"])
+        page = build_pair(a, b, lambda sha, _media: f"/blob/{sha}")
+        return render(request, "pair.html", pair=page)
+
+    def search_page(request: Request) -> Response:
+        return render(request, "search.html", found=read(search, store,
+                                                          dict(request.query_params)))
+
+    def _blob(sha: str) -> bytes:
+        if not _SHA256.fullmatch(sha):
+            raise HTTPException(404, "a blob is named by 64 lowercase hex digits")
+        try:
+            return store.get_blob(sha)
+        except MissingBlob as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    def _image(sha: str) -> bytes:
+        data = _blob(sha)
+        if _media_type(data).startswith("text/"):
+            raise HTTPException(404, f"blob {sha} is not an image")
+        return data
+
+    def thumb(request: Request) -> Response:
+        sha = request.path_params["sha256"]
+        text = request.query_params.get("w", "160")
+        width = int(text) if text.isdigit() and int(text) in THUMB_WIDTHS else 160
+        data = thumbs.get((sha, width), lambda: thumbnail(_image(sha), width))
+        assert isinstance(data, bytes)
+        return Response(data, media_type="image/webp", headers={
+            "content-security-policy": _BLOB_CSP,
+            "cache-control": "private, max-age=31536000, immutable"})
+
+    def box(request: Request) -> Response:
+        sha = request.path_params["sha256"]
+        found = thumbs.get((sha, 0), lambda: content_box(_image(sha)))
+        assert isinstance(found, Box)
+        return Response(json.dumps(found._asdict()),
+                        media_type="application/json", headers={
+                            "cache-control": "private, max-age=31536000, immutable"})
+
     def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         try:
@@ -129,12 +194,7 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
 
     def blob(request: Request) -> Response:
         sha = request.path_params["sha256"]
-        if not _SHA256.fullmatch(sha):
-            raise HTTPException(404, "a blob is named by 64 lowercase hex digits")
-        try:
-            data = store.get_blob(sha)
-        except MissingBlob as exc:
-            raise HTTPException(404, str(exc)) from None
+        data = _blob(sha)
         media = ("text/plain; charset=utf-8" if request.query_params.get("as") == "text"
                  else _media_type(data))
         return Response(data, media_type=media, headers={
@@ -151,6 +211,12 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         Route("/sessions", sessions),
         Route("/session/{session_id:str}", session),
         Route("/blob/{sha256:str}", blob),
+        Route("/run/{run_id:path}", run),
+        Route("/compare", compare),
+        Route("/pair/{a:str}/{b:str}", pair),
+        Route("/search", search_page),
+        Route("/thumb/{sha256:str}", thumb),
+        Route("/box/{sha256:str}", box),
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(packages=[("ownloop.view", "static")]), name="static"),
     ]

@@ -15,10 +15,8 @@ from ownloop.store import Store
 from ownloop.store.queries import (
     RUN_COLUMNS,
     SESSION_COLUMNS,
-    run_choices,
-    run_page,
-    session_choices,
-    session_page,
+    run_listing,
+    session_listing,
 )
 
 __all__ = [
@@ -26,8 +24,10 @@ __all__ = [
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
     "Listing",
+    "counts_text",
     "list_runs",
     "list_sessions",
+    "page_links",
 ]
 
 PAGE_SIZE = 200
@@ -46,6 +46,27 @@ class Listing(NamedTuple):
     choices: dict[str, list[str]]
     page: int
     more: bool
+    total: int = 0  # rows over every page
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // PAGE_SIZE))
+
+    @property
+    def links(self) -> list[int | None]:
+        return page_links(self.page, self.pages)
+
+
+def page_links(page: int, pages: int) -> list[int | None]:
+    """The page numbers a pager links to: the first, the last and two either side of ``page``,
+    None where numbers are left out (e.g. ``[1, None, 4, 5, 6, 7, 8, None, 20]``)."""
+    shown = sorted({1, pages} | set(range(max(1, page - 2), min(pages, page + 2) + 1)))
+    links: list[int | None] = []
+    for number in shown:
+        if links and number - (links[-1] or 0) > 1:
+            links.append(None)
+        links.append(number)
+    return links
 
 
 def _filters(params: Mapping[str, str], names: Sequence[str]) -> dict[str, str]:
@@ -85,16 +106,18 @@ def list_sessions(store: Store, params: Mapping[str, str]) -> Listing:
     filters = _filters(params, _SESSION_FILTERS)
     sort, descending = _order(params, SESSION_COLUMNS, "started_at")
     page = _page(params)
-    result = session_page(store, _values(filters), sort, descending, PAGE_SIZE + 1,
-                          (page - 1) * PAGE_SIZE)
+    listed = session_listing(store, _values(filters), sort, descending, PAGE_SIZE + 1,
+                             (page - 1) * PAGE_SIZE)
+    result = listed.page
     rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
-    choices = _shown(session_choices(store))
+    choices = _shown(listed.choices)
     choices["passed"] = ["yes", "no", "ungraded"]
     return Listing(list(SESSION_COLUMNS), rows[:PAGE_SIZE], filters, sort, descending, choices,
-                   page, len(rows) > PAGE_SIZE)
+                   page, len(rows) > PAGE_SIZE, listed.total)
 
 
-def _counts_text(counts: Any) -> str:
+def counts_text(counts: Any) -> str:
+    """A JSON object of counts as text: ``2 finished, 1 timeout``."""
     if not counts:
         return ""
     data = json.loads(counts) if isinstance(counts, str) else counts
@@ -109,13 +132,15 @@ def list_runs(store: Store, params: Mapping[str, str]) -> Listing:
     filters = _filters(params, _RUN_FILTERS)
     sort, descending = _order(params, RUN_COLUMNS, "started_at")
     page = _page(params)
-    result = run_page(store, _values(filters), sort, descending, PAGE_SIZE + 1,
-                      (page - 1) * PAGE_SIZE)
+    listed = run_listing(store, _values(filters), sort, descending, PAGE_SIZE + 1,
+                         (page - 1) * PAGE_SIZE)
+    result = listed.page
     rows = []
     for row in result.rows:
         record = dict(zip(result.columns, row, strict=True))
-        record["counts"] = _counts_text(record["counts"])
+        record["counts"] = counts_text(record["counts"])
+        record["statuses"] = counts_text(record["statuses"])
         rows.append(record)
-    choices = _shown(run_choices(store))
+    choices = _shown(listed.choices)
     return Listing(list(RUN_COLUMNS), rows[:PAGE_SIZE], filters, sort, descending, choices, page,
-                   len(rows) > PAGE_SIZE)
+                   len(rows) > PAGE_SIZE, listed.total)

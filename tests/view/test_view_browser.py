@@ -209,5 +209,5 @@ def test_runs_page_links_to_its_sessions(page: Any, viewer: str) -> None:
     runs = page.eval_on_selector_all("#runs tbody tr td:first-child",
                                      "cells => cells.map(c => c.textContent)")
     assert sorted(runs) == ["rec", "synthetic"]
-    _follow(page, "#runs a:text-is('rec')")
+    _follow(page, "#runs tr[data-run=rec] td.sessions a")
     assert {r["run"] for r in _rows(page)} == {"rec"}

@@ -31,7 +31,9 @@
   }
 
   function fromHash() {
-    const index = steps.findIndex(function (s) { return "#" + s.id === location.hash; });
+    // no step in the URL: the page's own start (a pair opens at its first divergent step)
+    const wanted = location.hash || (document.body.dataset.start ? "#" + document.body.dataset.start : "");
+    const index = steps.findIndex(function (s) { return "#" + s.id === wanted; });
     show(index >= 0 ? index : 0, index >= 0);
   }
 
@@ -48,4 +50,111 @@
   });
   window.addEventListener("hashchange", fromHash);
   fromHash();
+})();
+
+// Screenshots: zoom to natural size, crop to the page's content, a magnifier at the pointer mark.
+(function () {
+  let overlay = null;
+
+  function closeZoom() {
+    if (overlay) { overlay.remove(); overlay = null; }
+  }
+
+  function zoom(figure) {
+    closeZoom();
+    const img = figure.querySelector(".frame img");
+    overlay = document.createElement("div");
+    overlay.className = "zoomed";
+    overlay.setAttribute("role", "dialog");
+    overlay.setAttribute("aria-label", "screenshot at natural size; click or Escape to close");
+    const big = document.createElement("img");
+    big.src = img.src;
+    big.alt = img.alt;
+    big.width = img.naturalWidth || Number(figure.dataset.width);
+    big.height = img.naturalHeight || Number(figure.dataset.height);
+    overlay.appendChild(big);
+    overlay.addEventListener("click", closeZoom);
+    document.body.appendChild(overlay);
+  }
+
+  function setCrop(figure, box) {
+    const frame = figure.querySelector(".frame");
+    const img = frame.querySelector("img");
+    const svg = frame.querySelector("svg.marks");
+    if (!box) {
+      frame.classList.remove("cropped");
+      img.style.width = ""; img.style.marginLeft = ""; img.style.marginTop = "";
+      frame.style.aspectRatio = "";
+      if (svg) svg.setAttribute("viewBox", "0 0 " + figure.dataset.width + " " + figure.dataset.height);
+      return;
+    }
+    frame.classList.add("cropped");
+    frame.style.aspectRatio = box.width + " / " + box.height;
+    img.style.width = (100 * box.image_width / box.width) + "%";
+    img.style.marginLeft = (-100 * box.x / box.width) + "%";
+    img.style.marginTop = (-100 * box.y / box.width) + "%";  // vertical margins are % of width
+    if (svg) svg.setAttribute("viewBox", [box.x, box.y, box.width, box.height].join(" "));
+  }
+
+  function crop(figure, button) {
+    const on = button.getAttribute("aria-pressed") !== "true";
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    if (!on) { setCrop(figure, null); return; }
+    fetch("/box/" + figure.dataset.sha).then(function (r) { return r.json(); }).then(function (box) {
+      if (button.getAttribute("aria-pressed") === "true") setCrop(figure, box);
+      figure.dataset.box = [box.x, box.y, box.width, box.height].join(",");
+    });
+  }
+
+  const LENS = 3;  // magnification
+
+  function placeLens(figure, lens, x, y) {
+    // x, y in screenshot pixels; the lens shows the screenshot LENS times larger around them
+    const img = figure.querySelector(".frame img");
+    const scale = img.getBoundingClientRect().width / img.naturalWidth;
+    const size = lens.offsetWidth;
+    const frame = figure.querySelector(".frame").getBoundingClientRect();
+    const r = img.getBoundingClientRect();
+    lens.style.left = (r.left - frame.left + x * scale - size / 2) + "px";
+    lens.style.top = (r.top - frame.top + y * scale - size / 2) + "px";
+    lens.style.backgroundSize = (img.naturalWidth * scale * LENS) + "px " + (img.naturalHeight * scale * LENS) + "px";
+    lens.style.backgroundPosition = (size / 2 - x * scale * LENS) + "px " + (size / 2 - y * scale * LENS) + "px";
+    lens.dataset.x = x; lens.dataset.y = y;
+  }
+
+  function magnify(figure, button) {
+    const frame = figure.querySelector(".frame");
+    let lens = frame.querySelector(".lens");
+    const on = button.getAttribute("aria-pressed") !== "true";
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    if (!on) { if (lens) lens.remove(); return; }
+    const img = frame.querySelector("img");
+    lens = document.createElement("div");
+    lens.className = "lens";
+    lens.style.backgroundImage = "url(\"" + img.src + "\")";
+    frame.appendChild(lens);
+    placeLens(figure, lens, Number(figure.dataset.markX), Number(figure.dataset.markY));
+    frame.addEventListener("mousemove", function (event) {
+      if (!lens.isConnected) return;
+      const r = img.getBoundingClientRect();
+      const scale = r.width / img.naturalWidth;
+      placeLens(figure, lens, (event.clientX - r.left) / scale, (event.clientY - r.top) / scale);
+    });
+  }
+
+  document.addEventListener("click", function (event) {
+    const target = event.target;
+    const figure = target.closest && target.closest("figure.shot");
+    if (!figure) return;
+    if (target.matches("button.zoom") || (target.matches(".frame img") && !figure.querySelector(".lens"))) {
+      zoom(figure);
+    } else if (target.matches("button.crop")) {
+      crop(figure, target);
+    } else if (target.matches("button.magnify")) {
+      magnify(figure, target);
+    }
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") closeZoom();
+  });
 })();

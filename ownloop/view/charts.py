@@ -1,0 +1,183 @@
+"""A run's charts as plain geometry that a template draws as SVG on the server.
+
+No chart library and no script: each chart is a list of rectangles, whiskers and labels in the
+SVG's own units, so the page requests nothing and works with scripts off. Labels are recorded
+text (task ids, operation names) and stay plain ``str``: the template escapes them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ownloop.store.queries import RunFigures
+from ownloop.store.stats import wilson
+
+__all__ = ["Bar", "Chart", "Tick", "run_charts"]
+
+_LEFT, _BOTTOM, _TOP = 52.0, 28.0, 14.0
+
+
+class Bar(NamedTuple):
+    """A rectangle (``kind`` is its CSS class), an optional whisker, and its tooltip."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    kind: str
+    title: str
+    whisker: tuple[float, float, float, float] | None = None  # x1, y1, x2, y2
+
+
+class Tick(NamedTuple):
+    x: float
+    y: float
+    text: str
+    anchor: str = "middle"
+
+
+class Chart(NamedTuple):
+    """One chart: its size in SVG units, bars, axis ticks and a legend of (kind, name)."""
+
+    key: str
+    title: str
+    width: float
+    height: float
+    bars: list[Bar]
+    ticks: list[Tick]
+    legend: list[tuple[str, str]]
+    empty: str = ""  # what to say instead when there is nothing to draw
+
+
+def _nice(value: float) -> float:
+    """A round upper bound of an axis (1, 2 or 5 times a power of ten)."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return float(next(step * power for step in (1, 2, 5, 10) if step * power >= value))
+
+
+def _y_ticks(top: float, height: float, digits: int = 0) -> list[Tick]:
+    plot = height - _BOTTOM - _TOP
+    return [Tick(_LEFT - 6, _TOP + plot * (1 - f), f"{top * f:,.{digits}f}", "end")
+            for f in (0.0, 0.5, 1.0)]
+
+
+def _columns(key: str, title: str, labels: Sequence[str],
+             series: Sequence[tuple[str, Sequence[float]]], *, top: float | None = None,
+             whiskers: Sequence[tuple[float, float]] | None = None, unit: str = "",
+             digits: int = 0, label_every: int = 1, height: float = 220.0,
+             legend: Sequence[tuple[str, str]] = ()) -> Chart:
+    """Vertical bars, one column per label; several series stack."""
+    if not labels:
+        return Chart(key, title, 600, 60, [], [], [], "nothing recorded")
+    step = max(6.0, min(48.0, 900 / len(labels)))
+    width = _LEFT + step * len(labels) + 10
+    totals = [sum(values[i] for _, values in series) for i in range(len(labels))]
+    top = top or _nice(max(totals) if totals else 1.0)
+    plot = height - _BOTTOM - _TOP
+    bars: list[Bar] = []
+    ticks = _y_ticks(top, height, digits)
+    for i, label in enumerate(labels):
+        x = _LEFT + i * step + step * 0.12
+        base = 0.0
+        for kind, values in series:
+            value = values[i]
+            if value:
+                h = plot * value / top
+                y = _TOP + plot - plot * (base + value) / top
+                bars.append(Bar(x, y, step * 0.76, h, kind,
+                                f"{label}: {value:,.{digits}f}{unit} {kind}".strip()))
+            base += value
+        if whiskers is not None:
+            low, high = whiskers[i]
+            cx = x + step * 0.38
+            bars.append(Bar(cx, _TOP + plot * (1 - high), 0, 0, "whisker",
+                            f"{label}: 95% interval {low:.2f} to {high:.2f}",
+                            (cx, _TOP + plot * (1 - low), cx, _TOP + plot * (1 - high))))
+        if i % label_every == 0:
+            ticks.append(Tick(x + step * 0.38, height - _BOTTOM + 14, label[-14:]))
+    return Chart(key, title, width, height, bars, ticks, list(legend))
+
+
+def _rows(key: str, title: str, items: Sequence[tuple[str, float, float | None]], unit: str,
+          kind: str, digits: int = 0) -> Chart:
+    """Horizontal bars, one row per item (label, value, whisker end or None)."""
+    if not items:
+        return Chart(key, title, 600, 60, [], [], [], "nothing recorded")
+    left, row, width = 190.0, 22.0, 640.0
+    top = _nice(max(max(v, w or 0) for _, v, w in items))
+    plot = width - left - 70
+    bars = []
+    ticks = []
+    for i, (label, value, end) in enumerate(items):
+        y = 8 + i * row
+        whisker = None
+        if end is not None:
+            whisker = (left + plot * value / top, y + row * 0.4,
+                       left + plot * end / top, y + row * 0.4)
+        bars.append(Bar(left, y, max(1.0, plot * value / top), row * 0.8, kind,
+                        f"{label}: {value:,.{digits}f}{unit}", whisker))
+        ticks.append(Tick(left - 6, y + row * 0.6, label[:28], "end"))
+        ticks.append(Tick(left + plot * max(value, end or 0) / top + 6, y + row * 0.6,
+                          f"{value:,.{digits}f}{unit}", "start"))
+    return Chart(key, title, width, 16 + row * len(items), bars, ticks, [])
+
+
+def _task_rates(rates: Sequence[tuple[str, int, int]]) -> Chart:
+    ordered = sorted(rates, key=lambda r: (-r[2] / r[1], r[0]))
+    intervals = [wilson(passes, n) for _, n, passes in ordered]
+    labels = [task for task, _, _ in ordered]
+    return _columns(
+        "tasks", "Pass rate per task (95% Wilson interval over its repeats)", labels,
+        [("rate", [i.estimate for i in intervals])], top=1.0,
+        whiskers=[(i.low, i.high) for i in intervals], digits=2,
+        label_every=max(1, len(labels) // 12))
+
+
+def _steps(figures: RunFigures) -> Chart:
+    most = max((steps for _, steps, _ in figures.steps), default=0)
+    labels = [str(n) for n in range(0, most + 1)]
+    series = []
+    for outcome in ("pass", "fail", "ungraded"):
+        counts = [0.0] * len(labels)
+        for name, steps, sessions in figures.steps:
+            if name == outcome:
+                counts[steps] += sessions
+        if any(counts):
+            series.append((outcome, counts))
+    return _columns("steps", "Steps to the end, by outcome (sessions)", labels if series else [],
+                    series, label_every=max(1, len(labels) // 16),
+                    legend=[(kind, kind) for kind, _ in series])
+
+
+def run_charts(rates: Sequence[tuple[str, int, int]], figures: RunFigures) -> list[Chart]:
+    """The charts of a run: pass rate per task, steps histogram, latency and tokens per step,
+    operation durations and errors.
+
+    Args:
+        rates: (task id, graded units, passes) per task.
+        figures: the run's figures from the store.
+    """
+    per_step = figures.per_step
+    labels = [str(step) for step, *_ in per_step]
+    every = max(1, len(labels) // 16)
+    return [
+        _task_rates(rates),
+        _steps(figures),
+        _columns("latency", "Model latency per step (mean ms)", labels,
+                 [("latency", [latency for _, latency, *_ in per_step])], unit=" ms",
+                 label_every=every),
+        _columns("tokens", "Tokens per step (mean, in and out)", labels,
+                 [("tokens-in", [t_in for _, _, t_in, _, _ in per_step]),
+                  ("tokens-out", [t_out for _, _, _, t_out, _ in per_step])],
+                 label_every=every, legend=[("tokens-in", "in"), ("tokens-out", "out")]),
+        _rows("operations", "Browser operations: median duration (whisker to the 90th "
+              "percentile)", [(f"{op} ×{count}", median, p90)
+                              for op, count, median, p90, _ in figures.operations],
+              " ms", "operation"),
+        _rows("errors", "Errors by kind", [(kind, float(count), None)
+                                          for kind, count in figures.errors], "", "error"),
+    ]
