@@ -277,7 +277,8 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), help="A JSON tasks file.")
 @click.option("--base", help="Replaces {BASE} in the tasks file's URLs.")
 @click.option("--seeds", help="MiniWoB seeds: N, N-M or a comma list (default: fixed per task).")
-@click.option("--endpoint", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--endpoint", required=True, multiple=True, help="OpenAI-compatible base URL, e.g. "
+              "http://127.0.0.1:8000/v1; several: a pool the sessions take in turn.")
 @click.option("--model", required=True, help="The served model's name.")
 @click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for the endpoint (never recorded).")
 @click.option("--run", "run_id", help="The run's name; the same name resumes it.")

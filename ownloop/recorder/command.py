@@ -84,7 +84,8 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
     if notice:
         notify(notice)
     record_options = RecordOptions(
-        agent=agent, endpoint=options["endpoint"], model=options["model"],
+        agent=agent, endpoint=options["endpoint"][0], endpoints=tuple(options["endpoint"]),
+        model=options["model"],
         api_key=options["api_key"],
         agent_options=agent_options(agent, options["agent_option"], options["frequency_penalty"]),
         released=texts,

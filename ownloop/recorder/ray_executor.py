@@ -30,12 +30,14 @@ from typing import Any, NamedTuple
 
 from ownloop.agents import make_agent
 from ownloop.agents.base import Agent
+from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeResult
+from ownloop.recorder.model import public_endpoint
 from ownloop.recorder.runner import RecordOptions, RunSummary, TaskRecorder
 from ownloop.store import Store, open_store
 from ownloop.store.claims import Claim, Claims, claims_dir, lease_seconds
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import RunEnded, SessionEnded, Task, now
+from ownloop.store.events import EndpointBenched, RunEnded, SessionEnded, Task, now
 from ownloop.store.ids import new_id
 from ownloop.store.journal import StreamWriter
 
@@ -116,11 +118,15 @@ class _Actor:
             return f"node {host}: {error}"
         return ""
 
-    def record(self, task: Task, attempt: int, session_id: str, retries_left: int) -> _Done:
-        """Claim the task and, if this actor got it, run and settle one session."""
-        return self._thread.submit(self._record, task, attempt, session_id, retries_left).result()
+    def record(self, task: Task, attempt: int, session_id: str, retries_left: int,
+               endpoint: str) -> _Done:
+        """Claim the task and, if this actor got it, run and settle one session on
+        ``endpoint`` (the driver's pool chose it)."""
+        return self._thread.submit(self._record, task, attempt, session_id, retries_left,
+                                   endpoint).result()
 
-    def _record(self, task: Task, attempt: int, session_id: str, retries_left: int) -> _Done:
+    def _record(self, task: Task, attempt: int, session_id: str, retries_left: int,
+                endpoint: str) -> _Done:
         recorder = self._recorder
         assert recorder is not None, "open() first"
         crashed, elsewhere = recorder.crashed, recorder.done_elsewhere
@@ -129,7 +135,7 @@ class _Actor:
             return _Done(taken, elsewhere=recorder.done_elsewhere - elsewhere)
         old, self._handle = self._handle, None
         self._handle = recorder.ensure_browser(old, taken)
-        result = recorder.run_one(self._handle, task, taken)
+        result = recorder.run_one(self._handle, task, taken, endpoint)
         retry = recorder.wants_retry(result, retries_left)
         recorder.settle_session(task, taken, result, retry=retry)
         with recorder._lock:
@@ -164,6 +170,7 @@ class _Slot(NamedTuple):
     task: Task
     attempt: int
     session_id: str
+    endpoint: str
 
 
 def _connect(ray: Any, address: str | None) -> None:
@@ -236,6 +243,8 @@ class _Driver:
         self.opening: dict[Any, Any] = {}  # open() ref -> actor
         self.idle: list[Any] = []
         self.running: dict[Any, _Slot] = {}  # record() ref -> what it runs
+        self.pool = EndpointPool(options.endpoints or (options.endpoint,), bench_seconds())
+        self._started = time.monotonic()
         self._deferred_at = 0.0
 
     def start(self) -> None:
@@ -282,10 +291,10 @@ class _Driver:
         while self.idle and self.pending:
             task, attempt = self.pending.popleft()
             actor = self.idle.pop()
-            session_id = new_id()
+            session_id, endpoint = new_id(), self.pool.pick()
             ref = actor.record.remote(task, attempt, session_id,
-                                      self.retries_left.get(task.task_id, 0))
-            self.running[ref] = _Slot(actor, task, attempt, session_id)
+                                      self.retries_left.get(task.task_id, 0), endpoint)
+            self.running[ref] = _Slot(actor, task, attempt, session_id, endpoint)
 
     def _opened(self, ref: Any) -> None:
         actor = self.opening.pop(ref)
@@ -320,6 +329,10 @@ class _Driver:
         if done.outcome == "held":
             self._defer(slot.task, slot.attempt)
         elif done.result is not None:
+            if done.result.status == "endpoint_error" and self.pool.bench(slot.endpoint):
+                self.run_stream.append([EndpointBenched(
+                    at=now(), run_id=self.run_id, session_id=done.result.session_id,
+                    endpoint=public_endpoint(slot.endpoint), seconds=self.pool.bench_s)])
             self.results.append(done.result)
             self.on_result(done.result)
             if done.retry:

@@ -32,6 +32,7 @@ from ownloop.recorder.admission import (
     source_state,
 )
 from ownloop.recorder.browser import BrowserSession, browser_versions, open_browser
+from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.suites import Suite, SuiteSource
@@ -40,6 +41,7 @@ from ownloop.store.claims import Claim, Claims, lease_seconds
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     ActionParsed,
+    EndpointBenched,
     Event,
     ModelCalled,
     RunEnded,
@@ -92,6 +94,7 @@ class RecordOptions(NamedTuple):
     argv: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()  # --allow-host: host globs the model may navigate to
     max_endpoint_errors: int = 3  # stop after this many endpoint_error sessions in a row; 0: never
+    endpoints: tuple[str, ...] = ()  # --endpoint given several times: the pool (endpoint first)
     executor: str = "threads"  # or "ray": sessions on Ray actors (ownloop.recorder.ray_executor)
     ray_address: str | None = None  # --ray-address: "auto", HOST:PORT; None: $RAY_ADDRESS or local
     suite_source: SuiteSource | None = None  # how a Ray actor loads the same suite
@@ -234,10 +237,21 @@ class TaskRecorder:
         self.crashed = 0  # sessions of stale claims this recorder ended as crashed
         self.in_flight: dict[str, str] = {}  # session id -> task id, until reported
         self._lock = threading.Lock()
-        self.client = ModelClient(
-            options.endpoint, options.model, load_blob=store.get_blob, put_blob=store.put_blob,
-            api_key=options.api_key, timeout_s=options.call_timeout_s, retries=options.call_retries,
-            retry_wait_s=options.call_retry_wait_s)
+        self.pool = EndpointPool(options.endpoints or (options.endpoint,), bench_seconds())
+        self._clients: dict[str, ModelClient] = {}
+        self.client = self.client_for(options.endpoint)
+
+    def client_for(self, endpoint: str) -> ModelClient:
+        """The model client of one endpoint of the pool (made once, shared by the threads)."""
+        with self._lock:
+            if endpoint not in self._clients:
+                options = self.options
+                self._clients[endpoint] = ModelClient(
+                    endpoint, options.model, load_blob=self.store.get_blob,
+                    put_blob=self.store.put_blob, api_key=options.api_key,
+                    timeout_s=options.call_timeout_s, retries=options.call_retries,
+                    retry_wait_s=options.call_retry_wait_s)
+            return self._clients[endpoint]
 
     def take(self, task: Task, attempt: int, session_id: str | None = None) -> Claim | str:
         """Claim the task for a new session: the Claim, or ``"done"`` (a session of it counts
@@ -285,7 +299,12 @@ class TaskRecorder:
             self.done_elsewhere += 1
         return True
 
-    def run_one(self, handle: Any, task: Task, claim: Claim) -> EpisodeResult:
+    def run_one(self, handle: Any, task: Task, claim: Claim,
+                endpoint: str | None = None) -> EpisodeResult:
+        """Run the claimed task's session on ``endpoint``, else on the pool's next endpoint (then
+        an ``endpoint_error`` takes that endpoint out of the pool for a while)."""
+        own_pick = endpoint is None
+        endpoint = endpoint or self.pool.pick()
         settings = self.agent.settings
         events: list[Event] = [TaskClaimed(
             at=now(), run_id=self.run_id, session_id=claim.session_id, task_id=task.task_id,
@@ -304,16 +323,28 @@ class TaskRecorder:
                 at=now(), run_id=self.run_id, session_id=claim.session_id, task=task,
                 agent=self.agent.name, model=self.options.model, attempt=claim.attempt,
                 viewport=settings.viewport, repeat=claim.repeat,
-                chromium=browser_versions(handle.browser)["chromium"])
+                chromium=browser_versions(handle.browser)["chromium"],
+                endpoint=public_endpoint(endpoint))
             with self._lock:
                 self.in_flight[started.session_id] = task.task_id
-            return run_episode(
-                store=self.store, agent=self.agent, client=self.client, browser=session,
-                suite=self.suite, started=started, limits=self.options.limits, stop=self.stop,
-                grader_spec=task.grader or self.suite.default_grader,
+            result = run_episode(
+                store=self.store, agent=self.agent, client=self.client_for(endpoint),
+                browser=session, suite=self.suite, started=started, limits=self.options.limits,
+                stop=self.stop, grader_spec=task.grader or self.suite.default_grader,
                 on_step=_step_reporter(self.on_step, started) if self.on_step else None)
         finally:
             session.close()
+        if own_pick and result.status == "endpoint_error":
+            self.bench(endpoint, result.session_id, self.pool, self.run_stream)
+        return result
+
+    def bench(self, endpoint: str, session_id: str, pool: EndpointPool,
+              stream: StreamWriter) -> None:
+        """Take ``endpoint`` out of ``pool`` after ``session_id`` failed on it, recorded."""
+        if pool.bench(endpoint):
+            stream.append([EndpointBenched(
+                at=now(), run_id=self.run_id, session_id=session_id,
+                endpoint=public_endpoint(endpoint), seconds=pool.bench_s)])
 
     def settle_session(self, task: Task, claim: Claim, result: EpisodeResult, *,
                        retry: bool) -> None:
@@ -432,7 +463,8 @@ def record(
     check_graders(tasks, suite.default_grader)
     started = declare(
         run_id=run_id, argv=redact_argv(options.argv), agent=agent,
-        model=options.model, endpoint=public_endpoint(options.endpoint), suite=suite, tasks=tasks,
+        model=options.model, suite=suite, tasks=tasks,
+        endpoint=" ".join(public_endpoint(e) for e in options.endpoints or (options.endpoint,)),
         max_steps=options.limits.max_steps, timeout_s=options.limits.timeout_s,
         versions=_versions(source))
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))

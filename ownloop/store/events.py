@@ -25,6 +25,7 @@ __all__ = [
     "Dialog",
     "Drag",
     "Element",
+    "EndpointBenched",
     "Event",
     "EventBase",
     "EvidenceCaptured",
@@ -450,6 +451,7 @@ class SessionStarted(EventBase, tag="session_started", frozen=True, kw_only=True
     budget: int | None = None  # the step budget the session ran under (policy turns)
     repeat: int = 1
     chromium: str = ""  # the browser's version (RunStarted is written before any browser starts)
+    endpoint: str = ""  # the endpoint (without credentials) its model calls went to
 
 
 class ScreenshotTaken(EventBase, tag="screenshot_taken", frozen=True, kw_only=True):
@@ -617,6 +619,14 @@ class StreamsCataloged(EventBase, tag="streams_cataloged", frozen=True, kw_only=
     heads: tuple[StreamHead, ...] = ()
 
 
+class EndpointBenched(EventBase, tag="endpoint_benched", frozen=True, kw_only=True):
+    """An endpoint of the run's pool was taken out of it for ``seconds`` after the session
+    ``session_id`` ended ``endpoint_error`` on it."""
+
+    endpoint: str  # without credentials
+    seconds: float = 0.0
+
+
 class SealedSession(_Frozen, frozen=True, kw_only=True):
     session_id: str
     task_id: str
@@ -654,6 +664,7 @@ Event = (
     | SessionCounted
     | StreamsCataloged
     | RunSealed
+    | EndpointBenched
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = Event.__args__

@@ -151,6 +151,9 @@ ADDED: tuple[E.EventBase, ...] = (
                 sessions=(E.SealedSession(session_id="s1", task_id="t1", status="finished",
                                           counted=True, score=1.0, passed=True),),
                 blobs=3, budget=40),
+    # A run's endpoint pool: one endpoint taken out after a session failed on it.
+    E.EndpointBenched(at=_at(23.75), run_id="r1", session_id="s1",
+                      endpoint="http://gpu2:8000/v1", seconds=60.0),
     # Guarded replay: the checks, an element's text, and a step's rungs.
     E.GuardChecked(at=_at(5.5), run_id="r1", session_id="s1", step=1, parent_session_id="s0",
                    check="screenshot", passed=False, distance=0.0625,
