@@ -31,6 +31,7 @@ __all__ = [
     "RunFigures",
     "RunOverview",
     "RunSession",
+    "RunUnits",
     "SEARCH_FILTERS",
     "SearchPage",
     "Selection",
@@ -531,7 +532,7 @@ SEARCH_FILTERS = ("run", "agent", "status")
 
 
 class SearchPage(NamedTuple):
-    """One page of search hits (``session_id, step, field, text, run_id, task_id, agent,
+    """One page of search hits (``session_id, step, fields, text, run_id, task_id, agent,
     status, screenshot_sha256`` each), how many hits there are in all, and the values of the
     filters (as ``session_choices``)."""
 
@@ -545,28 +546,32 @@ def search_steps(store: Store, text: str, filters: Mapping[str, str], limit: int
     """Steps (and session ends, step None) whose thought, response, errors, URL, element name
     or answer contain ``text`` (any case), newest session first; ``filters``: ``run``,
     ``agent``, ``status`` (equal)."""
-    hits = " union ".join(
-        f"select session_id, {step} as step, '{field}' as field, {column} as text from {table} "
-        f"where contains(lower({column}), $q)" for field, table, step, column in _SEARCHED)
-    params: dict[str, Any] = {"q": text.lower(), "limit": int(limit), "offset": int(offset)}
+    # One hit per step (per session end for answers and errors): its fields that matched, and
+    # the text of the first of them in the order of _SEARCHED.
+    hits = " union all ".join(
+        f"select session_id, {step} as step, '{field}' as field, {rank} as rank, "
+        f"{column} as text from {table} where contains(lower({column}), $q)"
+        for rank, (field, table, step, column) in enumerate(_SEARCHED))
+    grouped = (f"select session_id, step, string_agg(field, ',' order by rank) as fields, "
+               f"arg_min(text, rank) as text from ({hits}) group by session_id, step")
+    params: dict[str, Any] = {"q": text.lower()}
     where = ["true"]
     for name, column in (("run", "s.run_id"), ("agent", "s.agent"), ("status", "s.status")):
         if filters.get(name):
             where.append(f"{column} = ${name}")
             params[name] = filters[name]
     found, every, choices = store.sql_many([(
-        f"with h as ({hits}) "
-        "select h.session_id, h.step, h.field, h.text, s.run_id, s.task_id, s.agent, s.status, "
+        f"with h as ({grouped}) "
+        "select h.session_id, h.step, h.fields, h.text, s.run_id, s.task_id, s.agent, s.status, "
         "(select arg_max(sha256, time) from screenshot_taken t where t.session_id = h.session_id "
-        "and t.step = coalesce(h.step, s.steps)) as shot, 0 "
+        "and t.step = coalesce(h.step, s.steps)) as shot "
         f"from h join sessions s using (session_id) where {' and '.join(where)} "
-        "order by s.started_at desc, h.session_id, h.step nulls last, h.field "
-        "limit $limit offset $offset", params),
-        (f"with h as ({hits}) select count(*) from h join sessions s using (session_id) "
-         f"where {' and '.join(where)}", {k: v for k, v in params.items()
-                                          if k not in ("limit", "offset")}),
+        "order by s.started_at desc, h.session_id, h.step nulls last "
+        "limit $limit offset $offset", {**params, "limit": int(limit), "offset": int(offset)}),
+        (f"with h as ({grouped}) select count(*) from h join sessions s using (session_id) "
+         f"where {' and '.join(where)}", params),
         _choices_query("sessions", _SESSION_EQUALS)])
-    return SearchPage([row[:-1] for row in found.rows], int(every.rows[0][0]),
+    return SearchPage(found.rows, int(every.rows[0][0]),
                       _choices_of(choices, _SESSION_EQUALS))
 
 
@@ -585,13 +590,25 @@ def task_rates(store: Store, run_ids: Sequence[str]) -> list[tuple[str, str, int
     return _rates(store.sql(*_rates_query(run_ids)))
 
 
-def run_units_sessions(store: Store, run_ids: Sequence[str]) -> list[tuple[str, str, int, str,
-                                                                             bool]]:
-    """(run id, task id, repeat, session id, passed) of these runs' graded scored units."""
-    return [(str(r), str(t), int(k), str(s), bool(p)) for r, t, k, s, p in store.sql(
-        "select run_id, task_id, repeat, session_id, passed from scored_units "
-        "where passed is not null and list_contains($runs, run_id) "
-        "order by task_id, run_id, repeat", {"runs": list(run_ids)}).rows]
+class RunUnits(NamedTuple):
+    """Runs' graded scored units, (run id, task id, repeat, session id, passed) each, and the
+    runs in the order they started (their first session)."""
+
+    units: list[tuple[str, str, int, str, bool]]
+    runs: list[str]
+
+
+def run_units_sessions(store: Store, run_ids: Sequence[str]) -> RunUnits:
+    """The graded scored units of these runs, over one connection."""
+    runs = {"runs": list(run_ids)}
+    units, order = store.sql_many([
+        ("select run_id, task_id, repeat, session_id, passed from scored_units "
+         "where passed is not null and list_contains($runs, run_id) "
+         "order by task_id, run_id, repeat", runs),
+        ("select run_id from sessions where list_contains($runs, run_id) group by run_id "
+         "order by min(started_at), run_id", runs)])
+    return RunUnits([(str(r), str(t), int(k), str(s), bool(p)) for r, t, k, s, p in units.rows],
+                    [str(r) for r, in order.rows])
 
 
 class RunFigures(NamedTuple):

@@ -83,7 +83,8 @@ def _difference(run_id: str, pairs: tuple[tuple[tuple[bool, ...], tuple[bool, ..
 
 
 def build_grid(store: Store, run_ids: Sequence[str]) -> Grid:
-    """The grid of ``run_ids`` (the first is the one the others are compared with).
+    """The grid of ``run_ids``, in the order they started: the first is the one the others are
+    compared with.
 
     Raises:
         OwnloopError: fewer than two runs, or a run without graded scored sessions.
@@ -91,8 +92,11 @@ def build_grid(store: Store, run_ids: Sequence[str]) -> Grid:
     runs = list(dict.fromkeys(r for r in run_ids if r))
     if len(runs) < 2:
         raise OwnloopError("pick two or more runs to compare (tick them on the runs page)")
+    found = run_units_sessions(store, runs)
+    started = {run: index for index, run in enumerate(found.runs)}
+    runs.sort(key=lambda run: started.get(run, len(started)))
     units: dict[str, dict[str, list[tuple[int, str, bool]]]] = {r: {} for r in runs}
-    for run, task, repeat, session, passed in run_units_sessions(store, runs):
+    for run, task, repeat, session, passed in found.units:
         units[run].setdefault(task, []).append((repeat, session, passed))
     for run in runs:
         if not units[run]:

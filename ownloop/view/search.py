@@ -25,7 +25,7 @@ _CONTEXT = 90  # characters either side of the match in a snippet
 class Hit(NamedTuple):
     session_id: str
     step: int | None  # None: the session's end (its answer or error)
-    field: str
+    field: str  # what matched: "thought, response"
     before: str
     match: str
     after: str
@@ -82,7 +82,8 @@ def search(store: Store, params: Mapping[str, str]) -> SearchView:
     hits = []
     for session_id, step, field, found, run_id, task_id, agent, status, shot in result.rows:
         before, match, after = _snippet(str(found), query)
-        hits.append(Hit(str(session_id), None if step is None else int(step), str(field),
+        fields = ", ".join(dict.fromkeys(str(field).split(",")))  # as ranked, each once
+        hits.append(Hit(str(session_id), None if step is None else int(step), fields,
                         before, match, after, str(run_id), str(task_id or ""), str(agent),
                         status, shot))
     return SearchView(query, filters, hits, result.total, page, _shown(result.choices))

@@ -6,8 +6,9 @@ screenshots whose content sits in a known box on a white page."""
 from __future__ import annotations
 
 import io
+import time
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from PIL import Image, ImageDraw
 
@@ -117,3 +118,19 @@ def build_dashboard_store(store: Store) -> DashboardStore:
                 _session(store, run_id, session_id, task, repeat, passed, t, shots, thoughts,
                          hits)
     return DashboardStore(store, run_a, run_b, rare, (flip_pair[0], flip_pair[1]))
+
+
+def wait_until(page: Any, expression: str, timeout: float = 10.0) -> Any:
+    """Poll a JavaScript expression until it is truthy; returns its value.
+
+    ``page.wait_for_function`` evaluates its text with ``eval`` inside the page while it polls,
+    which the viewer's Content-Security-Policy forbids; ``page.evaluate`` is not subject to it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout} s: {expression}")
+        time.sleep(0.05)

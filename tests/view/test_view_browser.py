@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.view.dashboard import wait_until
 from tests.view.synthetic import (
     HOSTILE_ANSWER,
     HOSTILE_ELEMENT,
@@ -20,7 +21,8 @@ from tests.view.synthetic import (
 
 pytestmark = pytest.mark.browser
 
-_ALL_LOADED = "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
+_ALL_LOADED = ("Array.from(document.querySelectorAll('section.step img'))"
+               ".every(i => i.complete && i.naturalWidth > 0)")
 
 # Where a mark is on screen, and where its step's screenshot is.
 _GEOMETRY = """([number, selector]) => {
@@ -62,7 +64,7 @@ def _show_all_steps(page: Any) -> None:
     # Screenshots load lazily: bring each step into view, then wait for every image.
     for section in page.query_selector_all("section.step"):
         section.scroll_into_view_if_needed()
-    page.wait_for_function(_ALL_LOADED, timeout=10_000)
+    wait_until(page, _ALL_LOADED)
 
 
 def test_sessions_table_filters_and_sorts(page: Any, viewer: str, view_store: ViewStore) -> None:
