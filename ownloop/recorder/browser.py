@@ -68,6 +68,7 @@ __all__ = [
     "browser_versions",
     "find_chromium",
     "launch",
+    "may_start_download",
     "navigation_refusal",
     "open_browser",
     "start_playwright",
@@ -95,10 +96,16 @@ _NAVIGATION_TIMEOUT_MS = 30_000
 _LOAD_WAIT_MS = 5_000  # DESIGN §5: wait for DOMContentLoaded up to 5 s after each step
 _MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
 _POINTER_OPS = (MouseClick, MouseMove, MouseDown, MouseUp, MouseWheel)
-# Ops after which a popup, download or navigation may still be on its way: a short wait lets
-# the browser's events arrive so the Effect reports them, not the next operation.
-# Measured on the test site: a new tab or a download is announced 30-80 ms after the click returns.
+# Ops after which a popup, download or navigation may still be on its way. A new tab is announced
+# before the op returns (Target.targetCreated) and a navigation is followed to its document; a
+# download is announced 30-80 ms after the click returns (measured on the test site), so it is
+# picked up at settle time (or by the op itself, when it came in time), not waited for per op.
 _TRIGGER_OPS = (MouseClick, MouseUp, KeyboardPress, KeyboardUp)
+
+
+def may_start_download(op: Op) -> bool:
+    """Whether ``op`` is one after which a download, popup or navigation may follow."""
+    return isinstance(op, _TRIGGER_OPS) or (isinstance(op, KeyboardType) and "\n" in op.text)
 
 
 # DESIGN §8: the model drives only http(s) pages (and about:blank). file:, chrome:, view-source:,
@@ -303,8 +310,10 @@ class BrowserSession:
         viewport: (width, height) in CSS pixels.
         settle_s: the pause after each step, once the followed page reached DOMContentLoaded.
         dialogs: ``accept`` or ``dismiss`` every alert/confirm/prompt/beforeunload dialog.
-        event_grace_s: after a click, key press or typing, how long to let a popup, download or
-            dialog announce itself so the operation's :class:`Effect` reports it.
+        event_grace_s: after a step that clicked, pressed a key or typed a newline, how long
+            :meth:`settle` waits at least for a download to announce itself (it stops early
+            once one has). Operations themselves never wait for one: a download that was not
+            announced by the time its operation returned is returned by :meth:`settle`.
         allow_hosts: host globs the model's navigation is confined to (``--allow-host``); empty:
             any http(s) host. The suite's own :meth:`goto` is not confined.
     """
@@ -333,7 +342,8 @@ class BrowserSession:
         self._loading: set[Page] = set()  # pages whose main frame is loading a new document
         self._pointer: dict[Page, tuple[float, float]] = {}
         self._dialogs: list[Dialog] = []
-        self._downloads: list[PlaywrightDownload] = []
+        self._downloads: list[PlaywrightDownload] = []  # announced, not yet taken
+        self._triggered = False  # an op since the last settle may still start a download
         self._opened = 0
         self.context: BrowserContext = browser.new_context(
             viewport={"width": viewport[0], "height": viewport[1]},
@@ -522,16 +532,29 @@ class BrowserSession:
         width, height = _png_size(png)
         return Shot(png, width, height, page.url, round((time.perf_counter() - started) * 1000, 3))
 
-    def settle(self) -> None:
-        """Follow the newest open page, wait for DOMContentLoaded (up to 5 s), then pause."""
+    def settle(self) -> bytes | None:
+        """Follow the newest open page, wait for DOMContentLoaded (up to 5 s), then pause.
+
+        Returns the bytes of a download that the step's operations started but that was
+        announced only after its operation returned (None when there was none): the caller
+        records it as evidence of the step. After a step that could start one, the pause is at
+        least ``event_grace_s``, cut short once a download is announced.
+        """
         page = self.page
+        started = time.perf_counter()
         try:
             self._session_for(page)
-            self._wait_for_document(page, time.perf_counter())
+            self._wait_for_document(page, started)
             page.wait_for_load_state("domcontentloaded", timeout=_LOAD_WAIT_MS)
         except PlaywrightError:
             pass  # a slow or closed page is the agent's to see in the next screenshot
         self._wait(page, self.settle_s)
+        if self._triggered:
+            while (not self._downloads and not page.is_closed()
+                   and time.perf_counter() - started < self.event_grace_s):
+                self._wait(page, 0.01)
+        self._triggered = False
+        return self._take_download()
 
     def _wait_for_document(self, page: Page, since: float) -> None:
         while page in self._loading and time.perf_counter() - since < _LOAD_WAIT_MS / 1000:
@@ -563,7 +586,6 @@ class BrowserSession:
         """Execute one browser operation and report what it did; page errors become ``ok=False``."""
         started = time.perf_counter()
         self._dialogs.clear()
-        self._downloads.clear()
         self._opened = self._announced = 0
         self._refusals.clear()
         self._model_driving = True
@@ -584,8 +606,9 @@ class BrowserSession:
                 self._refusals.append(refusal)
             else:
                 self._run(page, op)
-            if isinstance(op, _TRIGGER_OPS) or (isinstance(op, KeyboardType) and "\n" in op.text):
-                self._grace(page)
+            if may_start_download(op):
+                self._triggered = True
+                self._follow(page)
         except PlaywrightError as exc:
             error = _message(exc)
         self._leave_refused(urls_before, url_before)
@@ -667,24 +690,23 @@ class BrowserSession:
         except PlaywrightError:
             time.sleep(seconds)
 
-    def _grace(self, page: Page) -> None:
-        # Let a download announce itself (stop early once one has), and wait for every tab the
-        # operation opened to be attached, so the Effect counts it and the next op can follow it.
-        # A navigation it started is followed to the new document's DOMContentLoaded, so the
-        # Effect's url_after is where the operation led.
+    def _follow(self, page: Page) -> None:
+        # Wait for every tab the operation opened to be attached (Chromium announced them before
+        # the op returned), so the Effect counts it and the next op can follow it. A navigation
+        # it started is followed to the new document's DOMContentLoaded, so the Effect's
+        # url_after is where the operation led. No wait for a download that may yet start: the
+        # op reports one announced by now, settle() picks up a later one.
         started = time.perf_counter()
-        while not page.is_closed():
-            waited = time.perf_counter() - started
-            if self._opened < self._announced and waited < _LOAD_WAIT_MS / 1000:
-                page.wait_for_timeout(10)
-            elif waited < self.event_grace_s and not (self._downloads or self._announced):
-                page.wait_for_timeout(10)
-            else:
-                self._wait_for_document(page, started)
-                return
+        while (not page.is_closed() and self._opened < self._announced
+               and time.perf_counter() - started < _LOAD_WAIT_MS / 1000):
+            page.wait_for_timeout(10)
+        if not page.is_closed():
+            self._wait_for_document(page, started)
 
     def _take_download(self) -> bytes | None:
-        for download in self._downloads:
+        """The first announced download (up to 64 MiB) since the last take; all are taken."""
+        downloads, self._downloads = self._downloads, []
+        for download in downloads:
             try:
                 path = download.path()
             except PlaywrightError:

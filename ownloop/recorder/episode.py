@@ -21,7 +21,7 @@ import msgspec
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.grading import UNGRADED, make_grader
-from ownloop.recorder.browser import BrowserSession
+from ownloop.recorder.browser import BrowserSession, may_start_download
 from ownloop.recorder.evidence import capture_end_state
 from ownloop.recorder.model import CallOutcome
 from ownloop.recorder.sent_images import SentImages
@@ -179,6 +179,20 @@ class Episode:
             duration_ms=effect.duration_ms))
 
     # ---------------------------------------------------------------- one step
+    def settle(self, batch: list[Event]) -> None:
+        """Let the page settle after a step; a download its operations started that came only
+        now is recorded on the step's last operation that could have started it."""
+        late = self.browser.settle()
+        if late is None:
+            return
+        sha = self.store.put_blob(late)
+        for i in range(len(batch) - 1, -1, -1):
+            event = batch[i]
+            if isinstance(event, BrowserActed) and event.download is None and \
+                    may_start_download(event.op):
+                batch[i] = msgspec.structs.replace(event, download=sha)
+                return
+
     def agent_step(self, step: int, batch: list[Event]) -> SessionEnded | None:
         """The recorder's step: screenshot, call the model, parse, act, settle."""
         return self.answer(step, self.observe(step, batch), batch)
@@ -243,7 +257,7 @@ class Episode:
         if ending is not None:
             return self.end(ending.status, step, agent_status=ending.agent_status,
                              answer=ending.answer)
-        self.browser.settle()
+        self.settle(batch)
         if settings.pause_s:
             time.sleep(settings.pause_s)
         return None

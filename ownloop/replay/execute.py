@@ -177,7 +177,7 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None,
                                answer=ending.answer)
         if number >= last:
             return _parent_end(episode, parent, number)
-        episode.browser.settle()
+        episode.settle(batch)
         return None
 
     return play
