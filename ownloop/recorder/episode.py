@@ -44,6 +44,7 @@ from ownloop.store.events import (
     Task,
     now,
 )
+from ownloop.store.ids import SessionIds
 from ownloop.store.journal import StreamWriter
 
 __all__ = [
@@ -149,9 +150,9 @@ class Episode:
         if self.stop.is_set():
             raise _Interrupted
 
-    def ids(self) -> dict[str, str]:
+    def ids(self) -> SessionIds:
         """The run and session ids every event of the episode carries."""
-        return {"run_id": self.run_id, "session_id": self.session_id}
+        return SessionIds(run_id=self.run_id, session_id=self.session_id)
 
     # ---------------------------------------------------------------- the parts of a step
     def observe(self, step: int, batch: list[Event]) -> Observation:
@@ -178,7 +179,6 @@ class Episode:
             pages_opened=effect.pages_opened, dialog=effect.dialog, download=download,
             duration_ms=effect.duration_ms))
 
-    # ---------------------------------------------------------------- one step
     def settle(self, batch: list[Event]) -> None:
         """Let the page settle after a step; a download its operations started that came only
         now is recorded on the step's last operation that could have started it."""
@@ -193,6 +193,7 @@ class Episode:
                 batch[i] = msgspec.structs.replace(event, download=sha)
                 return
 
+    # ---------------------------------------------------------------- one step
     def agent_step(self, step: int, batch: list[Event]) -> SessionEnded | None:
         """The recorder's step: screenshot, call the model, parse, act, settle."""
         return self.answer(step, self.observe(step, batch), batch)

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import secrets
 import time
+from typing import TypedDict
 
-__all__ = ["new_id"]
+__all__ = ["SessionIds", "new_id"]
+
+
+
+class SessionIds(TypedDict):
+    """The run and session ids every event of a session carries (``Event(**ids, ...)``)."""
+
+    run_id: str
+    session_id: str
+
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 

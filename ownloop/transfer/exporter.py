@@ -149,11 +149,11 @@ class _Writer:
             summaries.append(summary)
         self._attempt(folder, latest, agent)
         summary = _summary(latest)
-        keys = _imported_keys(latest)
-        if form_of(agent) == "fara7b" or "error_attempts" in (keys or ()):
+        latest_keys = _imported_keys(latest)
+        if form_of(agent) == "fara7b" or "error_attempts" in (latest_keys or ()):
             summary.setdefault("error_attempts", summaries)
-        if keys is not None:  # an imported session: the fields its file had, in its order
-            summary = {key: summary.get(key) for key in keys}
+        if latest_keys is not None:  # an imported session: the fields its file had, in order
+            summary = {key: summary.get(key) for key in latest_keys}
         failed = latest.outcome is None or latest.outcome.status in FAILED_FOLDER_STATUSES
         _write_json(folder / ("session_failed.json" if failed else "session.json"), summary)
 

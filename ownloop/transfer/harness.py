@@ -197,10 +197,10 @@ def read_folder(path: Path) -> ResultFolder:
         path: the task's folder.
     """
     skipped: list[str] = []
-    for entry in _walk(path):
-        reason = unreadable(entry)
+    for found in _walk(path):
+        reason = unreadable(found)
         if reason is not None:
-            skipped.append(f"{entry.relative_to(path).as_posix()} ({reason})")
+            skipped.append(f"{found.relative_to(path).as_posix()} ({reason})")
     final = _read_attempt(path, "", skipped)
     if final.summary is not None and _is_file(path / "session_failed.json") \
             and final.summary_file == "session.json":
@@ -319,7 +319,7 @@ def _read_json(path: Path, label: str, skipped: list[str]) -> dict[str, Any] | N
 
 
 def _read_steps(path: Path, prefix: str, skipped: list[str]) -> list[StepLine]:
-    lines = []
+    lines: list[StepLine] = []
     data = _read_or_none(path)
     if data is None:
         skipped.append(f"{prefix}steps.jsonl (unreadable)")

@@ -45,7 +45,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.extras import missing_extra
-from ownloop.store.ids import new_id
+from ownloop.store.ids import SessionIds, new_id
 from ownloop.store.queries import imported_folders, task_attempts
 from ownloop.store.seal import refuse_if_sealed
 from ownloop.transfer.forms import FORMS, form_of, infer_form
@@ -231,21 +231,23 @@ class _Parser:
             return self.agent.settings.viewport
         return DEFAULT_VIEWPORTS.get(self.name, (1280, 800))
 
-    def parsed(self, ids: dict[str, str], step: int, call_id: str, text: str,
+    def parsed(self, ids: SessionIds, step: int, call_id: str, text: str,
                size: tuple[int, int]) -> ActionParsed:
         agent = self.agent
         if agent is None:
             return ActionParsed(at=now(), **ids, step=step, call_id=call_id, parser=self.name,
                                 error=self.unavailable[:1000])
-        head = {"parser": agent.parser_name, "parser_version": agent.parser_version}
+        parser, parser_version = agent.parser_name, agent.parser_version
         self.responses += 1
         try:
             result = agent.parse(text, size)
         except Exception as exc:  # noqa: BLE001 - AgentParseError, or any bug: kept, not fatal
-            return ActionParsed(at=now(), **ids, step=step, call_id=call_id, **head,
+            return ActionParsed(at=now(), **ids, step=step, call_id=call_id, parser=parser,
+                                parser_version=parser_version,
                                 error=(str(exc) or type(exc).__name__)[:1000])
         self.parsed_ok += 1
-        return ActionParsed(at=now(), **ids, step=step, call_id=call_id, **head,
+        return ActionParsed(at=now(), **ids, step=step, call_id=call_id, parser=parser,
+                            parser_version=parser_version,
                             thought=result.thought, actions=result.actions,
                             model_size=result.model_size)
 
@@ -283,7 +285,7 @@ class _Writer:
 
     def _session(self, folder: ResultFolder, attempt: Attempt, task: Task,
                  number: int) -> list[Event]:
-        ids = {"run_id": self.run_id, "session_id": new_id()}
+        ids = SessionIds(run_id=self.run_id, session_id=new_id())
         screens = attempt.screens
         sized = [s for s in screens.values() if s.width and s.height]
         viewport = (sized[0].width, sized[0].height) if sized else self.parser.viewport
@@ -337,7 +339,7 @@ class _Writer:
                       for kept in sidecar.grades)
         return events
 
-    def _line(self, ids: dict[str, str], line: Any, size: tuple[int, int], has_screen: bool,
+    def _line(self, ids: SessionIds, line: Any, size: tuple[int, int], has_screen: bool,
               prefix: str) -> list[Event]:
         fields: dict[str, Any] = line.fields
         kept: dict[str, Any] = {}
@@ -371,7 +373,7 @@ class _Writer:
                                 source=f"{prefix}steps.jsonl line {line.line}"))
         return events
 
-    def _ended(self, ids: dict[str, str], attempt: Attempt, summary: dict[str, Any],
+    def _ended(self, ids: SessionIds, attempt: Attempt, summary: dict[str, Any],
                steps: int) -> SessionEnded:
         def field(key: str, default: Any) -> Any:
             value = summary.get(key, default)
@@ -411,12 +413,12 @@ def _fits(key: str, value: Any) -> bool:
     return isinstance(value, types)
 
 
-def _evidence(ids: dict[str, str], name: str, value: Any, source: str = "") -> EvidenceCaptured:
+def _evidence(ids: SessionIds, name: str, value: Any, source: str = "") -> EvidenceCaptured:
     return EvidenceCaptured(at=now(), **ids, name=name, source=source,
                             value_json=json.dumps(value, ensure_ascii=False))
 
 
-def _grade(ids: dict[str, str], summary: dict[str, Any]) -> SessionGraded | None:
+def _grade(ids: SessionIds, summary: dict[str, Any]) -> SessionGraded | None:
     score = summary.get("score")
     success = summary.get("success")
     has_score = isinstance(score, int | float) and not isinstance(score, bool)
