@@ -1,0 +1,140 @@
+"""Issue 17: ``ownloop export --format otlp`` (real CLI) read with the OpenTelemetry proto's JSON
+mapping, and sent to a collector this test starts (a stdlib HTTP server on 127.0.0.1 that keeps
+what is posted to /v1/traces)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.transfer.conftest import run_ownloop
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore:.*(no clone|not found)")]
+
+LIMIT = 64 * 1024
+
+
+class _Collector(ThreadingHTTPServer):
+    bodies: list[bytes]
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    server: _Collector
+
+    def do_POST(self) -> None:  # noqa: N802 - the handler's name is http.server's
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path != "/v1/traces" or self.headers["Content-Type"] != "application/json":
+            self.send_response(404)
+        else:
+            self.server.bodies.append(body)
+            self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[_Collector]:
+    server = _Collector(("127.0.0.1", 0), _Receiver)
+    server.bodies = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _spans(request: ExportTraceServiceRequest) -> list[Any]:
+    return [span for resource in request.resource_spans for scope in resource.scope_spans
+            for span in scope.spans]
+
+
+def _attributes(span: Any) -> dict[str, Any]:
+    return {a.key: json_format.MessageToDict(a.value) for a in span.attributes}
+
+
+def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
+        recorded_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "otlp"
+    result = run_ownloop(recorded_store, "export", "--format", "otlp", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    text = (out / "traces.jsonl").read_text()
+    assert "data:image" not in text and "iVBORw0KGgo" not in text  # no PNG inlined as base64
+    lines = text.splitlines()
+    assert len(lines) == 8
+    traces = set()
+    for line in lines:
+        request = json_format.Parse(line, ExportTraceServiceRequest())
+        spans = _spans(request)
+        traces |= {span.trace_id for span in spans}
+        root = [s for s in spans if not s.parent_span_id]
+        assert len(root) == 1 and root[0].name.startswith("invoke_agent ")
+        chats = [s for s in spans if s.name == "chat expert"]
+        assert chats and any(s.name.startswith("browser mouse.") for s in spans)
+        for span in spans:
+            assert span.end_time_unix_nano >= span.start_time_unix_nano > 0
+            for attribute in span.attributes:
+                assert len(attribute.value.SerializeToString()) <= LIMIT, attribute.key
+        for chat in chats:
+            values = _attributes(chat)
+            assert values["gen_ai.request.model"] == {"stringValue": "expert"}
+            assert int(values["gen_ai.usage.input_tokens"]["intValue"]) > 0
+            assert int(values["gen_ai.usage.output_tokens"]["intValue"]) > 0
+            assert values["gen_ai.response.finish_reasons"] == {
+                "arrayValue": {"values": [{"stringValue": "stop"}]}}
+            assert values["ownloop.latency_ms"]["doubleValue"] > 0
+            messages = json.loads(values["gen_ai.input.messages"]["stringValue"])
+            images = [p for m in messages for p in m["parts"] if p.get("modality") == "image"]
+            assert images
+            for part in images + [p for m in messages for p in m["parts"]
+                                  if p.get("modality") == "text"]:
+                data = (out / part["uri"]).read_bytes()
+                assert hashlib.sha256(data).hexdigest() == Path(part["uri"]).stem
+    assert len(traces) == 8
+
+
+def test_the_collector_receives_every_span(recorded_store: Path, tmp_path: Path,
+                                           collector: _Collector) -> None:
+    files = run_ownloop(recorded_store, "export", "--format", "otlp", "--out",
+                        str(tmp_path / "files"))
+    expected = sum(len(_spans(json_format.Parse(line, ExportTraceServiceRequest())))
+                   for line in (tmp_path / "files" / "traces.jsonl").read_text().splitlines())
+    host, port = collector.server_address[:2]
+    url = f"http://{host!s}:{port}"
+    sent = run_ownloop(recorded_store, "export", "--format", "otlp", "--endpoint", url,
+                       "--out", str(tmp_path / "sent"))
+    assert sent.returncode == 0 and files.returncode == 0, sent.stderr
+    assert sent.stdout.splitlines()[0] == (f"sent to {url}/v1/traces: 8 traces, {expected} "
+                                           "spans (OTLP/JSON)")
+    assert not (tmp_path / "sent" / "traces.jsonl").exists()
+    received = [s for body in collector.bodies
+                for s in _spans(json_format.Parse(body, ExportTraceServiceRequest()))]
+    assert len(received) == expected
+    assert len({s.trace_id for s in received}) == 8
+
+
+def test_a_collector_that_is_not_there_is_a_one_line_error(recorded_store: Path,
+                                                           tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    port = server.server_address[1]
+    server.server_close()  # nothing listens on the port now
+    result = run_ownloop(recorded_store, "export", "--format", "otlp", "--endpoint",
+                         f"http://127.0.0.1:{port}", "--out", str(tmp_path / "x"))
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"Error: cannot reach the collector at http://127.0.0.1:{port}"
+                           "/v1/traces (")
+    assert last.endswith("). Start it, or check --endpoint")
