@@ -94,10 +94,25 @@ _PIPE_WIDTH = 100_000  # wider than any table we print: rich sizes a table to it
 _FORMATS = click.Choice(["table", "csv", "json"])
 
 
-def _print_rows(result: Any, fmt: str) -> None:
-    """A ``QueryResult`` as a table, CSV or a JSON array of objects."""
+_PIPE_ROWS = 1_000  # a table to a pipe or a file shows this many rows unless --max-rows says
+_max_rows_option = click.option(
+    "--max-rows", type=click.IntRange(min=0), metavar="N",
+    help="A table shows at most N rows, 0: all (default: what fits the terminal, 1,000 to a "
+         "pipe). CSV and JSON print every row.")
+
+
+def _print_rows(result: Any, fmt: str, max_rows: int | None = None) -> None:
+    """A ``QueryResult`` as a table (at most ``max_rows`` rows: see ``_max_rows_option``), CSV
+    or a JSON array of objects. A pipe gets plain lines, drawn in time linear in the rows; a
+    terminal gets Rich's table, fitted to its width."""
     if fmt == "table":
-        _console().print(result.to_rich())
+        console = _console()
+        if not console.is_terminal:
+            click.echo("\n".join(result.to_text(_PIPE_ROWS if max_rows is None else max_rows)))
+            return
+        # The top rule, header, rule, bottom rule, caption, the line it may wrap to, the prompt.
+        fitted = max(console.height - 7, 5)
+        console.print(result.to_rich(fitted if max_rows is None else max_rows))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
 
@@ -203,14 +218,15 @@ def serve_model(
               show_default=True, help="How to print the rows.")
 @click.pass_context
 @_friendly
-def sql(ctx: click.Context, query: str, fmt: str) -> None:
+def sql(ctx: click.Context, query: str, fmt: str, max_rows: int | None) -> None:
     """Bring the index up to date, then run a read-only QUERY (DuckDB SQL).
+@_max_rows_option
 
     Example: ownloop sql "select status, count(*), avg(score) from sessions group by all"
     """
     from ownloop.store.queries import user_query
 
-    _print_rows(user_query(_store(ctx, create=False), query), fmt)
+    _print_rows(user_query(_store(ctx, create=False), query), fmt, max_rows)
 
 
 @cli.command()
@@ -341,12 +357,13 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
 @click.pass_context
 @_friendly
 def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: int,
-             fmt: str) -> None:
+             fmt: str, max_rows: int | None) -> None:
     """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
     from ownloop.store.sessions import budget_notes, sessions_table
+@_max_rows_option
 
     store = _store(ctx, create=False)
-    _print_rows(sessions_table(store, run_id=run_id, status=status, limit=limit), fmt)
+    _print_rows(sessions_table(store, run_id=run_id, status=status, limit=limit), fmt, max_rows)
     notes = budget_notes(store, run_id)
     if notes:  # on stderr when the rows are CSV or JSON, which a note would corrupt
         click.echo(_hinted("\n".join(visible(n, one_line=True) for n in notes)),

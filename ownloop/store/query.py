@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -21,10 +21,11 @@ from uuid import UUID
 
 import duckdb
 import pyarrow as pa  # type: ignore[import-untyped]
+from rich.cells import cell_len
 from rich.table import Table
 
 from ownloop.store.errors import OwnloopError
-from ownloop.store.text import cell
+from ownloop.store.text import cell, visible
 
 __all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only", "run_read_only_many",
            "sql_literal"]
@@ -66,16 +67,62 @@ class QueryResult(NamedTuple):
         lines = [json.dumps(r, default=_json_default, ensure_ascii=False) for r in records]
         return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
 
-    def to_rich(self) -> Table:
+    def to_rich(self, max_rows: int | None = None) -> Table:
         """A Rich table whose headers and cells are literal text (never markup), controls
-        shown as escapes."""
+        shown as escapes; with ``max_rows``, only the first rows and a caption saying how many
+        were left out and how to see them."""
         table = Table(show_lines=False, header_style="bold")
         for name in self.columns:
             table.add_column(cell(name))
-        for row in self.rows:
+        for row in self.rows[:max_rows] if max_rows else self.rows:
             table.add_row(*(cell(None if v is None else _text(v)) for v in row))
-        table.caption = f"{len(self.rows)} row{'s' if len(self.rows) != 1 else ''}"
+        table.caption = self.caption(max_rows)
         return table
+
+    def to_text(self, max_rows: int | None = None) -> Iterator[str]:
+        """The table of ``to_rich`` as plain lines, as wide as its content, drawn in time
+        proportional to the rows shown (Rich takes 2-5 ms a row: 20 s for 10k rows)."""
+        shown = self.rows[:max_rows] if max_rows else self.rows
+        header = [_cell_lines(name) for name in self.columns]
+        body = [[_cell_lines(None if v is None else _text(v)) for v in row] for row in shown]
+        widths = [max((cell_len(line) for line in lines), default=0) for lines in header]
+        for row in body:
+            for i, lines in enumerate(row):
+                for line in lines:
+                    if len(line) > widths[i] or not line.isascii():
+                        widths[i] = max(widths[i], cell_len(line))
+        yield "┏" + "┳".join("━" * (w + 2) for w in widths) + "┓"
+        yield from _draw_row(header, widths, "┃")
+        yield "┡" + "╇".join("━" * (w + 2) for w in widths) + "┩"
+        for row in body:
+            yield from _draw_row(row, widths, "│")
+        yield "└" + "┴".join("─" * (w + 2) for w in widths) + "┘"
+        yield self.caption(max_rows)
+
+    def caption(self, max_rows: int | None = None) -> str:
+        """``N rows``, and when ``max_rows`` leaves some out, how many and how to see them."""
+        total = f"{len(self.rows):,} row{'s' if len(self.rows) != 1 else ''}"
+        hidden = len(self.rows) - max_rows if max_rows else 0
+        if hidden <= 0:
+            return total
+        return (f"{total}, the first {max_rows:,} shown; {hidden:,} not shown. All of them: "
+                "--max-rows 0, or --format csv|json")
+
+
+def _cell_lines(value: object) -> list[str]:
+    """A cell's text as ``cell`` shows it (controls escaped, tabs expanded), line by line."""
+    return visible(value).expandtabs(8).split("\n")
+
+
+def _draw_row(cells: list[list[str]], widths: list[int], edge: str) -> Iterator[str]:
+    height = max((len(lines) for lines in cells), default=1)
+    for i in range(height):
+        parts = []
+        for lines, width in zip(cells, widths, strict=True):
+            line = lines[i] if i < len(lines) else ""
+            pad = width - (len(line) if line.isascii() else cell_len(line))
+            parts.append(line + " " * pad)
+        yield f"{edge} " + f" {edge} ".join(parts) + f" {edge}"
 
 
 def _text(value: Any) -> str:
