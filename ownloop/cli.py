@@ -216,11 +216,11 @@ def serve_model(
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
               show_default=True, help="How to print the rows.")
+@_max_rows_option
 @click.pass_context
 @_friendly
 def sql(ctx: click.Context, query: str, fmt: str, max_rows: int | None) -> None:
     """Bring the index up to date, then run a read-only QUERY (DuckDB SQL).
-@_max_rows_option
 
     Example: ownloop sql "select status, count(*), avg(score) from sessions group by all"
     """
@@ -354,13 +354,13 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
 @click.option("--limit", default=50, show_default=True)
 @click.option("--format", "fmt", type=_FORMATS, default="table", show_default=True,
               help="How to print the rows.")
+@_max_rows_option
 @click.pass_context
 @_friendly
 def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: int,
              fmt: str, max_rows: int | None) -> None:
     """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
     from ownloop.store.sessions import budget_notes, sessions_table
-@_max_rows_option
 
     store = _store(ctx, create=False)
     _print_rows(sessions_table(store, run_id=run_id, status=status, limit=limit), fmt, max_rows)
