@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ownloop.modelserver.chat import Responder
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
+from ownloop.modelserver.noise import Noise
 from ownloop.modelserver.server import ModelServer
 from ownloop.store.errors import OwnloopError
 
@@ -21,7 +22,8 @@ class UnknownExpert(OwnloopError):
 
 
 def make_responder(expert: str, agent: str, faults: str | None = None,
-                   notice: Callable[[str], None] | None = None) -> Responder:
+                   notice: Callable[[str], None] | None = None, noise: float = 0.0,
+                   noise_seed: int = 0) -> Responder:
     """The responder for ``--expert NAME --agent NAME [--faults SPEC]``.
 
     Args:
@@ -29,17 +31,20 @@ def make_responder(expert: str, agent: str, faults: str | None = None,
         agent: whose output grammar it answers in (an ownloop agent name, e.g. "uitars").
         faults: a fault plan (see ``ownloop.modelserver.faults``), or None for none.
         notice: told in a line when the expert makes its first plan (seconds), and when done.
+        noise: the chance that a step answers a plausible wrong action (seeded by
+            ``noise_seed``; see ``ownloop.modelserver.noise``).
 
     Raises:
         UnknownExpert: the expert name is not one of EXPERTS.
         FaultSpecError: the fault plan does not parse.
     """
     phases = parse_faults(faults) if faults else ()  # a bad spec fails before a browser starts
+    errors = Noise(noise, noise_seed) if noise else None
     if expert != "miniwob":
         raise UnknownExpert(f"no expert {expert!r}. Use one of: {', '.join(EXPERTS)}")
     from ownloop.modelserver.expert import MiniwobExpert  # starts no browser until first asked
 
-    responder: Responder = MiniwobExpert(agent, notice=notice)
+    responder: Responder = MiniwobExpert(agent, notice=notice, noise=errors)
     return FaultyResponder(responder, phases) if phases else responder
 
 
@@ -54,6 +59,8 @@ def make_server(
     model: str | None = None,
     api_key: str | None = None,
     notice: Callable[[str], None] | None = None,
+    noise: float = 0.0,
+    noise_seed: int = 0,
 ) -> ModelServer:
     """A not-yet-started ModelServer for ``serve-model``'s options (see ``make_responder``).
 
@@ -63,7 +70,7 @@ def make_server(
         api_key: the key requests must send (else 401); None: none needed.
     """
     return ModelServer(
-        make_responder(expert, agent, faults, notice), host, port,
+        make_responder(expert, agent, faults, notice, noise, noise_seed), host, port,
         models=(model or f"ownloop-{expert}-{agent}",), any_model=model is None,
         api_key=api_key, log=log,
     )

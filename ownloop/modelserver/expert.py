@@ -31,11 +31,13 @@ from ownloop.modelserver.chat import (
     last_image_size,
     steps_taken,
 )
+from ownloop.modelserver.noise import Noise, mislead
 from ownloop.modelserver.plans import (
     PLANNED_TASKS,
     PageFacts,
     Step,
     UnplannableTask,
+    Widget,
     plan_episode,
 )
 from ownloop.store.errors import OwnloopError
@@ -56,6 +58,7 @@ class Plan(NamedTuple):
     viewport: tuple[int, int]
     steps: tuple[Step, ...]
     reward: float | None
+    widgets: tuple[Widget, ...] = ()  # the page's elements (wrong clicks go there, with noise)
 
 
 class BrowserThread:
@@ -121,13 +124,15 @@ class MiniwobExpert:
         notice: told, in a line, that the first plan is being made (it starts a browser and
             opens the episode: seconds, while the request waits) and when it is ready, and of
             any later plan that took longer than ``_SLOW_PLAN_S``.
+        noise: seeded wrong answers (``serve-model --noise P``); None: always right.
     """
 
     def __init__(self, agent: str, *, chromium: str | None = None, rehearse: bool = True,
-                 notice: Callable[[str], None] | None = None) -> None:
+                 notice: Callable[[str], None] | None = None, noise: Noise | None = None) -> None:
         from ownloop.agents import make_agent
 
         self.agent = make_agent(agent)
+        self.noise = noise
         self.rehearse = rehearse
         self.browser = BrowserThread(chromium)
         self._plans: dict[tuple[str, tuple[int, int]], Future[Plan]] = {}
@@ -152,6 +157,10 @@ class MiniwobExpert:
         actions = step.actions
         if getattr(self.agent, "types_at_a_point", False):
             actions = _with_typing_point(plan.steps, index)
+        pick = None if self.noise is None else self.noise.wrong(
+            f"{statement.start_url} {size[0]}x{size[1]} step {index}")
+        if pick is not None:
+            actions = mislead(actions, plan.widgets, pick)
         return Reply(self.agent.render(step.thought, actions, size))
 
     def page_size(self, sent: tuple[int, int] | None) -> tuple[int, int]:
@@ -230,7 +239,7 @@ class MiniwobExpert:
                         _perform(session, action)
                 outcome = read_reward(session) or {}
                 reward = outcome.get("reward")
-            return Plan(name, seed, viewport, steps, reward)
+            return Plan(name, seed, viewport, steps, reward, facts.widgets)
         finally:
             session.close()
 

@@ -174,7 +174,7 @@ def admit(store: Store, claims: Claims, started: RunStarted) -> None:
 
 def declare(*, run_id: str, argv: tuple[str, ...], agent: Agent, model: str, endpoint: str,
             suite: Any, tasks: list[Task], max_steps: int, timeout_s: float,
-            versions: Any) -> RunStarted:
+            versions: Any, repeats: int = 1) -> RunStarted:
     """The run's ``RunStarted``: its contract, hashed, and the versions beside it."""
     return seal_contract(RunStarted(
         at=now(), run_id=run_id, argv=argv, agent=agent.name,
@@ -183,4 +183,4 @@ def declare(*, run_id: str, argv: tuple[str, ...], agent: Agent, model: str, end
         tasks_sha256=suite.tasks_sha256, prompt_source=agent.prompt_source, versions=versions,
         suite_version=str(getattr(suite, "suite_version", "") or ""),
         task_ids=tuple(task.task_id for task in tasks), max_steps=max_steps,
-        timeout_s=timeout_s, repeats=1))
+        timeout_s=timeout_s, repeats=repeats))

@@ -157,3 +157,22 @@ def test_recorded_sessions_export_valid_and_round_trip_identically(
     assert names == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     for name in names:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_sessions_come_a_batch_at_a_time_and_same_ids_keep_apart(tmp_path: Path) -> None:
+    from ownloop.store.queries import Selection
+    from ownloop.transfer.batches import each_session, picked
+
+    folder = tmp_path / "in"
+    _foreign(folder)
+    for number in range(4):
+        shutil.copy(FOREIGN, folder / f"copy-{number}.json")
+    store = tmp_path / "store"
+    assert "imported 5 ATIF trajectories" in run_ownloop(
+        store, "import", "--format", "atif", str(folder)).stdout
+    ids = picked(open_store(store), Selection())
+    assert [s.session_id for s in each_session(open_store(store), ids, batch=2)] == ids
+    out = tmp_path / "out"
+    assert run_ownloop(store, "export", "--format", "atif", "--out", str(out)).returncode == 0
+    names = sorted(p.stem for p in out.glob("*.json"))
+    assert names == sorted(["browse-7f3a-0001", *ids[1:]])
