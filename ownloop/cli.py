@@ -187,12 +187,15 @@ def _notice(line: str) -> None:
               help="Serve only this model name (others get 404); default: any name.")
 @click.option("--api-key", "api_key", metavar="KEY",
               help="Answer 401 unless requests send this key (default: no key needed).")
+@click.option("--noise", default=0.0, type=click.FloatRange(0, 1), metavar="P",
+              help="The expert answers a plausible wrong action with probability P per step.")
+@click.option("--noise-seed", default=0, show_default=True, help="Seed of --noise's draws.")
 @click.pass_context
 @_friendly
 def serve_model(
     ctx: click.Context, host: str, port: int, expert: str, agent: str, faults: str | None,
     quiet: bool, cassette: str | None, on_miss: str, forward: str | None, model: str | None,
-    api_key: str | None,
+    api_key: str | None, noise: float, noise_seed: int,
 ) -> None:
     """Serve a scripted OpenAI-compatible model endpoint until Ctrl-C.
 
@@ -206,7 +209,8 @@ def serve_model(
     server = make_cassette_server(_store(ctx, create=False), cassette, on_miss, forward,
                                   faults=faults, host=host, port=port, log=log) if cassette else \
         make_server(expert, agent, faults, host=host, port=port, log=log, model=model,
-                    api_key=api_key, notice=None if quiet else _notice)
+                    api_key=api_key, notice=None if quiet else _notice, noise=noise,
+                    noise_seed=noise_seed)
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
     click.echo(f"ownloop serve-model: {what} at {server.start()}")
     server.serve_forever()
@@ -299,6 +303,8 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
 @click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for the endpoint (never recorded).")
 @click.option("--run", "run_id", help="The run's name; the same name resumes it.")
 @click.option("--workers", default=2, show_default=True, help="Tasks at once, each with a browser.")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N",
+              help="Run each task N times (repeats sample the agent; attempts retry errors).")
 @click.option("--max-steps", default=40, show_default=True, type=click.IntRange(min=1),
               help="The step budget: policy turns (model decisions) per session.")
 @click.option("--timeout", default=1800.0, show_default=True,
@@ -373,13 +379,20 @@ def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: 
 @cli.command()
 @click.option("--tasks", "count", default=6, show_default=True, help="How many MiniWoB tasks.")
 @click.option("--workers", default=2, show_default=True)
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N",
+              help="Run each task N times.")
+@click.option("--noise", default=0.0, type=click.FloatRange(0, 1), metavar="P",
+              help="The expert answers a plausible wrong action with probability P per step.")
 @click.pass_context
 @_friendly
-def demo(ctx: click.Context, count: int, workers: int) -> None:
-    """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium."""
+def demo(ctx: click.Context, count: int, workers: int, repeat: int, noise: float) -> None:
+    """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium.
+
+    Example: ownloop demo --repeat 5 --noise 0.3 (then: ownloop sql "select * from flips")
+    """
     from ownloop.demo import run_demo
 
-    run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo)
+    run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo, repeats=repeat, noise=noise)
 
 
 @cli.command()

@@ -33,7 +33,7 @@ DEMO_TASKS = (
 
 _SESSIONS_QUERY = (
     "select task_id, status, steps, round(seconds, 1) as seconds, score, answer "
-    "from sessions where run_id = $run order by task_id"
+    "from sessions where run_id = $run order by task_id, repeat"
 )
 
 _EXAMPLE_QUERY = (
@@ -44,19 +44,21 @@ _EXAMPLE_QUERY = (
 
 
 def run_demo(store: Store, *, tasks: int = 6, workers: int = 2,
-             echo: Callable[[str], None] = print) -> str:
-    """Record uitars against the expert on ``tasks`` MiniWoB tasks; returns the run id."""
+             echo: Callable[[str], None] = print, repeats: int = 1, noise: float = 0.0) -> str:
+    """Record uitars against the expert on ``tasks`` MiniWoB tasks, each ``repeats`` times,
+    the expert wrong with probability ``noise`` per step; returns the run id."""
     names = DEMO_TASKS[: max(1, min(tasks, len(DEMO_TASKS)))]
     pattern = "miniwob:" + ",".join(names)
     run_id = f"demo-{new_id(8)}"
     console = Console(highlight=False)
     progress = RunProgress(console)
-    with load_suite(suite=pattern) as suite, make_server("miniwob", "uitars") as endpoint:
+    server = make_server("miniwob", "uitars", noise=noise)
+    with load_suite(suite=pattern) as suite, server as endpoint:
         echo(f"MiniWoB pages served locally; scripted expert model at {endpoint}")
         options = RecordOptions(
             agent="uitars", endpoint=endpoint, model="expert-uitars", run_id=run_id,
             workers=workers, limits=EpisodeLimits(max_steps=12, timeout_s=120.0),
-            settle_s=0.2, argv=("ownloop", "demo"))
+            settle_s=0.2, argv=("ownloop", "demo"), repeats=repeats)
         try:
             summary = record(store, suite, options, on_start=progress.on_start,
                              on_result=progress.on_result)

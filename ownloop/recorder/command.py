@@ -98,6 +98,7 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
         expect_suite=options.get("expect_suite"),
         argv=argv, allow_hosts=tuple(options.get("allow_host") or ()),
         max_endpoint_errors=options.get("max_endpoint_errors", 3),
+        repeats=options.get("repeat") or 1,
         executor=options.get("executor") or "threads", ray_address=options.get("ray_address"),
         suite_source=SuiteSource(
             options["suite"], str(Path(options["tasks_file"]).resolve())

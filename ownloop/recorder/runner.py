@@ -98,6 +98,7 @@ class RecordOptions(NamedTuple):
     executor: str = "threads"  # or "ray": sessions on Ray actors (ownloop.recorder.ray_executor)
     ray_address: str | None = None  # --ray-address: "auto", HOST:PORT; None: $RAY_ADDRESS or local
     suite_source: SuiteSource | None = None  # how a Ray actor loads the same suite
+    repeats: int = 1  # --repeat N: each task N times (repeats 1..N), each its own scored unit
 
 
 class RunSummary(NamedTuple):
@@ -138,12 +139,20 @@ def redact_argv(argv: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+class _Unit(NamedTuple):
+    """One scored unit of a run: a repeat of a task."""
+
+    task: Task
+    repeat: int
+
+
 class _Standing(NamedTuple):
     """Where a run stands as a recorder starts: what it must write first, and what is left."""
 
     events: list[Event]  # crashed ends and settled counts, written with RunStarted
     crashed: int
-    attempts: dict[str, int]  # task id -> highest attempt recorded
+    attempts: dict[str, int]  # task id -> highest attempt recorded (over its repeats)
+    repeat_attempts: dict[tuple[str, int], int]  # (task id, repeat) -> highest attempt
 
 
 def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
@@ -159,9 +168,12 @@ def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
     events: list[Event] = []
     crashed = 0
     attempts: dict[str, int] = {}
+    repeat_attempts: dict[tuple[str, int], int] = {}
     for session in ledger_sessions(store, run_id):
         task_id, repeat, session_id = session.task_id, session.repeat, session.session_id
         attempts[task_id] = max(attempts.get(task_id, 0), session.attempt)
+        repeat_attempts[task_id, repeat] = max(repeat_attempts.get((task_id, repeat), 0),
+                                               session.attempt)
         live = claims.in_flight(task_id, repeat) == session_id
         if session.status is None:
             ended = None if live else _crash(store, claims, run_id, session_id)
@@ -175,7 +187,7 @@ def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
                 counted=counting.counted, winner=counting.winner))
         elif session.counted and claims.winner(task_id, repeat) is None:
             claims.finish(task_id, repeat, session_id)  # the marker was lost: the journal rules
-    return _Standing(events, crashed, attempts)
+    return _Standing(events, crashed, attempts, repeat_attempts)
 
 
 class _Worker(threading.Thread):
@@ -253,15 +265,16 @@ class TaskRecorder:
                     retry_wait_s=options.call_retry_wait_s)
             return self._clients[endpoint]
 
-    def take(self, task: Task, attempt: int, session_id: str | None = None) -> Claim | str:
-        """Claim the task for a new session: the Claim, or ``"done"`` (a session of it counts
-        already) or ``"held"`` (another recorder runs it; look again later)."""
-        claim = self.claims.claim(task.task_id, 1, session_id or new_id(), attempt=attempt)
+    def take(self, task: Task, attempt: int, session_id: str | None = None,
+             repeat: int = 1) -> Claim | str:
+        """Claim one repeat of the task for a new session: the Claim, or ``"done"`` (a session
+        of it counts already) or ``"held"`` (another recorder runs it; look again later)."""
+        claim = self.claims.claim(task.task_id, repeat, session_id or new_id(), attempt=attempt)
         if claim is not None and self._settle_orphan(task, claim):
             return "done"
         if claim is not None:
             return claim
-        if self.claims.winner(task.task_id, 1) is not None:
+        if self.claims.winner(task.task_id, repeat) is not None:
             with self._lock:
                 self.done_elsewhere += 1
             return "done"
@@ -376,9 +389,10 @@ class _Runner(TaskRecorder):
                  run_stream: StreamWriter) -> None:
         super().__init__(store, suite, agent, options, run_id, claims, run_stream)
         self.on_result = on_result
-        self.queue: queue.Queue[tuple[Task, int]] = queue.Queue()
-        self.deferred: list[tuple[Task, int]] = []  # held by another recorder: looked at again
-        self.retries_left: dict[str, int] = {}
+        # (task, repeat, attempt) units to claim
+        self.queue: queue.Queue[tuple[Task, int, int]] = queue.Queue()
+        self.deferred: list[tuple[Task, int, int]] = []  # held elsewhere: looked at again
+        self.retries_left: dict[tuple[str, int], int] = {}  # (task id, repeat) -> retries left
         self.results: list[EpisodeResult] = []
         self.fatal: list[str] = []
 
@@ -392,32 +406,33 @@ class _Runner(TaskRecorder):
         while not self.stop.is_set():
             put_aside = False
             try:
-                task, attempt = self.queue.get_nowait()
+                task, repeat, attempt = self.queue.get_nowait()
             except queue.Empty:
                 with self._lock:
                     if not self.deferred:
                         return None
-                    task, attempt = self.deferred.pop(0)
+                    task, repeat, attempt = self.deferred.pop(0)
                 put_aside = True
-            taken = self.take(task, attempt)
+            taken = self.take(task, attempt, repeat=repeat)
             if isinstance(taken, Claim):
                 return task, taken
             if taken == "done":
                 continue
             with self._lock:
-                self.deferred.append((task, attempt))
+                self.deferred.append((task, repeat, attempt))
             if put_aside:
                 self.stop.wait(_POLL_S)
         return None
 
     def settle(self, task: Task, claim: Claim, result: EpisodeResult) -> None:
         """``settle_session``, then queue the retry ``--error-retries`` asks for."""
-        retries = self.retries_left.get(task.task_id, 0)
+        unit = (task.task_id, claim.repeat)
+        retries = self.retries_left.get(unit, 0)
         retry = self.wants_retry(result, retries)
         self.settle_session(task, claim, result, retry=retry)
         if retry:
-            self.retries_left[task.task_id] = retries - 1
-            self.queue.put((task, claim.attempt + 1))
+            self.retries_left[unit] = retries - 1
+            self.queue.put((task, claim.repeat, claim.attempt + 1))
 
     def report(self, result: EpisodeResult) -> None:
         with self._lock:
@@ -441,10 +456,15 @@ def record(
     ``RunStarted`` is written, and only then do browsers start. Other recorders may work on the
     same run at once: each task is claimed before its session starts (:mod:`ownloop.store.claims`).
     """
+    if options.repeats < 1:
+        raise OwnloopError(f"--repeat must be 1 or more, not {options.repeats}")
     if options.executor == "ray":  # before anything is written: a missing extra says so
         from ownloop.recorder.ray_executor import require_ray
 
         require_ray()
+        if options.repeats > 1:
+            raise OwnloopError("--repeat runs on --executor threads only, for now: drop "
+                               "--executor ray or --repeat")
     agent = make_agent(options.agent, released=options.released, **options.agent_options)
     run_id = options.run_id or f"{agent.name}-{new_id(10)}"
     begun = time.monotonic()
@@ -466,13 +486,14 @@ def record(
         model=options.model, suite=suite, tasks=tasks,
         endpoint=" ".join(public_endpoint(e) for e in options.endpoints or (options.endpoint,)),
         max_steps=options.limits.max_steps, timeout_s=options.limits.timeout_s,
-        versions=_versions(source))
+        versions=_versions(source), repeats=options.repeats)
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
     try:
         admit(store, claims, started)
         standing = _standing(store, claims, run_id)
-        todo = [t for t in tasks if claims.winner(t.task_id, 1) is None]
-        skipped = len(tasks) - len(todo)
+        todo = [_Unit(t, r) for t in tasks for r in range(1, options.repeats + 1)
+                if claims.winner(t.task_id, r) is None]
+        skipped = len(tasks) * options.repeats - len(todo)
         if not todo and not standing.events:
             return RunSummary(run_id, [], skipped, 0, 0.0, False)
         with store.stream() as run_stream:
@@ -480,7 +501,8 @@ def record(
             if options.executor == "ray":
                 from ownloop.recorder.ray_executor import run_on_ray
 
-                summary = run_on_ray(store, agent, options, run_id, todo, skipped,
+                summary = run_on_ray(store, agent, options, run_id,
+                                     [unit.task for unit in todo], skipped,
                                      standing.crashed, standing.attempts, run_stream, begun,
                                      on_start, on_result)
             else:
@@ -495,7 +517,7 @@ def record(
 
 
 def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_id: str,
-         todo: list[Task], skipped: int, standing: _Standing, claims: Claims,
+         todo: list[_Unit], skipped: int, standing: _Standing, claims: Claims,
          run_stream: StreamWriter, begun: float, on_start: Callable[[str, int, int], None],
          on_result: Callable[[EpisodeResult], None],
          on_step: Callable[[str, str, int, str], None] | None = None) -> RunSummary:
@@ -512,9 +534,10 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
     runner.on_step = on_step
     retries = agent.settings.error_retries if options.error_retries is None \
         else options.error_retries
-    for task in todo:
-        runner.queue.put((task, standing.attempts.get(task.task_id, 0) + 1))
-        runner.retries_left[task.task_id] = retries
+    for task, repeat in todo:
+        attempt = standing.repeat_attempts.get((task.task_id, repeat), 0) + 1
+        runner.queue.put((task, repeat, attempt))
+        runner.retries_left[task.task_id, repeat] = retries
     on_start(run_id, len(todo), skipped)
     workers = [_Worker(runner, n) for n in range(max(1, min(options.workers, len(todo))))]
     for worker in workers if todo else []:

@@ -22,7 +22,8 @@ with started as (
         arg_min(max_steps, time) as budget,
         arg_min(config_sha256, time) as config_sha256,
         arg_min(tasks_sha256, time) as tasks_sha256,
-        arg_min(suite_version, time) as suite_version
+        arg_min(suite_version, time) as suite_version,
+        arg_min(repeats, time) as repeats
     from run_started group by run_id
 ),
 ended as (
@@ -44,7 +45,7 @@ select s.run_id, s.agent, s.model, s.endpoint, s.suite,
     s.starts, coalesce(c.sessions, 0) as sessions, e.counts,
     s.argv, s.versions, s.sampling, s.viewport, s.prompt_source,
     s.budget, s.config_sha256, coalesce(b.budgets, []) as budgets, s.tasks_sha256,
-    s.suite_version
+    s.suite_version, coalesce(s.repeats, 1) as repeats
 from started s
 left join ended e on e.run_id = s.run_id
 left join counted c on c.run_id = s.run_id
