@@ -43,6 +43,7 @@ from ownloop.store.events import (
     Op,
     now,
 )
+from ownloop.store.ids import SessionIds
 
 __all__ = [
     "ON_DIVERGE",
@@ -162,7 +163,7 @@ class Guard:
             parent_session_id, on_diverge, load_blob)
         self.picture_same = True  # the current step's screenshot check
 
-    def _event(self, ids: dict[str, str], step: int, *, check: str = "element",
+    def _event(self, ids: SessionIds, step: int, *, check: str = "element",
                idx: int | None = None, passed: bool = False, reason: str = "",
                distance: float | None = None, recorded: Element | None = None,
                found: Element | None = None, on_diverge: str = "", match: str = "",
@@ -174,7 +175,7 @@ class Guard:
             reason=reason, distance=distance, recorded=recorded, found=found,
             on_diverge=on_diverge, match=match, x=x, y=y, rung=rung)
 
-    def check_screenshot(self, ids: dict[str, str], step: int, recorded: Step | None,
+    def check_screenshot(self, ids: SessionIds, step: int, recorded: Step | None,
                          sha256: str, batch: list[Event]) -> bool:
         """Compare the step's fresh screenshot (``sha256``) with the parent's; add the check to
         ``batch``. True when they look the same."""
@@ -195,7 +196,7 @@ class Guard:
                                  distance=distance, reason=reason))
         return passed
 
-    def check_op(self, browser: BrowserSession, ids: dict[str, str], step: int, index: int,
+    def check_op(self, browser: BrowserSession, ids: SessionIds, step: int, index: int,
                  op: Op, recorded: Element | None, batch: list[Event]) -> Verdict:
         """Check one operation before it runs: for a click or move with a recorded element,
         compare what is under its point now; add the check to ``batch``; say what to run."""
