@@ -1,14 +1,17 @@
 """A recorder-like writer process for the store's process tests (not a test module).
 
-    python writer_process.py STORE SESSION EVENTS BATCH FSYNC PAYLOAD_BYTES
+    python writer_process.py STORE SESSION EVENTS BATCH FSYNC PAYLOAD_BYTES [blobs]
 
 Appends EVENTS ModelCalled events of session SESSION to a new stream of STORE, BATCH at a time,
 and after each append returns prints ``acked <total>`` on stdout: every event it counted is
-durable in the journal.
+durable in the journal. With ``blobs``, each batch is a step that first stores a new blob of
+PAYLOAD_BYTES and names it in a ScreenshotTaken ahead of its ModelCalled events (as a recorder's
+step does: the line's fsync is the step's only one where the file system allows).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import UTC, datetime
 
@@ -18,6 +21,7 @@ from ownloop.store import open_store
 
 def main() -> None:
     root, session, total, batch, fsync, payload = sys.argv[1:7]
+    with_blobs = sys.argv[7:] == ["blobs"]
     store = open_store(root, fsync=fsync == "1")
     text = "x" * int(payload)
     done = 0
@@ -30,7 +34,12 @@ def main() -> None:
     with store.stream() as stream:
         while done < int(total):
             n = min(int(batch), int(total) - done)
-            stream.append([
+            step: list[E.Event] = []
+            if with_blobs:
+                sha = store.put_blob(os.urandom(int(payload)))
+                step.append(E.ScreenshotTaken(at=datetime.now(UTC), run_id="r",
+                                              session_id=session, step=done, sha256=sha))
+            stream.append(step + [
                 E.ModelCalled(at=datetime.now(UTC), run_id="r", session_id=session, step=done + i,
                               call_id=f"{session}-{done + i}", response=text)
                 for i in range(n)
