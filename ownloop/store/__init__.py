@@ -14,6 +14,7 @@ The small public API later parts build on::
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from collections.abc import Iterator, Sequence
@@ -130,6 +131,12 @@ class Store:
         """
         return self.index().query(query, params)
 
+    def version(self) -> str:
+        """A token that changes whenever an event is appended anywhere (every journal stream's
+        size): equal tokens, equal answers from the index. Costs a directory listing."""
+        sizes = self.index().journal_sizes()
+        return hashlib.sha256(repr(sorted(sizes.items())).encode()).hexdigest()
+
     def sql_many(self, queries: Sequence[tuple[str, Params]]) -> list[QueryResult]:
         """Several read-only queries, (sql, params) each, after one sync and over one
         connection to the index (what a page that asks several wants)."""
@@ -147,11 +154,12 @@ class Store:
         """``session_events`` as an iterator (the name STYLE.md's store contract uses)."""
         return iter(self.session_events(session_id))
 
-    def verify(self, *, run_id: str | None = None,
-               fingerprint: str | None = None) -> VerifyReport:
+    def verify(self, *, run_id: str | None = None, fingerprint: str | None = None,
+               incremental: bool = False) -> VerifyReport:
         """Check every stream's hash chain and every referenced blob; with ``run_id``, also
-        that the run is sealed (with ``fingerprint``, when given) and unchanged since."""
-        return verify_store(self, run_id=run_id, fingerprint=fingerprint)
+        that the run is sealed (with ``fingerprint``, when given) and unchanged since. With
+        ``incremental``, what the last sound check found unchanged is not read again."""
+        return verify_store(self, run_id=run_id, fingerprint=fingerprint, incremental=incremental)
 
 
 class NoStore(OwnloopError):

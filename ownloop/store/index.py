@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
 import msgspec
-import pyarrow as pa  # type: ignore[import-untyped]
 
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
@@ -38,6 +37,8 @@ from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerp
 from ownloop.store.scores import refresh_bootstraps
 
 if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
     from ownloop.store import Store
 
 __all__ = ["Index", "Params", "SyncResult", "VIEWS_SQL"]
@@ -157,6 +158,8 @@ class _Batch:
 
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         """Insert everything and move the streams' offsets, in one transaction."""
+        import pyarrow as pa  # only a sync that has lines to ingest pays for it
+
         con.begin()
         journal = []
         if self.events:
@@ -320,6 +323,10 @@ class Index:
                 raise _duckdb_disk_error(exc, self.path) or exc from None
             except OSError as exc:
                 raise disk_error(exc) or exc from None
+
+    def journal_sizes(self) -> dict[str, int]:
+        """Every journal stream's size in bytes, by stream name (no database opened)."""
+        return self._sizes()
 
     def up_to_date(self) -> bool:
         """True when the last sync saw every stream at its current size (no database opened)."""

@@ -330,12 +330,12 @@ _RUN_COLUMNS: dict[str, str] = {
     "repeats": "coalesce(p.repeats, 1)",
     "replays": "coalesce(p.replays, 0)",
     "imported": "coalesce(starts_with(r.suite, 'import:'), false)",
-    "score": "w.score",
-    "ci_low": "w.ci_low",
-    "ci_high": "w.ci_high",
+    "score": "u.score",
+    "ci_low": "u.ci_low",
+    "ci_high": "u.ci_high",
     "boot_low": "b.ci_low",
     "boot_high": "b.ci_high",
-    "flip_rate": "case when p.repeats > 1 then f.flip_rate end",
+    "flip_rate": "case when p.repeats > 1 then u.flip_rate end",
     "sealed": "sl.run_id is not null",
     "budget": "r.budget",
     "statuses": "p.statuses",
@@ -346,8 +346,12 @@ RUN_COLUMNS: tuple[str, ...] = tuple(_RUN_COLUMNS)
 """The columns of ``run_page``: the only sort keys it accepts."""
 
 # Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones).
+# Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones). The
+# scores are run_scores' and flip_rates' (the same formulas over scored_units), computed here
+# from one read of scored_units: those views each read the sessions view again, and on a store
+# of 10k sessions every read of it costs about 0.1 s.
 _RUNS_FROM = (
-    "(select run_id from runs union select run_id from sessions) i "
+    "(select run_id from run_started union select run_id from session_started) i "
     "left join runs r on r.run_id = i.run_id "
     # a run's own sessions; its replays (parent_session_id set) are counted apart
     "left join (select run_id, count(*) filter (where parent_session_id is null) as sessions, "
@@ -359,10 +363,18 @@ _RUNS_FROM = (
     "filter (where parent_session_id is null)) as varchar) as statuses, "
     "min(agent) as agent, min(model) as model, min(started_at) as started_at "
     "from sessions group by run_id) p on p.run_id = i.run_id "
-    "left join (select * from run_scores where method = 'wilson') w on w.run_id = i.run_id "
-    "left join (select * from run_scores where method = 'task_bootstrap') b "
-    "on b.run_id = i.run_id "
-    "left join flip_rates f on f.run_id = i.run_id "
+    "left join (select run_id, n, passes / n as score, "
+    "case when passes = 0 then 0.0 else greatest(0.0, centre - half) end as ci_low, "
+    "case when passes = n then 1.0 else least(1.0, centre + half) end as ci_high, "
+    "flipped / tasks as flip_rate from (select *, "
+    "(passes / n + z * z / (2 * n)) / (1 + z * z / n) as centre, "
+    "z / (1 + z * z / n) * sqrt(passes / n * (1 - passes / n) / n + z * z / (4 * n * n)) "
+    "as half from (select run_id, sum(n) as n, sum(passes) as passes, count(*) as tasks, "
+    "count(*) filter (where passes > 0 and passes < n) as flipped, 1.959963984540054 as z "
+    "from (select run_id, task_id, count(*) as n, count(*) filter (where passed) as passes "
+    "from scored_units where passed is not null group by run_id, task_id) group by run_id))) u "
+    "on u.run_id = i.run_id "
+    "left join score_bootstraps b on b.run_id = i.run_id "
     "left join (select distinct run_id from run_sealed) sl on sl.run_id = i.run_id")
 _SESSION_EQUALS = {"run": "run_id", "agent": "agent", "model": "model", "status": "status"}
 _RUN_EQUALS = {"agent": _RUN_COLUMNS["agent"], "model": _RUN_COLUMNS["model"]}
@@ -389,8 +401,12 @@ Query = tuple[str, dict[str, Any]]
 
 def _page_query(columns: Mapping[str, str], source: str, where: list[str],
                 params: dict[str, Any], sort: str, descending: bool, tiebreak: str, limit: int,
-                offset: int) -> Query:
+                offset: int, *, counted: bool = False) -> Query:
+    """The page's query; ``counted`` adds a last column ``total_rows``: the rows over all
+    pages (a window over the same rows, so the filtered source is read once)."""
     select = ", ".join(f"{expr} as {name}" for name, expr in columns.items())
+    if counted:
+        select += ", count(*) over () as total_rows"
     clause = f" where {' and '.join(where)}" if where else ""
     direction = "desc" if descending else "asc"
     return (f"select {select} from {source}{clause} order by {columns[sort]} {direction} nulls "
@@ -449,11 +465,13 @@ def run_page(store: Store, filters: Mapping[str, str | None], sort: str, descend
 
 
 def _choices_query(source: str, columns: Mapping[str, str]) -> Query:
-    # One query for every filter's values.
-    union = " union all ".join(
-        f"select distinct {number} as f, cast({column} as varchar) as v from {source}"
-        for number, column in enumerate(columns.values()))
-    return f"{union} order by f, v nulls first", {}
+    # One query for every filter's values, the source read once (a view is not cached).
+    picked = ", ".join(f"cast({column} as varchar) as c{n}"
+                       for n, column in enumerate(columns.values()))
+    union = " union all ".join(f"select distinct {n} as f, c{n} as v from c"
+                               for n in range(len(columns)))
+    return (f"with c as materialized (select {picked} from {source}) {union} "
+            "order by f, v nulls first", {})
 
 
 def _choices_of(result: QueryResult, columns: Mapping[str, str]) -> dict[str, list[str | None]]:
@@ -474,6 +492,24 @@ def run_choices(store: Store) -> dict[str, list[str | None]]:
     return _choices_of(store.sql(*_choices_query(_RUNS_COUNTED, _RUN_EQUALS)), _RUN_EQUALS)
 
 
+def _counted_page(store: Store, page: Query, count: Query, choices: Query,
+                  columns: Mapping[str, str]) -> Listed:
+    """A page (counted: see ``_page_query``) with its total and the filters' values, over one
+    connection."""
+    from ownloop.store.query import QueryResult
+
+    found, values = store.sql_many([page, choices])
+    params = page[1]
+    if found.rows:
+        total = int(found.rows[0][-1])
+    elif params.get("offset"):  # past the last page: count apart
+        total = int(store.sql(*count).rows[0][0])
+    else:
+        total = 0
+    result = QueryResult(found.columns[:-1], found.types[:-1], [row[:-1] for row in found.rows])
+    return Listed(result, total, _choices_of(values, columns))
+
+
 class Listed(NamedTuple):
     """A page of a table, how many rows it has over all pages, and its filters' values."""
 
@@ -484,7 +520,7 @@ class Listed(NamedTuple):
 
 # The runs with only what the filters and the count need (the scores are the costly part).
 _RUNS_COUNTED = (
-    "(select run_id from runs union select run_id from sessions) i "
+    "(select run_id from run_started union select run_id from session_started) i "
     "left join runs r on r.run_id = i.run_id left join (select run_id, min(agent) as agent, "
     "min(model) as model from sessions group by run_id) p on p.run_id = i.run_id")
 
@@ -493,24 +529,32 @@ def session_listing(store: Store, filters: Mapping[str, str | None], sort: str,
                     descending: bool, limit: int, offset: int) -> Listed:
     """``session_page``, its row count and ``session_choices``, over one connection."""
     where, params = _session_where(filters)
-    page, count, choices = store.sql_many([
-        _page_query(_SESSION_COLUMNS, "sessions", where, params, sort, descending,
-                    "session_id", limit, offset),
-        _count_query("sessions", where, params),
-        _choices_query("sessions", _SESSION_EQUALS)])
-    return Listed(page, int(count.rows[0][0]), _choices_of(choices, _SESSION_EQUALS))
+    return _counted_page(
+        store, _page_query(_SESSION_COLUMNS, "sessions", where, params, sort, descending,
+                           "session_id", limit, offset, counted=True),
+        _count_query("sessions", where, params), _choices_query("sessions", _SESSION_EQUALS),
+        _SESSION_EQUALS)
 
 
 def run_listing(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
                 limit: int, offset: int) -> Listed:
-    """``run_page``, its row count and ``run_choices``, over one connection."""
-    where, params = _run_where(filters)
-    page, count, choices = store.sql_many([
-        _page_query(_RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending, "i.run_id", limit,
-                    offset),
-        _count_query(_RUNS_COUNTED, where, params),
-        _choices_query(_RUNS_COUNTED, _RUN_EQUALS)])
-    return Listed(page, int(count.rows[0][0]), _choices_of(choices, _RUN_EQUALS))
+    """``run_page`` with ``filters`` (``agent``, ``model``), its row count and
+    ``run_choices``."""
+    from ownloop.store.query import QueryResult
+
+    # A store holds tens or hundreds of runs, not thousands: one query reads them all (the
+    # sessions view once, scored_units once), and the page and the filters' values are cut
+    # from it here.
+    every = run_page(store, {}, sort, descending, 1_000_000, 0)
+    agent, model = (every.columns.index(name) for name in ("agent", "model"))
+    choices: dict[str, list[str | None]] = {
+        "agent": sorted({row[agent] for row in every.rows}, key=lambda v: (v is not None, v)),
+        "model": sorted({row[model] for row in every.rows}, key=lambda v: (v is not None, v))}
+    wanted = [row for row in every.rows if all(
+        (row[agent] if name == "agent" else row[model]) == filters[name]
+        for name in ("agent", "model") if name in filters)]
+    page = QueryResult(every.columns, every.types, wanted[offset:offset + limit])
+    return Listed(page, len(wanted), choices)
 
 
 # ------------------------------------------------------------------ the viewer's dashboard
@@ -560,18 +604,24 @@ def search_steps(store: Store, text: str, filters: Mapping[str, str], limit: int
         if filters.get(name):
             where.append(f"{column} = ${name}")
             params[name] = filters[name]
-    found, every, choices = store.sql_many([(
+    found, choices = store.sql_many([(
         f"with h as ({grouped}) "
         "select h.session_id, h.step, h.fields, h.text, s.run_id, s.task_id, s.agent, s.status, "
         "(select arg_max(sha256, time) from screenshot_taken t where t.session_id = h.session_id "
-        "and t.step = coalesce(h.step, s.steps)) as shot "
+        "and t.step = coalesce(h.step, s.steps)) as shot, count(*) over () as total "
         f"from h join sessions s using (session_id) where {' and '.join(where)} "
         "order by s.started_at desc, h.session_id, h.step nulls last "
         "limit $limit offset $offset", {**params, "limit": int(limit), "offset": int(offset)}),
-        (f"with h as ({grouped}) select count(*) from h join sessions s using (session_id) "
-         f"where {' and '.join(where)}", params),
         _choices_query("sessions", _SESSION_EQUALS)])
-    return SearchPage(found.rows, int(every.rows[0][0]),
+    if found.rows:
+        total = int(found.rows[0][-1])
+    elif offset:  # past the last page: count apart
+        total = int(store.sql(
+            f"with h as ({grouped}) select count(*) from h join sessions s using (session_id) "
+            f"where {' and '.join(where)}", params).rows[0][0])
+    else:
+        total = 0
+    return SearchPage([row[:-1] for row in found.rows], total,
                       _choices_of(choices, _SESSION_EQUALS))
 
 
@@ -622,11 +672,14 @@ class RunFigures(NamedTuple):
 
 
 def _figures_query(run_id: str) -> Query:
-    own = ("(select session_id from sessions where run_id = $run and parent_session_id is null)")
+    # The run's own sessions read once (the sessions view is not cached between its uses).
+    own = "(select session_id from s)"
     return (
+        "with s as materialized (select session_id, passed, steps, status from sessions "
+        "where run_id = $run and parent_session_id is null) "
         "select 'steps', case when passed then 'pass' when not passed then 'fail' "
-        "else 'ungraded' end, steps, count(*), null, null, null from sessions "
-        "where run_id = $run and parent_session_id is null and steps is not null group by all "
+        "else 'ungraded' end, steps, count(*), null, null, null from s "
+        "where steps is not null group by all "
         "union all "
         "select 'call', null, step, avg(latency_ms), avg(prompt_tokens), avg(completion_tokens), "
         f"count(*) from model_called where session_id in {own} group by step "
@@ -634,9 +687,8 @@ def _figures_query(run_id: str) -> Query:
         "select 'op', op ->> 'op', count(*), median(duration_ms), quantile_cont(duration_ms, 0.9), "
         f"max(duration_ms), null from browser_acted where session_id in {own} group by all "
         "union all "
-        "select 'error', 'session ' || status, null, count(*), null, null, null from sessions "
-        "where run_id = $run and parent_session_id is null and status is not null "
-        "and status <> 'finished' group by status "
+        "select 'error', 'session ' || status, null, count(*), null, null, null from s "
+        "where status is not null and status <> 'finished' group by status "
         "union all "
         "select 'error', 'parse error', null, count(*), null, null, null from action_parsed "
         f"where error is not null and session_id in {own} "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
+from ownloop.view.domtree import parse_dom
 from ownloop.view.grid import build_grid
 from ownloop.view.listing import list_runs, list_sessions
 from ownloop.view.page import build_page
@@ -47,6 +49,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
                 (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
 _LOOPBACK = ("127.0.0.1", "localhost")
+_ANSWERS = 128  # table pages kept
 
 
 class _SecurityHeaders:
@@ -103,16 +106,34 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         with reading:
             return fn(*args)
 
+    # Answers of the table pages by what was asked and the store's version: a store that did
+    # not change since (no event appended anywhere) gives the same answer, so paging back,
+    # re-sorting to an earlier order or reloading costs a directory listing, not the queries.
+    answers: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+
+    def cached(fn: Callable[[Store, Any], Any], arg: Any) -> Any:
+        with reading:
+            key = (fn.__qualname__, repr(sorted(arg.items()) if isinstance(arg, dict) else arg),
+                   store.version())
+            if key in answers:
+                answers.move_to_end(key)
+                return answers[key]
+            value = fn(store, arg)
+            answers[key] = value
+            while len(answers) > _ANSWERS:
+                answers.popitem(last=False)
+            return value
+
     def render(request: Request, name: str, code: int = 200, **context: Any) -> Response:
         return templates.TemplateResponse(request, name, {"report": False, **context},
                                           status_code=code)
 
     def runs(request: Request) -> Response:
-        listing = read(list_runs, store, dict(request.query_params))
+        listing = cached(list_runs, dict(request.query_params))
         return render(request, "runs.html", listing=listing, store=str(store.root))
 
     def sessions(request: Request) -> Response:
-        listing = read(list_sessions, store, dict(request.query_params))
+        listing = cached(list_sessions, dict(request.query_params))
         return render(request, "sessions.html", listing=listing)
 
     def _fold(session_id: str) -> Session:
@@ -126,13 +147,13 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
 
     def run(request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        view = read(build_run, store, run_id)
+        view = cached(build_run, run_id)
         if view is None:
             raise HTTPException(404, f"no run {run_id!r} in {store.root}")
         return render(request, "run.html", view=view)
 
     def compare(request: Request) -> Response:
-        grid = read(build_grid, store, request.query_params.getlist("run"))
+        grid = cached(build_grid, tuple(request.query_params.getlist("run")))
         return render(request, "compare.html", grid=grid)
 
     def pair(request: Request) -> Response:
@@ -141,8 +162,7 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         return render(request, "pair.html", pair=page)
 
     def search_page(request: Request) -> Response:
-        return render(request, "search.html", found=read(search, store,
-                                                          dict(request.query_params)))
+        return render(request, "search.html", found=cached(search, dict(request.query_params)))
 
     def _blob(sha: str) -> bytes:
         if not _SHA256.fullmatch(sha):
@@ -190,7 +210,15 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
                 parent = None  # a replay whose parent is in another store: shown alone
         page = build_page(folded, lambda sha, _media: f"/blob/{sha}", parent=parent,
                           text_url=lambda sha: f"/blob/{sha}?as=text")
-        return render(request, "session.html", page=page)
+        trees = {}
+        for item in page.evidence:
+            if item.sha256 and "html" in item.media_type:
+                try:
+                    html = store.get_blob(item.sha256).decode("utf-8", "replace")
+                except MissingBlob:
+                    continue
+                trees[item.sha256] = parse_dom(html)
+        return render(request, "session.html", page=page, trees=trees)
 
     def blob(request: Request) -> Response:
         sha = request.path_params["sha256"]
