@@ -615,6 +615,39 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
               "atif-<name>); folders already in it are skipped.")
 @click.option("--format", "fmt", type=click.Choice(["harness", "atif"]), default="harness",
               show_default=True, help="Harness result folders, or ATIF trajectories (a .json "
+@cli.group()
+def audit() -> None:
+    """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1"""
+
+
+@audit.command("blind")
+@click.option("--run", "run_id", required=True, help="The run whose passing sessions to replay.")
+@click.option("--seeds", help="MiniWoB seeds to replay on: N, N-M or a comma list (default: 1-3, "
+              "the task's own left out).")
+@click.option("--settle", default=0.2, show_default=True, help="Pause after each step, seconds.")
+@click.option("--chromium", help="Path to a Chromium to drive.")
+@_format_option("the audit (a row per task)")
+@click.pass_context
+@_friendly
+def audit_blind_command(ctx: click.Context, run_id: str, seeds: str | None, settle: float,
+                        chromium: str | None, fmt: str) -> None:
+    """Replay each passing task's recorded operations blind (no model, no screenshot read) on
+    other seeds; a task a blind replay passes is non_discriminative.
+
+    Example: ownloop audit blind --run r1 --seeds 1-5
+    """
+    from ownloop.replay.audit import audit_blind
+
+    result = audit_blind(_store(ctx, create=False), run_id, seeds, settle_s=settle,
+                         chromium=chromium, on_replay=lambda task, seed, passed: click.echo(
+                             f"{task} blind on seed {seed}: "
+                             f"{'ungraded' if passed is None else 'pass' if passed else 'fail'}",
+                             err=True))
+    _print_rows(result.rows, fmt)
+    if fmt == "table":
+        _echo_lines(result.lines())
+
+
               "file or a folder of them).")
 @click.pass_context
 @_friendly

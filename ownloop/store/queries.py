@@ -38,7 +38,10 @@ __all__ = [
     "has_run_started",
     "has_session",
     "Listed",
+    "blind_audit_rows",
+    "blind_replayed",
     "imported_folders",
+    "passing_sessions",
     "journal_places",
     "latest_session_of_task",
     "run_choices",
@@ -742,3 +745,28 @@ def run_overview(store: Store, run_id: str) -> RunOverview:
         _rates_query([run_id]), _figures_query(run_id)])
     found = dict(zip(row.columns, row.rows[0], strict=True)) if row.rows else None
     return RunOverview(found, _rates(rates), _figures(figures))
+
+
+# ------------------------------------------------------------------ the blind-replay audit
+
+
+def passing_sessions(store: Store, run_id: str) -> list[tuple[str, str]]:
+    """(task id, session id) of each task of the run with a passing scored unit: the passing
+    unit of the lowest repeat."""
+    return [(str(t), str(s)) for t, s in store.sql(
+        "select task_id, arg_min(session_id, repeat) from scored_units "
+        "where run_id = $run and passed group by task_id order by task_id", {"run": run_id}).rows]
+
+
+def blind_replayed(store: Store, run_id: str) -> set[tuple[str, int]]:
+    """(parent session id, seed) of the run's graded blind replays (view ``blind_replays``)."""
+    return {(str(p), int(s)) for p, s in store.sql(
+        "select parent_session_id, seed from blind_replays "
+        "where run_id = $run and passed is not null and seed is not null",
+        {"run": run_id}).rows}
+
+
+def blind_audit_rows(store: Store, run_id: str) -> QueryResult:
+    """The run's rows of the ``blind_audit`` view, by task."""
+    return store.sql("select task_id, replays, passes, blind_pass_rate, non_discriminative "
+                     "from blind_audit where run_id = $run order by task_id", {"run": run_id})
