@@ -10,10 +10,9 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
-from rich.console import Console
 
 from ownloop import __version__
 from ownloop.store import DEFAULT_STORE, Store, open_store
@@ -22,6 +21,9 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Status
 from ownloop.store.extras import missing_extra
 from ownloop.store.text import visible
+
+if TYPE_CHECKING:
+    from rich.console import Console  # loaded when a command draws a table: not for csv/json
 
 __all__ = ["cli", "main"]
 
@@ -84,6 +86,8 @@ def _hinted(text: str) -> str:
 def _console(*, soft_wrap: bool = True) -> Console:
     """A console for recorded text (no markup, no highlighting). Written to a pipe or a file, a
     table keeps its full width: rich would otherwise cut it to 80 columns there."""
+    from rich.console import Console
+
     console = Console(soft_wrap=soft_wrap, markup=False, highlight=False)
     if not console.is_terminal:
         console.width = _PIPE_WIDTH
@@ -595,6 +599,8 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
     result = compare_runs(_store(ctx), run_a, run_b)
     if fmt == "table":
         Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
+    from rich.console import Console
+
         _echo_lines(result.score_lines())  # whole lines, never wrapped
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")

@@ -16,8 +16,7 @@ Linux) each blob is fsync'd before its rename, as one would expect.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import functools
 import hashlib
 import os
 import re
@@ -42,6 +41,9 @@ def _sync_file_range() -> Callable[[int], None] | None:
     """Linux's sync_file_range (write a file's dirty pages to the device and wait), or None."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         call = libc.sync_file_range
@@ -85,10 +87,13 @@ def synced_with_journal(blobs: Path, journal: Path) -> bool:
         same = os.stat(blobs).st_dev == os.stat(journal).st_dev
     except OSError:
         return False
-    return same and file_system(blobs) in _ORDERED_JOURNALS and _DATA_WRITE is not None
+    return same and file_system(blobs) in _ORDERED_JOURNALS and _data_write() is not None
 
 
-_DATA_WRITE = _sync_file_range()
+@functools.cache
+def _data_write() -> Callable[[int], None] | None:
+    """``_sync_file_range()``, looked up once, when the first blob is written."""
+    return _sync_file_range()
 
 
 class MissingBlob(OwnloopError):
@@ -160,8 +165,9 @@ class BlobStore:
             while view:
                 view = view[os.write(fd, view):]
             if self._fsync:
-                if self.synced_with_journal and _DATA_WRITE is not None:
-                    _DATA_WRITE(fd)  # the bytes on the device; the line's fsync commits them
+                write = _data_write() if self.synced_with_journal else None
+                if write is not None:
+                    write(fd)  # the bytes on the device; the line's fsync commits them
                 else:
                     os.fsync(fd)
         finally:

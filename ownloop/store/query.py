@@ -16,16 +16,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 import duckdb
-import pyarrow as pa  # type: ignore[import-untyped]
 from rich.cells import cell_len
 from rich.table import Table
 
 from ownloop.store.errors import OwnloopError
 from ownloop.store.text import cell, visible
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]  # loaded by the Arrow results only
 
 __all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only", "run_read_only_many",
            "sql_literal"]
@@ -197,7 +199,11 @@ def _run(con: duckdb.DuckDBPyConnection, statements: list[Any], arrow: bool,
         last = statements[-1].query
         if arrow:
             relation = con.sql(last, params=params)
-            return pa.table({}) if relation is None else relation.to_arrow_table()
+            if relation is None:
+                import pyarrow as pa
+
+                return pa.table({})
+            return relation.to_arrow_table()
         cursor = con.execute(last, params) if params is not None else con.execute(last)
         description = cursor.description or []
         return QueryResult([d[0] for d in description], [str(d[1]) for d in description],

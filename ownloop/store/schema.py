@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
-import pyarrow as pa  # type: ignore[import-untyped]
 
 from ownloop.store.events import EVENT_TYPES, EventBase
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
 
 __all__ = [
     "BOOKKEEPING_DDL",
@@ -37,11 +39,12 @@ SQL_NAMES = {"at": "time"}
 
 
 class Column(NamedTuple):
-    """One column: its name, its SQL type, its Arrow type and how a Python value becomes one."""
+    """One column: its name, its SQL type, its Arrow type (by name: pyarrow loads only when an
+    ingest builds a table) and how a Python value becomes one."""
 
     name: str
     sql_type: str
-    arrow_type: pa.DataType
+    arrow_type: str  # a pyarrow type factory: "string", "int64", ...; "timestamp" is UTC µs
     to_cell: Callable[[Any], Any] | None  # None: the value is used as is
     get: Callable[[Any], Any] | None = None  # reads the value from an event
     nullable: bool = True
@@ -61,6 +64,8 @@ class EventTable(NamedTuple):
     def arrow_table(self, stream: Sequence[str], seq: Sequence[int],
                     events: Sequence[EventBase]) -> pa.Table:
         """Build the Arrow table of ``events`` (all of this kind) column by column."""
+        import pyarrow as pa
+
         arrays = [pa.array(stream, pa.string()), pa.array(seq, pa.int64())]
         # One C call per event (_astuple) and one transpose (zip) give every field's column at
         # once: cheaper than a getattr pass per column.
@@ -73,7 +78,7 @@ class EventTable(NamedTuple):
                     cells = [None if v is None else column.to_cell(v) for v in values]
                 else:
                     cells = list(map(column.to_cell, values))  # the encoder, in C
-            array = pa.array(cells, column.arrow_type)
+            array = pa.array(cells, _arrow_type(column.arrow_type))
             if column.sql_type == "TIMESTAMP":
                 # DuckDB's TIMESTAMPTZ needs the ICU extension, which may not be installable
                 # offline; every time is UTC by contract, so store plain TIMESTAMPs of UTC.
@@ -82,20 +87,26 @@ class EventTable(NamedTuple):
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
 
 
-def _scalar(kind: msgspec.inspect.Type) -> tuple[str, pa.DataType] | None:
+def _arrow_type(name: str) -> pa.DataType:
+    import pyarrow as pa
+
+    return pa.timestamp("us", tz="UTC") if name == "timestamp" else getattr(pa, name)()
+
+
+def _scalar(kind: msgspec.inspect.Type) -> tuple[str, str] | None:
     if isinstance(kind, msgspec.inspect.StrType):
-        return "VARCHAR", pa.string()
+        return "VARCHAR", "string"
     if isinstance(kind, msgspec.inspect.LiteralType) and all(
             isinstance(v, str) for v in kind.values):
-        return "VARCHAR", pa.string()
+        return "VARCHAR", "string"
     if isinstance(kind, msgspec.inspect.BoolType):
-        return "BOOLEAN", pa.bool_()
+        return "BOOLEAN", "bool_"
     if isinstance(kind, msgspec.inspect.IntType):
-        return "BIGINT", pa.int64()
+        return "BIGINT", "int64"
     if isinstance(kind, msgspec.inspect.FloatType):
-        return "DOUBLE", pa.float64()
+        return "DOUBLE", "float64"
     if isinstance(kind, msgspec.inspect.DateTimeType):
-        return "TIMESTAMP", pa.timestamp("us", tz="UTC")
+        return "TIMESTAMP", "timestamp"
     return None
 
 
@@ -109,15 +120,15 @@ def _column(name: str, attr: str, kind: msgspec.inspect.Type) -> Column:
     scalar = _scalar(kind)
     get = operator.attrgetter(attr)
     if scalar is None:
-        return Column(name, "JSON", pa.string(), _encode, get, nullable)
+        return Column(name, "JSON", "string", _encode, get, nullable)
     return Column(name, scalar[0], scalar[1], None, get, nullable)
 
 
 def _table(event_type: type[EventBase]) -> EventTable:
     info = msgspec.inspect.type_info(event_type)
     assert isinstance(info, msgspec.inspect.StructType)
-    columns = [Column("stream", "VARCHAR", pa.string(), None),
-               Column("seq", "BIGINT", pa.int64(), None)]
+    columns = [Column("stream", "VARCHAR", "string", None),
+               Column("seq", "BIGINT", "int64", None)]
     for field in info.fields:
         name = SQL_NAMES.get(field.encode_name, field.encode_name)
         if name in ("stream", "seq") or name in SQL_NAMES.values() and name != SQL_NAMES.get(
