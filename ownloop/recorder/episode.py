@@ -21,6 +21,7 @@ import msgspec
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.grading import UNGRADED, make_grader
+from ownloop.grading.version import grader_version
 from ownloop.recorder.browser import BrowserSession, may_start_download
 from ownloop.recorder.evidence import capture_end_state
 from ownloop.recorder.model import CallOutcome
@@ -294,7 +295,7 @@ class Episode:
         grader = make_grader(self.grader_spec)
         grade = grader.grade(ended.answer, evidence)
         return SessionGraded(
-            at=now(), **self.ids(), grader=grader.name, grader_version=grader.version,
+            at=now(), **self.ids(), grader=grader.name, grader_version=grader_version(grader),
             score=grade.score, passed=grade.passed, details=grade.details, source="record")
 
     def run(self, started: SessionStarted) -> tuple[SessionEnded, SessionGraded | None]:

@@ -17,6 +17,7 @@ import msgspec
 
 from ownloop.grading import UNGRADED, make_grader
 from ownloop.grading.spec import NoGrader
+from ownloop.grading.version import grader_version
 from ownloop.recorder.suites.tasks_file import read_tasks
 from ownloop.replay.fold import Session
 from ownloop.replay.selection import Selection, fold_selected
@@ -164,7 +165,7 @@ def regrade(
                               judge.name))
         new.append(SessionGraded(
             at=at, run_id=session.run_id, session_id=session.session_id, grader=judge.name,
-            grader_version=judge.version, score=verdict.score, passed=verdict.passed,
+            grader_version=grader_version(judge), score=verdict.score, passed=verdict.passed,
             details=verdict.details, source="regrade",
             against_seal=seals.get(session.run_id, "")))
     stream_id = None
