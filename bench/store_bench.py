@@ -12,8 +12,10 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -208,11 +210,33 @@ def bench_index(work: Path, sessions: int, steps: int) -> None:
     print(f"session_events of one session: {seconds * 1000:.1f} ms")
 
 
+def bench_session_queries(work: Path) -> None:
+    """The issue's query figures on 100 sessions x 20 steps: warm through store.sql, and a cold
+    ``ownloop sql`` process (no change since the last sync)."""
+    store = open_store(work / "hundred", fsync=False)
+    write_journal(store, 100, 20)
+    store.sync()
+    sql = "select session_id, step, response from steps order by session_id, step"
+    rows = len(store.sql(sql).rows)
+    warm = timed(lambda: store.sql(sql), 7)
+    print(f"query: steps + last response of 100 sessions ({rows:,} rows), warm through "
+          f"store.sql: {warm:.3f} s (aim <= 0.05 s)")
+    command = [str(Path(sys.executable).with_name("ownloop")), "--store", str(store.root), "sql",
+               "--format", "csv", "select count(*) from steps"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cold = timed(lambda: subprocess.run(command, check=True, capture_output=True), 5)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / 5
+    print(f"query: a cold `ownloop sql` process, nothing new to sync: {cold:.3f} s "
+          f"(aim <= 0.3 s; {cpu:.3f} s of CPU, what a loaded machine cannot stretch)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--dir", help="where to write (default: a temporary folder)")
-    parser.add_argument("--only", choices=("append", "index"), help="run one part only")
+    parser.add_argument("--only", choices=("append", "index", "query"),
+                        help="run one part only")
     args = parser.parse_args()
     steps, sessions = (100, 1_000) if args.quick else (1_000, 10_000)
     work = Path(args.dir or tempfile.mkdtemp(prefix="ownloop-bench-"))
@@ -222,6 +246,8 @@ def main() -> None:
     try:
         if args.only in (None, "append"):
             bench_append(work, steps)
+        if args.only in (None, "query"):
+            bench_session_queries(work)
         if args.only in (None, "index"):
             bench_index(work, sessions, 20)  # 20 steps x 5 events + 3 = 103 events per session
     finally:
