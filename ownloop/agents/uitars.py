@@ -24,12 +24,12 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from functools import cache
 from importlib.metadata import version
+from types import ModuleType
 from typing import Annotated, Any, Literal, cast
 
-import ui_tars.action_parser as _package  # type: ignore[import-untyped]
 from msgspec import Meta
-from ui_tars.prompt import COMPUTER_USE_DOUBAO  # type: ignore[import-untyped]
 
 from ownloop.agents.base import (
     AgentBase,
@@ -68,13 +68,31 @@ from ownloop.store.events import (
 
 __all__ = [
     "MAX_RESPONSE_CHARS",
-    "PACKAGE_VERSION",
+    "package_version",
     "SYSTEM_MESSAGE",
     "UiTarsAgent",
     "UiTarsOptions",
 ]
 
-PACKAGE_VERSION = version("ui-tars")
+
+
+@cache
+def _package() -> ModuleType:
+    """ui-tars's ``action_parser``, imported when first used: the core install (which reads,
+    lists and describes agents) leaves the package out, and the CLI names the extra to install."""
+    import ui_tars.action_parser as parser  # type: ignore[import-untyped]
+
+    module: ModuleType = parser
+    return module
+
+
+@cache
+def package_version() -> str:
+    """The installed ui-tars version (importing the package first, so a missing one says so)."""
+    _package()
+    return version("ui-tars")
+
+
 SYSTEM_MESSAGE = "You are a helpful assistant."
 MAX_RESPONSE_CHARS = 16_000
 """Longer responses are refused before the package's backtracking regexes see them (500 tokens
@@ -131,7 +149,6 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
 
     name = "uitars"
     parser_name = "uitars"
-    parser_version = f"ui-tars {PACKAGE_VERSION}/ownloop {_PARSER_REVISION}"
     options_type = UiTarsOptions
     max_response_chars = MAX_RESPONSE_CHARS
 
@@ -141,7 +158,8 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         """The agent with ``options`` (None: the defaults); its prompt is the package's, so
         ``released`` is not read."""
         super().__init__(options, None)
-        self.prompt_source = f"package:ui-tars {PACKAGE_VERSION}"
+        self.parser_version = f"ui-tars {package_version()}/ownloop {_PARSER_REVISION}"
+        self.prompt_source = f"package:ui-tars {package_version()}"
         config = self.config
         self.settings = LoopSettings(
             viewport=config.size(),
@@ -164,6 +182,8 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
 
     def prompt(self, task: Task) -> str:
         """The package's COMPUTER_USE_DOUBAO prompt for ``task``."""
+        from ui_tars.prompt import COMPUTER_USE_DOUBAO  # type: ignore[import-untyped]
+
         template: str = COMPUTER_USE_DOUBAO
         return template.format(language=self.config.language, instruction=task_text(task))
 
@@ -180,7 +200,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         for index, past in enumerate(history):
             if index >= first_with_image:
                 messages.append(Message(role="user", parts=(past.observation.screenshot,)))
-            text: str = _package.add_box_token(past.response)
+            text: str = _package().add_box_token(past.response)
             messages.append(Message(role="assistant", parts=(TextPart(text=text),)))
         messages.append(Message(role="user", parts=(now.screenshot,)))
         return tuple(messages)
@@ -211,7 +231,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         unreadable = _unreadable_action(normalized)
         if unreadable is not None:
             raise AgentParseError(f"ui-tars cannot parse the action: {_clip(unreadable)}")
-        items = _package.parse_action_to_structure_output(
+        items = _package().parse_action_to_structure_output(
             normalized, 1000, image.height, image.width, model_type="qwen25vl"
         )
         if not items:
@@ -337,7 +357,7 @@ def _unreadable_action(text: str) -> str | None:
     package would print it to stdout, then raise); None when it can read them all."""
     text = text.strip()
     if "<point>" in text:
-        text = _package.convert_point_to_coordinates(text)
+        text = _package().convert_point_to_coordinates(text)
     for old in ("start_point=", "end_point=", "point="):
         text = text.replace(old, "end_box=" if old == "end_point=" else "start_box=")
     for action in text.split("Action: ")[-1].split(")\n\n"):
@@ -347,7 +367,7 @@ def _unreadable_action(text: str) -> str | None:
             if _TYPE_CONTENT.search(action) is None:
                 continue  # the package raises without printing; its message is kept
             content = _TYPE_CONTENT.sub(lambda match: match.group(1), action)
-            action = "type(content='" + _package.escape_single_quotes(content) + "')"
+            action = "type(content='" + _package().escape_single_quotes(content) + "')"
         if not action.strip().endswith(")"):
             action = action.strip() + ")"
         try:
