@@ -242,17 +242,22 @@ def sql(ctx: click.Context, query: str, fmt: str, max_rows: int | None) -> None:
 @click.option("--run", "run_id", help="Check this sealed run against its seal as well.")
 @click.option("--fingerprint", metavar="SHA256", help="With --run: the fingerprint you cite "
               "(a prefix will do); another seal is an error.")
+@click.option("--full", is_flag=True, help="Read every stream and hash every blob again, even "
+              "those unchanged since the last check without an error.")
 @click.pass_context
 @_friendly
-def verify(ctx: click.Context, strict: bool, run_id: str | None, fingerprint: str | None) -> None:
-    """Check every journal stream's hash chain, every catalog and seal, and every blob.
+def verify(ctx: click.Context, strict: bool, run_id: str | None, fingerprint: str | None,
+           full: bool) -> None:
+    """Check every journal stream's hash chain, every catalog and seal, and every blob: what
+    changed since the last check without an error, or (--full) everything, on every core.
 
     One line per problem, then a summary. A torn tail (a writer killed mid-write) is a warning;
     anything else is an error and makes the exit status 1. Example: ownloop verify --run r1
     """
     if fingerprint and not run_id:
         raise click.UsageError("--fingerprint goes with --run")
-    report = _store(ctx, create=False).verify(run_id=run_id, fingerprint=fingerprint)
+    report = _store(ctx, create=False).verify(run_id=run_id, fingerprint=fingerprint,
+                                              incremental=not full)
     for problem in report.problems:
         click.echo(problem.line())
     click.echo(report.summary())

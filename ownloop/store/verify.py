@@ -9,11 +9,20 @@ bytes do not match its name. The journal is read directly, never through the ind
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
+import os
+import sys
+import threading
+import time
+import warnings
 from collections.abc import Collection, Iterator
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 
 import msgspec
 
+from ownloop.store.blobs import BlobStore
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     BrowserActed,
@@ -38,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Problem", "VerifyReport", "blob_references", "seal_fingerprint", "verify_store"]
 
+_T = TypeVar("_T")
+
 
 class Problem(NamedTuple):
     """One thing wrong with the store."""
@@ -59,6 +70,8 @@ class VerifyReport(NamedTuple):
     events: int
     blobs: int
     heads: dict[str, StreamHead] = {}  # where each stream read stands (its lines, last sum)
+    unchanged_streams: int = 0  # not read again: as the last check found them
+    unchanged_blobs: int = 0  # not hashed again: the last check found them sound
 
     @property
     def errors(self) -> int:
@@ -69,8 +82,12 @@ class VerifyReport(NamedTuple):
         return sum(p.severity == "warning" for p in self.problems)
 
     def summary(self) -> str:
-        return (f"verify: {self.streams} streams, {self.events} events, {self.blobs} blobs: "
+        line = (f"verify: {self.streams} streams, {self.events} events, {self.blobs} blobs: "
                 f"{_count(self.errors, 'error')}, {_count(self.warnings, 'warning')}")
+        if self.unchanged_streams:  # (blobs alone: the streams that refer to them were read)
+            line += (f" ({self.unchanged_streams} streams and {self.unchanged_blobs} blobs as the "
+                     "last check found them; ownloop verify --full reads them again)")
+        return line
 
     def exit_code(self, *, strict: bool = False) -> int:
         """1 when there is an error (or, with ``strict``, a warning), else 0."""
@@ -98,46 +115,186 @@ def blob_references(event: Event) -> Iterator[str]:
         yield event.download
 
 
-class _Seen:
-    """What one pass over the journal learned, for the checks that span streams."""
+class _Summary(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """What checking one stream found, kept in ``verify.state`` for the next check: where the
+    file stood (inode, mtime, size), how far its lines were checked (bytes, their sha256, the
+    chain's head there) and what the checks that span streams need of it."""
 
-    def __init__(self) -> None:
-        self.sums: dict[str, list[str]] = {}  # stream -> each line's sum
+    inode: int
+    mtime_ns: int
+    file_size: int
+    size: int  # bytes of complete lines checked
+    digest: str  # sha256 of those bytes
+    lines: int
+    head: str  # the last line's sum
+    events: int
+    first_session: str = ""  # the session its first event starts, when it starts one
+    started_sessions: tuple[str, ...] = ()
+    started_runs: tuple[str, ...] = ()
+    named_runs: dict[str, int] = {}  # run -> the first line naming it
+    run_lines: dict[str, int] = {}  # run -> its last line that a seal must cover
+    catalog: tuple[tuple[int, StreamHead], ...] = ()
+    seals: tuple[tuple[int, RunSealed], ...] = ()
+
+
+class _State(msgspec.Struct, kw_only=True):
+    """``verify.state``: what the last check without an error found sound."""
+
+    version: int = 1
+    checked_ns: int = 0  # when that check started
+    streams: dict[str, _Summary] = {}
+    blobs: dict[str, str] = {}  # sha256 -> the first line referring to it ("" if none)
+
+
+class _Checked(NamedTuple):
+    """One stream read and checked (in a worker process)."""
+
+    stream: str
+    summary: _Summary | None  # None: the file is gone
+    problems: list[Problem]
+    references: dict[str, int]  # blob -> the first line referring to it
+    stable: bool  # the file did not change while it was read
+
+
+def _check_streams(jobs: list[tuple[str, _Summary | None]]) -> list[_Checked]:
+    return [_check_one(Path(path), old) for path, old in jobs]
+
+
+def _check_one(path: Path, old: _Summary | None) -> _Checked:
+    """Check one stream's chain; with ``old`` (the last check's summary), also that the lines
+    checked then are still there, unchanged."""
+    where = f"journal/{path.name}"
+    try:
+        before = os.stat(path)
+        data = path.read_bytes()
+        check = check_stream(path)
+        after = os.stat(path)
+    except FileNotFoundError:
+        return _Checked(path.stem, None, [Problem("error", where, "missing stream",
+                                                  "the index lists it; the file is gone")],
+                        {}, False)
+    problems: list[Problem] = []
+    for p in check.problems:
+        severity: Literal["error", "warning"] = "warning" if p.kind == "torn tail" else "error"
+        problems.append(Problem(severity, f"{where}:{p.line}", p.kind, p.detail))
+    if not check.sums and not check.problems:
+        problems.append(Problem("warning", where, "empty stream",
+                                "no writer leaves an empty stream: its lines were removed, "
+                                "or it predates ownloop 0.2"))
+    end = data.rfind(b"\n") + 1
+    view = memoryview(data)
+    digest = hashlib.sha256()
+    if old is not None:
+        digest.update(view[: min(old.size, end)])
+        if len(check.sums) < old.lines:
+            problems.append(Problem("error", where, "truncated stream", f"{len(check.sums)} "
+                                    f"lines; the last verify checked {old.lines}"))
+        elif (old.size > end or digest.hexdigest() != old.digest) \
+                and not any(p.severity == "error" for p in problems):
+            problems.append(Problem("error", where, "rewritten stream", f"its first {old.lines} "
+                                    "lines are not the ones the last verify checked"))
+        digest.update(view[min(old.size, end) : end])
+    else:
+        digest.update(view[:end])
+    sessions: list[str] = []
+    runs: list[str] = []
+    named: dict[str, int] = {}
+    run_lines: dict[str, int] = {}
+    catalog: list[tuple[int, StreamHead]] = []
+    seals: list[tuple[int, RunSealed]] = []
+    references: dict[str, int] = {}
+    for number, event in check.events:
+        named.setdefault(event.run_id, number)
+        if not (isinstance(event, SessionGraded) and event.against_seal) \
+                and not isinstance(event, RunSealed):
+            run_lines[event.run_id] = number
+        if isinstance(event, SessionStarted):
+            sessions.append(event.session_id)
+        elif isinstance(event, RunStarted):
+            runs.append(event.run_id)
+        elif isinstance(event, StreamsCataloged):
+            catalog.extend((number, head) for head in event.heads)
+        elif isinstance(event, RunSealed):
+            seals.append((number, event))
+        for sha256 in blob_references(event):
+            references.setdefault(sha256, number)
+    first = check.events[0][1] if check.events else None
+    summary = _Summary(
+        inode=before.st_ino, mtime_ns=before.st_mtime_ns, file_size=before.st_size, size=end,
+        digest=digest.hexdigest(), lines=len(check.sums),
+        head=check.sums[-1] if check.sums else "", events=len(check.events),
+        first_session=first.session_id if isinstance(first, SessionStarted) else "",
+        started_sessions=tuple(sessions), started_runs=tuple(runs), named_runs=named,
+        run_lines=run_lines, catalog=tuple(catalog), seals=tuple(seals))
+    stable = (before.st_ino, before.st_size, before.st_mtime_ns) == \
+        (after.st_ino, after.st_size, after.st_mtime_ns) == (after.st_ino, len(data),
+                                                            after.st_mtime_ns)
+    return _Checked(path.stem, summary, problems, references, stable)
+
+
+def _check_blobs(job: tuple[str, list[str]]) -> list[tuple[str, str | None]]:
+    """(sha256, what is wrong or None) for each blob name (in a worker process)."""
+    blobs = BlobStore(Path(job[0]), fsync=False)
+    checked: list[tuple[str, str | None]] = []
+    for sha256 in job[1]:
+        try:
+            checked.append((sha256, blobs.check(sha256)))
+        except ValueError:
+            checked.append((sha256, "not a sha256 name"))
+    return checked
+
+
+class _Seen:
+    """What the streams' summaries say together, for the checks that span streams."""
+
+    def __init__(self, journal_dir: Path, summaries: dict[str, _Summary]) -> None:
+        self.journal_dir = journal_dir
+        self.summaries = summaries
+        self.loaded: dict[str, list[str]] = {}  # stream -> each line's sum, read when needed
         self.catalog: list[tuple[str, StreamHead]] = []  # (where, head) from every catalog
         self.seals: dict[str, tuple[str, RunSealed]] = {}  # run -> (where, its seal)
         self.started_sessions: set[str] = set()
         self.started_runs: set[str] = set()
         self.named_runs: dict[str, str] = {}  # run id -> a line naming it
         self.run_lines: dict[str, dict[str, int]] = {}  # run -> stream -> lines with its events
+        for stream, summary in summaries.items():
+            where = f"journal/{stream}.jsonl"
+            self.started_sessions.update(summary.started_sessions)
+            self.started_runs.update(summary.started_runs)
+            for run, number in summary.named_runs.items():
+                self.named_runs.setdefault(run, f"{where}:{number}")
+            for run, number in summary.run_lines.items():
+                self.run_lines.setdefault(run, {})[stream] = number
+            self.catalog.extend((f"{where}:{number}", head) for number, head in summary.catalog)
+            for number, seal in summary.seals:
+                self.seals.setdefault(seal.run_id, (f"{where}:{number}", seal))
 
-    def add(self, stream: str, where: str, number: int, event: Event) -> None:
-        line = f"{where}:{number}"
-        lines = self.run_lines.setdefault(event.run_id, {})
-        if not (isinstance(event, SessionGraded) and event.against_seal) \
-                and not isinstance(event, RunSealed):
-            lines[stream] = max(lines.get(stream, 0), number)
-        self.named_runs.setdefault(event.run_id, line)
-        if isinstance(event, SessionStarted):
-            self.started_sessions.add(event.session_id)
-        elif isinstance(event, RunStarted):
-            self.started_runs.add(event.run_id)
-        elif isinstance(event, StreamsCataloged):
-            self.catalog.extend((line, head) for head in event.heads)
-        elif isinstance(event, RunSealed):
-            self.seals.setdefault(event.run_id, (line, event))
+    def sum_at(self, stream: str, number: int) -> str:
+        """The sum of line ``number`` (1-based) of ``stream``; "" past its end."""
+        summary = self.summaries[stream]
+        if number == summary.lines:
+            return summary.head
+        sums = self.loaded.get(stream)
+        if sums is None:  # a head that is not the stream's last line: rare, read it again
+            try:
+                sums = check_stream(self.journal_dir / f"{stream}.jsonl").sums
+            except FileNotFoundError:
+                sums = []
+            self.loaded[stream] = sums
+        return sums[number - 1] if number <= len(sums) else ""
 
 
 def _head_problems(seen: _Seen, where: str, head: StreamHead, what: str) -> Iterator[Problem]:
     """A stream that no longer holds the lines ``head`` says it had."""
-    sums = seen.sums.get(head.stream)
+    summary = seen.summaries.get(head.stream)
     place = f"journal/{head.stream}.jsonl"
-    if sums is None:
+    if summary is None:
         yield Problem("error", place, "missing stream",
                       f"{what} at {where} lists it with {head.events} events; the file is gone")
-    elif len(sums) < head.events:
+    elif summary.lines < head.events:
         yield Problem("error", place, "truncated stream",
-                      f"{len(sums)} lines; {what} at {where} lists {head.events}")
-    elif head.events and sums[head.events - 1] != head.head:
+                      f"{summary.lines} lines; {what} at {where} lists {head.events}")
+    elif head.events and seen.sum_at(head.stream, head.events) != head.head:
         yield Problem("error", f"{place}:{head.events}", "rewritten stream",
                       f"line {head.events} is not the one {what} at {where} lists")
 
@@ -171,82 +328,191 @@ def _seal_problems(seen: _Seen, run_id: str, where: str, seal: RunSealed) -> Ite
                           f"run {run_id} was sealed at {where}; it takes no more events")
 
 
+_STATE = "verify.state"  # in the store's root, beside index.duckdb: a cache, safe to delete
+_RACY_NS = 2_000_000_000  # a file changed this close to a check may change again unseen by mtime
+_PARALLEL_FROM = 64  # fewer streams or blobs than this are checked in this process
+
+
 def verify_store(store: Store, *, run_id: str | None = None, fingerprint: str | None = None,
-                 streams: Collection[str] | None = None) -> VerifyReport:
+                 streams: Collection[str] | None = None, incremental: bool = False,
+                 workers: int | None = None) -> VerifyReport:
     """Check every journal stream and every blob of ``store`` (with ``streams``: only those
-    streams, and the blobs they refer to).
+    streams, and the blobs they refer to), on every core.
 
     Beyond each stream's own chain: every stream a catalog or a seal lists must still hold the
     lines it listed (so removed, truncated, emptied and swapped streams are found), a session's
     own stream carries its name, and every session and run named anywhere has its start.
     With ``run_id``, the run must be sealed (and match ``fingerprint`` when given), and nothing
     may have been added to it since.
+
+    A check of the whole store without an error is remembered (``verify.state``): each stream's
+    size, the sha256 of its bytes and its chain's head, and the blobs found sound. Every later
+    check reports a remembered stream that is gone, shorter or rewritten. With ``incremental``,
+    a stream whose inode, size and mtime are as remembered is not read again (unless it changed
+    within 2 s of that check), nor is a remembered blob hashed again (its presence is checked);
+    seals and catalogs are always checked in full.
     """
-    problems: list[Problem] = []
-    referenced: dict[str, str] = {}  # sha256 -> the first line that refers to it
-    seen = _Seen()
-    firsts: dict[str, str] = {}  # stream -> the session its first line starts
-    events = 0
     if store.journal_dir.exists() and not store.journal_dir.is_dir():
         raise OwnloopError(f"{store.journal_dir} is a file, not the journal folder: this is not "
                            "an ownloop store (or it was damaged). Pass --store DIR")
+    whole = streams is None
+    state = _load_state(store) if whole else _State()
+    started = time.time_ns()
     paths = store.stream_paths() if streams is None else \
         [store.journal_dir / f"{stream}.jsonl" for stream in sorted(streams)]
+    jobs = [(str(path), state.streams.get(path.stem)) for path in paths
+            if not (incremental and _unchanged(path, state))]
+    present = set(store.blobs) if whole else set()
+    known = state.blobs if incremental else {}
+    blob_jobs = sorted(present - known.keys())
+    results, checked_blobs = _check_in_parallel(store, jobs, blob_jobs, workers)
+    problems: list[Problem] = []
+    summaries: dict[str, _Summary] = {}
+    sound: dict[str, _Summary] = {}  # what the next check may take as it is
+    referenced: dict[str, str] = {}  # sha256 -> the first line that refers to it
     for path in paths:
-        try:
-            check = check_stream(path)
-        except FileNotFoundError:
-            problems.append(Problem("error", f"journal/{path.name}", "missing stream",
-                                    "the index lists it; the file is gone"))
+        checked = results.get(path.stem)
+        if checked is None:  # unchanged since the last check
+            summaries[path.stem] = sound[path.stem] = state.streams[path.stem]
             continue
-        where = f"journal/{path.name}"
-        seen.sums[path.stem] = check.sums
-        for p in check.problems:
-            severity: Literal["error", "warning"] = "warning" if p.kind == "torn tail" else "error"
-            problems.append(Problem(severity, f"{where}:{p.line}", p.kind, p.detail))
-        if not check.sums and not check.problems:
-            problems.append(Problem("warning", where, "empty stream",
-                                    "no writer leaves an empty stream: its lines were removed, "
-                                    "or it predates ownloop 0.2"))
-        events += len(check.events)
-        if check.events and isinstance(check.events[0][1], SessionStarted):
-            firsts[path.stem] = check.events[0][1].session_id
-        for number, event in check.events:
-            seen.add(path.stem, where, number, event)
-            for sha256 in blob_references(event):
-                referenced.setdefault(sha256, f"{where}:{number}")
-    for stream, session_id in sorted(firsts.items()):
-        # A recorder names a session's stream after it: a stream named after another session
-        # that starts elsewhere was swapped or renamed.
-        if session_id != stream and stream in seen.started_sessions:
-            problems.append(Problem(
-                "error", f"journal/{stream}.jsonl:1", "swapped stream",
-                f"it starts session {session_id}; session {stream} starts in another file"))
-    for where, head in seen.catalog:
-        problems.extend(_head_problems(seen, where, head, "the catalog"))
-    for run in sorted(seen.named_runs.keys() - seen.started_runs):
-        problems.append(Problem("warning", seen.named_runs[run], "missing run",
-                                f"names run {run}, whose RunStarted is in no stream (its run "
-                                "stream was removed, or these events were written without one)"))
-    for run, (where, seal) in sorted(seen.seals.items()):
-        problems.extend(_seal_problems(seen, run, where, seal))
-    if run_id is not None:
-        problems.extend(_run_problems(seen, run_id, fingerprint))
-    present = set(store.blobs) if streams is None else set()
-    for sha256 in sorted(referenced.keys() | present):
-        try:
-            wrong = store.blobs.check(sha256)
-        except ValueError:
-            wrong = "not a sha256 name"
+        problems.extend(checked.problems)
+        if checked.summary is None:
+            continue
+        summaries[path.stem] = checked.summary
+        if checked.stable and not checked.problems:
+            sound[path.stem] = checked.summary
+        for sha256, number in checked.references.items():
+            referenced.setdefault(sha256, f"journal/{path.name}:{number}")
+    for sha256, where in known.items():
+        if where:
+            referenced.setdefault(sha256, where)
+    for stream in sorted(state.streams.keys() - summaries.keys() if whole else ()):
+        problems.append(Problem(
+            "error", f"journal/{stream}.jsonl", "missing stream",
+            f"the last verify checked it with {state.streams[stream].lines} events; the file "
+            "is gone"))
+    seen = _Seen(store.journal_dir, summaries)
+    problems.extend(_store_problems(seen, run_id, fingerprint))
+    for sha256 in sorted(referenced.keys() - present - known.keys() - checked_blobs.keys()):
+        checked_blobs[sha256] = _check_blobs((str(store.blobs.root), [sha256]))[0][1]
+    for sha256 in known.keys() - present:
+        if sha256 in referenced:
+            checked_blobs[sha256] = "missing"
+    for sha256, wrong in sorted(checked_blobs.items()):
         if wrong is None:
             continue
         source = referenced.get(sha256)
         detail = f"{wrong} (referenced by {source})" if source else f"{wrong} (not referenced)"
         problems.append(Problem("error", f"blob {sha256}", "missing blob"
                                 if wrong == "missing" else "bad blob", detail))
-    heads = {stream: StreamHead(stream=stream, events=len(sums), head=sums[-1] if sums else "")
-             for stream, sums in seen.sums.items()}
-    return VerifyReport(problems, len(paths), events, len(referenced.keys() | present), heads)
+    heads = {stream: StreamHead(stream=stream, events=summary.lines, head=summary.head)
+             for stream, summary in summaries.items()}
+    report = VerifyReport(problems, len(paths), sum(s.events for s in summaries.values()),
+                          len(referenced.keys() | present), heads,
+                          len(paths) - len(jobs), len(present) - len(blob_jobs))
+    if whole and not report.errors:
+        _save_state(store, _State(
+            checked_ns=started, streams=sound,
+            blobs={sha256: referenced.get(sha256, "") for sha256 in referenced.keys() | present}))
+    return report
+
+
+def _store_problems(seen: _Seen, run_id: str | None, fingerprint: str | None,
+                    ) -> Iterator[Problem]:
+    """The checks that span streams: swapped streams, catalogs, missing runs, seals."""
+    for stream, summary in sorted(seen.summaries.items()):
+        # A recorder names a session's stream after it: a stream named after another session
+        # that starts elsewhere was swapped or renamed.
+        session_id = summary.first_session
+        if session_id and session_id != stream and stream in seen.started_sessions:
+            yield Problem("error", f"journal/{stream}.jsonl:1", "swapped stream",
+                          f"it starts session {session_id}; session {stream} starts in another "
+                          "file")
+    for where, head in seen.catalog:
+        yield from _head_problems(seen, where, head, "the catalog")
+    for run in sorted(seen.named_runs.keys() - seen.started_runs):
+        yield Problem("warning", seen.named_runs[run], "missing run",
+                      f"names run {run}, whose RunStarted is in no stream (its run stream was "
+                      "removed, or these events were written without one)")
+    for run, (where, seal) in sorted(seen.seals.items()):
+        yield from _seal_problems(seen, run, where, seal)
+    if run_id is not None:
+        yield from _run_problems(seen, run_id, fingerprint)
+
+
+def _unchanged(path: Path, state: _State) -> bool:
+    """Whether ``path`` is as the last check found it sound (inode, size, mtime), and was
+    changed long enough before that check for its mtime to show any later change."""
+    old = state.streams.get(path.stem)
+    if old is None or old.mtime_ns > state.checked_ns - _RACY_NS:
+        return False
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_ino, now.st_size, now.st_mtime_ns) == (old.inode, old.file_size, old.mtime_ns)
+
+
+def _check_in_parallel(store: Store, jobs: list[tuple[str, _Summary | None]],
+                       blob_names: list[str], workers: int | None,
+                       ) -> tuple[dict[str, _Checked], dict[str, str | None]]:
+    """Check the streams and hash the blobs, in worker processes when there are enough of them
+    (the checks are Python code: threads would take turns).
+
+    The workers are forked: a spawned or forkserver worker imports ``__main__`` again, which
+    a user's script without a ``__main__`` guard does not survive. A process with threads of
+    its own is not forked (a lock held by another thread would stay held in the child): it
+    checks everything itself.
+    """
+    workers = workers or len(os.sched_getaffinity(0))
+    root = str(store.blobs.root)
+    if workers < 2 or max(len(jobs), len(blob_names)) < _PARALLEL_FROM \
+            or threading.active_count() > 1 or sys.platform != "linux":
+        checked = _check_streams(jobs)
+        blobs = _check_blobs((root, blob_names))
+    else:
+        stream_batches = _batches(jobs, workers)
+        blob_batches = [(root, batch) for batch in _batches(blob_names, workers)]
+        context = multiprocessing.get_context("fork")
+        with warnings.catch_warnings(), \
+                ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            # Python 3.12 warns of fork() beside threads it cannot see (a native library's).
+            warnings.simplefilter("ignore", DeprecationWarning)
+            stream_results = pool.map(_check_streams, stream_batches)
+            blob_results = pool.map(_check_blobs, blob_batches)
+            checked = [c for batch in stream_results for c in batch]
+            blobs = [b for batch in blob_results for b in batch]
+    return {c.stream: c for c in checked}, dict(blobs)
+
+
+def _batches(items: list[_T], workers: int) -> list[list[_T]]:
+    """``items`` in about four batches a worker (few round trips, yet even at the end)."""
+    size = max(1, -(-len(items) // (workers * 4)))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _load_state(store: Store) -> _State:
+    """The last sound check's state; an empty one when there is none (or it is unreadable)."""
+    try:
+        state = msgspec.msgpack.decode((store.root / _STATE).read_bytes(), type=_State)
+    except (OSError, msgspec.MsgspecError):
+        return _State()
+    return state if state.version == _State().version else _State()
+
+
+def _save_state(store: Store, state: _State) -> None:
+    """Write ``verify.state`` whole (a new file renamed over the old); a store that cannot be
+    written keeps its old state: the next check only reads more."""
+    path = store.root / _STATE
+    temporary = path.with_name(f".{_STATE}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(msgspec.msgpack.encode(state))
+        os.replace(temporary, path)
+    except OSError:
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def _run_problems(seen: _Seen, run_id: str, fingerprint: str | None) -> Iterator[Problem]:
