@@ -135,6 +135,18 @@ def _store(ctx: click.Context, *, create: bool = True) -> Store:
     return open_store(ctx.obj["store"], create=create)
 
 
+def _remove_if_unused(path: Path) -> None:
+    """Remove ``path`` if it holds nothing but empty folders (a store a refused command made);
+    a single file anywhere keeps it all."""
+    for folder, _subfolders, files in os.walk(path, topdown=False):
+        if files:
+            return
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+
+
 def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     if value is not None:  # after the command wins over before it, and over $OWNLOOP_STORE
         ctx.ensure_object(dict)["store"] = value
@@ -353,9 +365,16 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     """
     from ownloop.recorder.command import exit_code, record_from_options, summary_text
 
+    path = Path(ctx.obj.get("store") or os.environ.get("OWNLOOP_STORE") or DEFAULT_STORE)
+    made_here = not path.exists()
     store = _store(ctx)
-    summary = record_from_options(store, agent, options, argv=tuple(sys.argv),
-                                  notify=lambda line: click.echo(line, err=True))
+    try:
+        summary = record_from_options(store, agent, options, argv=tuple(sys.argv),
+                                      notify=lambda line: click.echo(line, err=True))
+    except Exception:
+        if made_here:  # refused before writing anything: leave no empty store behind
+            _remove_if_unused(path)
+        raise
     click.echo(summary_text(summary, store))
     if summary.interrupted:
         _exit_interrupted()
@@ -615,17 +634,6 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
         ctx.exit(1)
 
 
-# --- import and export (ownloop/transfer/) ---------------------------------------------------
-
-
-@cli.command("import")
-@click.argument("directory", type=click.Path())
-@click.option("--agent", help="Whose steps.jsonl form: uitars, molmoweb, fara7b or opencua (its "
-              "parser fills the parsed actions when it loads); default: told from the lines.")
-@click.option("--run", "run_id", help="The run to import into (default: import-<DIR name>, "
-              "atif-<name>); folders already in it are skipped.")
-@click.option("--format", "fmt", type=click.Choice(["harness", "atif"]), default="harness",
-              show_default=True, help="Harness result folders, or ATIF trajectories (a .json "
 @cli.group()
 def audit() -> None:
     """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1"""
@@ -659,6 +667,17 @@ def audit_blind_command(ctx: click.Context, run_id: str, seeds: str | None, sett
         _echo_lines(result.lines())
 
 
+# --- import and export (ownloop/transfer/) ---------------------------------------------------
+
+
+@cli.command("import")
+@click.argument("directory", type=click.Path())
+@click.option("--agent", help="Whose steps.jsonl form: uitars, molmoweb, fara7b or opencua (its "
+              "parser fills the parsed actions when it loads); default: told from the lines.")
+@click.option("--run", "run_id", help="The run to import into (default: import-<DIR name>, "
+              "atif-<name>); folders already in it are skipped.")
+@click.option("--format", "fmt", type=click.Choice(["harness", "atif"]), default="harness",
+              show_default=True, help="Harness result folders, or ATIF trajectories (a .json "
               "file or a folder of them).")
 @click.pass_context
 @_friendly

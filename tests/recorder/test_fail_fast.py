@@ -98,7 +98,15 @@ def test_a_dead_endpoint_with_30_tasks_is_one_line_at_once_and_writes_nothing(
         "Error: the endpoint http://127.0.0.1:9/v1 refused the connection (nothing listens on "
         "127.0.0.1:9): start the model server, or check --endpoint")
     assert took < 10, took
-    assert _written(store) == []
+    assert not store.exists()  # not even an empty store folder is left behind
+
+
+def test_a_refusal_keeps_a_store_that_was_there(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    (store / "mine").mkdir(parents=True)
+    result = _record(store, _tasks(tmp_path, 1), "http://127.0.0.1:9/v1", "--model", "m")
+    assert result.returncode == 1
+    assert (store / "mine").is_dir()
 
 
 def test_a_miniwob_suite_is_refused_before_its_browser_reads_the_prompts(tmp_path: Path) -> None:
