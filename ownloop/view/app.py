@@ -182,7 +182,9 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         sha = request.path_params["sha256"]
         text = request.query_params.get("w", "160")
         width = int(text) if text.isdigit() and int(text) in THUMB_WIDTHS else 160
-        data = thumbs.get((sha, width), lambda: thumbnail(_image(sha), width))
+        crop = request.query_params.get("crop") == "1"
+        data = thumbs.get((sha, -width if crop else width),
+                          lambda: thumbnail(_image(sha), width, crop=crop))
         assert isinstance(data, bytes)
         return Response(data, media_type="image/webp", headers={
             "content-security-policy": _BLOB_CSP,

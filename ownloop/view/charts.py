@@ -102,39 +102,43 @@ def _columns(key: str, title: str, labels: Sequence[str],
     return Chart(key, title, width, height, bars, ticks, list(legend))
 
 
-def _rows(key: str, title: str, items: Sequence[tuple[str, float, float | None]], unit: str,
-          kind: str, digits: int = 0) -> Chart:
-    """Horizontal bars, one row per item (label, value, whisker end or None)."""
+def _rows(key: str, title: str, items: Sequence[tuple[str, float, float | None, float | None]],
+          unit: str, kind: str, digits: int = 0, *, top: float | None = None,
+          whisker_text: str = "") -> Chart:
+    """Horizontal bars, one row per item (label, value, whisker from, whisker to; None: no
+    whisker)."""
     if not items:
         return Chart(key, title, 600, 60, [], [], [], "nothing recorded")
-    left, row, width = 190.0, 22.0, 640.0
-    top = _nice(max(max(v, w or 0) for _, v, w in items))
-    plot = width - left - 70
+    left, width = 210.0, 640.0
+    row = 22.0 if len(items) <= 40 else 13.0
+    top = top or _nice(max(max(v, high or 0) for _, v, _, high in items))
+    plot = width - left - 80
     bars = []
     ticks = []
-    for i, (label, value, end) in enumerate(items):
+    for i, (label, value, low, high) in enumerate(items):
         y = 8 + i * row
-        whisker = None
-        if end is not None:
-            whisker = (left + plot * value / top, y + row * 0.4,
-                       left + plot * end / top, y + row * 0.4)
         bars.append(Bar(left, y, max(1.0, plot * value / top), row * 0.8, kind,
-                        f"{label}: {value:,.{digits}f}{unit}", whisker))
-        ticks.append(Tick(left - 6, y + row * 0.6, label[:28], "end"))
-        ticks.append(Tick(left + plot * max(value, end or 0) / top + 6, y + row * 0.6,
+                        f"{label}: {value:,.{digits}f}{unit}"))
+        if low is not None and high is not None:
+            bars.append(Bar(left + plot * low / top, y, 0, 0, "whisker",
+                            f"{label}: {whisker_text} {low:,.{digits}f} to {high:,.{digits}f}"
+                            f"{unit}".replace("  ", " "),
+                            (left + plot * low / top, y + row * 0.4,
+                             left + plot * high / top, y + row * 0.4)))
+        ticks.append(Tick(left - 6, y + row * 0.65, label[-34:], "end"))
+        ticks.append(Tick(left + plot * max(value, high or 0) / top + 6, y + row * 0.65,
                           f"{value:,.{digits}f}{unit}", "start"))
     return Chart(key, title, width, 16 + row * len(items), bars, ticks, [])
 
 
 def _task_rates(rates: Sequence[tuple[str, int, int]]) -> Chart:
     ordered = sorted(rates, key=lambda r: (-r[2] / r[1], r[0]))
-    intervals = [wilson(passes, n) for _, n, passes in ordered]
-    labels = [task for task, _, _ in ordered]
-    return _columns(
-        "tasks", "Pass rate per task (95% Wilson interval over its repeats)", labels,
-        [("rate", [i.estimate for i in intervals])], top=1.0,
-        whiskers=[(i.low, i.high) for i in intervals], digits=2,
-        label_every=max(1, len(labels) // 12))
+    items = []
+    for task, n, passes in ordered:
+        interval = wilson(passes, n)
+        items.append((task, interval.estimate, interval.low, interval.high))
+    return _rows("tasks", "Pass rate per task (95% Wilson interval over its repeats)", items, "",
+                 "rate", 2, top=1.0, whisker_text="95% interval")
 
 
 def _steps(figures: RunFigures) -> Chart:
@@ -175,9 +179,9 @@ def run_charts(rates: Sequence[tuple[str, int, int]], figures: RunFigures) -> li
                   ("tokens-out", [t_out for _, _, _, t_out, _ in per_step])],
                  label_every=every, legend=[("tokens-in", "in"), ("tokens-out", "out")]),
         _rows("operations", "Browser operations: median duration (whisker to the 90th "
-              "percentile)", [(f"{op} ×{count}", median, p90)
+              "percentile)", [(f"{op} ×{count}", median, median, p90)
                               for op, count, median, p90, _ in figures.operations],
-              " ms", "operation"),
-        _rows("errors", "Errors by kind", [(kind, float(count), None)
+              " ms", "operation", whisker_text="median to 90th percentile"),
+        _rows("errors", "Errors by kind", [(kind, float(count), None, None)
                                           for kind, count in figures.errors], "", "error"),
     ]

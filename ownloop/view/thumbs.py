@@ -34,11 +34,16 @@ class Box(NamedTuple):
     image_height: int
 
 
-def thumbnail(data: bytes, width: int) -> bytes:
-    """``data`` (an image) scaled to ``width`` pixels wide (never up), as WebP."""
+def thumbnail(data: bytes, width: int, *, crop: bool = False) -> bytes:
+    """``data`` (an image) scaled to ``width`` pixels wide (never up), as WebP; ``crop``: only
+    its content box (a small page in a big grey viewport stays readable)."""
     with Image.open(io.BytesIO(data)) as image:
-        image.draft("RGB", (width, width * 4))  # JPEG decodes at a smaller size directly
+        if not crop:
+            image.draft("RGB", (width, width * 4))  # JPEG decodes at a smaller size directly
         picture = image.convert("RGB")
+    if crop:
+        box = content_box(data)
+        picture = picture.crop((box.x, box.y, box.x + box.width, box.y + box.height))
     if picture.width > width:
         picture = picture.resize((width, max(1, round(picture.height * width / picture.width))),
                                  Image.Resampling.LANCZOS)

@@ -268,3 +268,20 @@ def test_the_filmstrip_has_one_thumbnail_per_step(page: Any, site: str,
     assert "immutable" in response.headers["cache-control"]
     page.click("nav.filmstrip a.frame-thumb[data-step='3']")
     assert page.url.endswith("#step-3")
+
+
+def test_the_dom_snapshot_is_a_tree_whose_script_stays_text(page: Any, viewer: str,
+                                                            view_store: Any) -> None:
+    page.goto(f"{viewer}session/{view_store.hostile}")
+    tree = page.locator("details.dom")
+    assert tree.count() == 1 and tree.get_attribute("open") is not None
+    assert "5 nodes" in tree.locator("summary").first.text_content()
+    elements = page.eval_on_selector_all("details.dom li.element > details > summary .tagname",
+                                         "s => s.map(x => x.textContent)")
+    assert elements[:2] == ["<html", ">"] and "<script" in elements
+    assert page.locator("details.dom li.text", has_text="window.pwned=5").count() == 1
+    _no_script_ran(page)
+    # a branch folds shut
+    body = page.locator("details.dom li.element details").nth(1)
+    body.locator("summary").first.click()
+    assert body.get_attribute("open") is None

@@ -96,14 +96,31 @@
     if (svg) svg.setAttribute("viewBox", [box.x, box.y, box.width, box.height].join(" "));
   }
 
-  function crop(figure, button) {
-    const on = button.getAttribute("aria-pressed") !== "true";
-    button.setAttribute("aria-pressed", on ? "true" : "false");
+  function cropOne(figure, on) {
+    const button = figure.querySelector("button.crop");
+    if (button) button.setAttribute("aria-pressed", on ? "true" : "false");
     if (!on) { setCrop(figure, null); return; }
     fetch("/box/" + figure.dataset.sha).then(function (r) { return r.json(); }).then(function (box) {
-      if (button.getAttribute("aria-pressed") === "true") setCrop(figure, box);
+      if (!button || button.getAttribute("aria-pressed") === "true") setCrop(figure, box);
       figure.dataset.box = [box.x, box.y, box.width, box.height].join(",");
     });
+  }
+
+  // One toggle for every screenshot: cropping one crops them all, here and on the next pages
+  // (until toggled back), since a page's background is the same from step to step.
+  function crop(figure, button) {
+    const on = button.getAttribute("aria-pressed") !== "true";
+    try { sessionStorage.setItem("ownloop-crop", on ? "1" : ""); } catch (e) { /* private mode */ }
+    cropOne(figure, on);
+    document.querySelectorAll("figure.shot[data-sha]").forEach(function (other) {
+      if (other !== figure) cropOne(other, on);
+    });
+  }
+
+  let remembered = "";
+  try { remembered = sessionStorage.getItem("ownloop-crop") || ""; } catch (e) { /* none */ }
+  if (remembered) {
+    document.querySelectorAll("figure.shot[data-sha]").forEach(function (f) { cropOne(f, true); });
   }
 
   const LENS = 3;  // magnification
