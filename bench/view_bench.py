@@ -23,6 +23,7 @@ import urllib.parse
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -38,9 +39,16 @@ AIM_MS = 300.0
 RARE = "wombatquasar"
 
 
+class Ids(TypedDict):
+    """The ids every event of a session carries, to pass as ``**ids``."""
+
+    run_id: str
+    session_id: str
+
+
 def _session(run_id: str, session_id: str, task: str, repeat: int, passed: bool, t: datetime,
              shots: list[str], rare: bool) -> list[E.Event]:
-    ids = {"run_id": run_id, "session_id": session_id}
+    ids: Ids = {"run_id": run_id, "session_id": session_id}
     events: list[E.Event] = [E.SessionStarted(
         at=t, **ids, agent="uitars", model="m", repeat=repeat, budget=15,
         task=E.Task(task_id=task, prompt=f"Do {task}", start_url="http://127.0.0.1/"))]
@@ -62,7 +70,7 @@ def _session(run_id: str, session_id: str, task: str, repeat: int, passed: bool,
                                                                      role="button")),
         ]
     end = t + timedelta(seconds=STEPS + 1)
-    status = "max_steps" if not passed and repeat == 2 else "finished"
+    status: E.Status = "max_steps" if not passed and repeat == 2 else "finished"
     return events + [
         E.SessionEnded(at=end, **ids, status=status,
                        steps=STEPS, seconds=STEPS + 1.0, answer="ok" if passed else "no"),

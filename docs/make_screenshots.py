@@ -27,7 +27,6 @@ from ownloop.view.server import ViewServer
 
 DOCS = Path(__file__).resolve().parent
 RUNS = (("expert", 0.0), ("noisy", 0.3))
-SIZE = {"width": 1280, "height": 900}
 
 
 def record(root: Path) -> None:
@@ -52,7 +51,7 @@ def shoot(store: Store) -> None:
     launched = open_browser()
     try:
         with ViewServer(store, port=0) as url:
-            page: Any = launched.browser.new_page(viewport=SIZE)
+            page: Any = launched.browser.new_page(viewport={"width": 1280, "height": 900})
 
             def save(name: str, path: str, then: Any = None) -> None:
                 page.goto(url + path)

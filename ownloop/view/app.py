@@ -153,7 +153,10 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         return render(request, "run.html", view=view)
 
     def compare(request: Request) -> Response:
-        grid = cached(build_grid, tuple(request.query_params.getlist("run")))
+        try:
+            grid = cached(build_grid, tuple(request.query_params.getlist("run")))
+        except OwnloopError as exc:  # too few runs, or one without graded sessions
+            raise HTTPException(400, str(exc)) from None
         return render(request, "compare.html", grid=grid)
 
     def pair(request: Request) -> Response:

@@ -67,7 +67,7 @@ def _y_ticks(top: float, height: float, digits: int = 0) -> list[Tick]:
 
 def _columns(key: str, title: str, labels: Sequence[str],
              series: Sequence[tuple[str, Sequence[float]]], *, top: float | None = None,
-             whiskers: Sequence[tuple[float, float]] | None = None, unit: str = "",
+             unit: str = "",
              digits: int = 0, label_every: int = 1, height: float = 220.0,
              legend: Sequence[tuple[str, str]] = ()) -> Chart:
     """Vertical bars, one column per label; several series stack."""
@@ -91,12 +91,6 @@ def _columns(key: str, title: str, labels: Sequence[str],
                 bars.append(Bar(x, y, step * 0.76, h, kind,
                                 f"{label}: {value:,.{digits}f}{unit} {kind}".strip()))
             base += value
-        if whiskers is not None:
-            low, high = whiskers[i]
-            cx = x + step * 0.38
-            bars.append(Bar(cx, _TOP + plot * (1 - high), 0, 0, "whisker",
-                            f"{label}: 95% interval {low:.2f} to {high:.2f}",
-                            (cx, _TOP + plot * (1 - low), cx, _TOP + plot * (1 - high))))
         if i % label_every == 0:
             ticks.append(Tick(x + step * 0.38, height - _BOTTOM + 14, label[-14:]))
     return Chart(key, title, width, height, bars, ticks, list(legend))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from PIL import Image, ImageDraw
 
@@ -39,6 +39,13 @@ class DashboardStore(NamedTuple):
     flip_pair: tuple[str, str]  # the representative sessions of t-flip (A's pass, B's fail)
 
 
+class Ids(TypedDict):
+    """The ids every event of a session carries, to pass as ``**ids``."""
+
+    run_id: str
+    session_id: str
+
+
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
@@ -56,7 +63,7 @@ def page_png(shade: int) -> bytes:
 
 def _session(store: Store, run_id: str, session_id: str, task: str, repeat: int, passed: bool,
              t: float, shots: list[str], thoughts: list[str], hits: list[str]) -> None:
-    ids = {"run_id": run_id, "session_id": session_id}
+    ids: Ids = {"run_id": run_id, "session_id": session_id}
     events: list[E.Event] = [E.SessionStarted(
         at=at(t), **ids, agent="uitars", model="m1", repeat=repeat, budget=10,
         task=E.Task(task_id=task, prompt=f"Do {task}", start_url="http://site.test/"),
