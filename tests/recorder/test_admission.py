@@ -198,7 +198,7 @@ def test_ownloop_sessions_says_when_a_run_mixes_budgets(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.output.endswith(
         "mixed step budgets: run mixed declared 40 steps but its sessions ran under 20 and 40; "
-        "compare only sessions where comparable (ownloop sessions shows it)\n")
+        f"compare only sessions where comparable (ownloop --store {tmp_path} sessions shows it)\n")
     assert "run even" not in result.output
     rows = store.sql("select session_id, comparable from sessions order by session_id").rows
     assert rows == [("a", False), ("b", False), ("c", True)]

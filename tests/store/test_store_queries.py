@@ -90,7 +90,7 @@ def test_sessions_tasks_and_runs_by_id(store: Store) -> None:
 
 def test_a_target_is_a_session_then_a_task_and_quotes_are_data(store: Store) -> None:
     assert target_session(store, "s2") == "s2"
-    assert target_session(store, "b-task") == "s6"  # the latest session of the task
+    assert target_session(store, "b-task") == "s5"  # its latest recorded session (s6 replays s1)
     assert target_session(store, "x' or '1'='1") == "s4"
     assert target_session(store, "x' or '1'='1", RUN) is None
     assert target_session(store, "' or '1'='1") is None
