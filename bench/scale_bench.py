@@ -1,0 +1,225 @@
+"""Large stores: every command a user runs on a big store, timed at 1k, 10k (and 100k) sessions,
+with the growth factor per 10x of data.
+
+    .venv/bin/python bench/scale_bench.py                   # 1k and 10k sessions
+    .venv/bin/python bench/scale_bench.py --sizes 1000,10000,100000
+    .venv/bin/python bench/scale_bench.py --keep /tmp/scale # keep (and reuse) the stores
+
+Each store is written through the public API (``Store.stream``, ``Store.put_blob``): sessions of
+20 steps, 103 events each, ten runs, four agents, a distinct screenshot per session and one
+shared by all. Every command runs as a user runs it (``ownloop ...`` in a subprocess, startup
+included), except the viewer's pages, which are fetched from a running ``ownloop view``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ownloop.store import Store, open_store
+from ownloop.store import events as E
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
+STEPS = 20
+RUNS = 10
+_OWNLOOP = str(Path(sys.executable).parent / "ownloop")
+
+
+def step_events(run_id: str, session: str, step: int, sha: str, t: datetime) -> list[E.Event]:
+    """The five events of one recorded step."""
+    return [
+        E.ScreenshotTaken(at=t, run_id=run_id, session_id=session, step=step, sha256=sha,
+                          width=1280, height=800, url=f"http://127.0.0.1:8312/page/{step}",
+                          capture_ms=30.0),
+        E.ModelCalled(at=t, run_id=run_id, session_id=session, step=step,
+                      call_id=f"{session}-{step}", model="uitars15-7b",
+                      messages=(E.Message(role="user", parts=(
+                          E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha))),),
+                      sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
+                      response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
+                      finish_reason="stop", prompt_tokens=1800, completion_tokens=25,
+                      latency_ms=900.0 + step),
+        E.ActionParsed(at=t, run_id=run_id, session_id=session, step=step,
+                       call_id=f"{session}-{step}", parser="ui-tars", thought="I click OK.",
+                       actions=(E.Click(x=step * 1.0, y=200.0, model_x=step * 1.0, model_y=200.0,
+                                        raw=f"click(start_box='({step},200)')"),)),
+        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=0,
+                       op=E.MouseMove(x=step * 1.0, y=200.0), duration_ms=3.0),
+        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=1,
+                       op=E.MouseClick(x=step * 1.0, y=200.0), duration_ms=20.0,
+                       element=E.Element(tag="button", name="OK", role="button",
+                                         css_path="body > div > button")),
+    ]
+
+
+def _screenshot(n: int) -> bytes:
+    """A distinct 16 KB stand-in for a compressed screenshot (its bytes only need hashing)."""
+    return n.to_bytes(8, "big") * 2048
+
+
+def write_sessions(store: Store, first: int, last: int) -> int:
+    """Sessions ``first`` .. ``last - 1``, one stream each; returns the number of events."""
+    total = 0
+    shared = store.put_blob(b"the page every session starts on" * 512)
+    for n in range(first, last):
+        run_id, session = f"run{n % RUNS}", f"s{n:07d}"
+        own = store.put_blob(_screenshot(n))
+        t = T0 + timedelta(seconds=n)
+        events: list[E.Event] = []
+        if n < RUNS:
+            events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
+        events.append(E.SessionStarted(
+            at=t, run_id=run_id, session_id=session, agent=AGENTS[n % 4], model="m",
+            task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/")))
+        for step in range(1, STEPS + 1):
+            events += step_events(run_id, session, step, own if step == STEPS else shared, t)
+        events.append(E.SessionEnded(at=t, run_id=run_id, session_id=session,
+                                     status="finished" if n % 3 else "max_steps", steps=STEPS,
+                                     seconds=STEPS * 2.0, answer="42"))
+        events.append(E.SessionGraded(at=t, run_id=run_id, session_id=session, grader="answer",
+                                      score=float(n % 2), passed=bool(n % 2)))
+        with store.stream(session) as stream:
+            stream.append(events)
+        total += len(events)
+    return total
+
+
+def build(root: Path, sessions: int) -> Store:
+    """The store of ``sessions`` sessions at ``root``, grown from what is there already."""
+    store = open_store(root, fsync=False)
+    have = len(store.stream_paths())
+    if have < sessions:
+        started = time.perf_counter()
+        write_sessions(store, have, sessions)
+        print(f"  wrote {sessions - have:,} sessions in {time.perf_counter() - started:.0f} s",
+              flush=True)
+    return store
+
+
+def timed(fn: Callable[[], object], repeat: int = 1) -> float:
+    """The best of ``repeat`` runs, seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def ownloop(store: Store, *args: str) -> Callable[[], object]:
+    """A command as a user runs it; its output is read (and dropped) as a pipe reads it."""
+    def run() -> None:
+        done = subprocess.run([_OWNLOOP, "--store", str(store.root), *args], check=False,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode:
+            raise SystemExit(f"ownloop {' '.join(args)}: exit {done.returncode}: {done.stderr}")
+    return run
+
+
+def view_pages(store: Store) -> tuple[float, float]:
+    """Seconds to fetch the viewer's runs page and its sessions page from ``ownloop view``."""
+    server = subprocess.Popen([_OWNLOOP, "--store", str(store.root), "view", "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        line = server.stdout.readline()  # "ownloop view: http://127.0.0.1:PORT/ ..."
+        found = re.search(r"http://\S+?(?=/?(\s|$))", line)
+        assert found, line
+        base = found.group()
+
+        def fetch(page: str) -> Callable[[], object]:
+            return lambda: urllib.request.urlopen(base + page, timeout=600).read()
+
+        fetch("/")()  # the first request syncs the index and warms the process
+        return timed(fetch("/"), 2), timed(fetch("/sessions"), 2)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def measure(store: Store, sessions: int, work: Path) -> dict[str, float]:
+    """Every command a user runs on a large store, seconds (the best of two where cheap)."""
+    one = f"s{sessions // 2:07d}"
+    ownloop(store, "index")()  # the index exists and is up to date: what follows reads it
+    times = {
+        "sql select * from sessions (table)": timed(ownloop(store, "sql",
+                                                            "select * from sessions"), 2),
+        "sql select * from sessions (csv)": timed(ownloop(
+            store, "sql", "select * from sessions", "--format", "csv"), 2),
+        "sql aggregate per agent": timed(ownloop(
+            store, "sql", "select agent, count(*), avg(score) from sessions group by agent"), 2),
+        "sql one session's steps": timed(ownloop(
+            store, "sql", f"select * from steps where session_id = '{one}'"), 2),
+        "sql ... limit 10": timed(ownloop(store, "sql", "select * from sessions limit 10"), 2),
+        "sessions": timed(ownloop(store, "sessions"), 2),
+        "index (no change)": timed(ownloop(store, "index"), 2),
+        "show one session": timed(ownloop(store, "show", one), 2),
+        "regrade --run (dry run)": timed(ownloop(store, "regrade", "--run", "run3", "--grader",
+                                                 "answer:exact:41", "--dry-run")),
+        "export --format parquet": timed(ownloop(store, "export", "--format", "parquet", "--out",
+                                                 str(work / f"parquet-{sessions}"))),
+    }
+    times["viewer: runs page"], times["viewer: sessions page"] = view_pages(store)
+    times["verify --full"] = timed(ownloop(store, "verify", "--full"))
+    times["verify (incremental, nothing new)"] = timed(ownloop(store, "verify"), 2)
+    times["index --rebuild"] = timed(ownloop(store, "index", "--rebuild"))
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000", help="Sessions per store, comma list.")
+    parser.add_argument("--keep", type=Path, help="Keep the stores here (and reuse them).")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    work = args.keep or Path(tempfile.mkdtemp(prefix="ownloop-scale-"))
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start",
+          flush=True)
+    results: dict[int, dict[str, float]] = {}
+    try:
+        for size in sizes:
+            print(f"{size:,} sessions:", flush=True)
+            store = build(work / f"s{size}", size)
+            results[size] = measure(store, size, work)
+            journal = sum(p.stat().st_size for p in store.stream_paths())
+            print(f"  journal {journal / 1e6:.0f} MB, index "
+                  f"{store.index_path.stat().st_size / 1e6:.0f} MB, load "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print_table(results)
+
+
+def print_table(results: dict[int, dict[str, float]]) -> None:
+    """Seconds per command and size, and the growth per 10x of data: the last size's time over
+    the first's, per decade between them (1.0x: flat; 10x: as fast as the data grows)."""
+    sizes = sorted(results)
+    commands = list(results[sizes[0]])
+    head = " | ".join(f"{size:,} sessions" for size in sizes)
+    print(f"\n| command | {head} | growth per 10x |")
+    print("|---|" + "---|" * len(sizes) + "---|")
+    for command in commands:
+        cells = " | ".join(f"{results[size][command]:.2f} s" for size in sizes)
+        growth = "-"
+        if len(sizes) > 1:
+            decades = math.log10(sizes[-1] / sizes[0])
+            ratio = results[sizes[-1]][command] / max(results[sizes[0]][command], 1e-6)
+            growth = f"{ratio ** (1 / decades):.1f}x"
+        print(f"| {command} | {cells} | {growth} |")
+
+
+if __name__ == "__main__":
+    main()
