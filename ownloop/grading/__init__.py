@@ -9,8 +9,9 @@ See ``ownloop.grading.spec`` for the spec syntax.
 from ownloop.grading.answer import AnswerGrader, extract_numbers, normalize
 from ownloop.grading.capture import JsonGrader
 from ownloop.grading.evidence import final_url, latest_evidence, read_value
-from ownloop.grading.grade import Grade, Grader, GraderSpecError
+from ownloop.grading.grade import Check, Grade, Grader, GraderSpecError
 from ownloop.grading.miniwob import MiniwobGrader
+from ownloop.grading.network import NetworkGrader, wants_network, with_network
 from ownloop.grading.plugin import PythonGrader
 from ownloop.grading.spec import GRADER_TYPES, NoGrader, grade_session, make_grader
 from ownloop.grading.url import UrlGrader
@@ -19,11 +20,13 @@ __all__ = [
     "GRADER_TYPES",
     "UNGRADED",
     "AnswerGrader",
+    "Check",
     "Grade",
     "Grader",
     "GraderSpecError",
     "JsonGrader",
     "MiniwobGrader",
+    "NetworkGrader",
     "NoGrader",
     "PythonGrader",
     "UrlGrader",
@@ -34,6 +37,8 @@ __all__ = [
     "make_grader",
     "normalize",
     "read_value",
+    "wants_network",
+    "with_network",
 ]
 
 UNGRADED = frozenset({"endpoint_error", "interrupted", "crashed"})

@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ownloop.grading.grade import Grade, quoted
+from ownloop.grading.grade import Check, Grade, quoted
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["ANSWER_MODES", "AnswerGrader", "extract_numbers", "normalize"]
@@ -21,6 +21,7 @@ _NUMBER = re.compile(
     r"(?<![\w.])([-+\u2212]?)((?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?"
 )
 _NO_ANSWER = Grade(0.0, False, "no answer")
+_NORMALIZING = ("normalized", "contains", "any")
 
 
 def normalize(text: str) -> str:
@@ -87,7 +88,16 @@ class AnswerGrader:
             return _NO_ANSWER
         passed, target = _CHECKS[self.mode](self, answer)
         verb = _VERBS[self.mode][0 if passed else 1]
-        return Grade(1.0 if passed else 0.0, passed, f"answer {quoted(answer)} {verb} {target}")
+        if self.mode in _NORMALIZING:
+            read = normalize(answer)
+        elif self.mode == "number":
+            read = " ".join(f"{value:g}" for value in extract_numbers(answer))
+        else:
+            read = answer
+        check = Check(name="answer", passed=passed, expected=f"{self.mode} {target}",
+                      actual=answer, actual_normalized=read)
+        return Grade(1.0 if passed else 0.0, passed, f"answer {quoted(answer)} {verb} {target}",
+                     (check,))
 
     def _check_exact(self, answer: str) -> tuple[bool, str]:
         return answer == self.expected, quoted(str(self.expected))

@@ -14,14 +14,23 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ownloop.grading.evidence import read_value
-from ownloop.grading.grade import Grade, quoted
+from ownloop.grading.grade import Check, Grade, quoted
 from ownloop.store.events import EvidenceCaptured
 
-__all__ = ["JSON_OPS", "JsonGrader", "ParsedPath", "format_path", "parse_path", "resolve_path"]
+__all__ = [
+    "JSON_OPS",
+    "MISSING",
+    "JsonGrader",
+    "ParsedPath",
+    "format_path",
+    "parse_path",
+    "resolve_path",
+    "same_json",
+]
 
 JSON_OPS = ("eq", "contains", "exists")
 Segment = str | int
-_MISSING = object()
+_MISSING = MISSING = object()  # what resolve_path returns for a path with no value
 _STOP = ".[:"
 _string_decoder = json.JSONDecoder()
 _INDEX = re.compile(r"-?[0-9]+")
@@ -139,6 +148,9 @@ def _same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
+same_json = _same
+
+
 def _contains(actual: object, wanted: object) -> bool:
     """Substring of a string, element of a list, key (or sub-object) of an object."""
     if isinstance(actual, str):
@@ -213,11 +225,16 @@ class JsonGrader:
         if found is _MISSING:
             return Grade(0.0, False, f"{where} not found in capture {quoted(item.source)}")
         shown = _json_text(found)
+        canonical = json.dumps(found, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         if self.op == "exists":
-            return Grade(1.0, True, f"{where} exists ({shown})")
-        check = _same if self.op == "eq" else _contains
-        passed = check(found, self.value)
+            check = Check(name=where, passed=True, expected="exists", actual=shown,
+                          actual_normalized=canonical[:200])
+            return Grade(1.0, True, f"{where} exists ({shown})", (check,))
+        compare = _same if self.op == "eq" else _contains
+        passed = compare(found, self.value)
         verb = {"eq": ("equals", "does not equal"), "contains": ("contains", "does not contain")}
         wanted = _json_text(self.value)
         details = f"{where} = {shown} {verb[self.op][0 if passed else 1]} {wanted}"
-        return Grade(1.0 if passed else 0.0, passed, details)
+        check = Check(name=where, passed=passed, expected=f"{self.op} {wanted}", actual=shown,
+                      actual_normalized=canonical[:200])
+        return Grade(1.0 if passed else 0.0, passed, details, (check,))

@@ -9,20 +9,28 @@ never evaluate model text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import EvidenceCaptured
+from ownloop.store.events import Check, EvidenceCaptured
 
-__all__ = ["Grade", "Grader", "GraderSpecError", "quoted"]
+__all__ = ["Check", "Grade", "Grader", "GraderSpecError", "quoted"]
 
 
-class Grade(NamedTuple):
-    """A grader's verdict: a finite score, whether it passed, and a one-line reason."""
+@dataclass(frozen=True, slots=True)
+class Grade:
+    """A grader's verdict: a finite score, whether it passed, a one-line reason, and its checks.
+
+    ``checks`` say per check what was expected, what the session had and how the grader read it
+    (a plug-in may leave them out). Two grades are equal when score, passed and details are: the
+    checks are the explanation, not the verdict.
+    """
 
     score: float
     passed: bool
     details: str
+    checks: tuple[Check, ...] = field(default=(), compare=False)
 
 
 @runtime_checkable

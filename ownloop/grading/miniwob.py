@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ownloop.grading.evidence import latest_evidence, read_value
-from ownloop.grading.grade import Grade
+from ownloop.grading.grade import Check, Grade
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["MiniwobGrader"]
@@ -43,7 +43,10 @@ class MiniwobGrader:
         details = f"raw reward {raw:g} {'>' if passed else '<='} 0" + (
             f" ({', '.join(f'{key} {_short(val)}' for key, val in rest.items())})" if rest else ""
         )
-        return Grade(min(1.0, max(0.0, raw)), passed, details)
+        score = min(1.0, max(0.0, raw))
+        check = Check(name="raw_reward", passed=passed, expected="> 0", actual=f"{raw:g}",
+                      actual_normalized=f"{score:g}")
+        return Grade(score, passed, details, (check,))
 
 
 def _finite(value: object) -> float | None:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ownloop.grading.grade import Grade
+from ownloop.grading.grade import Check, Grade
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["PythonGrader", "load_function"]
@@ -81,12 +81,12 @@ def _one_line(error: Exception) -> str:
 
 def _to_grade(result: object) -> Grade:
     if isinstance(result, Grade):
-        score, passed, details = result
-        number = _finite(score)
+        number = _finite(result.score)
         if number is None:
-            shown = _short(score)
+            shown = _short(result.score)
             return Grade(0.0, False, f"plug-in returned a Grade with score {shown}; use a float")
-        return Grade(number, bool(passed), " ".join(str(details).split()))
+        checks = tuple(check for check in result.checks if isinstance(check, Check))
+        return Grade(number, bool(result.passed), " ".join(str(result.details).split()), checks)
     if isinstance(result, bool):
         return Grade(1.0 if result else 0.0, result, f"plug-in returned {result}")
     number = _finite(result)

@@ -17,6 +17,9 @@ Compact form and JSON-object form, one line each::
     json:CAPTURE:$.PATH:eq:JSON            {"type":"json","capture":C,"path":P,"equals":V}
     json:CAPTURE:$.PATH:contains:JSON      {"type":"json","capture":C,"path":P,"contains":V}
     json:CAPTURE:$.PATH:exists             {"type":"json","capture":C,"path":P,"exists":true}
+    network:METHOD:URL[:STATUS]            {"type":"network","method":"POST","url":"/api/cart",
+                                            "status":200,"request":{"product":"blue-mug"},
+                                            "response":{"ok":true}}
     python:MODULE:FUNCTION                 {"type":"python","function":"MODULE:FUNCTION"}
     none                                   {"type":"none"}
 
@@ -34,6 +37,11 @@ Compact form and JSON-object form, one line each::
   ``$["a.b"]``, ``[-1]``) or, in the object form, dotted ``items.0.name``. JSON values are strict
   JSON: strings are quoted. ``contains`` is substring of a string, element of a list, or key (or
   sub-object) of an object.
+- ``network`` passes when a request of the session's recorded traffic (its HAR) has the METHOD
+  (``*``: any), matches the URL glob (a glob starting with ``/`` matches the path and query, any
+  other the whole URL), got STATUS, and has each JSON value given at the paths of ``request``
+  (its JSON or form body) and ``response`` (its JSON body). A compact URL that ends in ``:NNN``
+  is read as the status; give such a URL in the object form.
 - ``python`` imports MODULE once and calls ``FUNCTION(answer, evidence)``; it returns a Grade, a
   bool, or a float score that passes at 1 or more. What it raises becomes a failed grade.
 - ``none``: the task is not graded (``grade_session`` returns None).
@@ -54,13 +62,14 @@ from ownloop.grading.answer import ANSWER_MODES, AnswerGrader, normalize
 from ownloop.grading.capture import JSON_OPS, JsonGrader, parse_path
 from ownloop.grading.grade import Grade, Grader, GraderSpecError, quoted
 from ownloop.grading.miniwob import MiniwobGrader
+from ownloop.grading.network import BodyCheck, NetworkGrader
 from ownloop.grading.plugin import PythonGrader
 from ownloop.grading.url import URL_KINDS, UrlGrader
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["GRADER_TYPES", "NoGrader", "grade_session", "make_grader"]
 
-GRADER_TYPES = ("answer", "url", "miniwob", "json", "python", "none")
+GRADER_TYPES = ("answer", "url", "miniwob", "json", "network", "python", "none")
 
 _COMPACT_USAGE = {
     "answer": "answer:MODE:VALUE with MODE exact, normalized, contains, regex, number or any, "
@@ -72,6 +81,7 @@ _COMPACT_USAGE = {
     "miniwob": "miniwob (no arguments)",
     "json": "json:CAPTURE:$.PATH:eq|contains:JSON or json:CAPTURE:$.PATH:exists, "
     'e.g. json:/_admin/record:$.items[0].name:eq:"Bob"',
+    "network": "network:METHOD:URL[:STATUS], e.g. network:POST:/api/cart:200 (METHOD * is any)",
     "python": "python:MODULE:FUNCTION, e.g. python:my_graders:check_total",
     "none": "none (no arguments)",
 }
@@ -84,17 +94,22 @@ _OBJECT_USAGE = {
     "miniwob": '{"type":"miniwob"}',
     "json": '{"type":"json","capture":"/_admin/record","path":"items.0.name","equals":"Bob"} '
     'with one of equals, contains or "exists":true',
+    "network": '{"type":"network","method":"POST","url":"/api/cart","status":200,'
+    '"request":{"product":"blue-mug"}} (url required; request and response map paths to values)',
     "python": '{"type":"python","function":"my_graders:check_total"}',
     "none": '{"type":"none"}',
 }
 _ANY_USAGE = (
     "one of answer:MODE:VALUE, url:glob|regex:PATTERN, miniwob, "
-    "json:CAPTURE:$.PATH:eq|contains|exists[:JSON], python:MODULE:FUNCTION, none, "
+    "json:CAPTURE:$.PATH:eq|contains|exists[:JSON], network:METHOD:URL[:STATUS], "
+    "python:MODULE:FUNCTION, none, "
     'or a JSON object with a "type"'
 )
 _ANY_OBJECT_USAGE = 'a JSON object with a "type", e.g. {"type":"answer","contains":"42"}'
 _IDENTIFIERS = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_METHOD = re.compile(r"[A-Za-z]+|\*")
+_COMPACT_STATUS = re.compile(r"(?P<url>.+):(?P<status>[1-5][0-9][0-9])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +195,8 @@ def _from_compact(spec: str) -> Grader:
         return _url(spec, url_kind, pattern)
     if kind == "json":
         return _json_compact(spec, rest)
+    if kind == "network":
+        return _network_compact(spec, rest)
     return _python(spec, rest)
 
 
@@ -197,6 +214,7 @@ def _from_object(spec: str) -> Grader:
         "answer": {*ANSWER_MODES, "normalised", "tolerance"},
         "url": set(URL_KINDS),
         "json": {"capture", "path", "equals", "contains", "exists"},
+        "network": {"method", "url", "status", "request", "response"},
         "python": {"function"},
     }.get(kind, set())
     unknown = sorted(set(fields) - allowed)
@@ -208,6 +226,8 @@ def _from_object(spec: str) -> Grader:
         return _python(spec, _text(fields.get("function"), "function", kind))
     if kind == "json":
         return _json_object(spec, fields)
+    if kind == "network":
+        return _network_object(spec, fields)
     modes = [key for key in fields if key != "tolerance"]
     if len(modes) != 1:
         raise _Bad(f"needs exactly one {'mode' if kind == 'answer' else 'pattern'} field", kind)
@@ -338,3 +358,45 @@ def _python(spec: str, target: str) -> Grader:
         raise _Bad(f"{module_name!r} has no {function_name!r}", "python") from None
     except TypeError:
         raise _Bad(f"{module_name}:{function_name} is not callable", "python") from None
+
+
+def _network_compact(spec: str, rest: str) -> Grader:
+    method, _, url = rest.partition(":")
+    status: int | None = None
+    found = _COMPACT_STATUS.fullmatch(url)
+    if found:
+        url, status = found["url"], int(found["status"])
+    return _network(spec, method, url, status, ())
+
+
+def _network_object(spec: str, fields: dict[str, object]) -> Grader:
+    url = _text(fields.get("url"), "url", "network")
+    method = fields.get("method", "*")
+    if not isinstance(method, str):
+        raise _Bad("method must be text such as POST (or * for any)", "network")
+    status = fields.get("status")
+    if status is not None and (isinstance(status, bool) or not isinstance(status, int)
+                               or not 100 <= status <= 599):
+        raise _Bad(f"status must be an HTTP status such as 200, got {status!r}", "network")
+    bodies: list[BodyCheck] = []
+    for side in ("request", "response"):
+        wanted = fields.get(side, {})
+        if not isinstance(wanted, dict):
+            raise _Bad(f"{side} must be an object of path: JSON value", "network")
+        for path_text, value in wanted.items():
+            try:
+                path, _ = parse_path(path_text)
+            except ValueError as error:
+                raise _Bad(f"bad {side} path {quoted(path_text, 40)} ({error})", "network") \
+                    from None
+            bodies.append(BodyCheck(side, path, value))
+    return _network(spec, method, url, status, tuple(bodies))
+
+
+def _network(spec: str, method: str, url: str, status: int | None,
+             bodies: tuple[BodyCheck, ...]) -> Grader:
+    if not _METHOD.fullmatch(method):
+        raise _Bad(f"bad method {quoted(method, 20)}", "network")
+    if not url:
+        raise _Bad("needs a URL glob", "network")
+    return NetworkGrader.build(spec, url, None if method == "*" else method, status, bodies)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ownloop.grading.evidence import final_url
-from ownloop.grading.grade import Grade, quoted
+from ownloop.grading.grade import Check, Grade, quoted
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["URL_KINDS", "UrlGrader"]
@@ -50,8 +50,11 @@ class UrlGrader:
         assert self._regex is not None
         passed = (self._regex.match if self.kind == "glob" else self._regex.search)(url) is not None
         verb = "matches" if passed else "does not match"
+        check = Check(name="final_url", passed=passed, expected=f"{self.kind} {self.pattern}",
+                      actual=url, actual_normalized=url)
         return Grade(
             1.0 if passed else 0.0,
             passed,
             f"final URL {quoted(url)} {verb} {self.kind} {quoted(self.pattern)}",
+            (check,),
         )

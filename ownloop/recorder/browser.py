@@ -34,6 +34,7 @@ from playwright.sync_api import Dialog as PlaywrightDialog
 from playwright.sync_api import Download as PlaywrightDownload
 from playwright.sync_api import Error as PlaywrightError
 
+from ownloop.recorder.har import MAX_BODY_BYTES, MAX_HAR_BYTES, Exchange, keeps_body
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Dialog,
@@ -345,6 +346,8 @@ class BrowserSession:
         self._downloads: list[PlaywrightDownload] = []  # announced, not yet taken
         self._triggered = False  # an op since the last settle may still start a download
         self._opened = 0
+        self._exchanges: list[Exchange] = []  # the pages' requests, for the session's HAR
+        self._body_bytes = 0
         self.context: BrowserContext = browser.new_context(
             viewport={"width": viewport[0], "height": viewport[1]},
             device_scale_factor=1,
@@ -355,6 +358,8 @@ class BrowserSession:
         )
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)
+        self.context.on("requestfinished", self._on_request_done)
+        self.context.on("requestfailed", self._on_request_failed)
         if self.allow_hosts:
             # Stop a click, form or redirect to another host before it loads. Every request
             # passes through this process then, so only when hosts are confined.
@@ -400,6 +405,61 @@ class BrowserSession:
                 route.abort("aborted")
         except PlaywrightError:
             pass  # the page went away with its request
+
+    def _on_request_done(self, request: Request) -> None:
+        # Noted as each request ends: a response body is gone once its page has moved on. A text
+        # body costs one round trip to the browser (about 1 ms on the test site).
+        try:
+            response = request.response()
+        except PlaywrightError:
+            response = None
+        body, note = None, ""
+        if response is not None:
+            kind = response.headers.get("content-type", "")
+            length = response.headers.get("content-length", "")
+            if not keeps_body(kind):
+                note = f"body not kept: {kind or 'no content type'} is not a text type"
+            elif length.isdigit() and int(length) > MAX_BODY_BYTES:
+                note = f"body of {length} bytes not kept: bodies are capped at 1 MiB"
+            elif self._body_bytes > 2 * MAX_HAR_BYTES:
+                note = "body not kept: the session's bodies passed 10 MiB"
+            else:
+                try:
+                    data = response.body()
+                except PlaywrightError as error:  # a redirect, or a page already gone
+                    note = f"body not available: {_message(error)}"
+                else:
+                    if len(data) > MAX_BODY_BYTES:
+                        note = f"body of {len(data)} bytes not kept: bodies are capped at 1 MiB"
+                    else:
+                        body = data.decode("utf-8", "replace")
+                        self._body_bytes += len(data)
+        self._note_exchange(request, response, body, note, None)
+
+    def _on_request_failed(self, request: Request) -> None:
+        self._note_exchange(request, None, None, "", request.failure or "failed")
+
+    def _note_exchange(self, request: Request, response: Any, body: str | None, note: str,
+                       failure: str | None) -> None:
+        timing = request.timing
+        started = timing.get("startTime", -1)
+        ended = timing.get("responseEnd", -1)
+        try:
+            post_data = request.post_data
+        except (PlaywrightError, UnicodeDecodeError):
+            post_data = None
+        self._exchanges.append(Exchange(
+            started=started / 1000 if started > 0 else time.time(), method=request.method,
+            url=request.url, request_headers=dict(request.headers), post_data=post_data,
+            status=response.status if response is not None else 0,
+            status_text=response.status_text if response is not None else "",
+            response_headers=dict(response.headers) if response is not None else {},
+            body=body, body_note=note, resource_type=request.resource_type,
+            elapsed_ms=max(0.0, float(ended)), failure=failure))
+
+    def network(self) -> list[Exchange]:
+        """The requests the session's pages made so far (finished or failed), in end order."""
+        return list(self._exchanges)
 
     def _on_download(self, download: PlaywrightDownload) -> None:
         self._downloads.append(download)

@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol
 import msgspec
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
-from ownloop.grading import UNGRADED, make_grader
+from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
 from ownloop.grading.version import grader_version
 from ownloop.recorder.browser import BrowserSession, may_start_download
 from ownloop.recorder.evidence import capture_end_state
@@ -293,10 +293,13 @@ class Episode:
         if ended.status in UNGRADED or not self.grader_spec or self.grader_spec == "none":
             return None
         grader = make_grader(self.grader_spec)
+        if wants_network(grader):  # the HAR is a blob: read back what was just stored
+            evidence = with_network(evidence, self.store.get_blob)
         grade = grader.grade(ended.answer, evidence)
         return SessionGraded(
             at=now(), **self.ids(), grader=grader.name, grader_version=grader_version(grader),
-            score=grade.score, passed=grade.passed, details=grade.details, source="record")
+            score=grade.score, passed=grade.passed, details=grade.details, source="record",
+            checks=grade.checks)
 
     def run(self, started: SessionStarted) -> tuple[SessionEnded, SessionGraded | None]:
         self.stream.append([started])

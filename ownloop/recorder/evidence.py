@@ -8,6 +8,9 @@ Each piece becomes one ``EvidenceCaptured`` event. Names and values:
 ``dom``             ``page.content()`` as a blob (``data``), media type ``text/html``
 ``cookies``         the context's cookies, a JSON list of Playwright cookie objects
 ``local_storage``   the followed page's localStorage, a JSON object of strings
+``network``         the requests of the session's pages as a HAR 1.2 blob (``data``), media type
+                    ``application/json``: text bodies kept, capped at 5 MiB, secrets scrubbed
+                    (see ``ownloop.recorder.har``)
 ``capture``         (suites) a capture URL's JSON body, ``source`` = the URL; a body that is not
                     JSON is kept as a blob with its media type
 ``miniwob_reward``  (MiniWoB) ``{"reward", "raw_reward", "done", "reason"}`` of the episode
@@ -21,6 +24,8 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from ownloop import __version__
+from ownloop.recorder.har import build_har
 from ownloop.store.errors import OwnloopError
 
 if TYPE_CHECKING:
@@ -55,7 +60,8 @@ def capture_error(piece: str, error: object, source: str = "") -> Evidence:
 
 
 def capture_end_state(session: BrowserSession) -> list[Evidence]:
-    """The final URL, title, DOM, cookies and localStorage of a session's followed page.
+    """The final URL, title, DOM, cookies and localStorage of a session's followed page, and
+    the session's network as a HAR.
 
     A piece that cannot be read (a closed page, a crashed browser, an opaque origin) becomes a
     ``capture_error`` piece; the others are still captured.
@@ -74,4 +80,7 @@ def capture_end_state(session: BrowserSession) -> list[Evidence]:
             pieces.append(read())
         except OwnloopError as error:
             pieces.append(capture_error(piece, error))
+    # Last, so the requests the reads above let Playwright deliver are in it.
+    har = build_har(session.network(), creator_version=__version__)
+    pieces.append(Evidence("network", data=har, source="har"))
     return pieces

@@ -11,11 +11,12 @@ same grader leaves ``sessions`` as it was after the first time.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
-from ownloop.grading import UNGRADED, make_grader
+from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
 from ownloop.grading.spec import NoGrader
 from ownloop.grading.version import grader_version
 from ownloop.recorder.suites.tasks_file import read_tasks
@@ -23,10 +24,10 @@ from ownloop.replay.fold import Session
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import SessionGraded, now
+from ownloop.store.events import Check, EvidenceCaptured, SessionGraded, now
 from ownloop.store.seal import run_seals
 
-__all__ = ["Flip", "RegradeResult", "graders_from_tasks_file", "regrade"]
+__all__ = ["Flip", "RegradeResult", "changed_checks", "graders_from_tasks_file", "regrade"]
 
 """Statuses that are never graded (DESIGN §5): the agent did not get to finish its work."""
 
@@ -43,6 +44,7 @@ class Flip(msgspec.Struct, frozen=True):
     score_before: float | None
     score_after: float
     grader: str
+    changed: tuple[str, ...] = ()  # one line per check that differs from the previous grade's
 
 
 class RegradeResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,12 +75,37 @@ class RegradeResult(msgspec.Struct, frozen=True, kw_only=True):
             score = "-" if flip.score_before is None else f"{flip.score_before:.2f}"
             lines.append(f"  {flip.session_id}  {flip.task_id}  {was} {score} -> {now_} "
                          f"{flip.score_after:.2f}  ({flip.grader})")
+            lines.extend(f"    {change}" for change in flip.changed)
         if self.stream:
             lines.append(f"new grades in journal stream {self.stream}; earlier grades are kept "
                          "in the grades view")
         if self.dry_run:
             lines.append("dry run: no grade was appended")
         return lines
+
+
+def changed_checks(before: tuple[Check, ...], after: tuple[Check, ...]) -> tuple[str, ...]:
+    """One line per check (by name) that is new, gone, or differs in verdict, expected or actual
+    value: e.g. ``status: fail, expected 201 (was 200), actual 200``."""
+    old = {check.name: check for check in before}
+    lines = []
+    for check in after:
+        was = old.pop(check.name, None)
+        verdict = "pass" if check.passed else "fail"
+        if was is None:
+            lines.append(f"{check.name}: {verdict}, expected {check.expected}, actual "
+                         f"{check.actual} (new check)")
+        elif (was.passed, was.expected, was.actual_normalized or was.actual) != (
+                check.passed, check.expected, check.actual_normalized or check.actual):
+            expected = check.expected if was.expected == check.expected else \
+                f"{check.expected} (was {was.expected})"
+            actual = check.actual if was.actual == check.actual else \
+                f"{check.actual} (was {was.actual})"
+            lines.append(f"{check.name}: {'pass' if was.passed else 'fail'} -> {verdict}, "
+                         f"expected {expected}, actual {actual}")
+    lines.extend(f"{name}: gone (was {'pass' if was.passed else 'fail'}, expected "
+                 f"{was.expected})" for name, was in old.items())
+    return tuple(lines)
 
 
 def graders_from_tasks_file(path: str | Path) -> dict[str, str | None]:
@@ -154,7 +181,10 @@ def regrade(
         judge = make_grader(spec)
         if isinstance(judge, NoGrader):
             continue
-        verdict = judge.grade(end.answer, session.evidence)
+        evidence: Sequence[EvidenceCaptured] = session.evidence
+        if wants_network(judge):  # the recorded HAR, read from its blob
+            evidence = with_network(evidence, store.get_blob)
+        verdict = judge.grade(end.answer, evidence)
         previous = session.latest_grade
         before = previous.passed if previous is not None else None
         passed_before += bool(before)
@@ -162,12 +192,14 @@ def regrade(
         if before is not verdict.passed:
             flips.append(Flip(session.session_id, session.task_id, before, verdict.passed,
                               previous.score if previous is not None else None, verdict.score,
-                              judge.name))
+                              judge.name, changed_checks(
+                                  previous.checks if previous is not None else (),
+                                  verdict.checks)))
         new.append(SessionGraded(
             at=at, run_id=session.run_id, session_id=session.session_id, grader=judge.name,
             grader_version=grader_version(judge), score=verdict.score, passed=verdict.passed,
             details=verdict.details, source="regrade",
-            against_seal=seals.get(session.run_id, "")))
+            against_seal=seals.get(session.run_id, ""), checks=verdict.checks))
     stream_id = None
     if new and not dry_run:
         with store.stream() as stream:

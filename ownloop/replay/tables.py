@@ -51,11 +51,11 @@ def diff_document(diff: SessionDiff) -> str:
 
 def regrade_rows(result: RegradeResult) -> QueryResult:
     """The sessions whose verdict flipped, one row each (``ownloop regrade --format csv``)."""
-    rows = [(f.session_id, f.task_id, f.before, f.score_before, f.after, f.score_after, f.grader)
-            for f in result.flips]
+    rows = [(f.session_id, f.task_id, f.before, f.score_before, f.after, f.score_after, f.grader,
+             "; ".join(f.changed)) for f in result.flips]
     return QueryResult(["session_id", "task_id", "passed_before", "score_before", "passed_after",
-                        "score_after", "grader"],
-                       [_TEXT, _TEXT, _BOOL, _FLOAT, _BOOL, _FLOAT, _TEXT], rows)
+                        "score_after", "grader", "changed_checks"],
+                       [_TEXT, _TEXT, _BOOL, _FLOAT, _BOOL, _FLOAT, _TEXT, _TEXT], rows)
 
 
 def regrade_document(result: RegradeResult) -> str:

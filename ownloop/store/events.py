@@ -21,6 +21,7 @@ __all__ = [
     "ButtonDown",
     "ButtonUp",
     "CallUser",
+    "Check",
     "Click",
     "Dialog",
     "Drag",
@@ -407,6 +408,17 @@ class Dialog(_Frozen, frozen=True, kw_only=True):
     accepted: bool = True
 
 
+class Check(_Frozen, frozen=True, kw_only=True):
+    """One check of a grade: what the grader expected, what the session had, and that value as
+    the grader compared it (e.g. normalized text, canonical JSON). Values are shown as text."""
+
+    name: str  # e.g. "answer", "final_url", "status", "request $.product"
+    passed: bool = False
+    expected: str = ""
+    actual: str = ""
+    actual_normalized: str = ""
+
+
 # ---------------------------------------------------------------- events
 
 
@@ -539,6 +551,7 @@ class SessionGraded(EventBase, tag="session_graded", frozen=True, kw_only=True):
     details: str = ""
     source: Literal["record", "regrade", "import"] = "record"
     against_seal: str = ""  # a regrade of a sealed run: the seal's fingerprint
+    checks: tuple[Check, ...] = ()  # per check: expected, actual, actual_normalized
 
 
 class FidelityMeasured(EventBase, tag="fidelity_measured", frozen=True, kw_only=True):

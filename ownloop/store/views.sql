@@ -269,7 +269,8 @@ select session_id, grader, grader_version, score, passed, source, details,
         partition by session_id, coalesce(against_seal, '') = ''
         order by time desc, stream desc, seq desc) = 1 as latest,
     run_id,
-    coalesce(against_seal, '') as against_seal
+    coalesce(against_seal, '') as against_seal,
+    checks  -- JSON list of {name, passed, expected, actual, actual_normalized}
 from session_graded;
 
 create view evidence as

@@ -171,6 +171,16 @@ ADDED: tuple[E.EventBase, ...] = (
                        parent_session_id="s0", pixel_diff=0.2, url_equal=True,
                        element_equal=True, diverged=True, rung="retargeted", exact_ops=1,
                        same_target_ops=2, retargeted_ops=1, diverged_ops=0, failed_ops=0),
+    # A grade's checks (a network grader over the session's HAR).
+    E.SessionGraded(at=_at(23.25), run_id="r1", session_id="s1",
+                    grader="network:POST:/api/cart:200", grader_version="0123456789abcdef",
+                    score=0.0, passed=False, details="POST /api/cart status expected 200, got 500",
+                    source="regrade", checks=(
+                        E.Check(name="request", passed=True, expected="POST /api/cart",
+                                actual="POST http://127.0.0.1:8312/api/cart",
+                                actual_normalized="POST /api/cart"),
+                        E.Check(name="status", expected="200", actual="500",
+                                actual_normalized="500"))),
 )
 
 _encoder = msgspec.json.Encoder()

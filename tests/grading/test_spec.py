@@ -96,8 +96,8 @@ JSON_USE = (
 )
 ALL_USE = (
     "Use one of answer:MODE:VALUE, url:glob|regex:PATTERN, miniwob, "
-    "json:CAPTURE:$.PATH:eq|contains|exists[:JSON], python:MODULE:FUNCTION, none, "
-    'or a JSON object with a "type"'
+    "json:CAPTURE:$.PATH:eq|contains|exists[:JSON], network:METHOD:URL[:STATUS], "
+    'python:MODULE:FUNCTION, none, or a JSON object with a "type"'
 )
 OBJECT_USE = 'Use a JSON object with a "type", e.g. {"type":"answer","contains":"42"}'
 OBJECT_ANSWER_USE = (

@@ -134,4 +134,4 @@ def test_end_state_evidence(tmp_path, site, new_session):
     session.page.close()
     after = capture_end_state(session)
     assert [p.name for p in after] == [  # the context (cookies) outlives its page
-        "final_url", "capture_error", "capture_error", "cookies", "capture_error"]
+        "final_url", "capture_error", "capture_error", "cookies", "capture_error", "network"]

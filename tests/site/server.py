@@ -8,6 +8,9 @@ Routes (state is per browser session, keyed by the ``sid`` cookie):
   ``?logout=1``; JSON ``{"session", "logged_in"}``.
 - ``GET /_admin/record`` the session's record as JSON ``{"record": {...} | null}``.
 - ``GET /_admin/log`` the session's requests as JSON ``{"log": [{"method", "path"}, ...]}``.
+- ``POST /api/cart`` with a JSON body ``{"product", "qty"}`` adds to the session's cart and answers
+  JSON ``{"ok": true, "items": [{"product", "qty"}, ...]}`` (400 on a body that is not that);
+  ``GET /api/cart`` the cart; ``/pages/shop.html`` calls it from buttons.
 - ``GET /download/report.txt`` an attachment; ``GET /pages/<name>.html`` the static test pages.
 
 ``start_site(layout="b")`` serves the same app in a second layout (another deployment of it): the
@@ -82,6 +85,7 @@ class _Session:
     user: str | None = None
     record: dict[str, str] | None = None
     log: list[dict[str, str]] = field(default_factory=list)
+    cart: list[dict[str, object]] = field(default_factory=list)
 
 
 @dataclass
@@ -170,6 +174,8 @@ def start_site(layout: str = "a") -> SiteServer:
                 self._json({"record": session.record if session else None})
             elif url.path == "/_admin/log":
                 self._json({"log": list(session.log) if session else []})
+            elif url.path == "/api/cart":
+                self._json({"ok": True, "items": list(session.cart) if session else []})
             elif url.path == "/login":
                 self._html(login_page)
             elif url.path == "/form":
@@ -188,6 +194,9 @@ def start_site(layout: str = "a") -> SiteServer:
         def do_POST(self) -> None:  # noqa: N802 - stdlib name
             self._note()
             session = self._session()
+            if urlsplit(self.path).path == "/api/cart":
+                self._add_to_cart(session)
+                return
             fields = self._form_fields()
             if self.path == "/login" and session is not None:
                 if fields.get("user") == "demo" and fields.get("password") == "demo":
@@ -203,6 +212,22 @@ def start_site(layout: str = "a") -> SiteServer:
                 self._html("<title>Saved</title><h1>Saved</h1>")
             else:
                 self._html("<title>Forbidden</title><h1>Sign in first</h1>", 403)
+
+        def _add_to_cart(self, session: _Session | None) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                item = json.loads(self.rfile.read(length))
+                line = {"product": str(item["product"]), "qty": int(item.get("qty", 1))}
+            except (ValueError, TypeError, KeyError):
+                self._send(400, b'{"ok": false, "error": "bad item"}', "application/json")
+                return
+            if session is None:
+                self._send(403, b'{"ok": false, "error": "no session"}', "application/json")
+                return
+            with lock:
+                session.cart.append(line)
+                items = list(session.cart)
+            self._json({"ok": True, "items": items})
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
