@@ -4,6 +4,12 @@ A torn tail (a writer killed mid-write) is a warning: readers skip it and nothin
 lost. Everything else is an error: an edited, reordered or deleted journal line, bytes after the
 last newline that no interrupted write leaves, a referenced blob that is missing, or a blob whose
 bytes do not match its name. The journal is read directly, never through the index.
+
+Each stream is checked alone (in worker processes, one a core) into a small summary; the checks
+that span streams (catalogs, seals, swapped streams, missing runs) work on the summaries. The
+summaries of a check without an error are kept in ``verify.state``, so an incremental check reads
+only the streams whose files changed, and any check finds a remembered stream gone, shorter or
+rewritten.
 """
 
 from __future__ import annotations
