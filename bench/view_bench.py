@@ -140,6 +140,7 @@ def main() -> None:
         ("sessions of a run, by task", f"sessions?run={runs[3]}&sort=task_id"),
         ("a run with charts", f"run/{runs[3]}"),
         ("compare two runs", f"compare?run={runs[0]}&run={runs[9]}"),
+        ("  its interval (paired bootstrap)", f"compare/intervals?run={runs[0]}&run={runs[9]}"),
         ("compare three runs", f"compare?run={runs[0]}&run={runs[4]}&run={runs[9]}"),
         ("a pair at its divergence", f"pair/{left}/{right}"),
         ("search: a rare word", f"search?q={RARE}"),

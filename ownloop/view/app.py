@@ -159,6 +159,17 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
             raise HTTPException(400, str(exc)) from None
         return render(request, "compare.html", grid=grid)
 
+    def compare_intervals(request: Request) -> Response:
+        try:
+            grid = read(build_grid, store, request.query_params.getlist("run"))
+            runs = tuple(grid.runs)
+            done = read(lambda: build_grid(store, runs, intervals=True))
+        except OwnloopError as exc:
+            raise HTTPException(400, str(exc)) from None
+        body = {d.run_id: [d.interval.low, d.interval.high] for d in done.differences
+                if d.interval is not None}
+        return Response(json.dumps(body), media_type="application/json")
+
     def pair(request: Request) -> Response:
         a, b = _found(request.path_params["a"]), _found(request.path_params["b"])
         page = build_pair(a, b, lambda sha, _media: f"/blob/{sha}")
@@ -246,6 +257,7 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         Route("/blob/{sha256:str}", blob),
         Route("/run/{run_id:path}", run),
         Route("/compare", compare),
+        Route("/compare/intervals", compare_intervals),
         Route("/pair/{a:str}/{b:str}", pair),
         Route("/search", search_page),
         Route("/thumb/{sha256:str}", thumb),

@@ -11,7 +11,8 @@ this run's (the solving run's first passing repeat, the other's first failing on
 
 from __future__ import annotations
 
-import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -52,11 +53,13 @@ class GridRow(NamedTuple):
 
 
 class Difference(NamedTuple):
-    """A run against the first: mean over shared tasks of the pass-rate difference."""
+    """A run against the first: mean over shared tasks of the pass-rate difference, and its
+    paired bootstrap interval (None until computed: the page asks for it apart)."""
 
     run_id: str
     shared: int
-    interval: Interval
+    estimate: float
+    interval: Interval | None
     only_first: int
     only_this: int
     p_value: float
@@ -74,17 +77,34 @@ def _representative(units: Sequence[tuple[int, str, bool]], solved: bool) -> str
                 units[0][1] if units else None)
 
 
-@functools.lru_cache(maxsize=64)
-def _difference(run_id: str, pairs: tuple[tuple[tuple[bool, ...], tuple[bool, ...]], ...],
-                only_first: int, only_this: int) -> Difference:
-    # Cached by the outcomes themselves: the bootstrap is the costly part of the page.
-    return Difference(run_id, len(pairs), paired_bootstrap(pairs), only_first, only_this,
-                      mcnemar_exact(only_first, only_this))
+Pairs = tuple[tuple[tuple[bool, ...], tuple[bool, ...]], ...]
+# Intervals by the outcomes they came from: the paired bootstrap (2000 resamples, pure Python
+# for its seeded stream) takes about a second on 250 tasks, so the grid is shown first and the
+# interval asked for apart, then kept while the outcomes stay the same.
+_INTERVALS: OrderedDict[Pairs, Interval] = OrderedDict()
+_INTERVALS_KEPT = 256
+_LOCK = threading.Lock()
 
 
-def build_grid(store: Store, run_ids: Sequence[str]) -> Grid:
+def _interval(pairs: Pairs, compute: bool) -> Interval | None:
+    with _LOCK:
+        if pairs in _INTERVALS:
+            _INTERVALS.move_to_end(pairs)
+            return _INTERVALS[pairs]
+    if not compute:
+        return None
+    interval = paired_bootstrap(pairs)
+    with _LOCK:
+        _INTERVALS[pairs] = interval
+        while len(_INTERVALS) > _INTERVALS_KEPT:
+            _INTERVALS.popitem(last=False)
+    return interval
+
+
+def build_grid(store: Store, run_ids: Sequence[str], *, intervals: bool = False) -> Grid:
     """The grid of ``run_ids``, in the order they started: the first is the one the others are
-    compared with.
+    compared with. ``intervals``: compute the paired bootstrap intervals not computed before
+    (else they are None).
 
     Raises:
         OwnloopError: fewer than two runs, or a run without graded scored sessions.
@@ -128,5 +148,8 @@ def build_grid(store: Store, run_ids: Sequence[str]) -> Grid:
         solved_this = [2 * sum(b) > len(b) for _, b in pairs]
         only_first = sum(a and not b for a, b in zip(solved_first, solved_this, strict=True))
         only_this = sum(b and not a for a, b in zip(solved_first, solved_this, strict=True))
-        differences.append(_difference(run, pairs, only_first, only_this))
+        estimate = (sum(sum(b) / len(b) - sum(a) / len(a) for a, b in pairs) / len(pairs)
+                    if pairs else 0.0)
+        differences.append(Difference(run, len(pairs), estimate, _interval(pairs, intervals),
+                                      only_first, only_this, mcnemar_exact(only_first, only_this)))
     return Grid(runs, rows, differences)

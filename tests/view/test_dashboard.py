@@ -106,7 +106,8 @@ def test_the_dom_tree_keeps_scripts_as_nodes_and_stops_at_its_limit() -> None:
 
 
 def test_the_grid_agrees_with_ownloop_compare(dash: DashboardStore) -> None:
-    grid = build_grid(dash.store, [dash.run_b, dash.run_a])  # ordered by when they started
+    grid = build_grid(dash.store, [dash.run_b, dash.run_a],  # ordered by when they started
+                      intervals=True)
     assert grid.runs == [dash.run_a, dash.run_b]
     assert [row.task_id for row in grid.rows][:2] == ["t-flip", "t-mixed"]
     assert [row.flipped for row in grid.rows] == [True, False, False, False]
@@ -114,6 +115,7 @@ def test_the_grid_agrees_with_ownloop_compare(dash: DashboardStore) -> None:
     expected = compare_runs(dash.store, dash.run_a, dash.run_b)
     (difference,) = grid.differences
     assert difference.interval == expected.difference
+    assert difference.estimate == pytest.approx(expected.difference.estimate)
     assert (difference.only_first, difference.only_this) == (expected.only_a, expected.only_b)
     assert difference.p_value == expected.p_value
     flip = grid.rows[0]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ownloop.replay.compare import compare_runs
 from ownloop.store import open_store
 from ownloop.store.stats import wilson
 from ownloop.view.server import ViewServer
@@ -128,9 +129,13 @@ def test_the_grid_puts_the_flipped_task_first_and_opens_its_divergent_step(
                                       "c => c.map(x => [x.dataset.run, x.textContent])")
     assert sorted(cells) == sorted([[dash.run_a, "3/3"], [dash.run_b, "1/3"]])
     assert page.locator("#grid thead th.id", has_text=HOSTILE_RUN).count() == 1
-    # the difference and its interval: B solved t-mixed but not t-flip
+    # the difference and its interval (asked for once the grid shows), as ownloop compare says
+    expected = compare_runs(dash.store, dash.run_a, dash.run_b).difference
     delta = page.locator("#differences td.delta").text_content()
-    assert delta == f"{((1 - 3) / 3 + (3 - 2) / 3) / 4:+.3f}"
+    assert delta == f"{((1 - 3) / 3 + (3 - 2) / 3) / 4:+.3f}" == f"{expected.estimate:+.3f}"
+    wait_until(page, "!document.querySelector('#differences td.interval[data-pending]')")
+    assert page.locator("#differences td.interval").text_content() == (
+        f"{expected.low:+.3f} to {expected.high:+.3f}")
     with page.expect_navigation():
         page.click(f"#grid tr[data-task=t-flip] td.cell[data-run='{dash.run_b}'] a")
     assert page.url.endswith(f"/pair/{dash.flip_pair[0]}/{dash.flip_pair[1]}#step-2")

@@ -175,3 +175,18 @@
     if (event.key === "Escape") closeZoom();
   });
 })();
+
+// Compare: the paired bootstrap intervals not computed yet are asked for once the grid shows.
+(function () {
+  const pending = Array.from(document.querySelectorAll("td.interval[data-pending]"));
+  if (!pending.length) return;
+  const signed = function (v) { return (v >= 0 ? "+" : "") + v.toFixed(3); };
+  fetch(pending[0].dataset.pending).then(function (r) { return r.json(); }).then(function (found) {
+    pending.forEach(function (cell) {
+      const interval = found[cell.dataset.run];
+      if (!interval) return;
+      cell.textContent = signed(interval[0]) + " to " + signed(interval[1]);
+      cell.removeAttribute("data-pending");
+    });
+  });
+})();
