@@ -23,7 +23,7 @@ import os
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,7 +33,7 @@ from ownloop.agents.base import Agent
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.recorder.model import public_endpoint
-from ownloop.recorder.runner import RecordOptions, RunSummary, TaskRecorder
+from ownloop.recorder.runner import RecordOptions, RunSummary, TaskRecorder, _EndpointErrors
 from ownloop.store import Store, open_store
 from ownloop.store.claims import Claim, Claims, claims_dir, lease_seconds
 from ownloop.store.errors import OwnloopError
@@ -118,19 +118,19 @@ class _Actor:
             return f"node {host}: {error}"
         return ""
 
-    def record(self, task: Task, attempt: int, session_id: str, retries_left: int,
+    def record(self, task: Task, repeat: int, attempt: int, session_id: str, retries_left: int,
                endpoint: str) -> _Done:
-        """Claim the task and, if this actor got it, run and settle one session on
-        ``endpoint`` (the driver's pool chose it)."""
-        return self._thread.submit(self._record, task, attempt, session_id, retries_left,
-                                   endpoint).result()
+        """Claim one repeat of the task and, if this actor got it, run and settle one session
+        on ``endpoint`` (the driver's pool chose it)."""
+        return self._thread.submit(self._record, task, repeat, attempt, session_id,
+                                   retries_left, endpoint).result()
 
-    def _record(self, task: Task, attempt: int, session_id: str, retries_left: int,
-                endpoint: str) -> _Done:
+    def _record(self, task: Task, repeat: int, attempt: int, session_id: str,
+                retries_left: int, endpoint: str) -> _Done:
         recorder = self._recorder
         assert recorder is not None, "open() first"
         crashed, elsewhere = recorder.crashed, recorder.done_elsewhere
-        taken = recorder.take(task, attempt, session_id)
+        taken = recorder.take(task, attempt, session_id, repeat=repeat)
         if not isinstance(taken, Claim):
             return _Done(taken, elsewhere=recorder.done_elsewhere - elsewhere)
         old, self._handle = self._handle, None
@@ -168,6 +168,7 @@ class _Slot(NamedTuple):
 
     actor: Any
     task: Task
+    repeat: int
     attempt: int
     session_id: str
     endpoint: str
@@ -184,19 +185,22 @@ def _connect(ray: Any, address: str | None) -> None:
 
 
 def run_on_ray(store: Store, agent: Agent, options: RecordOptions, run_id: str,
-               todo: list[Task], skipped: int, crashed: int, attempts: dict[str, int],
+               todo: Sequence[tuple[Task, int]], skipped: int, crashed: int,
+               attempts: dict[tuple[str, int], int],
                run_stream: StreamWriter, begun: float,
                on_start: Callable[[str, int, int], None],
                on_result: Callable[[EpisodeResult], None]) -> RunSummary:
-    """Record ``todo`` on ``options.workers`` Ray actors and end the run (``RunEnded``).
+    """Record ``todo``, (task, repeat) units, on ``options.workers`` Ray actors and end the run
+    (``RunEnded``).
 
     ``crashed`` and ``attempts`` are where the run stood when this recorder started (sessions
-    marked crashed, the highest attempt per task).
+    marked crashed, the highest attempt per task and repeat).
     """
     ray = require_ray()
     _connect(ray, options.ray_address)
-    retries_left = {task.task_id: agent.settings.error_retries if options.error_retries is None
-                    else options.error_retries for task in todo}
+    retries = agent.settings.error_retries if options.error_retries is None \
+        else options.error_retries
+    retries_left = {(task.task_id, repeat): retries for task, repeat in todo}
     driver = _Driver(ray, store, options, run_id, todo, attempts, retries_left, on_result,
                      run_stream)
     on_start(run_id, len(todo), skipped)
@@ -204,9 +208,11 @@ def run_on_ray(store: Store, agent: Agent, options: RecordOptions, run_id: str,
     try:
         driver.start()
         driver.run()
+        if driver.fatal:  # sessions still in flight on other actors end too
+            driver.interrupt("the run stopped early")
     except KeyboardInterrupt:
         interrupted = True
-        driver.interrupt()
+        driver.interrupt("interrupted (Ctrl-C)")
     finally:
         driver.close()
         ray.shutdown()
@@ -226,13 +232,15 @@ class _Driver:
     """The driver's side: actors, the queue of tasks, what is in flight, the results."""
 
     def __init__(self, ray: Any, store: Store, options: RecordOptions, run_id: str,
-                 todo: list[Task], attempts: dict[str, int], retries_left: dict[str, int],
+                 todo: Sequence[tuple[Task, int]], attempts: dict[tuple[str, int], int],
+                 retries_left: dict[tuple[str, int], int],
                  on_result: Callable[[EpisodeResult], None], run_stream: StreamWriter) -> None:
         self.ray, self.store, self.options, self.run_id = ray, store, options, run_id
         self.run_stream = run_stream
-        self.pending: deque[tuple[Task, int]] = deque(
-            (task, attempts.get(task.task_id, 0) + 1) for task in todo)
-        self.deferred: list[tuple[Task, int]] = []  # held by another recorder: looked at again
+        # (task, repeat, attempt) units to hand out
+        self.pending: deque[tuple[Task, int, int]] = deque(
+            (task, repeat, attempts.get((task.task_id, repeat), 0) + 1) for task, repeat in todo)
+        self.deferred: list[tuple[Task, int, int]] = []  # held elsewhere: looked at again
         self.retries_left = retries_left
         self.on_result = on_result
         self.results: list[EpisodeResult] = []
@@ -244,6 +252,7 @@ class _Driver:
         self.idle: list[Any] = []
         self.running: dict[Any, _Slot] = {}  # record() ref -> what it runs
         self.pool = EndpointPool(options.endpoints or (options.endpoint,), bench_seconds())
+        self.streak = _EndpointErrors(options.max_endpoint_errors)
         self._started = time.monotonic()
         self._deferred_at = 0.0
 
@@ -289,12 +298,12 @@ class _Driver:
             self.pending.extend(self.deferred)
             self.deferred.clear()
         while self.idle and self.pending:
-            task, attempt = self.pending.popleft()
+            task, repeat, attempt = self.pending.popleft()
             actor = self.idle.pop()
             session_id, endpoint = new_id(), self.pool.pick()
-            ref = actor.record.remote(task, attempt, session_id,
-                                      self.retries_left.get(task.task_id, 0), endpoint)
-            self.running[ref] = _Slot(actor, task, attempt, session_id, endpoint)
+            ref = actor.record.remote(task, repeat, attempt, session_id,
+                                      self.retries_left.get((task.task_id, repeat), 0), endpoint)
+            self.running[ref] = _Slot(actor, task, repeat, attempt, session_id, endpoint)
 
     def _opened(self, ref: Any) -> None:
         actor = self.opening.pop(ref)
@@ -316,7 +325,7 @@ class _Driver:
             # Its node (or process) died: the session in flight is lost. Its claim goes stale,
             # and whoever takes the task over marks that session crashed.
             self.actors.remove(slot.actor)
-            self._defer(slot.task, slot.attempt + 1)
+            self._defer(slot.task, slot.repeat, slot.attempt + 1)
             return
         except self.ray.exceptions.RayTaskError as error:
             cause = getattr(error, "cause", None)
@@ -327,7 +336,7 @@ class _Driver:
         self.crashed += done.crashed
         self.elsewhere += done.elsewhere
         if done.outcome == "held":
-            self._defer(slot.task, slot.attempt)
+            self._defer(slot.task, slot.repeat, slot.attempt)
         elif done.result is not None:
             if done.result.status == "endpoint_error" and self.pool.bench(slot.endpoint):
                 self.run_stream.append([EndpointBenched(
@@ -335,17 +344,19 @@ class _Driver:
                     endpoint=public_endpoint(slot.endpoint), seconds=self.pool.bench_s)])
             self.results.append(done.result)
             self.on_result(done.result)
+            if self.streak.add(done.result):
+                self.fatal = self.streak.stopped
             if done.retry:
-                self.retries_left[slot.task.task_id] -= 1
-                self.pending.append((slot.task, slot.attempt + 1))
+                self.retries_left[slot.task.task_id, slot.repeat] -= 1
+                self.pending.append((slot.task, slot.repeat, slot.attempt + 1))
 
-    def _defer(self, task: Task, attempt: int) -> None:
-        self.deferred.append((task, attempt))
+    def _defer(self, task: Task, repeat: int, attempt: int) -> None:
+        self.deferred.append((task, repeat, attempt))
         self._deferred_at = time.monotonic()
 
-    def interrupt(self) -> None:
-        """Ctrl-C: every actor ends its session as ``interrupted``; sessions whose actor did not
-        answer in time are ended here, so none is left open."""
+    def interrupt(self, why: str) -> None:
+        """Ctrl-C (or a stop): every actor ends its session as ``interrupted``; sessions whose
+        actor did not answer in time are ended here, so none is left open."""
         for actor in self.actors:
             actor.stop.remote()
         deadline = time.monotonic() + _STOP_WAIT_S
@@ -354,7 +365,7 @@ class _Driver:
             for ref in ready:
                 self._answered(ref)
         unended = [SessionEnded(at=now(), run_id=self.run_id, session_id=slot.session_id,
-                                status="interrupted", error="interrupted (Ctrl-C)")
+                                status="interrupted", error=why)
                    for slot in self.running.values() if _open_session(self.store,
                                                                       slot.session_id)]
         self.run_stream.append(unended)

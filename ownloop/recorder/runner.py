@@ -462,9 +462,6 @@ def record(
         from ownloop.recorder.ray_executor import require_ray
 
         require_ray()
-        if options.repeats > 1:
-            raise OwnloopError("--repeat runs on --executor threads only, for now: drop "
-                               "--executor ray or --repeat")
     agent = make_agent(options.agent, released=options.released, **options.agent_options)
     run_id = options.run_id or f"{agent.name}-{new_id(10)}"
     begun = time.monotonic()
@@ -501,10 +498,9 @@ def record(
             if options.executor == "ray":
                 from ownloop.recorder.ray_executor import run_on_ray
 
-                summary = run_on_ray(store, agent, options, run_id,
-                                     [unit.task for unit in todo], skipped,
-                                     standing.crashed, standing.attempts, run_stream, begun,
-                                     on_start, on_result)
+                summary = run_on_ray(store, agent, options, run_id, todo, skipped,
+                                     standing.crashed, standing.repeat_attempts, run_stream,
+                                     begun, on_start, on_result)
             else:
                 summary = _run(store, suite, agent, options, run_id, todo, skipped, standing,
                                claims, run_stream, begun, on_start, on_result, on_step)

@@ -1,7 +1,7 @@
 """``ownloop record --executor ray`` on a real two-node Ray cluster (head + worker node on
 127.0.0.1, inside a network namespace): MiniWoB tasks with the scripted expert over HTTP, each
-task one counted session, rewards as under threads; a worker node killed mid-run; two drivers
-on one run id."""
+task one counted session, rewards as under threads, a resume with nothing to do; two drivers on
+one run id over a pool of two endpoints; a worker node killed mid-run; Ctrl-C on a driver."""
 
 from __future__ import annotations
 
@@ -53,11 +53,12 @@ def _holders(store: Path, run: str) -> list[str]:
         "select holder from task_claimed where run_id = $run", {"run": run}).rows]
 
 
-def test_two_nodes_record_each_task_once_with_the_rewards_of_threads(
+def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers_too(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if reexec_in_netns(request):
         return
-    with make_server("miniwob", "uitars") as url, RayCluster() as cluster:
+    with make_server("miniwob", "uitars") as url, make_server("miniwob", "uitars") as url2, \
+            RayCluster() as cluster:
         threads = _finish(_record(tmp_path, url, "threads", "--workers", "2"))
         ray = _finish(_record(tmp_path, url, "ray", "--executor", "ray", "--ray-address",
                               cluster.address, "--workers", "2"))
@@ -67,24 +68,58 @@ def test_two_nodes_record_each_task_once_with_the_rewards_of_threads(
                  for holder in _holders(tmp_path, "ray")}
         again = _finish(_record(tmp_path, url, "ray", "--executor", "ray", "--ray-address",
                                 "127.0.0.1:1"))
+        # a double submit: two drivers on one run id at once, each with a pool of two endpoints,
+        # two repeats of each task
+        command = ("--executor", "ray", "--ray-address", cluster.address, "--workers", "1",
+                   "--endpoint", url2, "--repeat", "2")
+        first = _record(tmp_path, url, "twice", *command)
+        second = _record(tmp_path, url, "twice", *command)
+        outs = [_finish(first), _finish(second)]
     assert "run ray: 4 finished" in ray, ray
     by_threads, by_ray = _counted(tmp_path, "threads"), _counted(tmp_path, "ray")
     assert len(by_ray) == 4 and all(n == 1 for n, _, _ in by_ray.values()), by_ray
     assert by_ray == by_threads, threads
+    for step in (["seal", "--run", "ray"], ["verify", "--run", "ray"]):
+        sealed = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(tmp_path),
+                                 *step], capture_output=True, text=True, timeout=120)
+        assert sealed.returncode == 0, sealed.stdout + sealed.stderr
     assert nodes == {"head", "worker"}, nodes  # the actors ran on both nodes
     assert "nothing to do" in again and "4 tasks were done already" in again, again
+    units = open_store(tmp_path).sql(
+        "select task_id, repeat, count(*), count(*) filter (where counted) from sessions "
+        "where run_id = 'twice' group by all order by all").rows
+    # every (task, repeat) ran once and counts: the claims kept the drivers apart
+    assert [(n, c) for _, _, n, c in units] == [(1, 1)] * 8, (units, outs)
+    assert {repeat for _, repeat, _, _ in units} == {1, 2}
+    served = open_store(tmp_path).sql(
+        "select distinct endpoint from session_started where run_id = 'twice'").rows
+    assert sorted(served) == sorted([(url,), (url2,)]), served
 
 
-def _in_flight_on_worker(store: Path, cluster: RayCluster) -> str | None:
-    """A session claimed by an actor of the worker node, started and not ended."""
-    on_worker = cluster.worker_node_pids()
+def _events(store: Path) -> list[dict[str, Any]]:
     events = []
     for path in (store / "journal").glob("*.jsonl"):
         for line in path.read_bytes().split(b"\n"):
             try:
                 events.append(json.loads(line)["event"])
             except ValueError:
-                continue
+                continue  # a torn tail
+    return events
+
+
+def _open_sessions(store: Path, run: str) -> list[str]:
+    """The run's sessions that started and have not ended."""
+    events = _events(store)
+    ended = {e["session_id"] for e in events if e["kind"] == "session_ended"}
+    return [e["session_id"] for e in events
+            if e["kind"] == "session_started" and e["run_id"] == run
+            and e["session_id"] not in ended]
+
+
+def _in_flight_on_worker(store: Path, cluster: RayCluster) -> str | None:
+    """A session claimed by an actor of the worker node, started and not ended."""
+    on_worker = cluster.worker_node_pids()
+    events = _events(store)
     ended = {e["session_id"] for e in events if e["kind"] == "session_ended"}
     started = {e["session_id"] for e in events if e["kind"] == "session_started"}
     for event in events:
@@ -94,17 +129,31 @@ def _in_flight_on_worker(store: Path, cluster: RayCluster) -> str | None:
     return None
 
 
-def test_a_killed_worker_node_loses_one_session_and_the_run_completes(
+def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_stops(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if reexec_in_netns(request):
         return
-    with make_server("miniwob", "uitars", "slow=1") as url, RayCluster() as cluster:
+    # slow answers: the head node's actor must not finish every task before the worker
+    # node's actor (a second Python, Ray worker and Chromium) has started one
+    with make_server("miniwob", "uitars", "slow=2") as url, RayCluster() as cluster:
         driver = _record(tmp_path, url, "k", "--executor", "ray", "--ray-address",
                          cluster.address, "--workers", "2")
-        lost = wait_for("session on the worker node",
-                        lambda: _in_flight_on_worker(tmp_path, cluster))
+        lost = wait_for("session on the worker node", lambda: _in_flight_on_worker(
+            tmp_path, cluster) or driver.poll() is not None and "driver ended")
+        assert lost != "driver ended", driver.communicate()[0]
         assert cluster.kill_worker_node() > 0
         out = _finish(driver)
+
+        # Ctrl-C on a driver (now on the head node alone): its session ends interrupted
+        stopping = _record(tmp_path, url, "stop", "--executor", "ray", "--ray-address",
+                           cluster.address, "--workers", "1")
+        wait_for("a session in flight", lambda: _open_sessions(tmp_path, "stop"))
+        os.kill(stopping.pid, signal.SIGINT)
+        stopped, _ = stopping.communicate(timeout=120)
+    assert stopping.returncode == 130, stopped
+    statuses = [row[0] for row in open_store(tmp_path).sql(
+        "select status from sessions where run_id = 'stop'").rows]
+    assert "interrupted" in statuses and None not in statuses, (statuses, stopped)
     store = open_store(tmp_path)
     assert store.sql("select status from sessions where session_id = $s",
                      {"s": lost}).rows == [("crashed",)], out
@@ -118,37 +167,3 @@ def test_a_killed_worker_node_loses_one_session_and_the_run_completes(
     verify = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(tmp_path),
                              "verify"], capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr
-
-
-def test_two_drivers_on_one_run_record_each_task_once(
-        tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    if reexec_in_netns(request):
-        return
-    with make_server("miniwob", "uitars", "slow=0.3") as url, RayCluster() as cluster:
-        command = ("--executor", "ray", "--ray-address", cluster.address, "--workers", "1")
-        first = _record(tmp_path, url, "twice", *command)
-        second = _record(tmp_path, url, "twice", *command)
-        outs = [_finish(first), _finish(second)]
-    counted = _counted(tmp_path, "twice")
-    assert len(counted) == 4 and all(n == 1 for n, _, _ in counted.values()), (counted, outs)
-    sessions = open_store(tmp_path).sql(
-        "select count(*) from sessions where run_id = 'twice'").rows[0][0]
-    assert sessions == 4, outs  # no task ran twice: the claims kept the drivers apart
-
-
-def test_ctrl_c_on_the_driver_ends_the_sessions_in_flight_interrupted(
-        tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    if reexec_in_netns(request):
-        return
-    with make_server("miniwob", "uitars", "slow=2") as url, RayCluster() as cluster:
-        driver = _record(tmp_path, url, "stop", "--executor", "ray", "--ray-address",
-                         cluster.address, "--workers", "2")
-        wait_for("two sessions in flight", lambda: len(list(
-            (tmp_path / "journal").glob("*.jsonl"))) >= 4)
-        os.kill(driver.pid, signal.SIGINT)
-        out, _ = driver.communicate(timeout=120)
-    assert driver.returncode == 130, out
-    store = open_store(tmp_path)
-    statuses = [row[0] for row in store.sql(
-        "select status from sessions where run_id = 'stop'").rows]
-    assert "interrupted" in statuses and None not in statuses, (statuses, out)
