@@ -30,7 +30,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
@@ -38,8 +38,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 
+from ownloop.recorder.chat_format import wire_messages
 from ownloop.recorder.probe import check_endpoint
-from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, TextPart, now
+from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, now
 from ownloop.store.ids import new_id
 from ownloop.store.scrub import mask_secrets, scrub_bytes, scrub_text, url_secrets
 
@@ -95,25 +96,6 @@ class _DataUrls:
             while len(self._cache) > self._size:
                 self._cache.popitem(last=False)
         return url
-
-
-def wire_messages(
-    messages: Sequence[Message], data_url: Callable[[ImagePart], str]
-) -> list[dict[str, Any]]:
-    """Messages in the OpenAI chat format; a message of one text part becomes a plain string."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        if len(message.parts) == 1 and isinstance(message.parts[0], TextPart):
-            wire.append({"role": message.role, "content": message.parts[0].text})
-            continue
-        content: list[dict[str, Any]] = []
-        for part in message.parts:
-            if isinstance(part, TextPart):
-                content.append({"type": "text", "text": part.text})
-            else:
-                content.append({"type": "image_url", "image_url": {"url": data_url(part)}})
-        wire.append({"role": message.role, "content": content})
-    return wire
 
 
 class CallOutcome(NamedTuple):

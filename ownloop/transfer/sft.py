@@ -31,6 +31,7 @@ from typing import Any, Literal
 import msgspec
 
 from ownloop.agents import Agent
+from ownloop.recorder.chat_format import wire_messages
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reparse import agent_for, recorded_settings, reparse_session
@@ -116,21 +117,14 @@ def chat_record(messages: tuple[Message, ...], target: str,
 def native_record(model: str, messages: tuple[Message, ...], sampling: Sampling, target: str,
                   image_path: Any) -> dict[str, Any]:
     """The chat-completion body as sent (images by relative path), and the target."""
-    wire: list[dict[str, Any]] = []
     images: list[Any] = []
-    for message in messages:
-        if len(message.parts) == 1 and isinstance(message.parts[0], TextPart):
-            wire.append({"role": message.role, "content": message.parts[0].text})
-            continue
-        content: list[dict[str, Any]] = []
-        for part in message.parts:
-            if isinstance(part, TextPart):
-                content.append({"type": "text", "text": part.text})
-            else:
-                path = image_path(part)
-                images.append(path)
-                content.append({"type": "image_url", "image_url": {"url": path}})
-        wire.append({"role": message.role, "content": content})
+
+    def path_of(part: ImagePart) -> str:
+        path = image_path(part)
+        images.append(path)
+        return str(path)
+
+    wire = wire_messages(messages, path_of)
     request: dict[str, Any] = {"model": model, "messages": wire}
     request.update(msgspec.to_builtins(sampling))
     return {"request": request, "target": target, "images": images}
