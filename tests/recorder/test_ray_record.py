@@ -24,10 +24,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TASKS = "click-button,click-link,focus-text,click-checkboxes"
 
 
-def _record(store: Path, url: str, run: str, *extra: str, lease: str = "5"
-            ) -> subprocess.Popen[str]:
+def _record(store: Path, url: str, run: str, *extra: str, lease: str = "5",
+            suite: str = f"miniwob:{TASKS}") -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "ownloop", "--store", str(store), "record", "uitars",
-               "--model", "m", "--endpoint", url, "--run", run, "--suite", f"miniwob:{TASKS}",
+               "--model", "m", "--endpoint", url, "--run", run, "--suite", suite,
                "--settle", "0", *extra]
     return subprocess.Popen(command, env={**ray_env(), "OWNLOOP_CLAIM_LEASE": lease},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -144,7 +144,13 @@ def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_sto
         assert cluster.kill_worker_node() > 0
         out = _finish(driver)
 
-        # Ctrl-C on a driver (now on the head node alone): its session ends interrupted
+        # --error-retries (on the head node alone): a parse_error is handed out again
+        with make_server("miniwob", "uitars", "garbage:4") as garbled:
+            _finish(_record(tmp_path, garbled, "retry", "--executor", "ray", "--ray-address",
+                            cluster.address, "--workers", "1", "--error-retries", "1",
+                            suite="miniwob:click-button"))
+
+        # Ctrl-C on a driver: its session ends interrupted
         stopping = _record(tmp_path, url, "stop", "--executor", "ray", "--ray-address",
                            cluster.address, "--workers", "1")
         wait_for("a session in flight", lambda: _open_sessions(tmp_path, "stop"))
@@ -154,6 +160,9 @@ def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_sto
     statuses = [row[0] for row in open_store(tmp_path).sql(
         "select status from sessions where run_id = 'stop'").rows]
     assert "interrupted" in statuses and None not in statuses, (statuses, stopped)
+    assert open_store(tmp_path).sql(
+        "select attempt, status, counted from sessions where run_id = 'retry' order by attempt"
+    ).rows == [(1, "parse_error", False), (2, "finished", True)]
     store = open_store(tmp_path)
     assert store.sql("select status from sessions where session_id = $s",
                      {"s": lost}).rows == [("crashed",)], out
