@@ -417,8 +417,8 @@ class BrowserSession:
         if response is not None:
             kind = response.headers.get("content-type", "")
             length = response.headers.get("content-length", "")
-            if not keeps_body(kind):
-                note = f"body not kept: {kind or 'no content type'} is not a text type"
+            if not keeps_body(request.resource_type, kind):
+                note = f"body not kept: a {request.resource_type} of {kind or 'no type'}"
             elif length.isdigit() and int(length) > MAX_BODY_BYTES:
                 note = f"body of {length} bytes not kept: bodies are capped at 1 MiB"
             elif self._body_bytes > 2 * MAX_HAR_BYTES:

@@ -5,9 +5,10 @@ the suite's own reads of capture URLs); :func:`build_har` turns them into the HA
 session's ``network`` evidence blob. What is kept, and the caps:
 
 - request and response headers (as Playwright reports them: without the browser's own cookie
-  headers), the request body, and response bodies of text types (JSON, ``text/*``, XML, form,
-  JavaScript) up to ``MAX_BODY_BYTES`` (1 MiB) each; other bodies are left out with a note in
-  the entry's ``content.comment``;
+  headers), the request body, and the response bodies of API calls and documents (resource type
+  fetch, xhr or document) of text types (JSON, ``text/*``, XML, form, JavaScript) up to
+  ``MAX_BODY_BYTES`` (1 MiB) each; other bodies (scripts, styles, images: the same files in
+  every session) are left out with a note in the entry's ``content.comment``;
 - the whole HAR at most ``MAX_HAR_BYTES`` (5 MiB): over it, response bodies are dropped, the
   largest first, each with a note, then the oldest entries, with a note in ``log.comment``;
 - secrets scrubbed (``ownloop.store.scrub``): the values of Authorization, Proxy-Authorization,
@@ -30,6 +31,7 @@ MAX_BODY_BYTES = 1024 * 1024
 MAX_HAR_BYTES = 5 * 1024 * 1024
 _SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 _TEXT_TYPES = ("json", "text/", "xml", "x-www-form-urlencoded", "javascript")
+_BODY_RESOURCES = frozenset({"fetch", "xhr", "document"})
 _DROPPED = "body dropped: the HAR is capped at 5 MiB"
 
 
@@ -51,10 +53,10 @@ class Exchange(NamedTuple):
     failure: str | None = None
 
 
-def keeps_body(content_type: str) -> bool:
-    """Whether a response of ``content_type`` has its body recorded (text types only)."""
+def keeps_body(resource_type: str, content_type: str) -> bool:
+    """Whether a response has its body recorded: an API call's or a document's, of a text type."""
     kind = content_type.lower()
-    return any(part in kind for part in _TEXT_TYPES)
+    return resource_type in _BODY_RESOURCES and any(part in kind for part in _TEXT_TYPES)
 
 
 def build_har(exchanges: Sequence[Exchange], *, creator_version: str = "",
