@@ -33,7 +33,14 @@ from ownloop.store.events import Event
 from ownloop.store.journal import ChainState, check_chain, decode_lines
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
-from ownloop.store.schema import BOOKKEEPING_DDL, TABLE_BY_TYPE, TABLES, fingerprint
+from ownloop.store.schema import (
+    BOOKKEEPING_DDL,
+    SESSION_FACT_KINDS,
+    SESSION_FACTS_REFRESH,
+    TABLE_BY_TYPE,
+    TABLES,
+    fingerprint,
+)
 from ownloop.store.scores import refresh_bootstraps
 
 if TYPE_CHECKING:
@@ -162,6 +169,7 @@ class _Batch:
 
         con.begin()
         journal = []
+        touched = []  # session ids whose session_facts row the new events change
         if self.events:
             parts = list(self._by_kind())
             order = parts[0][2]
@@ -172,6 +180,8 @@ class _Batch:
                 table = TABLE_BY_TYPE[kind]
                 rows = table.arrow_table(streams[rows_of], seqs[rows_of], events[rows_of])
                 _insert(con, table.name, rows)
+                if table.name in SESSION_FACT_KINDS:
+                    touched.append(rows.column("session_id"))
                 # The journal rows reuse the columns just built for the kind's table.
                 journal.append(pa.table({
                     "stream": rows.column("stream"),
@@ -185,6 +195,9 @@ class _Batch:
                 }))
         if journal:
             _insert(con, "journal", pa.concat_tables(journal))
+        if touched:
+            _refresh_session_facts(con, pa.table({"session_id": pa.chunked_array(
+                [chunk for column in touched for chunk in column.chunks], pa.string())}))
         if self.skipped[0]:
             _insert(con, "skipped_lines", pa.table({
                 "stream": self.skipped[0], "byte_offset": self.skipped[1],
@@ -211,6 +224,15 @@ class _Batch:
             con.execute("insert into streams select * from _marks")
             con.unregister("_marks")
         con.commit()
+
+
+def _refresh_session_facts(con: duckdb.DuckDBPyConnection, touched: pa.Table) -> None:
+    """Recompute the ``session_facts`` rows of the sessions named in ``touched`` (inside the
+    ingest's transaction, so the table always matches the events committed with it)."""
+    con.register("_touched", touched)
+    con.execute("delete from session_facts where session_id in (select session_id from _touched)")
+    con.execute(SESSION_FACTS_REFRESH)
+    con.unregister("_touched")
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BOOKKEEPING_DDL",
     "Column",
+    "SESSION_FACTS_REFRESH",
+    "SESSION_FACT_KINDS",
     "EventTable",
     "SQL_NAMES",
     "TABLES",
@@ -160,6 +162,53 @@ BOOKKEEPING_DDL = (
 )
 
 
+# The rows of ``session_facts`` (views.sql) for the sessions named in the registered table
+# ``_touched`` (a column session_id), recomputed from every event of theirs: what the sessions
+# view used to rank on each query. Run by each ingest after its old rows are deleted.
+SESSION_FACTS_REFRESH = """
+insert into session_facts
+with touched as (select distinct session_id from _touched),
+started as (
+    select * from session_started where session_id in (select session_id from touched)
+    qualify row_number() over (partition by session_id order by time, stream, seq) = 1
+),
+ended as (
+    select * from session_ended where session_id in (select session_id from touched)
+    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
+        = 1
+),
+graded as (
+    -- a regrade of a sealed run is recorded against the seal: the sealed grade stays
+    select * from session_graded
+    where coalesce(against_seal, '') = '' and session_id in (select session_id from touched)
+    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
+        = 1
+),
+counted as (
+    select * from session_counted where session_id in (select session_id from touched)
+    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
+        = 1
+)
+select st.session_id, st.run_id,
+    st.task ->> 'task_id', st.agent, st.model, st.attempt,
+    en.status, en.agent_status, en.answer, en.steps, en.seconds,
+    gr.score, gr.passed, gr.grader,
+    st.parent_session_id, st.replay_mode, st.fork_step,
+    st.time, en.time,
+    coalesce(st.task ->> 'suite', ''), st.task ->> 'prompt', st.task ->> 'start_url',
+    en.parse_failures, en.action_errors, en.error,
+    st.viewport, st.budget, coalesce(st.repeat, 1), cn.counted
+from started st
+left join ended en on en.session_id = st.session_id
+left join graded gr on gr.session_id = st.session_id
+left join counted cn on cn.session_id = st.session_id
+"""
+
+# The event kinds whose rows make a session's facts: ingesting one refreshes its session.
+SESSION_FACT_KINDS = frozenset(
+    {"session_started", "session_ended", "session_graded", "session_counted"})
+
+
 def fingerprint(views_sql: str) -> str:
     """A hash of every table and view definition: when it changes, the index is rebuilt."""
     h = hashlib.sha256()
@@ -168,4 +217,5 @@ def fingerprint(views_sql: str) -> str:
     for table in TABLES:
         h.update(table.ddl().encode())
     h.update(views_sql.encode())
+    h.update(SESSION_FACTS_REFRESH.encode())
     return h.hexdigest()[:16]

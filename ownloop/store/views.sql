@@ -51,28 +51,22 @@ left join ended e on e.run_id = s.run_id
 left join counted c on c.run_id = s.run_id
 left join budgets b on b.run_id = s.run_id;
 
+-- Each session's own facts, kept by every sync for the sessions its new events touched (the
+-- refresh is SESSION_FACTS_REFRESH in schema.py): its first SessionStarted, last SessionEnded,
+-- last grade not against a seal and last SessionCounted. Reading this table instead of ranking
+-- those events again on every query keeps the sessions view cheap on a large store.
+create table session_facts (session_id VARCHAR, run_id VARCHAR, task_id VARCHAR,
+    agent VARCHAR, model VARCHAR, attempt BIGINT,
+    status VARCHAR, agent_status VARCHAR, answer VARCHAR, steps BIGINT, seconds DOUBLE,
+    score DOUBLE, passed BOOLEAN, grader VARCHAR,
+    parent_session_id VARCHAR, replay_mode VARCHAR, fork_step BIGINT,
+    started_at TIMESTAMP, ended_at TIMESTAMP,
+    suite VARCHAR, prompt VARCHAR, start_url VARCHAR,
+    parse_failures BIGINT, action_errors BIGINT, error VARCHAR,
+    viewport JSON, budget BIGINT, repeat BIGINT, counted BOOLEAN);
+
 create view sessions as
-with started as (
-    select * from session_started
-    qualify row_number() over (partition by session_id order by time, stream, seq) = 1
-),
-ended as (
-    select * from session_ended
-    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
-        = 1
-),
-graded as (
-    -- a regrade of a sealed run is recorded against the seal: the sealed grade stays
-    select * from session_graded where coalesce(against_seal, '') = ''
-    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
-        = 1
-),
-counted as (
-    select * from session_counted
-    qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
-        = 1
-),
-run as (
+with run as (
     select run_id, arg_min(agent, time) as agent, arg_min(model, time) as model,
         arg_min(max_steps, time) as budget, count(distinct max_steps) as declared_budgets
     from run_started group by run_id
@@ -81,30 +75,24 @@ run_budgets as (
     select run_id, count(distinct budget) as budgets
     from session_started where parent_session_id is null group by run_id
 )
-select st.session_id, st.run_id,
-    st.task ->> 'task_id' as task_id,
-    coalesce(nullif(st.agent, ''), r.agent, '') as agent,
-    coalesce(nullif(st.model, ''), r.model, '') as model,
-    st.attempt,
-    en.status, en.agent_status, en.answer, en.steps, en.seconds,
-    gr.score, gr.passed, gr.grader,
-    st.parent_session_id, st.replay_mode, st.fork_step,
-    st.time as started_at, en.time as ended_at,
-    coalesce(st.task ->> 'suite', '') as suite,
-    st.task ->> 'prompt' as prompt,
-    st.task ->> 'start_url' as start_url,
-    en.parse_failures, en.action_errors, en.error,
-    st.viewport,
-    st.budget, coalesce(st.repeat, 1) as repeat, cn.counted,
+select f.session_id, f.run_id, f.task_id,
+    coalesce(nullif(f.agent, ''), r.agent, '') as agent,
+    coalesce(nullif(f.model, ''), r.model, '') as model,
+    f.attempt,
+    f.status, f.agent_status, f.answer, f.steps, f.seconds,
+    f.score, f.passed, f.grader,
+    f.parent_session_id, f.replay_mode, f.fork_step,
+    f.started_at, f.ended_at,
+    f.suite, f.prompt, f.start_url,
+    f.parse_failures, f.action_errors, f.error,
+    f.viewport,
+    f.budget, f.repeat, f.counted,
     -- comparable: ran under its run's declared budget, and the run has that one budget only
-    coalesce(st.budget = r.budget and r.declared_budgets = 1 and rb.budgets = 1, false)
+    coalesce(f.budget = r.budget and r.declared_budgets = 1 and rb.budgets = 1, false)
         as comparable
-from started st
-left join ended en on en.session_id = st.session_id
-left join graded gr on gr.session_id = st.session_id
-left join counted cn on cn.session_id = st.session_id
-left join run r on r.run_id = st.run_id
-left join run_budgets rb on rb.run_id = st.run_id;
+from session_facts f
+left join run r on r.run_id = f.run_id
+left join run_budgets rb on rb.run_id = f.run_id;
 
 create view steps as
 with keys as (
