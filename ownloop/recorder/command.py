@@ -76,7 +76,8 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
                         argv: tuple[str, ...],
                         notify: Callable[[str], None] = lambda line: None) -> RunSummary:
     """Run ``ownloop record`` with the parsed options; ``summary_text`` says how it went.
-    ``notify`` gets the one notice line when the agent's released prompt text was not found."""
+    ``notify`` gets notice lines: the agent's released prompt text was not found, an endpoint of
+    a pool does not answer."""
     if bool(options["suite"]) == bool(options["tasks_file"]):
         raise OwnloopError("give exactly one of --suite (e.g. miniwob) or --tasks FILE")
     texts = released_texts(agent, options.get("released"))
@@ -108,7 +109,8 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
                     base=options["base"], seeds=options["seeds"]) as suite:
         try:
             summary = record(store, suite, record_options, on_start=progress.on_start,
-                             on_result=progress.on_result, on_step=progress.on_step)
+                             on_result=progress.on_result, on_step=progress.on_step,
+                             on_notice=notify)
         finally:
             progress.close()
     return summary

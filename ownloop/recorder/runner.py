@@ -35,6 +35,7 @@ from ownloop.recorder.browser import BrowserSession, browser_versions, open_brow
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
+from ownloop.recorder.probe import EndpointUnusable
 from ownloop.recorder.suites import Suite, SuiteSource
 from ownloop.store import Store
 from ownloop.store.claims import Claim, Claims, lease_seconds
@@ -449,6 +450,7 @@ def record(
     on_start: Callable[[str, int, int], None] = lambda run_id, todo, skipped: None,
     on_result: Callable[[EpisodeResult], None] = lambda result: None,
     on_step: Callable[[str, str, int, str], None] | None = None,
+    on_notice: Callable[[str], None] = lambda line: None,
 ) -> RunSummary:
     """Record ``options.agent`` on every task of ``suite`` not yet done in the run.
 
@@ -470,10 +472,22 @@ def record(
         check_clean(source)
     if options.expect_suite:
         check_suite(suite, options.expect_suite)
-    # The endpoint is checked before anything is written and before a browser starts (MiniWoB's
+    # Every endpoint is checked before anything is written and before a browser starts (MiniWoB's
     # prompts are read in one): a dead endpoint is one line in a second, not every task's retries.
-    ModelClient(options.endpoint, options.model, load_blob=store.get_blob,
-                api_key=options.api_key, timeout_s=options.call_timeout_s).check()
+    # In a pool, the run goes on while one endpoint answers: the others are named, and the pool
+    # benches them when their sessions fail.
+    unusable: list[EndpointUnusable] = []
+    pool = list(dict.fromkeys(options.endpoints or (options.endpoint,)))
+    for endpoint in pool:
+        try:
+            ModelClient(endpoint, options.model, load_blob=store.get_blob,
+                        api_key=options.api_key, timeout_s=options.call_timeout_s).check()
+        except EndpointUnusable as exc:
+            unusable.append(exc)
+    if len(unusable) == len(pool):
+        raise unusable[0]
+    for refusal in unusable:
+        on_notice(f"notice: {refusal}; the run goes on with the other endpoints")
     tasks = suite.tasks()
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
