@@ -40,6 +40,7 @@ __all__ = [
     "Listed",
     "blind_audit_rows",
     "blind_replayed",
+    "imported_files",
     "imported_folders",
     "passing_sessions",
     "journal_places",
@@ -217,6 +218,15 @@ def imported_folders(store: Store, run_id: str) -> set[str]:
     rows = store.sql(
         "select distinct e.value ->> 'sha256' from evidence e join sessions s using (session_id) "
         "where s.run_id = $run and e.name = 'imported_folder'", {"run": run_id}).rows
+    return {h for (h,) in rows if h}
+
+
+def imported_files(store: Store, run_id: str, evidence: str) -> set[str]:
+    """The sha256 of the files already imported into ``run_id``, as kept by the evidence named
+    ``evidence`` (its value's ``sha256``), e.g. ``imported_atif``."""
+    rows = store.sql(
+        "select distinct e.value ->> 'sha256' from evidence e join sessions s using (session_id) "
+        "where s.run_id = $run and e.name = $name", {"run": run_id, "name": evidence}).rows
     return {h for (h,) in rows if h}
 
 

@@ -55,7 +55,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import new_id
-from ownloop.store.queries import Selection
+from ownloop.store.queries import Selection, imported_files
 from ownloop.store.seal import refuse_if_sealed
 from ownloop.transfer.atif import (
     SCHEMA_VERSION,
@@ -271,6 +271,9 @@ def import_atif(store: Store, path: str | Path, run_id: str | None = None,
                 argv: Sequence[str] = ()) -> AtifImport:
     """Import one ATIF file, or every ``*.json`` file of a folder, as sessions of one run.
 
+    A file the run already has (the same bytes, by sha256) is skipped with a line saying so, so
+    importing the same file or folder again adds only what is new.
+
     Args:
         store: where to write.
         path: a trajectory file, or a folder of them.
@@ -292,18 +295,24 @@ def import_atif(store: Store, path: str | Path, run_id: str | None = None,
         raise OwnloopError(f"no .json files in {source}: expected ATIF trajectories")
     run = run_id or "atif-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", source.stem).strip("-") or "in")
     refuse_if_sealed(store, run, "import into another run with --run NAME")
+    seen = imported_files(store, run, _ORIGIN)
     skipped: list[str] = []
     sessions = 0
     stream = None
     try:
         for file in paths:
             data = file.read_bytes()
+            sha256 = hashlib.sha256(data).hexdigest()
+            if sha256 in seen:
+                skipped.append(f"{file.name}: skipped (already imported into run {run})")
+                continue
             try:
                 trajectory = read_trajectory(data)
             except AtifError as error:
                 skipped.append(f"{file.name}: skipped (not ATIF: {error})")
                 continue
-            reader = _Reader(store, run, file, hashlib.sha256(data).hexdigest())
+            seen.add(sha256)
+            reader = _Reader(store, run, file, sha256)
             events = reader.events(trajectory)
             if stream is None:
                 stream = store.stream()

@@ -119,6 +119,34 @@ def test_an_image_path_outside_the_folder_is_not_read(tmp_path: Path) -> None:
     assert [s.step for s in session.steps if s.screenshot is not None] == [2]
 
 
+def test_importing_the_same_files_again_adds_only_the_new_ones(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    _foreign(folder)
+    store = tmp_path / "store"
+    first = run_ownloop(store, "import", "--format", "atif", str(folder), "--run", "r")
+    assert first.returncode == 0, first.stderr
+    again = run_ownloop(store, "import", "--format", "atif", str(folder / "foreign.json"),
+                        "--run", "r")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == ["foreign.json: skipped (already imported into run r)",
+                                         "imported 0 ATIF trajectories into run r"]
+    value = json.loads(FOREIGN.read_text())
+    value["session_id"] = "browse-7f3a-0002"
+    (folder / "second.json").write_text(json.dumps(value))
+    shutil.copy(folder / "second.json", folder / "third.json")
+    more = run_ownloop(store, "import", "--format", "atif", str(folder), "--run", "r")
+    assert more.returncode == 0, more.stderr
+    assert [line for line in more.stdout.splitlines() if "skipped" in line] == [
+        "foreign.json: skipped (already imported into run r)",
+        "third.json: skipped (already imported into run r)"]
+    assert "imported 1 ATIF trajectory into run r" in more.stdout
+    assert open_store(store).sql("select count(*) from sessions where run_id = 'r'").rows == [
+        (2,)]
+    other = run_ownloop(store, "import", "--format", "atif", str(folder / "foreign.json"),
+                        "--run", "r2")
+    assert "imported 1 ATIF trajectory into run r2" in other.stdout
+
+
 def test_no_trajectory_is_a_one_line_error(tmp_path: Path) -> None:
     result = run_ownloop(tmp_path / "store", "import", "--format", "atif",
                          str(tmp_path / "missing"))
@@ -165,8 +193,10 @@ def test_sessions_come_a_batch_at_a_time_and_same_ids_keep_apart(tmp_path: Path)
 
     folder = tmp_path / "in"
     _foreign(folder)
-    for number in range(4):
-        shutil.copy(FOREIGN, folder / f"copy-{number}.json")
+    for number in range(4):  # the same trajectory id, each file its own (a copy is skipped)
+        value = json.loads(FOREIGN.read_text())
+        value["steps"][1]["message"][0]["text"] += f" (copy {number})"
+        (folder / f"copy-{number}.json").write_text(json.dumps(value))
     store = tmp_path / "store"
     assert "imported 5 ATIF trajectories" in run_ownloop(
         store, "import", "--format", "atif", str(folder)).stdout
