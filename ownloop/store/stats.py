@@ -8,6 +8,11 @@ index stores the Python bootstrap's interval at sync instead, see ``scores.py``.
 
 A run's outcomes are grouped by task: ``tasks[i]`` holds task i's repeats, each True (passed) or
 False. Intervals are two-sided at ``level`` (95% by default).
+
+When numpy is installed the bootstraps draw the same numbers in bulk: numpy's legacy
+``RandomState`` is the same Mersenne Twister with the same 53-bit doubles as ``random.random``,
+so started from ``random.Random(seed)``'s state it gives exactly the stream the loops below read,
+and every replicate comes out bit for bit the same (tests/store/test_stats_fast.py).
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from functools import cache
 from statistics import NormalDist
-from typing import NamedTuple
+from types import ModuleType
+from typing import Any, NamedTuple
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -109,17 +116,95 @@ def clustered_bootstrap(tasks: Sequence[Outcomes], *, resamples: int = BOOTSTRAP
     repeats with replacement; the replicate's score is its passes over its sessions. Tasks
     without outcomes are left out.
     """
-    groups = [list(t) for t in tasks if len(t)]
+    groups = [[bool(o) for o in t] for t in tasks if len(t)]
     sessions = sum(map(len, groups))
     if not groups:
         return Interval(0.0, 0.0, 1.0)
     estimate = sum(map(sum, groups)) / sessions
+    np = _numpy()
+    replicates = (_clustered_replicates(groups, resamples, seed) if np is None
+                  else _clustered_replicates_numpy(np, groups, resamples, seed))
+    return _interval(estimate, replicates, level)
+
+
+def _clustered_replicates(groups: list[list[bool]], resamples: int, seed: int) -> list[float]:
+    """The clustered bootstrap's replicates, one draw of ``random.Random(seed)`` at a time."""
     rng = random.Random(seed)
     replicates = []
     for _ in range(resamples):
         drawn = [groups[int(rng.random() * len(groups))] for _ in groups]
         replicates.append(sum(_resample(rng, g) for g in drawn) / sum(map(len, drawn)))
-    return _interval(estimate, replicates, level)
+    return replicates
+
+
+@cache
+def _numpy() -> ModuleType | None:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+_CHUNK = 1 << 20  # doubles drawn at a time by the bulk bootstraps
+
+
+class _Stream:
+    """The doubles ``random.Random(seed).random()`` returns, drawn in bulk with numpy."""
+
+    def __init__(self, np: Any, seed: int) -> None:
+        words = random.Random(seed).getstate()[1]  # 624 words of state, then the position
+        self._np = np
+        self._twister = np.random.RandomState()
+        self._twister.set_state(("MT19937", np.array(words[:624], dtype=np.uint32), words[624]))
+        self._ahead = np.empty(0)
+
+    def peek(self, n: int) -> Any:
+        """The next ``n`` doubles, not consumed."""
+        if len(self._ahead) < n:
+            more = self._twister.random_sample(max(n - len(self._ahead), _CHUNK))
+            self._ahead = self._np.concatenate((self._ahead, more))
+        return self._ahead[:n]
+
+    def consume(self, n: int) -> None:
+        self._ahead = self._ahead[n:]
+
+
+def _clustered_replicates_numpy(np: Any, groups: list[list[bool]], resamples: int,
+                                seed: int) -> list[float]:
+    """``_clustered_replicates`` with numpy: the same draws, so the same replicates.
+
+    A replicate reads len(groups) doubles for its tasks, then, task after task, one double per
+    repeat. Only where each replicate starts needs a loop; the repeats' draws of a whole chunk
+    of replicates are taken at once.
+    """
+    k = len(groups)
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    outcomes = np.array([o for g in groups for o in g], dtype=np.int64)
+    most = k + k * int(sizes.max())  # doubles a replicate reads at most
+    stream = _Stream(np, seed)
+    replicates: list[float] = []
+    while len(replicates) < resamples:
+        count = min(resamples - len(replicates), max(1, _CHUNK // most))
+        ahead = stream.peek(count * most)
+        picks, spans, totals, at = [], [], [], 0
+        for _ in range(count):
+            pick = (ahead[at:at + k] * k).astype(np.int64)
+            total = int(sizes[pick].sum())
+            picks.append(pick)
+            spans.append(ahead[at + k:at + k + total])
+            totals.append(total)
+            at += k + total
+        stream.consume(at)
+        pick = np.concatenate(picks)
+        drawn = sizes[pick]
+        within = (np.concatenate(spans) * np.repeat(drawn, drawn)).astype(np.int64)
+        passes = outcomes[np.repeat(starts[pick], drawn) + within]
+        bounds = np.cumsum(totals) - np.array(totals)
+        sums = np.add.reduceat(passes, bounds)  # integers: any order gives the same sums
+        replicates += (sums / np.array(totals, dtype=np.int64)).tolist()
+    return replicates
 
 
 def _rate(outcomes: Outcomes) -> float:
@@ -135,10 +220,19 @@ def paired_bootstrap(pairs: Sequence[tuple[Outcomes, Outcomes]], *,
     replacement (a drawn task keeps its A and B together: that is the pairing), then each side's
     repeats with replacement. Pairs where a side has no outcomes are left out.
     """
-    kept = [(list(a), list(b)) for a, b in pairs if len(a) and len(b)]
+    kept = [([bool(o) for o in a], [bool(o) for o in b]) for a, b in pairs if len(a) and len(b)]
     if not kept:
         return Interval(0.0, -1.0, 1.0)
     estimate = sum(_rate(b) - _rate(a) for a, b in kept) / len(kept)
+    np = _numpy()
+    replicates = (_paired_replicates(kept, resamples, seed) if np is None
+                  else _paired_replicates_numpy(np, kept, resamples, seed))
+    return _interval(estimate, replicates, level)
+
+
+def _paired_replicates(kept: list[tuple[list[bool], list[bool]]], resamples: int,
+                       seed: int) -> list[float]:
+    """The paired bootstrap's replicates, one draw of ``random.Random(seed)`` at a time."""
     rng = random.Random(seed)
     replicates = []
     for _ in range(resamples):
@@ -147,7 +241,61 @@ def paired_bootstrap(pairs: Sequence[tuple[Outcomes, Outcomes]], *,
             a, b = kept[int(rng.random() * len(kept))]
             total += _resample(rng, b) / len(b) - _resample(rng, a) / len(a)
         replicates.append(total / len(kept))
-    return _interval(estimate, replicates, level)
+    return replicates
+
+
+def _drawn_passes(np: Any, ahead: Any, first: Any, sizes: Any, starts: Any,
+                  outcomes: Any) -> Any:
+    """Per pick, the passes among ``sizes[i]`` repeats drawn with the doubles of ``ahead`` from
+    ``first[i]`` on, out of the outcomes ``outcomes[starts[i]:starts[i] + sizes[i]]``."""
+    offsets = np.cumsum(sizes) - sizes
+    ramp = np.arange(int(sizes.sum())) - np.repeat(offsets, sizes)
+    draws = ahead[np.repeat(first, sizes) + ramp]
+    within = (draws * np.repeat(sizes, sizes)).astype(np.int64)
+    return np.add.reduceat(outcomes[np.repeat(starts, sizes) + within], offsets)
+
+
+def _paired_replicates_numpy(np: Any, kept: list[tuple[list[bool], list[bool]]],
+                             resamples: int, seed: int) -> list[float]:
+    """``_paired_replicates`` with numpy: the same draws, so the same replicates.
+
+    Each pick reads one double for the task, then one per B repeat, then one per A repeat. A
+    loop finds where each pick is; the repeats' draws of a chunk are taken at once, and each
+    replicate's differences are added left to right (a cumulative sum) as the loop adds them.
+    """
+    k = len(kept)
+    size_a = np.array([len(a) for a, _ in kept], dtype=np.int64)
+    size_b = np.array([len(b) for _, b in kept], dtype=np.int64)
+    start_a, start_b = np.cumsum(size_a) - size_a, np.cumsum(size_b) - size_b
+    outcomes_a = np.array([o for a, _ in kept for o in a], dtype=np.int64)
+    outcomes_b = np.array([o for _, b in kept for o in b], dtype=np.int64)
+    step = [1 + len(a) + len(b) for a, b in kept]
+    most = k * max(step)
+    stream = _Stream(np, seed)
+    replicates: list[float] = []
+    while len(replicates) < resamples:
+        count = min(resamples - len(replicates), max(1, _CHUNK // most))
+        ahead = stream.peek(count * most)
+        if min(step) == most // k:  # every pick reads as many doubles: they sit evenly
+            where = np.arange(count * k, dtype=np.int64) * step[0]
+            pick = (ahead[where] * k).astype(np.int64)
+            at = count * most
+        else:
+            values, at, places, picks = ahead.tolist(), 0, [], []
+            for _ in range(count * k):
+                chosen = int(values[at] * k)
+                places.append(at)
+                picks.append(chosen)
+                at += step[chosen]
+            where, pick = np.array(places, dtype=np.int64), np.array(picks, dtype=np.int64)
+        stream.consume(at)
+        first = where + 1
+        b = _drawn_passes(np, ahead, first, size_b[pick], start_b[pick], outcomes_b)
+        a = _drawn_passes(np, ahead, first + size_b[pick], size_a[pick], start_a[pick],
+                          outcomes_a)
+        differences = (b / size_b[pick] - a / size_a[pick]).reshape(count, k)
+        replicates += (np.cumsum(differences, axis=1)[:, -1] / k).tolist()
+    return replicates
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
