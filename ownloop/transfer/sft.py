@@ -46,7 +46,9 @@ __all__ = ["AGENT_FORMATS", "SftCounts", "chat_record", "export_sft", "native_re
 
 AgentFormat = Literal["native", "chat"]
 AGENT_FORMATS: tuple[str, ...] = ("native", "chat")
-_ROW_GROUP = 256  # Parquet rows buffered before a row group is written
+_ROW_GROUP = 256  # Parquet rows buffered before a row group is written ...
+_ROW_GROUP_BYTES = 32 << 20  # ... or image bytes: screenshots repeat in each step's window
+_SESSION_KEYS = ("session_id", "run_id", "task_id", "agent", "model")
 
 
 class SftCounts(msgspec.Struct, kw_only=True):
@@ -201,14 +203,12 @@ def export_sft(store: Store, selection: Selection, out: str | Path, *,
         parquet: write ``sft.parquet`` with the images embedded.
 
     Raises:
-        OwnloopError: an unknown form, ``per_session`` with Parquet, no session selected, or an
-            ``out`` that is not an empty folder.
+        OwnloopError: an unknown form, no session selected, or an ``out`` that is not an empty
+            folder.
     """
     if agent_format not in AGENT_FORMATS:
         raise OwnloopError(f"unknown --agent-format {agent_format!r}. Choose one of: "
                            f"{', '.join(AGENT_FORMATS)}")
-    if per_session and parquet:
-        raise OwnloopError("--per-session writes JSONL: use --format sft with it")
     ids = picked(store, selection)
     root = empty_folder(out)
     counts = SftCounts()
@@ -217,7 +217,7 @@ def export_sft(store: Store, selection: Selection, out: str | Path, *,
     form: AgentFormat = "chat" if agent_format == "chat" else "native"
     if parquet:
         target = root / "sft.parquet"
-        _write_parquet(store, ids, target, form, files, counts, checker)
+        _write_parquet(store, ids, target, form, files, counts, checker, per_session)
     else:
         target = root / "sft.jsonl"
         with target.open("w", encoding="utf-8") as sink, \
@@ -227,9 +227,7 @@ def export_sft(store: Store, selection: Selection, out: str | Path, *,
                 checker.check(session, {r["step"]: r["call_id"] for r in records})
                 counts.sessions += 1
                 if per_session and records:
-                    head = {k: records[0][k] for k in ("session_id", "run_id", "task_id",
-                                                       "agent", "model")}
-                    records = [{**head, "id": session.session_id, "steps": records}]
+                    records = [_per_session(session, records)]
                 for record in records:
                     sink.write(json.dumps(record, ensure_ascii=False) + "\n")
                     counts.records += 1
@@ -237,6 +235,11 @@ def export_sft(store: Store, selection: Selection, out: str | Path, *,
     what = "sessions" if per_session else "steps"
     return [f"{target}: {counts.records} records ({what}, {form} form)", *counts.lines(),
             *files.lines("images")]
+
+
+def _per_session(session: Session, records: list[dict[str, Any]]) -> dict[str, Any]:
+    head = {key: records[0][key] for key in _SESSION_KEYS}
+    return {**head, "id": session.session_id, "steps": records}
 
 
 def _path_of(files: BlobFiles) -> Any:
@@ -247,17 +250,23 @@ def _path_of(files: BlobFiles) -> Any:
 
 
 def _write_parquet(store: Store, ids: list[str], target: Path, form: AgentFormat,
-                   files: BlobFiles, counts: SftCounts, checker: _Checker) -> None:
+                   files: BlobFiles, counts: SftCounts, checker: _Checker,
+                   per_session: bool) -> None:
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     def name(part: ImagePart) -> str:
         return f"{part.sha256}.{part.media_type.rpartition('/')[2] or 'png'}"
 
-    def embedded(part: ImagePart) -> dict[str, Any]:
-        return {"bytes": files.bytes_of(part.sha256), "path": name(part)}
+    buffered = 0  # image bytes in ``rows``
 
-    schema = _parquet_schema(pa, form)
+    def embedded(part: ImagePart) -> dict[str, Any]:
+        nonlocal buffered
+        data = files.bytes_of(part.sha256)
+        buffered += len(data or b"")
+        return {"bytes": data, "path": name(part)}
+
+    schema = _parquet_schema(pa, form, per_session)
     rows: list[dict[str, Any]] = []
     with pq.ParquetWriter(str(target), schema) as writer, \
             StepProgress("export sft", "session", len(ids)) as progress:
@@ -265,26 +274,30 @@ def _write_parquet(store: Store, ids: list[str], target: Path, form: AgentFormat
             records = list(sft_records(session, "chat", embedded, counts))
             checker.check(session, {r["step"]: r["call_id"] for r in records})
             counts.sessions += 1
+            steps = {s.step: s for s in session.steps}
             for record in records:
-                step = next(s for s in session.steps if s.step == record["step"])
-                call = _accepted_call(step)
+                call = _accepted_call(steps[record["step"]])
                 assert call is not None  # sft_records wrote only steps with one
                 record["target"] = call.response
                 if form == "native":
                     native = native_record(record["model"], call.messages, call.sampling,
                                            call.response or "", name)
                     record["request"] = json.dumps(native["request"], ensure_ascii=False)
-                rows.append(record)
-                counts.records += 1
-            if len(rows) >= _ROW_GROUP:
+            if per_session and records:
+                records = [_per_session(session, records)]
+            rows.extend(records)
+            counts.records += len(records)
+            if len(rows) >= _ROW_GROUP or buffered >= _ROW_GROUP_BYTES:
                 writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-                rows = []
+                rows, buffered = [], 0
             progress.advance(done)
         if rows:
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
 
 
-def _parquet_schema(pa: Any, form: AgentFormat) -> Any:
+def _parquet_schema(pa: Any, form: AgentFormat, per_session: bool) -> Any:
+    """The rows' Arrow schema, with the ``datasets`` library's features in its ``huggingface``
+    metadata (``images``: a list of ``Image``, each a ``{bytes, path}`` struct)."""
     part = pa.struct([("type", pa.string()), ("text", pa.string())])
     message = pa.struct([("role", pa.string()), ("content", pa.list_(part))])
     image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
@@ -293,14 +306,20 @@ def _parquet_schema(pa: Any, form: AgentFormat) -> Any:
               ("step", pa.int64()), ("call_id", pa.string()),
               ("messages", pa.list_(message)), ("images", pa.list_(image)),
               ("target", pa.string())]
-    features: dict[str, Any] = {name: {"dtype": "string", "_type": "Value"}
-                                for name, _ in fields}
-    features["step"] = {"dtype": "int64", "_type": "Value"}
     text = {"dtype": "string", "_type": "Value"}
+    features: dict[str, Any] = {name: text for name, _ in fields}
+    features["step"] = {"dtype": "int64", "_type": "Value"}
     features["messages"] = [{"role": text, "content": [{"type": text, "text": text}]}]
     features["images"] = {"feature": {"_type": "Image"}, "_type": "Sequence"}
     if form == "native":
         fields.append(("request", pa.string()))
         features["request"] = text
+    if per_session:
+        head = ("id", *_SESSION_KEYS)
+        steps = features
+        fields = [*((key, pa.string()) for key in head),
+                  ("steps", pa.list_(pa.struct(fields)))]
+        features = {key: text for key in head}
+        features["steps"] = [steps]
     metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
     return pa.schema(fields, metadata=metadata)
