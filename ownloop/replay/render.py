@@ -8,6 +8,7 @@ restyle or rewrite the terminal.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import msgspec
@@ -38,9 +39,14 @@ def _value(value: object) -> str:
     return repr(value)
 
 
+@functools.cache
+def _fields(kind: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
+    return msgspec.structs.fields(kind)  # slow: it evaluates the annotations each time
+
+
 def _call(name: str, struct: msgspec.Struct) -> str:
     parts = []
-    for field in msgspec.structs.fields(struct):
+    for field in _fields(type(struct)):
         if field.name in _HIDDEN:
             continue
         value = getattr(struct, field.name)
