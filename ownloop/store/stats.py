@@ -162,7 +162,7 @@ class _Stream:
     def peek(self, n: int) -> Any:
         """The next ``n`` doubles, not consumed."""
         if len(self._ahead) < n:
-            more = self._twister.random_sample(max(n - len(self._ahead), _CHUNK))
+            more = self._twister.random_sample(n - len(self._ahead))
             self._ahead = self._np.concatenate((self._ahead, more))
         return self._ahead[:n]
 
@@ -182,16 +182,29 @@ def _clustered_replicates_numpy(np: Any, groups: list[list[bool]], resamples: in
     sizes = np.array([len(g) for g in groups], dtype=np.int64)
     starts = np.cumsum(sizes) - sizes
     outcomes = np.array([o for g in groups for o in g], dtype=np.int64)
-    most = k + k * int(sizes.max())  # doubles a replicate reads at most
     stream = _Stream(np, seed)
+    ahead_size = max(_CHUNK, k + k * int(sizes.max()))  # at least one replicate's draws
     replicates: list[float] = []
+    if int(sizes.min()) == int(sizes.max()):  # every task has n repeats: replicates sit evenly
+        n, grid = int(sizes[0]), outcomes.reshape(k, int(sizes[0]))
+        while len(replicates) < resamples:
+            count = min(resamples - len(replicates), ahead_size // (k + k * n))
+            block = stream.peek(count * (k + k * n)).reshape(count, k + k * n)
+            stream.consume(count * (k + k * n))
+            pick = (block[:, :k] * k).astype(np.int64)
+            within = (block[:, k:].reshape(count, k, n) * n).astype(np.int64)
+            passes = grid[pick[:, :, None], within].sum(axis=(1, 2))
+            replicates += (passes / (k * n)).tolist()
+        return replicates
     while len(replicates) < resamples:
-        count = min(resamples - len(replicates), max(1, _CHUNK // most))
-        ahead = stream.peek(count * most)
-        picks, spans, totals, at = [], [], [], 0
-        for _ in range(count):
+        ahead = stream.peek(ahead_size)
+        picks, spans, at = [], [], 0
+        totals: list[int] = []
+        while len(replicates) + len(totals) < resamples and at + k <= ahead_size:
             pick = (ahead[at:at + k] * k).astype(np.int64)
             total = int(sizes[pick].sum())
+            if at + k + total > ahead_size:
+                break  # the next chunk starts with this replicate
             picks.append(pick)
             spans.append(ahead[at + k:at + k + total])
             totals.append(total)
@@ -270,23 +283,34 @@ def _paired_replicates_numpy(np: Any, kept: list[tuple[list[bool], list[bool]]],
     outcomes_a = np.array([o for a, _ in kept for o in a], dtype=np.int64)
     outcomes_b = np.array([o for _, b in kept for o in b], dtype=np.int64)
     step = [1 + len(a) + len(b) for a, b in kept]
-    most = k * max(step)
+    most = k * max(step)  # doubles a replicate reads at most
     stream = _Stream(np, seed)
+    ahead_size = max(_CHUNK, most)
     replicates: list[float] = []
     while len(replicates) < resamples:
-        count = min(resamples - len(replicates), max(1, _CHUNK // most))
-        ahead = stream.peek(count * most)
-        if min(step) == most // k:  # every pick reads as many doubles: they sit evenly
+        ahead = stream.peek(ahead_size)
+        if min(step) == max(step):  # every pick reads as many doubles: they sit evenly
+            count = min(resamples - len(replicates), ahead_size // most)
             where = np.arange(count * k, dtype=np.int64) * step[0]
             pick = (ahead[where] * k).astype(np.int64)
             at = count * most
         else:
-            values, at, places, picks = ahead.tolist(), 0, [], []
-            for _ in range(count * k):
-                chosen = int(values[at] * k)
-                places.append(at)
-                picks.append(chosen)
-                at += step[chosen]
+            values, at, count, places, picks = ahead.tolist(), 0, 0, [], []
+            while len(replicates) + count < resamples:
+                start = at
+                for _ in range(k):
+                    if at >= ahead_size:
+                        break
+                    chosen = int(values[at] * k)
+                    places.append(at)
+                    picks.append(chosen)
+                    at += step[chosen]
+                if at > ahead_size or len(picks) < (count + 1) * k:
+                    # the next chunk starts with this replicate
+                    at = start
+                    del places[count * k:], picks[count * k:]
+                    break
+                count += 1
             where, pick = np.array(places, dtype=np.int64), np.array(picks, dtype=np.int64)
         stream.consume(at)
         first = where + 1

@@ -41,17 +41,19 @@ def test_the_intervals_are_the_ones_given_before_bulk_drawing() -> None:
 
 def _shapes(seed: int) -> list[list[list[bool]]]:
     """Runs of 1 to 60 tasks, each with its own pass rate; every other run has one repeat
-    count for all tasks (the evenly spaced draws), the rest 1 to 7 repeats."""
+    count for all tasks (the evenly spaced draws), the rest 1 to 7 repeats; and a skewed run."""
     rng = random.Random(seed)
     runs = []
     for n in range(24):
         even = rng.randint(1, 7) if n % 2 else 0
         runs.append([[rng.random() < rate for _ in range(even or rng.randint(1, 7))]
                      for rate in [rng.random() for _ in range(rng.randint(1, 60))]])
+    # skewed: one task with many repeats among tasks with one (a chunk ends early)
+    runs.append([[rng.random() < 0.5 for _ in range(300)]] + [[True], [False]] * 20)
     return runs
 
 
-@pytest.mark.parametrize("chunk", [1 << 20, 64])
+@pytest.mark.parametrize("chunk", [1 << 20, 5000, 64])
 def test_bulk_replicates_equal_the_one_at_a_time_loops(
         chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every replicate, bit for bit, also when a chunk holds a single replicate."""
