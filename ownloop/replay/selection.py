@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import mmap
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ownloop.replay.fold import Session, fold_many
 from ownloop.store import Store
 from ownloop.store.journal import decode_lines
 from ownloop.store.queries import EVERY_SESSION, Selection, journal_places
 
-__all__ = ["Selection", "fold_selected"]
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+__all__ = ["Selection", "fold_places", "fold_selected"]
 
 
 def fold_selected(
@@ -34,7 +38,12 @@ def fold_selected(
     Raises:
         QueryError: the condition is not valid SQL over the ``sessions`` view.
     """
-    table = journal_places(store, selection, kinds)
+    return fold_places(store, journal_places(store, selection, kinds))
+
+
+def fold_places(store: Store, table: pa.Table) -> dict[str, Session]:
+    """Rebuild the sessions whose journal lines ``table`` names (columns ``stream``,
+    ``byte_offset``, ``byte_length``, in the order the events happened), keyed by session id."""
     streams = table.column("stream").to_pylist()
     offsets = table.column("byte_offset").to_pylist()
     lengths = table.column("byte_length").to_pylist()

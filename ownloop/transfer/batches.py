@@ -1,8 +1,10 @@
 """Sessions for an exporter, a batch at a time: memory stays bounded however many are picked.
 
 ``picked(store, selection)`` lists the session ids a selection picks (a few bytes each);
-``each_session`` folds them ``BATCH`` at a time through the index's journal places, so exporting
-ten thousand sessions holds one batch of folded sessions, never all of them. ``files_for`` copies
+``each_session`` asks the index where ``LOOKUP`` sessions' journal lines are in one query (a few
+MB of places: each query costs a look at every journal stream, so one per batch would grow with
+the store) and folds them ``BATCH`` at a time, so exporting ten thousand sessions holds one batch
+of folded sessions, never all of them. ``files_for`` copies
 blobs into an export folder once each, named by hash so that a reference is its own check.
 """
 
@@ -13,14 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ownloop.replay.fold import Session
-from ownloop.replay.selection import fold_selected
+from ownloop.replay.selection import fold_places
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.queries import Selection, selected_sessions
+from ownloop.store.queries import Selection, selected_sessions, session_places
 
-__all__ = ["BATCH", "PASSED_AND_COUNTED", "BlobFiles", "each_session", "empty_folder", "picked"]
+__all__ = ["BATCH", "LOOKUP", "PASSED_AND_COUNTED", "BlobFiles", "each_session", "empty_folder",
+           "picked"]
 
 BATCH = 64
+LOOKUP = 1024  # sessions whose journal places are asked for at once
 PASSED_AND_COUNTED = "passed and coalesce(counted, true)"
 """The default condition of a training export: passed sessions that count for their task (a
 session recorded before counting existed, or imported, counts)."""
@@ -42,15 +46,23 @@ def picked(store: Store, selection: Selection) -> list[str]:
     return ids
 
 
-def each_session(store: Store, ids: list[str], batch: int = BATCH) -> Iterator[Session]:
+def each_session(store: Store, ids: list[str], batch: int = BATCH,
+                 lookup: int = LOOKUP) -> Iterator[Session]:
     """The sessions ``ids`` names, folded ``batch`` at a time, in the order given."""
-    for start in range(0, len(ids), batch):
-        chunk = tuple(ids[start : start + batch])
-        folded = fold_selected(store, Selection(session_ids=chunk))
-        for session_id in chunk:
-            session = folded.get(session_id)
-            if session is not None:
-                yield session
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    for first in range(0, len(ids), lookup):
+        places = session_places(store, ids[first : first + lookup])
+        end = min(first + lookup, len(ids))
+        for start in range(first, end, batch):
+            chunk = ids[start : min(start + batch, end)]
+            mine = places.filter(pc.is_in(places.column("session_id"), pa.array(chunk)))
+            folded = fold_places(store, mine)
+            for session_id in chunk:
+                session = folded.get(session_id)
+                if session is not None:
+                    yield session
 
 
 def empty_folder(out: str | Path) -> Path:

@@ -202,6 +202,9 @@ def test_sessions_come_a_batch_at_a_time_and_same_ids_keep_apart(tmp_path: Path)
         store, "import", "--format", "atif", str(folder)).stdout
     ids = picked(open_store(store), Selection())
     assert [s.session_id for s in each_session(open_store(store), ids, batch=2)] == ids
+    for batch, lookup in ((2, 3), (3, 2), (1, 5), (5, 1)):  # places asked 'lookup' at once
+        assert [s.session_id for s in each_session(open_store(store), ids, batch, lookup)] \
+            == ids
     out = tmp_path / "out"
     assert run_ownloop(store, "export", "--format", "atif", "--out", str(out)).returncode == 0
     names = sorted(p.stem for p in out.glob("*.json"))
