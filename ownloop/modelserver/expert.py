@@ -157,8 +157,11 @@ class MiniwobExpert:
         actions = step.actions
         if getattr(self.agent, "types_at_a_point", False):
             actions = _with_typing_point(plan.steps, index)
+        # keyed by the episode (task and seed), not the suite server's address, which changes
+        # from one record to the next: the same --noise-seed gives the same draws in every run
+        task, seed = _task_and_seed(statement.start_url)
         pick = None if self.noise is None else self.noise.wrong(
-            f"{statement.start_url} {size[0]}x{size[1]} step {index}")
+            f"{task} seed {seed} {size[0]}x{size[1]} step {index}")
         if pick is not None:
             actions = mislead(actions, plan.widgets, pick)
         return Reply(self.agent.render(step.thought, actions, size))

@@ -2,9 +2,10 @@
 
 ``serve-model --noise P --noise-seed S`` makes the expert fallible, so repeats of one task
 disagree the way a sampled model's do. The draws are seeded and counted: the n-th time the expert
-is asked step k of the episode at one start URL, the draw is ``sha256(S, URL, k, n)``. So the same
-seed gives the same answers to the same requests in the same order (one worker), and repeats of a
-task (the same URL asked again) each get their own draw.
+is asked step k of one episode (a MiniWoB task and seed, whatever server serves its page), the draw
+is ``sha256(S, episode, k, n)``. So the same seed gives the same answers to the same requests in the
+same order (one worker), in any record run, and repeats of a task (the same episode asked again)
+each get their own draw.
 
 A wrong action is one a model could plausibly emit: a click on another element of the page (or
 beside the target when there is none), text typed with its last character dropped.
