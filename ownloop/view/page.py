@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ownloop.replay.fidelity import RUNGS
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import action_text, element_text, op_text
 from ownloop.store import events as E
@@ -98,6 +99,14 @@ class StepView(NamedTuple):
     failed: bool
     fidelity: list[tuple[str, str]]  # (what, verdict) for a replayed step
     diverged: bool
+    rung: str = ""  # a guarded replay's step: its lowest rung (the fidelity view's rung), or ""
+    rung_ops: str = ""  # its operations by rung, e.g. "1 exact, 1 retargeted"
+
+    @property
+    def rung_class(self) -> str:
+        """The CSS class suffix of the rung: one of RUNGS, or "other" for a value it does not
+        know (the class attribute never carries recorded text)."""
+        return self.rung if self.rung in RUNGS else "other"
 
 
 class EvidenceView(NamedTuple):
@@ -117,6 +126,7 @@ class SessionPage(NamedTuple):
     grades: list[E.SessionGraded]
     parent: SessionPage | None
     pairs: list[tuple[StepView | None, StepView | None]]  # (this, parent) by step number
+    rungs: str = ""  # a guarded replay's operations by rung over all its steps, or ""
 
 
 def _mark_view(mark: Mark, width: int) -> MarkView:
@@ -154,6 +164,19 @@ def _fidelity(fidelity: E.FidelityMeasured | None) -> list[tuple[str, str]]:
     element = {True: "same", False: "differs", None: "n/a"}[fidelity.element_equal]
     return [("screenshot", shot), ("url", "equal" if fidelity.url_equal else "differs"),
             ("element", element), ("verdict", "diverged" if fidelity.diverged else "same")]
+
+
+def _rung_counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {rung}" for rung, n in counts.items() if n)
+
+
+def _op_rungs(fidelity: E.FidelityMeasured | None) -> dict[str, int]:
+    """A step's operations by rung, as the fidelity view's columns count them."""
+    if fidelity is None or not fidelity.rung:
+        return {}
+    return {"exact": fidelity.exact_ops, "same_target": fidelity.same_target_ops,
+            "retargeted": fidelity.retargeted_ops, "diverged": fidelity.diverged_ops,
+            "failed": fidelity.failed_ops}
 
 
 def _calls(step: Step) -> list[CallView]:
@@ -201,7 +224,9 @@ def _step_view(step: Step, marks: list[Mark], image_url: ImageUrl) -> StepView:
         prompt_tokens=sum(c.prompt_tokens or 0 for c in step.calls),
         completion_tokens=sum(c.completion_tokens or 0 for c in step.calls),
         summary=summary, failed=failed, fidelity=_fidelity(step.fidelity),
-        diverged=step.fidelity is not None and step.fidelity.diverged)
+        diverged=step.fidelity is not None and step.fidelity.diverged,
+        rung=step.fidelity.rung if step.fidelity is not None else "",
+        rung_ops=_rung_counts(_op_rungs(step.fidelity)))
 
 
 def _response(step: Step) -> str | None:
@@ -243,4 +268,9 @@ def build_page(session: Session, image_url: ImageUrl, *, parent: Session | None 
         mine = {s.number: s for s in steps}
         theirs = {s.number: s for s in parent_page.steps}
         pairs = [(mine.get(n), theirs.get(n)) for n in sorted(mine.keys() | theirs.keys())]
-    return SessionPage(session, steps, evidence, list(session.grades), parent_page, pairs)
+    totals = {rung: 0 for rung in RUNGS}
+    for step in session.steps:
+        for rung, n in _op_rungs(step.fidelity).items():
+            totals[rung] += n
+    return SessionPage(session, steps, evidence, list(session.grades), parent_page, pairs,
+                       _rung_counts(totals))

@@ -23,6 +23,10 @@ HOSTILE_TYPED = "<script>window.pwned=7</script>"
 HOSTILE_ELEMENT = "<img src=x onerror=window.pwned=8>"
 HOSTILE_ANSWER = "</td><script>window.pwned=6</script>"
 HOSTILE_DOM = "<html><body><script>window.pwned=5</script>dom</body></html>"
+HOSTILE_RUNG = '"><img src=x onerror="window.pwned=9">'  # a rung no replay writes: shown as text
+# the replay's steps by rung: (the step's rung, its operations by rung)
+REPLAY_RUNGS = (("exact", {"exact_ops": 1}), ("failed", {"failed_ops": 1}),
+                (HOSTILE_RUNG, {"retargeted_ops": 1}))
 
 
 class ViewStore(NamedTuple):
@@ -124,11 +128,12 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
     _session(store, hostile, "hostile-task", hostile_steps(hostile), 0, answer=HOSTILE_ANSWER,
              evidence=evidence, passed=False)
     replay_steps = hostile_steps(replay)
-    for number, step in enumerate(replay_steps, 1):
+    for number, (step, (rung, ops)) in enumerate(zip(replay_steps, REPLAY_RUNGS,
+                                                         strict=True), 1):
         step.append(E.FidelityMeasured(
             at=at(2 * number + 0.5), **ids(replay), step=number, parent_session_id=hostile,
             screenshot_identical=number != 2, pixel_diff=0.0 if number != 2 else 0.25,
-            url_equal=True, element_equal=True, diverged=number == 2))
+            url_equal=True, element_equal=True, diverged=number == 2, rung=rung, **ops))
     _session(store, replay, "hostile-task", replay_steps, 100, parent=hostile)
     _session(store, gestures, "gestures-task", [
         _step(ids(gestures), 1, shot_a, 201, "Drag it.",

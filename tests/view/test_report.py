@@ -82,6 +82,9 @@ def test_a_replay_report_shows_its_parent_beside_it(page: Any, view_store: ViewS
     assert page.locator("section.pair img").count() == 6
     assert page.locator("a.parent").count() == 0  # no link out of the file
     assert "diverged" in page.locator("#step-2 .fidelity").text_content()
+    assert page.locator("#step-2 .fidelity .rung").text_content() == "rung failed"
+    assert page.locator("dd.replay .rungs").text_content() == (
+        "operations 1 exact, 1 retargeted, 1 failed")
 
 
 def test_gif_frames_show_the_markers(view_store: ViewStore, tmp_path: Path) -> None:

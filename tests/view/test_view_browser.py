@@ -13,6 +13,7 @@ from tests.view.dashboard import wait_until
 from tests.view.synthetic import (
     HOSTILE_ANSWER,
     HOSTILE_ELEMENT,
+    HOSTILE_RUNG,
     HOSTILE_THOUGHT,
     HOSTILE_TITLE,
     HOSTILE_TYPED,
@@ -198,8 +199,22 @@ def test_a_replay_sits_beside_its_parent_with_fidelity(page: Any, viewer: str,
     assert "diverged" in page.locator("#step-2 .fidelity").text_content()
     assert "25.00% of pixels" in page.locator("#step-2 .fidelity").text_content()
     assert "same" in page.locator("#step-1 .fidelity").text_content()
+    # each step's rung (the fidelity view's rung and operation counts), coloured by rung
+    rungs = [(page.locator(f"#step-{n} .fidelity .rung").text_content(),
+              page.locator(f"#step-{n} .fidelity .rung").get_attribute("class"),
+              page.locator(f"#step-{n} .fidelity .rung-ops").text_content()) for n in (1, 2, 3)]
+    assert rungs == [("rung exact", "fact rung rung-exact", "operations 1 exact"),
+                     ("rung failed", "fact rung rung-failed", "operations 1 failed"),
+                     (f"rung {HOSTILE_RUNG}", "fact rung rung-other", "operations 1 retargeted")]
+    assert page.locator("#step-3 .fidelity img").count() == 0  # a recorded rung stays text
+    assert page.locator("#step-2 .fidelity .rung").evaluate(
+        "e => getComputedStyle(e).backgroundColor") == "rgb(253, 232, 232)"
+    assert page.locator("#step-1 .fidelity .rung").evaluate(
+        "e => getComputedStyle(e).backgroundColor") == "rgb(238, 247, 238)"
     assert page.locator("nav.timeline a.tick.diverged").get_attribute("data-step") == "2"
     assert "first divergent step 2" in page.locator("dd.replay").text_content()
+    assert page.locator("dd.replay .rungs").text_content() == (
+        "operations 1 exact, 1 retargeted, 1 failed")
     assert page.evaluate("window.pwned") is None
     with page.expect_navigation():
         parent.click()
