@@ -432,7 +432,7 @@ def verify_store(store: Store, *, run_id: str | None = None, fingerprint: str | 
 def _store_problems(seen: _Seen, run_id: str | None, fingerprint: str | None,
                     ) -> Iterator[Problem]:
     """The checks that span streams: swapped streams, catalogs, missing runs, seals."""
-    for stream, summary in sorted(seen.summaries.items()):
+    for stream, summary in seen.summaries.items():  # in the journal's order
         # A recorder names a session's stream after it: a stream named after another session
         # that starts elsewhere was swapped or renamed.
         session_id = summary.first_session
