@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import openai
 
-from ownloop.recorder.chat_format import wire_messages
+from ownloop.agents.chat_format import wire_messages
 from ownloop.recorder.probe import check_endpoint
 from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, now
 from ownloop.store.ids import new_id

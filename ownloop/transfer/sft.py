@@ -31,7 +31,7 @@ from typing import Any, Literal
 import msgspec
 
 from ownloop.agents import Agent
-from ownloop.recorder.chat_format import wire_messages
+from ownloop.agents.chat_format import wire_messages
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reparse import agent_for, recorded_settings, reparse_session
