@@ -13,19 +13,24 @@ import time
 from ownloop.recorder.browser import BrowserSession, open_browser
 from ownloop.store.events import MouseClick, MouseMove
 
-WORDS = ("ownloop records computer use agents that drive a real browser from screenshots and "
-         "replays what they did without calling the model again").split()
+WORDS = (
+    "ownloop records computer use agents that drive a real browser from screenshots and "
+    "replays what they did without calling the model again"
+).split()
 
 
 def text_page(seed: int = 0) -> str:
     """A text-heavy page with a form and buttons, like the pages agents see."""
     rng = random.Random(seed)
     paragraphs = "".join(
-        f"<p>{' '.join(rng.choice(WORDS) for _ in range(60))}</p>" for _ in range(30))
+        f"<p>{' '.join(rng.choice(WORDS) for _ in range(60))}</p>" for _ in range(30)
+    )
     buttons = "".join(f"<button style='margin:4px'>Button {i}</button>" for i in range(40))
-    return (f"<html><body style='font:15px sans-serif;margin:20px'><h1>Bench</h1>"
-            f"<form><input placeholder='Name'> <select><option>A</option></select></form>"
-            f"{buttons}{paragraphs}</body></html>")
+    return (
+        f"<html><body style='font:15px sans-serif;margin:20px'><h1>Bench</h1>"
+        f"<form><input placeholder='Name'> <select><option>A</option></select></form>"
+        f"{buttons}{paragraphs}</body></html>"
+    )
 
 
 def ms(seconds: float) -> float:
@@ -45,8 +50,11 @@ def bench_screenshots(session: BrowserSession, rounds: int) -> dict[str, float]:
         session.page.screenshot(type="png")
         slow.append(time.perf_counter() - started)
     cdp, playwright = statistics.median(fast), statistics.median(slow)
-    return {"cdp_fast_ms": ms(cdp), "page_screenshot_ms": ms(playwright),
-            "speedup": round(playwright / cdp, 2)}
+    return {
+        "cdp_fast_ms": ms(cdp),
+        "page_screenshot_ms": ms(playwright),
+        "speedup": round(playwright / cdp, 2),
+    }
 
 
 def bench_lookup(session: BrowserSession, rounds: int, kind: str) -> dict[str, float]:
@@ -60,8 +68,11 @@ def bench_lookup(session: BrowserSession, rounds: int, kind: str) -> dict[str, f
         op = MouseMove(x=x, y=y) if kind == "move" else MouseClick(x=x, y=y)
         ops.append(session.execute(op).duration_ms / 1000)
     lookup, op_time = statistics.median(lookups), statistics.median(ops)
-    return {"lookup_ms": ms(lookup), "op_ms": ms(op_time),
-            "lookup_share": round(lookup / op_time, 3)}
+    return {
+        "lookup_ms": ms(lookup),
+        "op_ms": ms(op_time),
+        "lookup_share": round(lookup / op_time, 3),
+    }
 
 
 def main() -> None:
@@ -75,14 +86,18 @@ def main() -> None:
         session = BrowserSession(launched.browser, (1280, 800), settle_s=0)
         session.page.set_content(text_page())
         shots = bench_screenshots(session, args.rounds)
-        print(f"screenshot  CDP optimizeForSpeed {shots['cdp_fast_ms']} ms  page.screenshot "
-              f"{shots['page_screenshot_ms']} ms  ->  {shots['speedup']}x faster")
+        print(
+            f"screenshot  CDP optimizeForSpeed {shots['cdp_fast_ms']} ms  page.screenshot "
+            f"{shots['page_screenshot_ms']} ms  ->  {shots['speedup']}x faster"
+        )
         # A click no longer waits for a download that might start (settle picks one up): it
         # costs its own time, about a move's plus the click itself.
         for kind in ("move", "click"):
             got = bench_lookup(session, args.rounds, kind)
-            print(f"lookup      mouse.{kind:<5}: look-up {got['lookup_ms']} "
-                  f"ms of {got['op_ms']} ms per op = {got['lookup_share']:.1%}")
+            print(
+                f"lookup      mouse.{kind:<5}: look-up {got['lookup_ms']} "
+                f"ms of {got['op_ms']} ms per op = {got['lookup_share']:.1%}"
+            )
         session.close()
     finally:
         launched.close()

@@ -43,8 +43,21 @@ def export(store_root: Path, out: Path, args: tuple[str, ...]) -> tuple[float, f
     """One export in its own process: (seconds, peak RSS in MB, its first line of output)."""
     started = time.perf_counter()
     child = subprocess.Popen(
-        [_OWNLOOP, "--store", str(store_root), "export", *args, "--where", "true", "--out",
-         str(out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        [
+            _OWNLOOP,
+            "--store",
+            str(store_root),
+            "export",
+            *args,
+            "--where",
+            "true",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert child.stdout is not None
     output = child.stdout.read()
     _pid, status, usage = os.wait4(child.pid, 0)
@@ -64,15 +77,19 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     names = args.formats.split(",") if args.formats else list(FORMATS)
     work = args.keep or Path(tempfile.mkdtemp(prefix="ownloop-export-"))
-    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start",
-          flush=True)
+    print(
+        f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start", flush=True
+    )
     results: dict[str, dict[int, tuple[float, float]]] = {name: {} for name in names}
     try:
         for size in sizes:
             print(f"{size:,} sessions:", flush=True)
             store = build(work / f"s{size}", size)
-            subprocess.run([_OWNLOOP, "--store", str(store.root), "index"], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [_OWNLOOP, "--store", str(store.root), "index"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             for name in names:
                 out = work / f"out-{size}"
                 shutil.rmtree(out, ignore_errors=True)

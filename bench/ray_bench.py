@@ -30,18 +30,48 @@ _ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
 def _ray(*args: str) -> None:
-    subprocess.run([str(_BIN / "ray"), *args], env={**os.environ, **_ENV}, check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [str(_BIN / "ray"), *args],
+        env={**os.environ, **_ENV},
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def _record(store: Path, url: str, run: str, args: argparse.Namespace, *extra: str) -> float:
     """Seconds one ``ownloop record`` took, start to exit (Ray: connecting and actors too)."""
     began = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "ownloop", "--store", str(store), "record", "uitars", "--model",
-         "m", "--endpoint", url, "--run", run, "--suite", f"miniwob:{args.tasks}", "--seeds",
-         f"1-{args.seeds}", "--settle", "0", "--workers", str(args.workers), *extra],
-        env={**os.environ, **_ENV}, check=True, capture_output=True, timeout=3600)
+        [
+            sys.executable,
+            "-m",
+            "ownloop",
+            "--store",
+            str(store),
+            "record",
+            "uitars",
+            "--model",
+            "m",
+            "--endpoint",
+            url,
+            "--run",
+            run,
+            "--suite",
+            f"miniwob:{args.tasks}",
+            "--seeds",
+            f"1-{args.seeds}",
+            "--settle",
+            "0",
+            "--workers",
+            str(args.workers),
+            *extra,
+        ],
+        env={**os.environ, **_ENV},
+        check=True,
+        capture_output=True,
+        timeout=3600,
+    )
     return time.monotonic() - began
 
 
@@ -59,17 +89,31 @@ def bench(args: argparse.Namespace) -> None:
     folder = Path(tempfile.mkdtemp(prefix="raybench", dir="/tmp"))
     store = folder / "store"
     common = ["--num-cpus", str(args.cpus), "--disable-usage-stats"]
-    _ray("start", "--head", "--port", "6379", "--temp-dir", str(folder / "h"),
-         "--include-dashboard=false", *common)
+    _ray(
+        "start",
+        "--head",
+        "--port",
+        "6379",
+        "--temp-dir",
+        str(folder / "h"),
+        "--include-dashboard=false",
+        *common,
+    )
     _ray("start", "--address", "127.0.0.1:6379", "--temp-dir", str(folder / "w"), *common)
     try:
         with make_server("miniwob", "uitars") as url:
             threads_s = _record(store, url, "threads", args)
-            ray_s = _record(store, url, "ray", args, "--executor", "ray", "--ray-address",
-                            "127.0.0.1:6379")
-        sessions = open_store(store).sql(
-            "select run_id, count(*), sum(steps), sum(seconds) from sessions group by run_id "
-            "order by run_id").rows
+            ray_s = _record(
+                store, url, "ray", args, "--executor", "ray", "--ray-address", "127.0.0.1:6379"
+            )
+        sessions = (
+            open_store(store)
+            .sql(
+                "select run_id, count(*), sum(steps), sum(seconds) from sessions group by run_id "
+                "order by run_id"
+            )
+            .rows
+        )
         size, lines = _journal(store)
         claim_files = sum(1 for _ in (store / "claims").rglob("*.*") if _.is_file())
         blobs = sum(p.stat().st_size for p in (store / "blobs").rglob("*") if p.is_file())
@@ -87,12 +131,18 @@ def bench(args: argparse.Namespace) -> None:
     print(f"cpus per node {args.cpus}, workers {args.workers}, {os.cpu_count()} cores")
     for run, seconds in (("threads", threads_s), ("ray", ray_s)):
         n = next(count for name, count, _, _ in sessions if name == run)
-        print(f"{run:8} {n} sessions in {seconds:6.1f}s wall: {60 * n / seconds:6.1f} "
-              "sessions/min (process start, Ray connect and actor start included)")
-    print(f"journal: {size / total / 1024:.1f} KiB and {lines / total:.1f} lines per session "
-          f"({steps / total:.1f} steps); blobs {blobs / total / 1024:.1f} KiB per session")
-    print(f"claims: {claim_files / total:.1f} files per session (claim, release or done), "
-          "plus one mtime touch per held claim every lease/4")
+        print(
+            f"{run:8} {n} sessions in {seconds:6.1f}s wall: {60 * n / seconds:6.1f} "
+            "sessions/min (process start, Ray connect and actor start included)"
+        )
+    print(
+        f"journal: {size / total / 1024:.1f} KiB and {lines / total:.1f} lines per session "
+        f"({steps / total:.1f} steps); blobs {blobs / total / 1024:.1f} KiB per session"
+    )
+    print(
+        f"claims: {claim_files / total:.1f} files per session (claim, release or done), "
+        "plus one mtime touch per held claim every lease/4"
+    )
     print(f"index ingest: {lines} lines in {ingest_s:.2f}s = {lines / ingest_s:,.0f} lines/s")
 
 
@@ -109,8 +159,10 @@ def main() -> None:
         return
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         sys.exit("ray_bench needs root and unshare (it runs its cluster in a network namespace)")
-    done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--mount-proc",
-                           sys.executable, *sys.argv], env={**os.environ, _INSIDE: "1"})
+    done = subprocess.run(
+        ["unshare", "--net", "--pid", "--fork", "--mount-proc", sys.executable, *sys.argv],
+        env={**os.environ, _INSIDE: "1"},
+    )
     sys.exit(done.returncode)
 
 

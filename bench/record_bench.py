@@ -101,8 +101,15 @@ class DiscardingStore(Store):
 
 
 def _run(store: Store, endpoint: str, tasks: str, run_id: str) -> tuple[float, int]:
-    options = RecordOptions(agent="uitars", endpoint=endpoint, model="expert", run_id=run_id,
-                            workers=1, limits=EpisodeLimits(12, 120.0), settle_s=0.0)
+    options = RecordOptions(
+        agent="uitars",
+        endpoint=endpoint,
+        model="expert",
+        run_id=run_id,
+        workers=1,
+        limits=EpisodeLimits(12, 120.0),
+        settle_s=0.0,
+    )
     with load_suite(suite=f"miniwob:{tasks}") as suite:
         began = time.perf_counter()
         summary = record(store, suite, options)
@@ -123,8 +130,10 @@ def main() -> None:
         _run(DiscardingStore(root / "warm"), endpoint, tasks, "warm")  # plans cached, pages hot
         for n in range(args.rounds):  # alternate the order so drift hits both alike
             timer = _Timed()
-            pair = [("rec", TimedStore(root / f"rec{n}", timer)),
-                    ("null", DiscardingStore(root / f"null{n}"))]
+            pair = [
+                ("rec", TimedStore(root / f"rec{n}", timer)),
+                ("null", DiscardingStore(root / f"null{n}")),
+            ]
             for kind, store in pair if n % 2 == 0 else reversed(pair):
                 seconds, steps = _run(store, endpoint, tasks, f"{kind}{n}")
                 (recorded if kind == "rec" else discarded).append(seconds)
@@ -134,15 +143,18 @@ def main() -> None:
         real = Store(root / "rec0")
         shot_ms, call_ms = real.sql(
             "select (select avg(capture_ms) from screenshots), "
-            "(select avg(latency_ms) from model_calls)").rows[0]
+            "(select avg(latency_ms) from model_calls)"
+        ).rows[0]
     rec, null = statistics.median(recorded), statistics.median(discarded)
     per_run = steps_total // args.rounds
     print(f"tasks: {args.tasks}, rounds: {args.rounds}, steps per run: {per_run}")
     print(f"recording on : median {rec:.2f} s  {[round(s, 2) for s in recorded]}")
     print(f"discarding   : median {null:.2f} s  {[round(s, 2) for s in discarded]}")
     print(f"ratio        : {rec / null:.3f}  (aim <= 1.03)")
-    print(f"per step     : recorder {1000 * store_seconds / steps_total:.2f} ms, "
-          f"screenshot {shot_ms:.1f} ms, model call {call_ms:.1f} ms")
+    print(
+        f"per step     : recorder {1000 * store_seconds / steps_total:.2f} ms, "
+        f"screenshot {shot_ms:.1f} ms, model call {call_ms:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

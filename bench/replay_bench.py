@@ -41,37 +41,91 @@ def session_events(run_id: str, number: int, sha: str) -> list[E.Event]:
     ids = {"run_id": run_id, "session_id": sid}
     answer = "yes" if number % 3 else "no"
     reward = 1 if number % 4 else 0
-    task = E.Task(task_id=f"click-button-{number}", prompt='Click on the "yes" button.',
-                  start_url=f"http://127.0.0.1:8000/miniwob/click-button.html?seed={number}",
-                  suite="miniwob", seed=number, grader="miniwob")
-    events: list[E.Event] = [E.SessionStarted(at=t, **ids, task=task, agent="uitars",
-                                              model="bench", viewport=(1280, 800))]
+    task = E.Task(
+        task_id=f"click-button-{number}",
+        prompt='Click on the "yes" button.',
+        start_url=f"http://127.0.0.1:8000/miniwob/click-button.html?seed={number}",
+        suite="miniwob",
+        seed=number,
+        grader="miniwob",
+    )
+    events: list[E.Event] = [
+        E.SessionStarted(
+            at=t, **ids, task=task, agent="uitars", model="bench", viewport=(1280, 800)
+        )
+    ]
     for step in (1, 2, 3):
         at = t + timedelta(milliseconds=100 * step)
         call = f"{sid}c{step}"
         events += [
-            E.ScreenshotTaken(at=at, **ids, step=step, sha256=sha, width=1280, height=800,
-                              url=task.start_url, capture_ms=40.0),
-            E.ModelCalled(at=at, **ids, step=step, call_id=call, model="bench", messages=(
-                E.Message(role="user", parts=(E.TextPart(text=PROMPT),
-                                              E.ImagePart(sha256=sha, width=1280, height=800))),
-            ), response=f"Thought: step {step}\nAction: click(start_box='(100,200)')",
-                latency_ms=300.0),
-            E.ActionParsed(at=at, **ids, step=step, call_id=call, parser="uitars",
-                           thought=f"step {step}", actions=(E.Click(x=91.4, y=228.6),)),
-            E.BrowserActed(at=at, **ids, step=step, idx=0, op=E.MouseClick(x=91.4, y=228.6),
-                           element=E.Element(tag="button", name="yes"),
-                           url_before=task.start_url, url_after=task.start_url),
+            E.ScreenshotTaken(
+                at=at,
+                **ids,
+                step=step,
+                sha256=sha,
+                width=1280,
+                height=800,
+                url=task.start_url,
+                capture_ms=40.0,
+            ),
+            E.ModelCalled(
+                at=at,
+                **ids,
+                step=step,
+                call_id=call,
+                model="bench",
+                messages=(
+                    E.Message(
+                        role="user",
+                        parts=(
+                            E.TextPart(text=PROMPT),
+                            E.ImagePart(sha256=sha, width=1280, height=800),
+                        ),
+                    ),
+                ),
+                response=f"Thought: step {step}\nAction: click(start_box='(100,200)')",
+                latency_ms=300.0,
+            ),
+            E.ActionParsed(
+                at=at,
+                **ids,
+                step=step,
+                call_id=call,
+                parser="uitars",
+                thought=f"step {step}",
+                actions=(E.Click(x=91.4, y=228.6),),
+            ),
+            E.BrowserActed(
+                at=at,
+                **ids,
+                step=step,
+                idx=0,
+                op=E.MouseClick(x=91.4, y=228.6),
+                element=E.Element(tag="button", name="yes"),
+                url_before=task.start_url,
+                url_after=task.start_url,
+            ),
         ]
     end = t + timedelta(seconds=1)
     events += [
         E.EvidenceCaptured(at=end, **ids, name="final_url", value_json=f'"{task.start_url}"'),
-        E.EvidenceCaptured(at=end, **ids, name="miniwob_reward",
-                           value_json=f'{{"reward": {reward}, "raw_reward": {reward}, '
-                           '"done": true, "reason": null}'),
+        E.EvidenceCaptured(
+            at=end,
+            **ids,
+            name="miniwob_reward",
+            value_json=f'{{"reward": {reward}, "raw_reward": {reward}, '
+            '"done": true, "reason": null}',
+        ),
         E.SessionEnded(at=end, **ids, status="finished", answer=answer, steps=3, seconds=1.0),
-        E.SessionGraded(at=end, **ids, grader="miniwob", grader_version="1",
-                        score=float(reward), passed=bool(reward), source="record"),
+        E.SessionGraded(
+            at=end,
+            **ids,
+            grader="miniwob",
+            grader_version="1",
+            score=float(reward),
+            passed=bool(reward),
+            source="record",
+        ),
     ]
     return events
 
@@ -99,14 +153,18 @@ def bench_regrade(work: Path, sessions: int) -> float:
     took, _ = timed(lambda: write_sessions(store, "bench", sessions))
     print(f"setup: wrote and indexed {sessions} sessions in {took:.1f}s")
     rates = []
-    for label, spec in (("own task graders (miniwob)", None),
-                        ("stricter grader answer:exact:yes", "answer:exact:yes")):
+    for label, spec in (
+        ("own task graders (miniwob)", None),
+        ("stricter grader answer:exact:yes", "answer:exact:yes"),
+    ):
         took, result = timed(lambda spec=spec: regrade(store, run_id="bench", grader=spec))
         assert result.graded == sessions, result  # type: ignore[attr-defined]
         rate = sessions / took
         rates.append(rate)
-        print(f"regrade {sessions} sessions, {label}: {took:.2f}s = {rate:,.0f} sessions/s "
-              f"(aim >= {REGRADE_AIM:,.0f}/s); {len(result.flips)} flipped")  # type: ignore[attr-defined]
+        print(
+            f"regrade {sessions} sessions, {label}: {took:.2f}s = {rate:,.0f} sessions/s "
+            f"(aim >= {REGRADE_AIM:,.0f}/s); {len(result.flips)} flipped"
+        )  # type: ignore[attr-defined]
     return min(rates)
 
 
@@ -116,10 +174,17 @@ EXECUTE_TASKS = "login-user,enter-text,click-checkboxes"
 
 def _steps_span_s(session: Any) -> float:
     """From the start of the first screenshot to the last event of the last step, seconds."""
-    events = [e for step in session.steps for e in (step.screenshot, *step.calls, *step.effects)
-              if e is not None]
-    first = min(session.steps[0].screenshot.at - timedelta(
-        milliseconds=session.steps[0].screenshot.capture_ms), *(e.at for e in events))
+    events = [
+        e
+        for step in session.steps
+        for e in (step.screenshot, *step.calls, *step.effects)
+        if e is not None
+    ]
+    first = min(
+        session.steps[0].screenshot.at
+        - timedelta(milliseconds=session.steps[0].screenshot.capture_ms),
+        *(e.at for e in events),
+    )
     return (max(e.at for e in events) - first).total_seconds()
 
 
@@ -137,22 +202,37 @@ def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> float:
 
     store = open_store(work / "execute")
     with load_suite(suite=f"miniwob:{tasks}") as suite, make_server("miniwob", "uitars") as url:
-        record(store, suite, RecordOptions(
-            agent="uitars", endpoint=url, model="expert", run_id="bench", workers=1,
-            limits=EpisodeLimits(12, 120.0), settle_s=0.0))
+        record(
+            store,
+            suite,
+            RecordOptions(
+                agent="uitars",
+                endpoint=url,
+                model="expert",
+                run_id="bench",
+                workers=1,
+                limits=EpisodeLimits(12, 120.0),
+                settle_s=0.0,
+            ),
+        )
     ratios = []
     for (session_id,) in store.sql("select session_id from sessions order by task_id").rows:
         parent = fold(store.session_events(session_id))
-        floor = sum(e.duration_ms for s in parent.steps for e in s.effects) / 1000 + sum(
-            s.screenshot.capture_ms for s in parent.steps if s.screenshot) / 1000
-        took, replayed = timed(lambda parent=parent: execute_session(
-            store, parent, "ops", settle_s=0.0))
+        floor = (
+            sum(e.duration_ms for s in parent.steps for e in s.effects) / 1000
+            + sum(s.screenshot.capture_ms for s in parent.steps if s.screenshot) / 1000
+        )
+        took, replayed = timed(
+            lambda parent=parent: execute_session(store, parent, "ops", settle_s=0.0)
+        )
         child = replayed.child  # type: ignore[attr-defined]
         span = _steps_span_s(child)
         ratios.append(span / floor)
-        print(f"--execute ops {parent.task_id} ({len(parent.steps)} steps, {child.status}): "
-              f"floor {floor:.3f}s, steps {span:.3f}s = {span / floor:.2f}x (aim <= "
-              f"{EXECUTE_AIM}), whole replay {took:.2f}s = {took / floor:.1f}x")
+        print(
+            f"--execute ops {parent.task_id} ({len(parent.steps)} steps, {child.status}): "
+            f"floor {floor:.3f}s, steps {span:.3f}s = {span / floor:.2f}x (aim <= "
+            f"{EXECUTE_AIM}), whole replay {took:.2f}s = {took / floor:.1f}x"
+        )
     return max(ratios)
 
 
@@ -160,8 +240,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000, help="sessions to regrade")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
-    parser.add_argument("--execute", action="store_true",
-                        help="only the --execute ops measurement (real Chromium, MiniWoB)")
+    parser.add_argument(
+        "--execute",
+        action="store_true",
+        help="only the --execute ops measurement (real Chromium, MiniWoB)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ownloop-replay-bench-"))
     try:

@@ -35,16 +35,35 @@ POLICIES = ("ignore", "retarget")
 def record(store_path: Path, tasks: str) -> dict[str, Session]:
     """One expert session per task type, on its default seed; keyed by task name."""
     with make_server("miniwob", "uitars") as url:
-        result = CliRunner().invoke(cli, [
-            "--store", str(store_path), "record", "uitars", "--suite", f"miniwob:{tasks}",
-            "--endpoint", url, "--model", "expert", "--run", "bench", "--settle", "0.1",
-            "--workers", "1"], catch_exceptions=False)
+        result = CliRunner().invoke(
+            cli,
+            [
+                "--store",
+                str(store_path),
+                "record",
+                "uitars",
+                "--suite",
+                f"miniwob:{tasks}",
+                "--endpoint",
+                url,
+                "--model",
+                "expert",
+                "--run",
+                "bench",
+                "--settle",
+                "0.1",
+                "--workers",
+                "1",
+            ],
+            catch_exceptions=False,
+        )
     if result.exit_code != 0:
         raise SystemExit(result.output)
     store = open_store(store_path)
     sessions = {}
-    for (session_id,) in store.sql("select session_id from sessions where status = 'finished' "
-                                   "and passed").rows:
+    for (session_id,) in store.sql(
+        "select session_id from sessions where status = 'finished' and passed"
+    ).rows:
         session = fold(store.session_events(session_id), session_id)
         sessions[session.task_id.rsplit("-", 1)[0]] = session
     return sessions
@@ -71,9 +90,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="retarget-bench-") as folder:
         sessions = record(Path(folder) / "store", args.tasks)
         store = open_store(Path(folder) / "store")
-        header = (f"{'task':<18} {'same seed':>10} " + " ".join(
-            f"{policy + ' reward':>16}" for policy in POLICIES) + "   rungs (" +
-            "/".join(RUNGS) + ") ignore | retarget")
+        header = (
+            f"{'task':<18} {'same seed':>10} "
+            + " ".join(f"{policy + ' reward':>16}" for policy in POLICIES)
+            + "   rungs ("
+            + "/".join(RUNGS)
+            + ") ignore | retarget"
+        )
         print(header)
         totals = {policy: 0 for policy in POLICIES}
         replays = 0
@@ -82,10 +105,13 @@ def main() -> None:
             if parent is None:
                 print(f"{name:<18} (the expert's recording did not pass: skipped)")
                 continue
-            recorded_seed = parent.task.seed if parent.task and parent.task.seed is not None \
+            recorded_seed = (
+                parent.task.seed
+                if parent.task and parent.task.seed is not None
                 else default_seed(name)
+            )
             same = [replay(store, parent, policy, recorded_seed)[0] for policy in POLICIES]
-            seeds = [s for s in range(1, args.seeds + 2) if s != recorded_seed][:args.seeds]
+            seeds = [s for s in range(1, args.seeds + 2) if s != recorded_seed][: args.seeds]
             rewards = {policy: 0 for policy in POLICIES}
             rungs = {policy: [0] * len(RUNGS) for policy in POLICIES}
             for seed in seeds:
@@ -96,11 +122,16 @@ def main() -> None:
             replays += len(seeds)
             for policy in POLICIES:
                 totals[policy] += rewards[policy]
-            print(f"{name:<18} {'/'.join('yes' if s else 'NO' for s in same):>10} " + " ".join(
-                f"{rewards[p]:>10}/{len(seeds):<5}" for p in POLICIES) + "   " + " | ".join(
-                "/".join(map(str, rungs[p])) for p in POLICIES), flush=True)
-        print(f"{'all':<18} {'':>10} " + " ".join(
-            f"{totals[p]:>10}/{replays:<5}" for p in POLICIES))
+            print(
+                f"{name:<18} {'/'.join('yes' if s else 'NO' for s in same):>10} "
+                + " ".join(f"{rewards[p]:>10}/{len(seeds):<5}" for p in POLICIES)
+                + "   "
+                + " | ".join("/".join(map(str, rungs[p])) for p in POLICIES),
+                flush=True,
+            )
+        print(
+            f"{'all':<18} {'':>10} " + " ".join(f"{totals[p]:>10}/{replays:<5}" for p in POLICIES)
+        )
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

@@ -40,27 +40,76 @@ _OWNLOOP = str(Path(sys.executable).parent / "ownloop")
 def step_events(run_id: str, session: str, step: int, sha: str, t: datetime) -> list[E.Event]:
     """The five events of one recorded step."""
     return [
-        E.ScreenshotTaken(at=t, run_id=run_id, session_id=session, step=step, sha256=sha,
-                          width=1280, height=800, url=f"http://127.0.0.1:8312/page/{step}",
-                          capture_ms=30.0),
-        E.ModelCalled(at=t, run_id=run_id, session_id=session, step=step,
-                      call_id=f"{session}-{step}", model="uitars15-7b",
-                      messages=(E.Message(role="user", parts=(
-                          E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha))),),
-                      sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
-                      response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
-                      finish_reason="stop", prompt_tokens=1800, completion_tokens=25,
-                      latency_ms=900.0 + step),
-        E.ActionParsed(at=t, run_id=run_id, session_id=session, step=step,
-                       call_id=f"{session}-{step}", parser="ui-tars", thought="I click OK.",
-                       actions=(E.Click(x=step * 1.0, y=200.0, model_x=step * 1.0, model_y=200.0,
-                                        raw=f"click(start_box='({step},200)')"),)),
-        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=0,
-                       op=E.MouseMove(x=step * 1.0, y=200.0), duration_ms=3.0),
-        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=1,
-                       op=E.MouseClick(x=step * 1.0, y=200.0), duration_ms=20.0,
-                       element=E.Element(tag="button", name="OK", role="button",
-                                         css_path="body > div > button")),
+        E.ScreenshotTaken(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            sha256=sha,
+            width=1280,
+            height=800,
+            url=f"http://127.0.0.1:8312/page/{step}",
+            capture_ms=30.0,
+        ),
+        E.ModelCalled(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            call_id=f"{session}-{step}",
+            model="uitars15-7b",
+            messages=(
+                E.Message(
+                    role="user",
+                    parts=(E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha)),
+                ),
+            ),
+            sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
+            response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
+            finish_reason="stop",
+            prompt_tokens=1800,
+            completion_tokens=25,
+            latency_ms=900.0 + step,
+        ),
+        E.ActionParsed(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            call_id=f"{session}-{step}",
+            parser="ui-tars",
+            thought="I click OK.",
+            actions=(
+                E.Click(
+                    x=step * 1.0,
+                    y=200.0,
+                    model_x=step * 1.0,
+                    model_y=200.0,
+                    raw=f"click(start_box='({step},200)')",
+                ),
+            ),
+        ),
+        E.BrowserActed(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            idx=0,
+            op=E.MouseMove(x=step * 1.0, y=200.0),
+            duration_ms=3.0,
+        ),
+        E.BrowserActed(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            idx=1,
+            op=E.MouseClick(x=step * 1.0, y=200.0),
+            duration_ms=20.0,
+            element=E.Element(
+                tag="button", name="OK", role="button", css_path="body > div > button"
+            ),
+        ),
     ]
 
 
@@ -80,16 +129,39 @@ def write_sessions(store: Store, first: int, last: int) -> int:
         events: list[E.Event] = []
         if n < RUNS:
             events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
-        events.append(E.SessionStarted(
-            at=t, run_id=run_id, session_id=session, agent=AGENTS[n % 4], model="m",
-            task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/")))
+        events.append(
+            E.SessionStarted(
+                at=t,
+                run_id=run_id,
+                session_id=session,
+                agent=AGENTS[n % 4],
+                model="m",
+                task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
+            )
+        )
         for step in range(1, STEPS + 1):
             events += step_events(run_id, session, step, own if step == STEPS else shared, t)
-        events.append(E.SessionEnded(at=t, run_id=run_id, session_id=session,
-                                     status="finished" if n % 3 else "max_steps", steps=STEPS,
-                                     seconds=STEPS * 2.0, answer="42"))
-        events.append(E.SessionGraded(at=t, run_id=run_id, session_id=session, grader="answer",
-                                      score=float(n % 2), passed=bool(n % 2)))
+        events.append(
+            E.SessionEnded(
+                at=t,
+                run_id=run_id,
+                session_id=session,
+                status="finished" if n % 3 else "max_steps",
+                steps=STEPS,
+                seconds=STEPS * 2.0,
+                answer="42",
+            )
+        )
+        events.append(
+            E.SessionGraded(
+                at=t,
+                run_id=run_id,
+                session_id=session,
+                grader="answer",
+                score=float(n % 2),
+                passed=bool(n % 2),
+            )
+        )
         with store.stream(session) as stream:
             stream.append(events)
         total += len(events)
@@ -103,8 +175,10 @@ def build(root: Path, sessions: int) -> Store:
     if have < sessions:
         started = time.perf_counter()
         write_sessions(store, have, sessions)
-        print(f"  wrote {sessions - have:,} sessions in {time.perf_counter() - started:.0f} s",
-              flush=True)
+        print(
+            f"  wrote {sessions - have:,} sessions in {time.perf_counter() - started:.0f} s",
+            flush=True,
+        )
     return store
 
 
@@ -120,18 +194,29 @@ def timed(fn: Callable[[], object], repeat: int = 1) -> float:
 
 def ownloop(store: Store, *args: str) -> Callable[[], object]:
     """A command as a user runs it; its output is read (and dropped) as a pipe reads it."""
+
     def run() -> None:
-        done = subprocess.run([_OWNLOOP, "--store", str(store.root), *args], check=False,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            [_OWNLOOP, "--store", str(store.root), *args],
+            check=False,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         if done.returncode:
             raise SystemExit(f"ownloop {' '.join(args)}: exit {done.returncode}: {done.stderr}")
+
     return run
 
 
 def view_pages(store: Store) -> tuple[float, float]:
     """Seconds to fetch the viewer's runs page and its sessions page from ``ownloop view``."""
-    server = subprocess.Popen([_OWNLOOP, "--store", str(store.root), "view", "--port", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server = subprocess.Popen(
+        [_OWNLOOP, "--store", str(store.root), "view", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         line = server.stdout.readline()  # "ownloop view: http://127.0.0.1:PORT/ ..."
@@ -154,22 +239,33 @@ def measure(store: Store, sessions: int, work: Path) -> dict[str, float]:
     one = f"s{sessions // 2:07d}"
     ownloop(store, "index")()  # the index exists and is up to date: what follows reads it
     times = {
-        "sql select * from sessions (table)": timed(ownloop(store, "sql",
-                                                            "select * from sessions"), 2),
-        "sql select * from sessions (csv)": timed(ownloop(
-            store, "sql", "select * from sessions", "--format", "csv"), 2),
-        "sql aggregate per agent": timed(ownloop(
-            store, "sql", "select agent, count(*), avg(score) from sessions group by agent"), 2),
-        "sql one session's steps": timed(ownloop(
-            store, "sql", f"select * from steps where session_id = '{one}'"), 2),
+        "sql select * from sessions (table)": timed(
+            ownloop(store, "sql", "select * from sessions"), 2
+        ),
+        "sql select * from sessions (csv)": timed(
+            ownloop(store, "sql", "select * from sessions", "--format", "csv"), 2
+        ),
+        "sql aggregate per agent": timed(
+            ownloop(
+                store, "sql", "select agent, count(*), avg(score) from sessions group by agent"
+            ),
+            2,
+        ),
+        "sql one session's steps": timed(
+            ownloop(store, "sql", f"select * from steps where session_id = '{one}'"), 2
+        ),
         "sql ... limit 10": timed(ownloop(store, "sql", "select * from sessions limit 10"), 2),
         "sessions": timed(ownloop(store, "sessions"), 2),
         "index (no change)": timed(ownloop(store, "index"), 2),
         "show one session": timed(ownloop(store, "show", one), 2),
-        "regrade --run (dry run)": timed(ownloop(store, "regrade", "--run", "run3", "--grader",
-                                                 "answer:exact:41", "--dry-run")),
-        "export --format parquet": timed(ownloop(store, "export", "--format", "parquet", "--out",
-                                                 str(work / f"parquet-{sessions}"))),
+        "regrade --run (dry run)": timed(
+            ownloop(store, "regrade", "--run", "run3", "--grader", "answer:exact:41", "--dry-run")
+        ),
+        "export --format parquet": timed(
+            ownloop(
+                store, "export", "--format", "parquet", "--out", str(work / f"parquet-{sessions}")
+            )
+        ),
     }
     times["viewer: runs page"], times["viewer: sessions page"] = view_pages(store)
     times["verify --full"] = timed(ownloop(store, "verify", "--full"))
@@ -185,8 +281,9 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ownloop-scale-"))
-    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start",
-          flush=True)
+    print(
+        f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start", flush=True
+    )
     results: dict[int, dict[str, float]] = {}
     try:
         for size in sizes:
@@ -194,9 +291,12 @@ def main() -> None:
             store = build(work / f"s{size}", size)
             results[size] = measure(store, size, work)
             journal = sum(p.stat().st_size for p in store.stream_paths())
-            print(f"  journal {journal / 1e6:.0f} MB, index "
-                  f"{store.index_path.stat().st_size / 1e6:.0f} MB, load "
-                  f"{os.getloadavg()[0]:.1f}", flush=True)
+            print(
+                f"  journal {journal / 1e6:.0f} MB, index "
+                f"{store.index_path.stat().st_size / 1e6:.0f} MB, load "
+                f"{os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

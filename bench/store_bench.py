@@ -44,8 +44,11 @@ def screenshots(n: int, seed: int = 1) -> list[bytes]:
         for _ in range(12):
             x, y = rng.randrange(0, 1100), rng.randrange(80, 740)
             color = tuple(rng.randrange(120, 255) for _ in range(3))
-            draw.rectangle((x, y, x + rng.randrange(40, 180), y + rng.randrange(20, 60)),
-                           fill=color, outline=(0, 0, 0))
+            draw.rectangle(
+                (x, y, x + rng.randrange(40, 180), y + rng.randrange(20, 60)),
+                fill=color,
+                outline=(0, 0, 0),
+            )
             draw.text((x + 4, y + 4), f"item {i}-{rng.randrange(10**6)}", fill=(0, 0, 0))
         for line in range(20):
             draw.text((40, 90 + 30 * line), f"step {i} line {line} " * 4, fill=(20, 20, 20))
@@ -58,27 +61,76 @@ def screenshots(n: int, seed: int = 1) -> list[bytes]:
 def step_events(run_id: str, session: str, step: int, sha: str, t: datetime) -> list[E.Event]:
     """The five events of one recorded step."""
     return [
-        E.ScreenshotTaken(at=t, run_id=run_id, session_id=session, step=step, sha256=sha,
-                          width=1280, height=800, url=f"http://127.0.0.1:8312/page/{step}",
-                          capture_ms=30.0),
-        E.ModelCalled(at=t, run_id=run_id, session_id=session, step=step,
-                      call_id=f"{session}-{step}", model="uitars15-7b",
-                      messages=(E.Message(role="user", parts=(
-                          E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha))),),
-                      sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
-                      response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
-                      finish_reason="stop", prompt_tokens=1800, completion_tokens=25,
-                      latency_ms=900.0 + step),
-        E.ActionParsed(at=t, run_id=run_id, session_id=session, step=step,
-                       call_id=f"{session}-{step}", parser="ui-tars", thought="I click OK.",
-                       actions=(E.Click(x=step * 1.0, y=200.0, model_x=step * 1.0, model_y=200.0,
-                                        raw=f"click(start_box='({step},200)')"),)),
-        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=0,
-                       op=E.MouseMove(x=step * 1.0, y=200.0), duration_ms=3.0),
-        E.BrowserActed(at=t, run_id=run_id, session_id=session, step=step, idx=1,
-                       op=E.MouseClick(x=step * 1.0, y=200.0), duration_ms=20.0,
-                       element=E.Element(tag="button", name="OK", role="button",
-                                         css_path="body > div > button")),
+        E.ScreenshotTaken(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            sha256=sha,
+            width=1280,
+            height=800,
+            url=f"http://127.0.0.1:8312/page/{step}",
+            capture_ms=30.0,
+        ),
+        E.ModelCalled(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            call_id=f"{session}-{step}",
+            model="uitars15-7b",
+            messages=(
+                E.Message(
+                    role="user",
+                    parts=(E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha)),
+                ),
+            ),
+            sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
+            response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
+            finish_reason="stop",
+            prompt_tokens=1800,
+            completion_tokens=25,
+            latency_ms=900.0 + step,
+        ),
+        E.ActionParsed(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            call_id=f"{session}-{step}",
+            parser="ui-tars",
+            thought="I click OK.",
+            actions=(
+                E.Click(
+                    x=step * 1.0,
+                    y=200.0,
+                    model_x=step * 1.0,
+                    model_y=200.0,
+                    raw=f"click(start_box='({step},200)')",
+                ),
+            ),
+        ),
+        E.BrowserActed(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            idx=0,
+            op=E.MouseMove(x=step * 1.0, y=200.0),
+            duration_ms=3.0,
+        ),
+        E.BrowserActed(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            step=step,
+            idx=1,
+            op=E.MouseClick(x=step * 1.0, y=200.0),
+            duration_ms=20.0,
+            element=E.Element(
+                tag="button", name="OK", role="button", css_path="body > div > button"
+            ),
+        ),
     ]
 
 
@@ -105,13 +157,22 @@ def bench_append(work: Path, steps: int) -> None:
             with open(folder / "trajectory.jsonl", "a") as log:
                 for i, png in enumerate(pngs):
                     (folder / f"step_{i}.png").write_bytes(png)
-                    log.write(json.dumps({"step": i, "screenshot": f"step_{i}.png",
-                                          "response": "Action: click(start_box='(1,2)')",
-                                          "action": {"kind": "click", "x": 1, "y": 2},
-                                          "url": "http://127.0.0.1/"}) + "\n")
+                    log.write(
+                        json.dumps(
+                            {
+                                "step": i,
+                                "screenshot": f"step_{i}.png",
+                                "response": "Action: click(start_box='(1,2)')",
+                                "action": {"kind": "click", "x": 1, "y": 2},
+                                "url": "http://127.0.0.1/",
+                            }
+                        )
+                        + "\n"
+                    )
                     log.flush()
                     if fsync:  # one fsync per step (the log's; the PNG is not synced)
                         os.fsync(log.fileno())
+
         return run
 
     def through_store(fsync: bool, blob_fsync: bool = False) -> Callable[[], None]:
@@ -125,13 +186,19 @@ def bench_append(work: Path, steps: int) -> None:
                 for i, png in enumerate(pngs):
                     sha = store.put_blob(png)
                     stream.append(step_events("r", "s", i, sha, T0))
+
         return run
 
     one_sync = open_store(work / "probe").blobs.synced_with_journal
     # Interleaved rounds, so the machine's load hits every writer alike.
     names = ("plain", "plain+fsync", "store", "store+fsync", "store+2fsync")
-    runs = (baseline(False), baseline(True), through_store(False), through_store(True),
-            through_store(True, blob_fsync=True))
+    runs = (
+        baseline(False),
+        baseline(True),
+        through_store(False),
+        through_store(True),
+        through_store(True, blob_fsync=True),
+    )
     times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(3):
         for name, fn in zip(names, runs, strict=True):
@@ -143,14 +210,20 @@ def bench_append(work: Path, steps: int) -> None:
 
     print(f"  plain harness (JSON line + PNG file, no fsync): {per_step('plain')}")
     print(f"  plain harness, one fsync per step (the line's): {per_step('plain+fsync')}")
-    print(f"  store, fsync off: {per_step('store')}, "
-          f"{t['store'] / t['plain']:.2f}x the plain harness without fsync")
-    print(f"  store, fsync on ({'one fsync per step' if one_sync else 'blobs fsync each'}): "
-          f"{per_step('store+fsync')}, {t['store+fsync'] / t['plain+fsync']:.2f}x the plain "
-          f"harness with one fsync per step (aim <= 2x), "
-          f"{t['store+fsync'] / t['plain']:.2f}x without")
-    print(f"  store, each blob fsync'd too (before): {per_step('store+2fsync')}, "
-          f"{t['store+2fsync'] / t['plain+fsync']:.2f}x the plain harness with one fsync")
+    print(
+        f"  store, fsync off: {per_step('store')}, "
+        f"{t['store'] / t['plain']:.2f}x the plain harness without fsync"
+    )
+    print(
+        f"  store, fsync on ({'one fsync per step' if one_sync else 'blobs fsync each'}): "
+        f"{per_step('store+fsync')}, {t['store+fsync'] / t['plain+fsync']:.2f}x the plain "
+        f"harness with one fsync per step (aim <= 2x), "
+        f"{t['store+fsync'] / t['plain']:.2f}x without"
+    )
+    print(
+        f"  store, each blob fsync'd too (before): {per_step('store+2fsync')}, "
+        f"{t['store+2fsync'] / t['plain+fsync']:.2f}x the plain harness with one fsync"
+    )
 
 
 def write_journal(store: Store, sessions: int, steps: int) -> int:
@@ -163,16 +236,39 @@ def write_journal(store: Store, sessions: int, steps: int) -> int:
         events: list[E.Event] = []
         if n < 10:
             events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
-        events.append(E.SessionStarted(
-            at=t, run_id=run_id, session_id=session, agent=AGENTS[n % 4], model="m",
-            task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/")))
+        events.append(
+            E.SessionStarted(
+                at=t,
+                run_id=run_id,
+                session_id=session,
+                agent=AGENTS[n % 4],
+                model="m",
+                task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
+            )
+        )
         for step in range(1, steps + 1):
             events += step_events(run_id, session, step, sha, t)
-        events.append(E.SessionEnded(at=t, run_id=run_id, session_id=session,
-                                     status="finished" if n % 3 else "max_steps", steps=steps,
-                                     seconds=steps * 2.0, answer="42"))
-        events.append(E.SessionGraded(at=t, run_id=run_id, session_id=session, grader="answer",
-                                      score=float(n % 2), passed=bool(n % 2)))
+        events.append(
+            E.SessionEnded(
+                at=t,
+                run_id=run_id,
+                session_id=session,
+                status="finished" if n % 3 else "max_steps",
+                steps=steps,
+                seconds=steps * 2.0,
+                answer="42",
+            )
+        )
+        events.append(
+            E.SessionGraded(
+                at=t,
+                run_id=run_id,
+                session_id=session,
+                grader="answer",
+                score=float(n % 2),
+                passed=bool(n % 2),
+            )
+        )
         with store.stream(f"{n:06d}") as stream:
             stream.append(events)
         total += len(events)
@@ -183,21 +279,25 @@ def bench_index(work: Path, sessions: int, steps: int) -> None:
     store = open_store(work / "big", fsync=False)
     started = time.perf_counter()
     total = write_journal(store, sessions, steps)
-    print(f"journal: {total:,} events in {sessions:,} streams written in "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"journal: {total:,} events in {sessions:,} streams written in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     result = store.sync()
     ingest = timed(lambda: store.rebuild_index())
     assert result.events == total, result
-    print(f"ingest: {total / ingest:,.0f} events/s ({ingest:.2f} s for {total:,}, from nothing; "
-          "aim >= 100,000/s)")
+    print(
+        f"ingest: {total / ingest:,.0f} events/s ({ingest:.2f} s for {total:,}, from nothing; "
+        "aim >= 100,000/s)"
+    )
     queries = {
         "select * from sessions": "select * from sessions",
         "per-agent aggregate": "select agent, count(*) as sessions, avg(score) as score, "
-                               "avg(steps) as steps, sum(passed::int) as passed "
-                               "from sessions group by agent order by agent",
+        "avg(steps) as steps, sum(passed::int) as passed "
+        "from sessions group by agent order by agent",
         "per-agent latency (model_calls)": "select s.agent, avg(m.latency_ms), count(*) from "
-                                           "model_calls m join sessions s using (session_id) "
-                                           "group by s.agent",
+        "model_calls m join sessions s using (session_id) "
+        "group by s.agent",
     }
     for name, sql in queries.items():
         seconds = timed(lambda sql=sql: store.sql(sql), 3)
@@ -219,30 +319,42 @@ def bench_session_queries(work: Path) -> None:
     sql = "select session_id, step, response from steps order by session_id, step"
     rows = len(store.sql(sql).rows)
     warm = timed(lambda: store.sql(sql), 7)
-    print(f"query: steps + last response of 100 sessions ({rows:,} rows), warm through "
-          f"store.sql: {warm:.3f} s (aim <= 0.05 s)")
-    command = [str(Path(sys.executable).with_name("ownloop")), "--store", str(store.root), "sql",
-               "--format", "csv", "select count(*) from steps"]
+    print(
+        f"query: steps + last response of 100 sessions ({rows:,} rows), warm through "
+        f"store.sql: {warm:.3f} s (aim <= 0.05 s)"
+    )
+    command = [
+        str(Path(sys.executable).with_name("ownloop")),
+        "--store",
+        str(store.root),
+        "sql",
+        "--format",
+        "csv",
+        "select count(*) from steps",
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     cold = timed(lambda: subprocess.run(command, check=True, capture_output=True), 5)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / 5
-    print(f"query: a cold `ownloop sql` process, nothing new to sync: {cold:.3f} s "
-          f"(aim <= 0.3 s; {cpu:.3f} s of CPU, what a loaded machine cannot stretch)")
+    print(
+        f"query: a cold `ownloop sql` process, nothing new to sync: {cold:.3f} s "
+        f"(aim <= 0.3 s; {cpu:.3f} s of CPU, what a loaded machine cannot stretch)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--dir", help="where to write (default: a temporary folder)")
-    parser.add_argument("--only", choices=("append", "index", "query"),
-                        help="run one part only")
+    parser.add_argument("--only", choices=("append", "index", "query"), help="run one part only")
     args = parser.parse_args()
     steps, sessions = (100, 1_000) if args.quick else (1_000, 10_000)
     work = Path(args.dir or tempfile.mkdtemp(prefix="ownloop-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"ownloop store benchmark ({'quick' if args.quick else 'full'}), {os.cpu_count()} cores, "
-          f"in {work}")
+    print(
+        f"ownloop store benchmark ({'quick' if args.quick else 'full'}), {os.cpu_count()} cores, "
+        f"in {work}"
+    )
     try:
         if args.only in (None, "append"):
             bench_append(work, steps)

@@ -46,37 +46,88 @@ class Ids(TypedDict):
     session_id: str
 
 
-def _session(run_id: str, session_id: str, task: str, repeat: int, passed: bool, t: datetime,
-             shots: list[str], rare: bool) -> list[E.Event]:
+def _session(
+    run_id: str,
+    session_id: str,
+    task: str,
+    repeat: int,
+    passed: bool,
+    t: datetime,
+    shots: list[str],
+    rare: bool,
+) -> list[E.Event]:
     ids: Ids = {"run_id": run_id, "session_id": session_id}
-    events: list[E.Event] = [E.SessionStarted(
-        at=t, **ids, agent="uitars", model="m", repeat=repeat, budget=15,
-        task=E.Task(task_id=task, prompt=f"Do {task}", start_url="http://127.0.0.1/"))]
+    events: list[E.Event] = [
+        E.SessionStarted(
+            at=t,
+            **ids,
+            agent="uitars",
+            model="m",
+            repeat=repeat,
+            budget=15,
+            task=E.Task(task_id=task, prompt=f"Do {task}", start_url="http://127.0.0.1/"),
+        )
+    ]
     for step in range(1, STEPS + 1):
         at = t + timedelta(seconds=step)
         call = f"{session_id}-{step}"
         hit = "OK" if passed or step < 4 else "Cancel"
         thought = f"I see the {RARE} now." if rare and step == 3 else f"I click {hit}."
         events += [
-            E.ScreenshotTaken(at=at, **ids, step=step, sha256=shots[step % len(shots)],
-                              width=1280, height=800, url=f"http://127.0.0.1/{task}/{step}"),
-            E.ModelCalled(at=at, **ids, step=step, call_id=call, response=f"Thought: {thought}\n"
-                          f"Action: click(start_box='({step},200)')", latency_ms=800.0 + step,
-                          prompt_tokens=1800, completion_tokens=25, finish_reason="stop"),
-            E.ActionParsed(at=at, **ids, step=step, call_id=call, parser="ui-tars",
-                           thought=thought, actions=(E.Click(x=step * 10.0, y=200.0),)),
-            E.BrowserActed(at=at, **ids, step=step, idx=0, op=E.MouseClick(x=step * 10.0, y=200),
-                           duration_ms=20.0 + step, element=E.Element(tag="button", name=hit,
-                                                                     role="button")),
+            E.ScreenshotTaken(
+                at=at,
+                **ids,
+                step=step,
+                sha256=shots[step % len(shots)],
+                width=1280,
+                height=800,
+                url=f"http://127.0.0.1/{task}/{step}",
+            ),
+            E.ModelCalled(
+                at=at,
+                **ids,
+                step=step,
+                call_id=call,
+                response=f"Thought: {thought}\nAction: click(start_box='({step},200)')",
+                latency_ms=800.0 + step,
+                prompt_tokens=1800,
+                completion_tokens=25,
+                finish_reason="stop",
+            ),
+            E.ActionParsed(
+                at=at,
+                **ids,
+                step=step,
+                call_id=call,
+                parser="ui-tars",
+                thought=thought,
+                actions=(E.Click(x=step * 10.0, y=200.0),),
+            ),
+            E.BrowserActed(
+                at=at,
+                **ids,
+                step=step,
+                idx=0,
+                op=E.MouseClick(x=step * 10.0, y=200),
+                duration_ms=20.0 + step,
+                element=E.Element(tag="button", name=hit, role="button"),
+            ),
         ]
     end = t + timedelta(seconds=STEPS + 1)
     status: E.Status = "max_steps" if not passed and repeat == 2 else "finished"
     return events + [
-        E.SessionEnded(at=end, **ids, status=status,
-                       steps=STEPS, seconds=STEPS + 1.0, answer="ok" if passed else "no"),
+        E.SessionEnded(
+            at=end,
+            **ids,
+            status=status,
+            steps=STEPS,
+            seconds=STEPS + 1.0,
+            answer="ok" if passed else "no",
+        ),
         E.SessionGraded(at=end, **ids, grader="answer", score=float(passed), passed=passed),
-        E.SessionCounted(at=end, **ids, task_id=task, repeat=repeat, counted=True,
-                         winner=session_id),
+        E.SessionCounted(
+            at=end, **ids, task_id=task, repeat=repeat, counted=True, winner=session_id
+        ),
     ]
 
 
@@ -90,8 +141,18 @@ def build(store: Store, sessions: int) -> tuple[list[str], str, str]:
     n = 0
     for r, run_id in enumerate(runs):
         with store.stream(f"run-{run_id}") as stream:
-            stream.append([E.RunStarted(at=T0 + timedelta(hours=r), run_id=run_id,
-                                        agent="uitars", model="m", suite="bench", max_steps=15)])
+            stream.append(
+                [
+                    E.RunStarted(
+                        at=T0 + timedelta(hours=r),
+                        run_id=run_id,
+                        agent="uitars",
+                        model="m",
+                        suite="bench",
+                        max_steps=15,
+                    )
+                ]
+            )
         skill = 0.4 + 0.04 * r
         for task in range(tasks):
             for repeat in range(1, REPEATS + 1):
@@ -99,8 +160,18 @@ def build(store: Store, sessions: int) -> tuple[list[str], str, str]:
                 passed = rng.random() < skill + 0.5 * (difficulty[task] - 0.5)
                 t = T0 + timedelta(hours=r, seconds=10 * n)
                 with store.stream(session_id) as stream:
-                    stream.append(_session(run_id, session_id, f"task-{task:04d}", repeat, passed,
-                                           t, shots, rare=n == sessions // 2))
+                    stream.append(
+                        _session(
+                            run_id,
+                            session_id,
+                            f"task-{task:04d}",
+                            repeat,
+                            passed,
+                            t,
+                            shots,
+                            rare=n == sessions // 2,
+                        )
+                    )
                 n += 1
     return runs, "s000000", f"s{tasks * REPEATS:06d}"
 
@@ -123,8 +194,7 @@ def main() -> None:
     if not (root / "journal").exists() or not any((root / "journal").iterdir()):
         started = time.perf_counter()
         runs, left, right = build(store, args.sessions)
-        print(f"wrote {args.sessions} sessions in {time.perf_counter() - started:.1f} s "
-              f"to {root}")
+        print(f"wrote {args.sessions} sessions in {time.perf_counter() - started:.1f} s to {root}")
     else:
         runs = [f"run-{r:02d}" for r in range(RUNS)]
         left = "s000000"
@@ -162,11 +232,15 @@ def main() -> None:
             median, slowest = statistics.median(times), max(times)
             worst_first, worst_again = max(worst_first, first), max(worst_again, median)
             mark = "ok" if max(first, median) < AIM_MS else "SLOW"
-            print(f"  {name:34s} first {first:6.0f} ms, again median {median:5.0f} ms, "
-                  f"max {slowest:5.0f} ms  [{mark}] /{urllib.parse.unquote(path)}")
-    print(f"slowest first load: {worst_first:.0f} ms, slowest again: {worst_again:.0f} ms "
-          f"(aim < {AIM_MS:.0f} ms); load average {os.getloadavg()[0]:.1f} on "
-          f"{os.cpu_count()} CPUs")
+            print(
+                f"  {name:34s} first {first:6.0f} ms, again median {median:5.0f} ms, "
+                f"max {slowest:5.0f} ms  [{mark}] /{urllib.parse.unquote(path)}"
+            )
+    print(
+        f"slowest first load: {worst_first:.0f} ms, slowest again: {worst_again:.0f} ms "
+        f"(aim < {AIM_MS:.0f} ms); load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

@@ -33,10 +33,33 @@ def record(root: Path) -> None:
     for run, noise in RUNS:
         with make_server("miniwob", "uitars", noise=noise, noise_seed=3) as url:
             subprocess.run(
-                [sys.executable, "-m", "ownloop", "--store", str(root), "record", "uitars",
-                 "--suite", "miniwob:" + ",".join(DEMO_TASKS), "--endpoint", url,
-                 "--model", "expert", "--run", run, "--repeat", "3", "--workers", "2",
-                 "--max-steps", "12", "--settle", "0.1"], check=False)
+                [
+                    sys.executable,
+                    "-m",
+                    "ownloop",
+                    "--store",
+                    str(root),
+                    "record",
+                    "uitars",
+                    "--suite",
+                    "miniwob:" + ",".join(DEMO_TASKS),
+                    "--endpoint",
+                    url,
+                    "--model",
+                    "expert",
+                    "--run",
+                    run,
+                    "--repeat",
+                    "3",
+                    "--workers",
+                    "2",
+                    "--max-steps",
+                    "12",
+                    "--settle",
+                    "0.1",
+                ],
+                check=False,
+            )
 
 
 def shoot(store: Store) -> None:
@@ -46,7 +69,8 @@ def shoot(store: Store) -> None:
     session, step = store.sql(
         "select session_id, min(step) from actions where kind = 'click' and session_id in "
         "(select session_id from sessions where run_id = 'noisy' and steps > 2) "
-        "group by session_id order by session_id limit 1").rows[0]
+        "group by session_id order by session_id limit 1"
+    ).rows[0]
     word = "click"
     launched = open_browser()
     try:
@@ -64,8 +88,8 @@ def shoot(store: Store) -> None:
 
             save("runs", "")
             save("run", "run/noisy")
-            save("compare", "compare?" + urllib.parse.urlencode(
-                [("run", run) for run, _ in RUNS]))
+            save("compare", "compare?" + urllib.parse.urlencode([("run", run) for run, _ in RUNS]))
+
             def crop() -> None:  # MiniWoB draws its task in a corner of a grey page
                 page.locator("button.crop").first.click()
                 page.wait_for_timeout(800)

@@ -84,8 +84,10 @@ class Result:
         try:
             import pandas  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
         except ModuleNotFoundError:
-            raise OwnloopError("to_pandas() needs pandas, which ownloop does not install: "
-                               "pip install pandas (or use to_arrow() or to_dicts())") from None
+            raise OwnloopError(
+                "to_pandas() needs pandas, which ownloop does not install: "
+                "pip install pandas (or use to_arrow() or to_dicts())"
+            ) from None
         return self._table.to_pandas()
 
     def to_dicts(self) -> list[dict[str, Any]]:
@@ -100,11 +102,13 @@ class Result:
         head = "".join(f"<th>{_esc(name)}</th>" for name in self.columns)
         body = "".join(
             "<tr>" + "".join(f"<td>{_esc(_cell(value))}</td>" for value in row.values()) + "</tr>"
-            for row in self._table.slice(0, _HTML_ROWS).to_pylist())
+            for row in self._table.slice(0, _HTML_ROWS).to_pylist()
+        )
         more = len(self) - _HTML_ROWS
         note = f"{len(self)} rows" + (f", the first {_HTML_ROWS} shown" if more > 0 else "")
-        return (f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-                f"<p>{_esc(note)}</p>")
+        return (
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table><p>{_esc(note)}</p>"
+        )
 
 
 class Recordings:
@@ -120,8 +124,9 @@ class Recordings:
     def path(self) -> str:
         return str(self.store.root)
 
-    def sessions(self, run: str | None = None, *, limit: int | None = None,
-                 **filters: Any) -> Result:
+    def sessions(
+        self, run: str | None = None, *, limit: int | None = None, **filters: Any
+    ) -> Result:
         """Rows of the ``sessions`` view, newest first.
 
         Args:
@@ -137,8 +142,7 @@ class Recordings:
             filters = {"run_id": run, **filters}
         return Result(sessions_table_where(self.store, filters, limit))
 
-    def sql(self, query: str,
-            params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
+    def sql(self, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Result:
         """Run a read-only DuckDB query; ``params`` bind its ``?`` or ``$name`` placeholders.
 
         Raises:
@@ -272,22 +276,34 @@ class Session:
         session = self.folded
         grade = session.latest_grade
         facts = [
-            ("session", session.session_id), ("run", session.run_id),
-            ("task", session.task_id), ("prompt", session.task.prompt if session.task else ""),
-            ("agent", f"{session.agent} / {session.model}"), ("status", session.status),
+            ("session", session.session_id),
+            ("run", session.run_id),
+            ("task", session.task_id),
+            ("prompt", session.task.prompt if session.task else ""),
+            ("agent", f"{session.agent} / {session.model}"),
+            ("status", session.status),
             ("steps", str(len(session.steps))),
-            ("grade", f"{'pass' if grade.passed else 'fail'} {grade.score:.2f} ({grade.grader})"
-             if grade is not None else "ungraded"),
+            (
+                "grade",
+                f"{'pass' if grade.passed else 'fail'} {grade.score:.2f} ({grade.grader})"
+                if grade is not None
+                else "ungraded",
+            ),
             ("answer", "" if session.answer is None else session.answer),
         ]
-        head = "".join(f"<tr><th style='text-align:left'>{_esc(k)}</th><td style='text-align:"
-                       f"left'>{_esc(v)}</td></tr>" for k, v in facts)
+        head = "".join(
+            f"<tr><th style='text-align:left'>{_esc(k)}</th><td style='text-align:"
+            f"left'>{_esc(v)}</td></tr>"
+            for k, v in facts
+        )
         rows = "".join(self._step_html(step) for step in session.steps[:_HTML_STEPS])
         more = len(session.steps) - _HTML_STEPS
         note = f"<p>{more} more steps not shown</p>" if more > 0 else ""
-        return (f"<div><table>{head}</table><table><thead><tr><th>step</th><th>screenshot</th>"
-                f"<th>thought</th><th>actions</th><th>browser</th></tr></thead><tbody>{rows}"
-                f"</tbody></table>{note}</div>")
+        return (
+            f"<div><table>{head}</table><table><thead><tr><th>step</th><th>screenshot</th>"
+            f"<th>thought</th><th>actions</th><th>browser</th></tr></thead><tbody>{rows}"
+            f"</tbody></table>{note}</div>"
+        )
 
     def _step_html(self, step: Step) -> str:
         thumb = ""
@@ -297,13 +313,20 @@ class Session:
             except (OwnloopError, OSError) as exc:  # a missing blob, bytes PIL cannot read
                 thumb = _esc(f"no screenshot: {exc}")
         effects = "<br>".join(
-            _esc(f"{op_text(e.op)} {element_text(e.element)}".strip()
-                 + ("" if e.ok else f" error: {e.error}")) for e in step.effects)
+            _esc(
+                f"{op_text(e.op)} {element_text(e.element)}".strip()
+                + ("" if e.ok else f" error: {e.error}")
+            )
+            for e in step.effects
+        )
         error = step.parsed.error if step.parsed is not None and step.parsed.error else ""
         actions = actions_text(step.actions) + (f" parse error: {error}" if error else "")
         cells = (_esc(str(step.step)), thumb, _esc(step.thought), _esc(actions), effects)
-        return "<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>{c}</td>"
-                                for c in cells) + "</tr>"
+        return (
+            "<tr>"
+            + "".join(f"<td style='text-align:left;vertical-align:top'>{c}</td>" for c in cells)
+            + "</tr>"
+        )
 
 
 def _thumbnail(image: Image) -> str:

@@ -79,8 +79,11 @@ def _hinted(text: str) -> str:
     if not store or Path(store).resolve() == Path(DEFAULT_STORE).resolve():
         return text
     names = "|".join(re.escape(name) for name in sorted(cli.commands, key=len, reverse=True))
-    return re.sub(rf"\bownloop (?=(?:{names})(?![\w:-])(?! only\b))",
-                  f"ownloop --store {shlex.quote(str(store))} ", text)
+    return re.sub(
+        rf"\bownloop (?=(?:{names})(?![\w:-])(?! only\b))",
+        f"ownloop --store {shlex.quote(str(store))} ",
+        text,
+    )
 
 
 def _console(*, soft_wrap: bool = True) -> Console:
@@ -100,9 +103,12 @@ _FORMATS = click.Choice(["table", "csv", "json"])
 
 _PIPE_ROWS = 1_000  # a table to a pipe or a file shows this many rows unless --max-rows says
 _max_rows_option = click.option(
-    "--max-rows", type=click.IntRange(min=0), metavar="N",
+    "--max-rows",
+    type=click.IntRange(min=0),
+    metavar="N",
     help="A table shows at most N rows, 0: all (default: what fits the terminal, 1,000 to a "
-         "pipe). CSV and JSON print every row.")
+    "pipe). CSV and JSON print every row.",
+)
 
 
 def _print_rows(result: Any, fmt: str, max_rows: int | None = None) -> None:
@@ -156,20 +162,31 @@ class _Commands(click.Group):
     """The ``ownloop`` group: every command also takes ``--store DIR`` after its name."""
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
-        cmd.params.append(click.Option(
-            ["--store"], type=click.Path(), expose_value=False, callback=_remember_store,
-            help="The store directory (as before the command; default $OWNLOOP_STORE or "
-                 "ownloop-data)."))
+        cmd.params.append(
+            click.Option(
+                ["--store"],
+                type=click.Path(),
+                expose_value=False,
+                callback=_remember_store,
+                help="The store directory (as before the command; default $OWNLOOP_STORE or "
+                "ownloop-data).",
+            )
+        )
         super().add_command(cmd, name)
 
 
 @click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="ownloop")
 @click.option(
-    "--store", "store", envvar="OWNLOOP_STORE", default=DEFAULT_STORE, show_default=True,
+    "--store",
+    "store",
+    envvar="OWNLOOP_STORE",
+    default=DEFAULT_STORE,
+    show_default=True,
     # Not click.Path(file_okay=False): open_store says what is wrong with a path in one line,
     # exit status 1, like every other store error.
-    type=click.Path(), help="The store directory (also $OWNLOOP_STORE).",
+    type=click.Path(),
+    help="The store directory (also $OWNLOOP_STORE).",
 )
 @click.pass_context
 def cli(ctx: click.Context, store: str) -> None:
@@ -191,27 +208,63 @@ def _notice(line: str) -> None:
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
 @click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob.")
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
-@click.option("--faults", default=None, metavar="MODE[=ARG][:N],...",
-              help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see README).")
+@click.option(
+    "--faults",
+    default=None,
+    metavar="MODE[=ARG][:N],...",
+    help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see README).",
+)
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")
-@click.option("--cassette", metavar="TARGET",
-              help="Serve the recorded responses of a session, task or run instead.")
-@click.option("--on-miss", type=click.Choice(["stop", "forward", "force"]), default="stop",
-              show_default=True, help="--cassette: when no recorded response matches.")
+@click.option(
+    "--cassette",
+    metavar="TARGET",
+    help="Serve the recorded responses of a session, task or run instead.",
+)
+@click.option(
+    "--on-miss",
+    type=click.Choice(["stop", "forward", "force"]),
+    default="stop",
+    show_default=True,
+    help="--cassette: when no recorded response matches.",
+)
 @click.option("--forward", metavar="URL", help="--on-miss forward: the live endpoint (.../v1).")
-@click.option("--model", "model", metavar="NAME",
-              help="Serve only this model name (others get 404); default: any name.")
-@click.option("--api-key", "api_key", metavar="KEY",
-              help="Answer 401 unless requests send this key (default: no key needed).")
-@click.option("--noise", default=0.0, type=click.FloatRange(0, 1), metavar="P",
-              help="The expert answers a plausible wrong action with probability P per step.")
+@click.option(
+    "--model",
+    "model",
+    metavar="NAME",
+    help="Serve only this model name (others get 404); default: any name.",
+)
+@click.option(
+    "--api-key",
+    "api_key",
+    metavar="KEY",
+    help="Answer 401 unless requests send this key (default: no key needed).",
+)
+@click.option(
+    "--noise",
+    default=0.0,
+    type=click.FloatRange(0, 1),
+    metavar="P",
+    help="The expert answers a plausible wrong action with probability P per step.",
+)
 @click.option("--noise-seed", default=0, show_default=True, help="Seed of --noise's draws.")
 @click.pass_context
 @_friendly
 def serve_model(
-    ctx: click.Context, host: str, port: int, expert: str, agent: str, faults: str | None,
-    quiet: bool, cassette: str | None, on_miss: str, forward: str | None, model: str | None,
-    api_key: str | None, noise: float, noise_seed: int,
+    ctx: click.Context,
+    host: str,
+    port: int,
+    expert: str,
+    agent: str,
+    faults: str | None,
+    quiet: bool,
+    cassette: str | None,
+    on_miss: str,
+    forward: str | None,
+    model: str | None,
+    api_key: str | None,
+    noise: float,
+    noise_seed: int,
 ) -> None:
     """Serve a scripted OpenAI-compatible model endpoint until Ctrl-C.
 
@@ -222,11 +275,32 @@ def serve_model(
     from ownloop.replay.cassette import make_cassette_server
 
     log = None if quiet else click.echo
-    server = make_cassette_server(_store(ctx, create=False), cassette, on_miss, forward,
-                                  faults=faults, host=host, port=port, log=log) if cassette else \
-        make_server(expert, agent, faults, host=host, port=port, log=log, model=model,
-                    api_key=api_key, notice=None if quiet else _notice, noise=noise,
-                    noise_seed=noise_seed)
+    server = (
+        make_cassette_server(
+            _store(ctx, create=False),
+            cassette,
+            on_miss,
+            forward,
+            faults=faults,
+            host=host,
+            port=port,
+            log=log,
+        )
+        if cassette
+        else make_server(
+            expert,
+            agent,
+            faults,
+            host=host,
+            port=port,
+            log=log,
+            model=model,
+            api_key=api_key,
+            notice=None if quiet else _notice,
+            noise=noise,
+            noise_seed=noise_seed,
+        )
+    )
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
     click.echo(f"ownloop serve-model: {what} at {server.start()}")
     server.serve_forever()
@@ -234,8 +308,14 @@ def serve_model(
 
 @cli.command()
 @click.argument("query")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-              show_default=True, help="How to print the rows.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="How to print the rows.",
+)
 @_max_rows_option
 @click.pass_context
 @_friendly
@@ -252,14 +332,22 @@ def sql(ctx: click.Context, query: str, fmt: str, max_rows: int | None) -> None:
 @cli.command()
 @click.option("--strict", is_flag=True, help="Exit with status 1 on warnings (torn tails) too.")
 @click.option("--run", "run_id", help="Check this sealed run against its seal as well.")
-@click.option("--fingerprint", metavar="SHA256", help="With --run: the fingerprint you cite "
-              "(a prefix will do); another seal is an error.")
-@click.option("--full", is_flag=True, help="Read every stream and hash every blob again, even "
-              "those unchanged since the last check without an error.")
+@click.option(
+    "--fingerprint",
+    metavar="SHA256",
+    help="With --run: the fingerprint you cite (a prefix will do); another seal is an error.",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Read every stream and hash every blob again, even "
+    "those unchanged since the last check without an error.",
+)
 @click.pass_context
 @_friendly
-def verify(ctx: click.Context, strict: bool, run_id: str | None, fingerprint: str | None,
-           full: bool) -> None:
+def verify(
+    ctx: click.Context, strict: bool, run_id: str | None, fingerprint: str | None, full: bool
+) -> None:
     """Check every journal stream's hash chain, every catalog and seal, and every blob: what
     changed since the last check without an error, or (--full) everything, on every core.
 
@@ -268,8 +356,9 @@ def verify(ctx: click.Context, strict: bool, run_id: str | None, fingerprint: st
     """
     if fingerprint and not run_id:
         raise click.UsageError("--fingerprint goes with --run")
-    report = _store(ctx, create=False).verify(run_id=run_id, fingerprint=fingerprint,
-                                              incremental=not full)
+    report = _store(ctx, create=False).verify(
+        run_id=run_id, fingerprint=fingerprint, incremental=not full
+    )
     for problem in report.problems:
         click.echo(problem.line())
     click.echo(report.summary())
@@ -295,8 +384,12 @@ def seal(ctx: click.Context, run_id: str) -> None:
 
 @cli.command("index")
 @click.option("--rebuild", is_flag=True, help="Drop the index and ingest the whole journal again.")
-@click.option("--accept-damaged", is_flag=True, help="With --rebuild: project lines whose "
-              "checksum or chain fails too (they stay listed in the damage view).")
+@click.option(
+    "--accept-damaged",
+    is_flag=True,
+    help="With --rebuild: project lines whose "
+    "checksum or chain fails too (they stay listed in the damage view).",
+)
 @click.pass_context
 @_friendly
 def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> None:
@@ -308,8 +401,9 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
     if accept_damaged and not rebuild:
         raise click.UsageError("--accept-damaged goes with --rebuild")
     store = _store(ctx, create=False)
-    _echo((store.rebuild_index(accept_damaged=accept_damaged) if rebuild
-           else store.sync()).summary())
+    _echo(
+        (store.rebuild_index(accept_damaged=accept_damaged) if rebuild else store.sync()).summary()
+    )
 
 
 @cli.command()
@@ -318,42 +412,92 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), help="A JSON tasks file.")
 @click.option("--base", help="Replaces {BASE} in the tasks file's URLs.")
 @click.option("--seeds", help="MiniWoB seeds: N, N-M or a comma list (default: fixed per task).")
-@click.option("--endpoint", required=True, multiple=True, help="OpenAI-compatible base URL, e.g. "
-              "http://127.0.0.1:8000/v1; several: a pool the sessions take in turn.")
+@click.option(
+    "--endpoint",
+    required=True,
+    multiple=True,
+    help="OpenAI-compatible base URL, e.g. "
+    "http://127.0.0.1:8000/v1; several: a pool the sessions take in turn.",
+)
 @click.option("--model", required=True, help="The served model's name.")
 @click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for the endpoint (never recorded).")
 @click.option("--run", "run_id", help="The run's name; the same name resumes it.")
 @click.option("--workers", default=2, show_default=True, help="Tasks at once, each with a browser.")
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N",
-              help="Run each task N times (repeats sample the agent; attempts retry errors).")
-@click.option("--max-steps", default=40, show_default=True, type=click.IntRange(min=1),
-              help="The step budget: policy turns (model decisions) per session.")
-@click.option("--timeout", default=1800.0, show_default=True,
-              type=click.FloatRange(min=0, min_open=True), help="Seconds per task.")
-@click.option("--require-clean", is_flag=True,
-              help="Refuse to start from an ownloop checkout with uncommitted changes.")
-@click.option("--expect-suite", metavar="SHA256",
-              help="Refuse to start unless the suite's source hash is this (runs.tasks_sha256).")
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Run each task N times (repeats sample the agent; attempts retry errors).",
+)
+@click.option(
+    "--max-steps",
+    default=40,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="The step budget: policy turns (model decisions) per session.",
+)
+@click.option(
+    "--timeout",
+    default=1800.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds per task.",
+)
+@click.option(
+    "--require-clean",
+    is_flag=True,
+    help="Refuse to start from an ownloop checkout with uncommitted changes.",
+)
+@click.option(
+    "--expect-suite",
+    metavar="SHA256",
+    help="Refuse to start unless the suite's source hash is this (runs.tasks_sha256).",
+)
 @click.option("--error-retries", type=int, help="Re-run error/parse_error sessions K times.")
 @click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
-@click.option("--chromium", help="Path to a Chromium to drive (default: $OWNLOOP_CHROMIUM, "
-              "else found).")
+@click.option(
+    "--chromium", help="Path to a Chromium to drive (default: $OWNLOOP_CHROMIUM, else found)."
+)
 @click.option("--frequency-penalty", type=float, help="uitars: sampling option (OSWorld sends 1).")
 @click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE", help="Agent setting.")
-@click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",
-              help="Clones of the model's released code, to read its prompt from.")
+@click.option(
+    "--released",
+    envvar="OWNLOOP_PATH",
+    metavar="PATH[:PATH...]",
+    help="Clones of the model's released code, to read its prompt from.",
+)
 @click.option("--retries", default=3, show_default=True, help="Retries of a failed model call.")
 @click.option("--retry-wait", default=5.0, show_default=True, help="Seconds between retries.")
 @click.option("--call-timeout", default=120.0, show_default=True, help="Seconds per model call.")
-@click.option("--allow-host", multiple=True, metavar="GLOB", help="Confine the model's navigation "
-              "to these hosts, e.g. '*.example.com' (repeatable; http(s) only in any case).")
-@click.option("--executor", type=click.Choice(["threads", "ray"]), default="threads",
-              show_default=True, help="Where sessions run: threads here, or Ray actors on a "
-              "cluster (needs ownloop[ray] and a store every node mounts).")
-@click.option("--ray-address", metavar="auto|HOST:PORT", help="--executor ray: the cluster "
-              "(default: $RAY_ADDRESS, else a Ray started on this machine).")
-@click.option("--max-endpoint-errors", default=3, show_default=True, type=click.IntRange(min=0),
-              help="Stop the run after this many sessions in a row end endpoint_error (0: never).")
+@click.option(
+    "--allow-host",
+    multiple=True,
+    metavar="GLOB",
+    help="Confine the model's navigation "
+    "to these hosts, e.g. '*.example.com' (repeatable; http(s) only in any case).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["threads", "ray"]),
+    default="threads",
+    show_default=True,
+    help="Where sessions run: threads here, or Ray actors on a "
+    "cluster (needs ownloop[ray] and a store every node mounts).",
+)
+@click.option(
+    "--ray-address",
+    metavar="auto|HOST:PORT",
+    help="--executor ray: the cluster (default: $RAY_ADDRESS, else a Ray started on this machine).",
+)
+@click.option(
+    "--max-endpoint-errors",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Stop the run after this many sessions in a row end endpoint_error (0: never).",
+)
 @click.pass_context
 @_friendly
 def record(ctx: click.Context, agent: str, **options: Any) -> None:
@@ -369,8 +513,13 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     made_here = not path.exists()
     store = _store(ctx)
     try:
-        summary = record_from_options(store, agent, options, argv=tuple(sys.argv),
-                                      notify=lambda line: click.echo(line, err=True))
+        summary = record_from_options(
+            store,
+            agent,
+            options,
+            argv=tuple(sys.argv),
+            notify=lambda line: click.echo(line, err=True),
+        )
     except Exception:
         if made_here:  # refused before writing anything: leave no empty store behind
             _remove_if_unused(path)
@@ -383,16 +532,32 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
 
 @cli.command()
 @click.option("--run", "run_id", help="Only this run.")
-@click.option("--status", type=click.Choice(get_args(Status)), metavar="STATUS",
-              help=f"Only sessions with this status: {', '.join(get_args(Status))}.")
+@click.option(
+    "--status",
+    type=click.Choice(get_args(Status)),
+    metavar="STATUS",
+    help=f"Only sessions with this status: {', '.join(get_args(Status))}.",
+)
 @click.option("--limit", default=50, show_default=True)
-@click.option("--format", "fmt", type=_FORMATS, default="table", show_default=True,
-              help="How to print the rows.")
+@click.option(
+    "--format",
+    "fmt",
+    type=_FORMATS,
+    default="table",
+    show_default=True,
+    help="How to print the rows.",
+)
 @_max_rows_option
 @click.pass_context
 @_friendly
-def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: int,
-             fmt: str, max_rows: int | None) -> None:
+def sessions(
+    ctx: click.Context,
+    run_id: str | None,
+    status: str | None,
+    limit: int,
+    fmt: str,
+    max_rows: int | None,
+) -> None:
     """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
     from ownloop.store.sessions import budget_notes, sessions_table
 
@@ -400,17 +565,27 @@ def sessions(ctx: click.Context, run_id: str | None, status: str | None, limit: 
     _print_rows(sessions_table(store, run_id=run_id, status=status, limit=limit), fmt, max_rows)
     notes = budget_notes(store, run_id)
     if notes:  # on stderr when the rows are CSV or JSON, which a note would corrupt
-        click.echo(_hinted("\n".join(visible(n, one_line=True) for n in notes)),
-                   err=fmt != "table")
+        click.echo(_hinted("\n".join(visible(n, one_line=True) for n in notes)), err=fmt != "table")
 
 
 @cli.command()
 @click.option("--tasks", "count", default=6, show_default=True, help="How many MiniWoB tasks.")
 @click.option("--workers", default=2, show_default=True)
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N",
-              help="Run each task N times.")
-@click.option("--noise", default=0.0, type=click.FloatRange(0, 1), metavar="P",
-              help="The expert answers a plausible wrong action with probability P per step.")
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Run each task N times.",
+)
+@click.option(
+    "--noise",
+    default=0.0,
+    type=click.FloatRange(0, 1),
+    metavar="P",
+    help="The expert answers a plausible wrong action with probability P per step.",
+)
 @click.pass_context
 @_friendly
 def demo(ctx: click.Context, count: int, workers: int, repeat: int, noise: float) -> None:
@@ -425,8 +600,12 @@ def demo(ctx: click.Context, count: int, workers: int, repeat: int, noise: float
 
 @cli.command()
 @click.argument("name", required=False)
-@click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",
-              help="Clones of the models' released code, to say which prompt texts are found.")
+@click.option(
+    "--released",
+    envvar="OWNLOOP_PATH",
+    metavar="PATH[:PATH...]",
+    help="Clones of the models' released code, to say which prompt texts are found.",
+)
 @_friendly
 def agents(name: str | None, released: str | None) -> None:
     """The agents; with NAME, its options (-o KEY=VALUE) with defaults and meanings, where its
@@ -453,15 +632,22 @@ def _print_session(session: Any, fmt: str) -> None:
 
 
 def _format_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--format", "fmt", type=_FORMATS, default="table", show_default=True,
-                        help=f"How to print {what}: a table, CSV rows or one JSON document.")
+    return click.option(
+        "--format",
+        "fmt",
+        type=_FORMATS,
+        default="table",
+        show_default=True,
+        help=f"How to print {what}: a table, CSV rows or one JSON document.",
+    )
 
 
 @cli.command()
 @click.argument("target")
 @click.option("--run", "run_id", help="Look for TARGET's task in this run (default: the latest).")
-@click.option("--json", "as_json", is_flag=True, help="Print the rebuilt session as JSON "
-              "(--format json).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the rebuilt session as JSON (--format json)."
+)
 @_format_option("the session (CSV: a row per step)")
 @click.pass_context
 @_friendly
@@ -472,46 +658,90 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
     """
     from ownloop.replay.target import load_session
 
-    _print_session(load_session(_store(ctx, create=False), target, run_id),
-                   "json" if as_json else fmt)
+    _print_session(
+        load_session(_store(ctx, create=False), target, run_id), "json" if as_json else fmt
+    )
 
 
 @cli.command()
 @click.argument("target", required=False)
-@click.option("--run", "run_id", help="TARGET's run (default: the latest that has it); alone "
-              "with --reparse: every session of the run.")
+@click.option(
+    "--run",
+    "run_id",
+    help="TARGET's run (default: the latest that has it); alone "
+    "with --reparse: every session of the run.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (--format json).")
 @_format_option("the session or the re-execution's summary (CSV: a row per step)")
-@click.option("--reparse", is_flag=True, help="Parse the recorded responses again with today's "
-              "parser and translator; list the steps that change. Writes nothing.")
-@click.option("--execute", type=click.Choice(["ops", "actions", "responses"]),
-              help="Re-run in a fresh browser: recorded ops, re-translated actions, or the agent "
-              "loop on recorded responses.")
+@click.option(
+    "--reparse",
+    is_flag=True,
+    help="Parse the recorded responses again with today's "
+    "parser and translator; list the steps that change. Writes nothing.",
+)
+@click.option(
+    "--execute",
+    type=click.Choice(["ops", "actions", "responses"]),
+    help="Re-run in a fresh browser: recorded ops, re-translated actions, or the agent "
+    "loop on recorded responses.",
+)
 @click.option("--fork-at", type=int, metavar="K", help="Replay steps before K, then go live.")
 @click.option("--endpoint", help="Live OpenAI-compatible endpoint for --fork-at.")
 @click.option("--model", help="The live model's name for --fork-at.")
 @click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for --endpoint (never recorded).")
 @click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
-@click.option("--chromium", help="Path to a Chromium to drive (default: $OWNLOOP_CHROMIUM, "
-              "else found).")
-@click.option("--agent-option", "-o", multiple=True, metavar="KEY=VALUE",
-              help="Agent option over the recorded ones, e.g. -o notch_px=50.")
-@click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]",
-              help="Clones of the model's released code, to read its prompt from.")
-@click.option("--on-miss", type=click.Choice(["stop", "forward", "force"]), default="stop",
-              show_default=True, help="When no recorded response matches a request.")
-@click.option("--on-diverge", type=click.Choice(["stop", "retarget", "fork", "ignore"]),
-              help="--execute ops|actions: when a pointer op meets another element than "
-              "recorded: stop, re-find the element, hand over to --endpoint, or act anyway "
-              "(default: ignore; retarget with --seed/--base).")
-@click.option("--seed", type=int, metavar="S", help="--execute: replay a MiniWoB session on "
-              "seed S of its task.")
-@click.option("--base", metavar="URL", help="--execute: replay a tasks-file session against "
-              "another deployment at URL.")
+@click.option(
+    "--chromium", help="Path to a Chromium to drive (default: $OWNLOOP_CHROMIUM, else found)."
+)
+@click.option(
+    "--agent-option",
+    "-o",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Agent option over the recorded ones, e.g. -o notch_px=50.",
+)
+@click.option(
+    "--released",
+    envvar="OWNLOOP_PATH",
+    metavar="PATH[:PATH...]",
+    help="Clones of the model's released code, to read its prompt from.",
+)
+@click.option(
+    "--on-miss",
+    type=click.Choice(["stop", "forward", "force"]),
+    default="stop",
+    show_default=True,
+    help="When no recorded response matches a request.",
+)
+@click.option(
+    "--on-diverge",
+    type=click.Choice(["stop", "retarget", "fork", "ignore"]),
+    help="--execute ops|actions: when a pointer op meets another element than "
+    "recorded: stop, re-find the element, hand over to --endpoint, or act anyway "
+    "(default: ignore; retarget with --seed/--base).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    metavar="S",
+    help="--execute: replay a MiniWoB session on seed S of its task.",
+)
+@click.option(
+    "--base",
+    metavar="URL",
+    help="--execute: replay a tasks-file session against another deployment at URL.",
+)
 @click.pass_context
 @_friendly
-def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: bool, fmt: str,
-           reparse: bool, **options: Any) -> None:
+def replay(
+    ctx: click.Context,
+    target: str | None,
+    run_id: str | None,
+    as_json: bool,
+    fmt: str,
+    reparse: bool,
+    **options: Any,
+) -> None:
     """Rebuild a session offline and print it, re-parse it, or re-execute it in a browser.
 
     Examples: ownloop replay click-button; ownloop replay --run r1 --reparse -o scroll_notches=3;
@@ -539,8 +769,12 @@ def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: 
         if fmt == "table":
             _echo_lines(summary_text(done).splitlines())
         else:
-            click.echo(replay_rows(done.parent, done.child).to_csv() if fmt == "csv"
-                       else replay_document(done.parent, done.child), nl=fmt == "json")
+            click.echo(
+                replay_rows(done.parent, done.child).to_csv()
+                if fmt == "csv"
+                else replay_document(done.parent, done.child),
+                nl=fmt == "json",
+            )
         return
     _print_session(session, fmt)
 
@@ -549,16 +783,31 @@ def replay(ctx: click.Context, target: str | None, run_id: str | None, as_json: 
 @click.option("--run", "run_id", help="Only this run's sessions.")
 @click.option("--task", "task_id", help="Only this task's sessions.")
 @click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
-@click.option("--grader", help="One grader spec for all, e.g. answer:contains:42 (default: each "
-              "session's own task grader).")
-@click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False),
-              help="Take each task's grader from this tasks file.")
+@click.option(
+    "--grader",
+    help="One grader spec for all, e.g. answer:contains:42 (default: each "
+    "session's own task grader).",
+)
+@click.option(
+    "--tasks",
+    "tasks_file",
+    type=click.Path(dir_okay=False),
+    help="Take each task's grader from this tasks file.",
+)
 @click.option("--dry-run", is_flag=True, help="Print what would flip; append no grade.")
 @_format_option("the result (CSV: a row per flipped session)")
 @click.pass_context
 @_friendly
-def regrade(ctx: click.Context, run_id: str | None, task_id: str | None, where: str | None,
-            grader: str | None, tasks_file: str | None, dry_run: bool, fmt: str) -> None:
+def regrade(
+    ctx: click.Context,
+    run_id: str | None,
+    task_id: str | None,
+    where: str | None,
+    grader: str | None,
+    tasks_file: str | None,
+    dry_run: bool,
+    fmt: str,
+) -> None:
     """Grade sessions again offline; append the new grades, print what flipped.
 
     Example: ownloop regrade --run r1 --grader "answer:exact:42" --dry-run
@@ -567,13 +816,22 @@ def regrade(ctx: click.Context, run_id: str | None, task_id: str | None, where: 
     from ownloop.replay.tables import regrade_document, regrade_rows
 
     tasks = graders_from_tasks_file(tasks_file) if tasks_file else None
-    result = regrade(_store(ctx, create=False), run_id=run_id, task_id=task_id, where=where,
-                     grader=grader, tasks=tasks, dry_run=dry_run)
+    result = regrade(
+        _store(ctx, create=False),
+        run_id=run_id,
+        task_id=task_id,
+        where=where,
+        grader=grader,
+        tasks=tasks,
+        dry_run=dry_run,
+    )
     if fmt == "table":
         _echo_lines(result.lines())
     else:
-        click.echo(regrade_rows(result).to_csv() if fmt == "csv" else regrade_document(result),
-                   nl=fmt == "json")
+        click.echo(
+            regrade_rows(result).to_csv() if fmt == "csv" else regrade_document(result),
+            nl=fmt == "json",
+        )
 
 
 @cli.command()
@@ -598,18 +856,30 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     if fmt == "table":
         _console(soft_wrap=False).print(diff_view(result))
     else:
-        click.echo(diff_rows(result).to_csv() if fmt == "csv" else diff_document(result),
-                   nl=fmt == "json")
+        click.echo(
+            diff_rows(result).to_csv() if fmt == "csv" else diff_document(result), nl=fmt == "json"
+        )
     ctx.exit(0 if result.identical else 1)
 
 
 @cli.command()
 @click.argument("run_a")
 @click.argument("run_b")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-              show_default=True, help="Output format.")
-@click.option("--fail-if-worse", "delta", type=click.FloatRange(min=0), metavar="DELTA",
-              help="Exit 1 when B is worse than A by more than DELTA with confidence.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--fail-if-worse",
+    "delta",
+    type=click.FloatRange(min=0),
+    metavar="DELTA",
+    help="Exit 1 when B is worse than A by more than DELTA with confidence.",
+)
 @click.pass_context
 @_friendly
 def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None) -> None:
@@ -629,8 +899,11 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
     if delta is not None and result.worse_than(delta):
-        click.echo(f"B is worse than A by more than {delta} with confidence: the interval of "
-                   f"B - A ends at {result.difference.high:+.3f} < {-delta}", err=True)
+        click.echo(
+            f"B is worse than A by more than {delta} with confidence: the interval of "
+            f"B - A ends at {result.difference.high:+.3f} < {-delta}",
+            err=True,
+        )
         ctx.exit(1)
 
 
@@ -641,15 +914,24 @@ def audit() -> None:
 
 @audit.command("blind")
 @click.option("--run", "run_id", required=True, help="The run whose passing sessions to replay.")
-@click.option("--seeds", help="MiniWoB seeds to replay on: N, N-M or a comma list (default: 1-3, "
-              "the task's own left out).")
+@click.option(
+    "--seeds",
+    help="MiniWoB seeds to replay on: N, N-M or a comma list (default: 1-3, "
+    "the task's own left out).",
+)
 @click.option("--settle", default=0.2, show_default=True, help="Pause after each step, seconds.")
 @click.option("--chromium", help="Path to a Chromium to drive.")
 @_format_option("the audit (a row per task)")
 @click.pass_context
 @_friendly
-def audit_blind_command(ctx: click.Context, run_id: str, seeds: str | None, settle: float,
-                        chromium: str | None, fmt: str) -> None:
+def audit_blind_command(
+    ctx: click.Context,
+    run_id: str,
+    seeds: str | None,
+    settle: float,
+    chromium: str | None,
+    fmt: str,
+) -> None:
     """Replay each passing task's recorded operations blind (no model, no screenshot read) on
     other seeds; a task a blind replay passes is non_discriminative.
 
@@ -657,11 +939,18 @@ def audit_blind_command(ctx: click.Context, run_id: str, seeds: str | None, sett
     """
     from ownloop.replay.audit import audit_blind
 
-    result = audit_blind(_store(ctx, create=False), run_id, seeds, settle_s=settle,
-                         chromium=chromium, on_replay=lambda task, seed, passed: click.echo(
-                             f"{task} blind on seed {seed}: "
-                             f"{'ungraded' if passed is None else 'pass' if passed else 'fail'}",
-                             err=True))
+    result = audit_blind(
+        _store(ctx, create=False),
+        run_id,
+        seeds,
+        settle_s=settle,
+        chromium=chromium,
+        on_replay=lambda task, seed, passed: click.echo(
+            f"{task} blind on seed {seed}: "
+            f"{'ungraded' if passed is None else 'pass' if passed else 'fail'}",
+            err=True,
+        ),
+    )
     _print_rows(result.rows, fmt)
     if fmt == "table":
         _echo_lines(result.lines())
@@ -672,17 +961,30 @@ def audit_blind_command(ctx: click.Context, run_id: str, seeds: str | None, sett
 
 @cli.command("import")
 @click.argument("directory", type=click.Path())
-@click.option("--agent", help="Whose steps.jsonl form: uitars, molmoweb, fara7b or opencua (its "
-              "parser fills the parsed actions when it loads); default: told from the lines.")
-@click.option("--run", "run_id", help="The run to import into (default: import-<DIR name>, "
-              "atif-<name>); folders already in it are skipped.")
-@click.option("--format", "fmt", type=click.Choice(["harness", "atif"]), default="harness",
-              show_default=True, help="Harness result folders, or ATIF trajectories (a .json "
-              "file or a folder of them).")
+@click.option(
+    "--agent",
+    help="Whose steps.jsonl form: uitars, molmoweb, fara7b or opencua (its "
+    "parser fills the parsed actions when it loads); default: told from the lines.",
+)
+@click.option(
+    "--run",
+    "run_id",
+    help="The run to import into (default: import-<DIR name>, "
+    "atif-<name>); folders already in it are skipped.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["harness", "atif"]),
+    default="harness",
+    show_default=True,
+    help="Harness result folders, or ATIF trajectories (a .json file or a folder of them).",
+)
 @click.pass_context
 @_friendly
-def import_command(ctx: click.Context, directory: str, agent: str | None,
-                   run_id: str | None, fmt: str) -> None:
+def import_command(
+    ctx: click.Context, directory: str, agent: str | None, run_id: str | None, fmt: str
+) -> None:
     """Import result folders written by a plain harness (one per task), or ATIF trajectories.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
@@ -701,33 +1003,69 @@ def import_command(ctx: click.Context, directory: str, agent: str | None,
 
 
 @cli.command("export")
-@click.option("--run", "run_id", help="The run (required for session-dir; the others: all runs "
-              "when left out).")
-@click.option("--format", "fmt", type=click.Choice(
-              ["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
-              default="session-dir", show_default=True, help="Harness folders, Parquet views, "
-              "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.")
+@click.option(
+    "--run",
+    "run_id",
+    help="The run (required for session-dir; the others: all runs when left out).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+    default="session-dir",
+    show_default=True,
+    help="Harness folders, Parquet views, "
+    "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.",
+)
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
-@click.option("--where", help="sft, atif, otlp: an SQL condition over the sessions view "
-              "(sft's default: passed and coalesce(counted, true)).")
-@click.option("--agent-format", type=click.Choice(["native", "chat"]), default="chat",
-              show_default=True, help="sft: the request as sent (native) or as chat messages.")
+@click.option(
+    "--where",
+    help="sft, atif, otlp: an SQL condition over the sessions view "
+    "(sft's default: passed and coalesce(counted, true)).",
+)
+@click.option(
+    "--agent-format",
+    type=click.Choice(["native", "chat"]),
+    default="chat",
+    show_default=True,
+    help="sft: the request as sent (native) or as chat messages.",
+)
 @click.option("--per-session", is_flag=True, help="sft: one record per session, not per step.")
-@click.option("--endpoint", help="otlp: send to this OTLP/HTTP collector (its base URL) instead "
-              "of writing traces.jsonl; images and long texts still go under --out.")
+@click.option(
+    "--endpoint",
+    help="otlp: send to this OTLP/HTTP collector (its base URL) instead "
+    "of writing traces.jsonl; images and long texts still go under --out.",
+)
 @click.pass_context
 @_friendly
-def export_command(ctx: click.Context, run_id: str | None, fmt: str, out: str, where: str | None,
-                   agent_format: str, per_session: bool, endpoint: str | None) -> None:
+def export_command(
+    ctx: click.Context,
+    run_id: str | None,
+    fmt: str,
+    out: str,
+    where: str | None,
+    agent_format: str,
+    per_session: bool,
+    endpoint: str | None,
+) -> None:
     """Write runs as harness folders, Parquet views, SFT records, ATIF or OTLP traces.
 
     Example: ownloop export --run r1 --format sft --agent-format native --out sft/r1
     """
     from ownloop.transfer import export_run
 
-    _echo_lines(export_run(_store(ctx, create=False), run_id, fmt, out, where=where,
-                           agent_format=agent_format, per_session=per_session,
-                           endpoint=endpoint).lines())
+    _echo_lines(
+        export_run(
+            _store(ctx, create=False),
+            run_id,
+            fmt,
+            out,
+            where=where,
+            agent_format=agent_format,
+            per_session=per_session,
+            endpoint=endpoint,
+        ).lines()
+    )
 
 
 # --- seeing trajectories: view, report (ownloop/view/) ---------------------------------------
@@ -752,15 +1090,18 @@ def view(ctx: click.Context, host: str, port: int) -> None:
 
 @cli.command()
 @click.argument("target")
-@click.option("--out", type=click.Path(dir_okay=False),
-              help="Write one self-contained HTML file here.")
-@click.option("--gif", type=click.Path(dir_okay=False),
-              help="Write an animated GIF here, one frame per step.")
+@click.option(
+    "--out", type=click.Path(dir_okay=False), help="Write one self-contained HTML file here."
+)
+@click.option(
+    "--gif", type=click.Path(dir_okay=False), help="Write an animated GIF here, one frame per step."
+)
 @click.option("--run", "run_id", help="Look for TARGET's task in this run (default: the latest).")
 @click.pass_context
 @_friendly
-def report(ctx: click.Context, target: str, out: str | None, gif: str | None,
-           run_id: str | None) -> None:
+def report(
+    ctx: click.Context, target: str, out: str | None, gif: str | None, run_id: str | None
+) -> None:
     """A session (TARGET: a session id or task id) as one HTML file to attach to a bug report.
 
     Example: ownloop report click-button --out bug.html --gif bug.gif

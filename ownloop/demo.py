@@ -43,8 +43,15 @@ _EXAMPLE_QUERY = (
 )
 
 
-def run_demo(store: Store, *, tasks: int = 6, workers: int = 2,
-             echo: Callable[[str], None] = print, repeats: int = 1, noise: float = 0.0) -> str:
+def run_demo(
+    store: Store,
+    *,
+    tasks: int = 6,
+    workers: int = 2,
+    echo: Callable[[str], None] = print,
+    repeats: int = 1,
+    noise: float = 0.0,
+) -> str:
     """Record uitars against the expert on ``tasks`` MiniWoB tasks, each ``repeats`` times,
     the expert wrong with probability ``noise`` per step; returns the run id."""
     names = DEMO_TASKS[: max(1, min(tasks, len(DEMO_TASKS)))]
@@ -56,18 +63,28 @@ def run_demo(store: Store, *, tasks: int = 6, workers: int = 2,
     with load_suite(suite=pattern) as suite, server as endpoint:
         echo(f"MiniWoB pages served locally; scripted expert model at {endpoint}")
         options = RecordOptions(
-            agent="uitars", endpoint=endpoint, model="expert-uitars", run_id=run_id,
-            workers=workers, limits=EpisodeLimits(max_steps=12, timeout_s=120.0),
-            settle_s=0.2, argv=("ownloop", "demo"), repeats=repeats)
+            agent="uitars",
+            endpoint=endpoint,
+            model="expert-uitars",
+            run_id=run_id,
+            workers=workers,
+            limits=EpisodeLimits(max_steps=12, timeout_s=120.0),
+            settle_s=0.2,
+            argv=("ownloop", "demo"),
+            repeats=repeats,
+        )
         try:
-            summary = record(store, suite, options, on_start=progress.on_start,
-                             on_result=progress.on_result)
+            summary = record(
+                store, suite, options, on_start=progress.on_start, on_result=progress.on_result
+            )
         finally:
             progress.close()
     echo(summary_text(summary, store))
     console.print(store.sql(_SESSIONS_QUERY, {"run": run_id}).to_rich())
     echo("\n" + sql_command(_EXAMPLE_QUERY, run=run_id))
     console.print(store.sql(_EXAMPLE_QUERY, {"run": run_id}).to_rich())
-    echo(f"\nThe store is in {store.root.resolve()}; replay a task with: "
-         f"ownloop replay {names[0]} --run {run_id}")
+    echo(
+        f"\nThe store is in {store.root.resolve()}; replay a task with: "
+        f"ownloop replay {names[0]} --run {run_id}"
+    )
     return run_id

@@ -23,8 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _ownloop(cwd: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "ownloop", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -53,8 +58,13 @@ def _readme_example() -> str:
 @pytest.mark.browser
 @pytest.mark.slow
 def test_the_readme_example_runs_after_the_demo(store_dir: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", _readme_example()], cwd=store_dir.parent,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _readme_example()],
+        cwd=store_dir.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     runs = json.loads(lines[0].replace("'", '"'))
@@ -62,8 +72,9 @@ def test_the_readme_example_runs_after_the_demo(store_dir: Path) -> None:
     assert runs[0]["run_id"].startswith("demo-")
     columns = "['session_id', 'run_id', 'task_id', 'agent']"
     assert lines[1] == f"3 finished sessions with columns {columns}"
-    assert re.fullmatch(r"\w+  click-button-\d+  finished  \d steps  pass 1\.00 \(miniwob\).*",
-                        lines[2])
+    assert re.fullmatch(
+        r"\w+  click-button-\d+  finished  \d steps  pass 1\.00 \(miniwob\).*", lines[2]
+    )
     assert lines[-2].endswith(" True")  # the first browser operation, the latest grade
     assert lines[-1] == "(1280, 800)"
 
@@ -72,13 +83,22 @@ def test_the_readme_example_runs_after_the_demo(store_dir: Path) -> None:
 @pytest.mark.slow
 def test_sessions_and_sql_are_what_the_cli_says(store_dir: Path) -> None:
     store = ownloop.open_store(store_dir)
-    cli_rows = json.loads(_ownloop(store_dir.parent, "--store", str(store_dir), "sql",
-                                   "select session_id, task_id, status from sessions "
-                                   "order by started_at desc", "--format", "json"))
+    cli_rows = json.loads(
+        _ownloop(
+            store_dir.parent,
+            "--store",
+            str(store_dir),
+            "sql",
+            "select session_id, task_id, status from sessions order by started_at desc",
+            "--format",
+            "json",
+        )
+    )
     run_id = store.sql("select run_id from runs").to_dicts()[0]["run_id"]
     every = store.sessions(run=run_id)
-    assert [(r["session_id"], r["task_id"], r["status"]) for r in every.to_dicts()] == \
-        [(r["session_id"], r["task_id"], r["status"]) for r in cli_rows]
+    assert [(r["session_id"], r["task_id"], r["status"]) for r in every.to_dicts()] == [
+        (r["session_id"], r["task_id"], r["status"]) for r in cli_rows
+    ]
     assert every.to_arrow().num_rows == len(every) == 3
     assert list(every.to_pandas()["session_id"]) == [r["session_id"] for r in cli_rows]
 
@@ -89,8 +109,11 @@ def test_sessions_and_sql_are_what_the_cli_says(store_dir: Path) -> None:
     bound = store.sql("select task_id from sessions where task_id = $t", {"t": first})
     assert bound.to_dicts() == [{"task_id": first}]
 
-    with pytest.raises(OwnloopError, match=r"^sessions has no column 'colour'\. Filter on one "
-                       r"of: session_id, run_id, task_id, .* \(or run, task, session, parent\)$"):
+    with pytest.raises(
+        OwnloopError,
+        match=r"^sessions has no column 'colour'\. Filter on one "
+        r"of: session_id, run_id, task_id, .* \(or run, task, session, parent\)$",
+    ):
         store.sessions(colour="red")
     with pytest.raises(OwnloopError, match="only reads: DELETE statements are not allowed"):
         store.sql("delete from sessions")
@@ -132,22 +155,34 @@ def test_a_session_is_the_folded_session_with_its_screenshots(store_dir: Path) -
 
 
 HOSTILE = "<script>alert(1)</script></table><img src=x onerror=alert(2)>&amp;"
-ESCAPED = ("&lt;script&gt;alert(1)&lt;/script&gt;&lt;/table&gt;&lt;img src=x onerror=alert(2)&gt;"
-           "&amp;amp;")
+ESCAPED = (
+    "&lt;script&gt;alert(1)&lt;/script&gt;&lt;/table&gt;&lt;img src=x onerror=alert(2)&gt;&amp;amp;"
+)
 
 
 def test_the_notebook_views_escape_every_recorded_text(tmp_path: Path) -> None:
     raw = open_raw_store(tmp_path / "store")
-    write_sessions(raw, SessionSpec(
-        "s-hostile", task_id=f"task-{HOSTILE}", answer=HOSTILE,
-        steps=(StepSpec(actions=(click(),), thought=HOSTILE, url=f"http://x.test/{HOSTILE}"),
-               StepSpec(actions=(finish(HOSTILE),), thought="done"))))
+    write_sessions(
+        raw,
+        SessionSpec(
+            "s-hostile",
+            task_id=f"task-{HOSTILE}",
+            answer=HOSTILE,
+            steps=(
+                StepSpec(actions=(click(),), thought=HOSTILE, url=f"http://x.test/{HOSTILE}"),
+                StepSpec(actions=(finish(HOSTILE),), thought="done"),
+            ),
+        ),
+    )
     store = ownloop.open_store(tmp_path / "store")
     session = store.session("s-hostile")
     assert session.steps[0].thought == HOSTILE
     result = store.sessions()
-    for page in (session._repr_html_(), result._repr_html_(),
-                 store.sql("select ? as x", [HOSTILE])._repr_html_()):
+    for page in (
+        session._repr_html_(),
+        result._repr_html_(),
+        store.sql("select ? as x", [HOSTILE])._repr_html_(),
+    ):
         assert "<script>" not in page and "<img src=x" not in page
         assert ESCAPED in page
     # The synthetic screenshot is not an image: said in its cell, the rest still drawn.
@@ -165,7 +200,9 @@ def test_open_store_reads_only_a_store_that_is_there(tmp_path: Path) -> None:
 
 def test_import_ownloop_loads_the_api_only_when_used() -> None:
     heavy = ("ownloop.api", "duckdb", "pyarrow", "PIL")
-    code = (f"import sys, ownloop; print(*(m in sys.modules for m in {heavy!r})); "
-            "ownloop.open_store; print('ownloop.api' in sys.modules)")
+    code = (
+        f"import sys, ownloop; print(*(m in sys.modules for m in {heavy!r})); "
+        "ownloop.open_store; print('ownloop.api' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"] * len(heavy) + ["True"]

@@ -23,24 +23,37 @@ ROOT = Path(__file__).resolve().parents[1]
 RECORD_ONLY = ("playwright", "openai", "ui_tars", "miniwob", "selenium", "gymnasium", "numpy")
 
 
-def _run(*args: str | Path, cwd: Path | None = None, timeout: float = 300,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+def _run(
+    *args: str | Path,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="module")
 def core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel and its core dependencies (pip's cache makes it ~15 s)."""
     where = tmp_path_factory.mktemp("install")
-    built = _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", where / "wheel",
-                 ROOT)
+    built = _run(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", where / "wheel", ROOT
+    )
     assert built.returncode == 0, built.stderr
     (wheel,) = (where / "wheel").glob("ownloop-*.whl")
     made = _run(sys.executable, "-m", "venv", where / "venv")
     assert made.returncode == 0, made.stderr
-    installed = _run(where / "venv" / "bin" / "python", "-m", "pip", "install", "-q",
-                     "--disable-pip-version-check", wheel)
+    installed = _run(
+        where / "venv" / "bin" / "python",
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--disable-pip-version-check",
+        wheel,
+    )
     assert installed.returncode == 0, installed.stderr
     return where / "venv"
 
@@ -49,9 +62,25 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("recorded") / "store"
     with make_server("miniwob", "uitars") as url:
-        done = _run(sys.executable, "-m", "ownloop", "--store", store, "record", "uitars",
-                    "--suite", "miniwob:click-button,enter-text", "--endpoint", url, "--model",
-                    "expert", "--run", "r1", "--settle", "0.1")
+        done = _run(
+            sys.executable,
+            "-m",
+            "ownloop",
+            "--store",
+            store,
+            "record",
+            "uitars",
+            "--suite",
+            "miniwob:click-button,enter-text",
+            "--endpoint",
+            url,
+            "--model",
+            "expert",
+            "--run",
+            "r1",
+            "--settle",
+            "0.1",
+        )
     assert done.returncode == 0 and "2 finished" in done.stdout, done.stdout + done.stderr
     return store
 
@@ -65,7 +94,8 @@ def _free_port() -> int:
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_core_install_reads_a_recorded_store_without_the_record_extra(
-        core: Path, recorded: Path, tmp_path: Path) -> None:
+    core: Path, recorded: Path, tmp_path: Path
+) -> None:
     python, ownloop = core / "bin" / "python", core / "bin" / "ownloop"
     # Run away from the checkout, so that only the installed package can be imported.
     store = tmp_path / "store"
@@ -78,28 +108,41 @@ def test_the_core_install_reads_a_recorded_store_without_the_record_extra(
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
-    where = _run(python, "-c", "import importlib.util, ownloop; print(ownloop.__file__); "
-                 f"print(*(importlib.util.find_spec(m) is None for m in {RECORD_ONLY!r}))",
-                 cwd=tmp_path, env=env)
+    where = _run(
+        python,
+        "-c",
+        "import importlib.util, ownloop; print(ownloop.__file__); "
+        f"print(*(importlib.util.find_spec(m) is None for m in {RECORD_ONLY!r}))",
+        cwd=tmp_path,
+        env=env,
+    )
     assert where.returncode == 0, where.stderr
     assert str(core) in where.stdout.splitlines()[0]
     assert where.stdout.split()[1:] == ["True"] * len(RECORD_ONLY)
 
-    rows = json.loads(ok("sql", "select task_id, status from sessions order by task_id",
-                         "--format", "json"))
+    rows = json.loads(
+        ok("sql", "select task_id, status from sessions order by task_id", "--format", "json")
+    )
     assert [r["status"] for r in rows] == ["finished", "finished"]
     shown = ok("show", "enter-text")
     assert "Outcome: finished" in shown and "pass 1.00  miniwob" in shown
     assert "flipped: 0" in ok("regrade", "--run", "r1")
-    assert "wrote" in ok("report", "enter-text", "--out", str(tmp_path / "r.html"), "--gif",
-                         str(tmp_path / "r.gif"))
+    assert "wrote" in ok(
+        "report", "enter-text", "--out", str(tmp_path / "r.html"), "--gif", str(tmp_path / "r.gif")
+    )
     assert "2 task folders" in ok("export", "--run", "r1", "--out", str(tmp_path / "out"))
-    assert "imported 2 sessions" in ok("import", str(tmp_path / "out"), "--agent", "fara7b",
-                                       "--run", "back")
+    assert "imported 2 sessions" in ok(
+        "import", str(tmp_path / "out"), "--agent", "fara7b", "--run", "back"
+    )
 
     port = _free_port()
-    view = subprocess.Popen([ownloop, "view", "--port", str(port)], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    view = subprocess.Popen(
+        [ownloop, "view", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         page = ""
         for _ in range(100):
@@ -115,17 +158,36 @@ def test_the_core_install_reads_a_recorded_store_without_the_record_extra(
         view.wait(timeout=10)
 
     with make_server("miniwob", "uitars") as url:  # a live endpoint: only the extra is missing
-        record = _run(ownloop, "record", "uitars", "--suite", "miniwob:click-button",
-                      "--endpoint", url, "--model", "expert", cwd=tmp_path, env=env)
+        record = _run(
+            ownloop,
+            "record",
+            "uitars",
+            "--suite",
+            "miniwob:click-button",
+            "--endpoint",
+            url,
+            "--model",
+            "expert",
+            cwd=tmp_path,
+            env=env,
+        )
     assert record.returncode == 1
     assert re.fullmatch(
         r"Error: ownloop record needs the record extra \((playwright|openai|miniwob) is not "
         r"installed\): pip install 'ownloop\[record\]' \(from a clone: pip install "
-        r"'\.\[record\]', or \./setup\.sh\)\n", record.stderr), record.stderr
+        r"'\.\[record\]', or \./setup\.sh\)\n",
+        record.stderr,
+    ), record.stderr
 
-    pandas = _run(python, "-c", "import ownloop; ownloop.open_store().sessions().to_pandas()",
-                  cwd=tmp_path, env=env)
+    pandas = _run(
+        python,
+        "-c",
+        "import ownloop; ownloop.open_store().sessions().to_pandas()",
+        cwd=tmp_path,
+        env=env,
+    )
     assert pandas.returncode == 1
     assert pandas.stderr.splitlines()[-1] == (
         "ownloop.store.errors.OwnloopError: to_pandas() needs pandas, which ownloop does not "
-        "install: pip install pandas (or use to_arrow() or to_dicts())")
+        "install: pip install pandas (or use to_arrow() or to_dicts())"
+    )

@@ -46,8 +46,9 @@ def test_each_part_imports_only_what_it_may(part: str) -> None:
             if head != "ownloop":
                 continue
             other = rest.partition(".")[0]
-            if other in ("cli", "demo") or (other not in (part, "") and other not in ALLOWED[part]
-                                            and other != "__init__"):
+            if other in ("cli", "demo") or (
+                other not in (part, "") and other not in ALLOWED[part] and other != "__init__"
+            ):
                 wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert wrong == []
 
@@ -66,15 +67,20 @@ def test_only_browser_py_imports_playwright_and_only_the_store_imports_duckdb() 
 
 def test_only_the_ray_executor_imports_ray() -> None:
     """Ray is an optional extra, and both executors share one recorder loop (DESIGN §9)."""
-    assert [str(p.relative_to(PACKAGE)) for p in _modules()
-            if "ray" in {name.partition(".")[0] for name in _imports(p)}
-            and p.relative_to(PACKAGE).as_posix() != "recorder/ray_executor.py"] == []
+    assert [
+        str(p.relative_to(PACKAGE))
+        for p in _modules()
+        if "ray" in {name.partition(".")[0] for name in _imports(p)}
+        and p.relative_to(PACKAGE).as_posix() != "recorder/ray_executor.py"
+    ] == []
 
 
 def test_nothing_imports_the_cli() -> None:
-    assert [str(p.relative_to(PACKAGE)) for p in _modules()
-            if p.name != "cli.py" and "ownloop.cli" in _imports(p)
-            and p.name != "__main__.py"] == []
+    assert [
+        str(p.relative_to(PACKAGE))
+        for p in _modules()
+        if p.name != "cli.py" and "ownloop.cli" in _imports(p) and p.name != "__main__.py"
+    ] == []
 
 
 def test_model_text_never_reaches_eval_or_exec() -> None:
@@ -82,8 +88,11 @@ def test_model_text_never_reaches_eval_or_exec() -> None:
     calls = []
     for path in _modules():
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("eval", "exec", "compile")):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("eval", "exec", "compile")
+            ):
                 calls.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.id}")
     assert calls == []
 
@@ -93,16 +102,22 @@ def test_model_text_never_reaches_eval_or_exec() -> None:
 _QUERY_METHODS = {"sql", "sql_arrow", "query", "query_arrow"}
 _SQL = re.compile(
     r"\b(select|with)\b.+\bfrom\b|\bwhere\b\s+[\w.()]+\s*(=|<|>|!=|\bin\b|\bis\b|\blike\b)"
-    r"|\border\s+by\b|\bgroup\s+by\b|\bunion\b|\blimit\s+\d", re.IGNORECASE | re.DOTALL)
+    r"|\border\s+by\b|\bgroup\s+by\b|\bunion\b|\blimit\s+\d",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def _sql_pasting(tree: ast.Module) -> list[tuple[int, str]]:
     """Where a module pastes text into SQL or hands a query method anything but a constant."""
-    constants = {target.id: node.value.value for node in tree.body
-                 if isinstance(node, ast.Assign | ast.AnnAssign)
-                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                 for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                 if isinstance(target, ast.Name)}
+    constants = {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    }
 
     def text(node: ast.expr) -> str | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -125,10 +140,15 @@ def _sql_pasting(tree: ast.Module) -> list[tuple[int, str]]:
                 found.append((node.lineno, "SQL made with .format"))
         elif isinstance(node, ast.JoinedStr):
             # The text before the last {value}: SQL there means a value is pasted into SQL.
-            last = max((i for i, part in enumerate(node.values)
-                        if isinstance(part, ast.FormattedValue)), default=-1)
-            before = "".join(p.value for p in node.values[:last]
-                             if isinstance(p, ast.Constant) and isinstance(p.value, str))
+            last = max(
+                (i for i, part in enumerate(node.values) if isinstance(part, ast.FormattedValue)),
+                default=-1,
+            )
+            before = "".join(
+                p.value
+                for p in node.values[:last]
+                if isinstance(p, ast.Constant) and isinstance(p.value, str)
+            )
             if _SQL.search(before):
                 found.append((node.lineno, "SQL made with an f-string"))
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
@@ -156,24 +176,30 @@ def test_only_the_store_writes_sql_text() -> None:
     assert wrong == []
 
 
-@pytest.mark.parametrize("source", [
-    "store.sql(f\"select * from sessions where run_id = '{run}'\")",
-    "rows = store.sql_arrow(query)",
-    "q = 'select a from t where run_id = ' + quoted",
-    "q = \"select a from t where x = '%s'\" % value",
-    "Q = \"select a from sessions where run_id = '{run}'\"\nq = Q.format(run=run)",
-    "clause = f\"where run_id = {value}\"",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "store.sql(f\"select * from sessions where run_id = '{run}'\")",
+        "rows = store.sql_arrow(query)",
+        "q = 'select a from t where run_id = ' + quoted",
+        "q = \"select a from t where x = '%s'\" % value",
+        "Q = \"select a from sessions where run_id = '{run}'\"\nq = Q.format(run=run)",
+        'clause = f"where run_id = {value}"',
+    ],
+)
 def test_the_sql_tripwire_catches_pasting(source: str) -> None:
     assert _sql_pasting(ast.parse(source))
 
 
-@pytest.mark.parametrize("source", [
-    "Q = 'select * from sessions where run_id = $run'\nstore.sql(Q, {'run': run})",
-    "store.sql('select 1', [x])",
-    "raise E(f'no events for {wanted}. List them: ownloop sql \"select * from sessions\"')",
-    "where = f'{name}: task #{number}'",
-    "echo(f'say where to write: {path}')",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "Q = 'select * from sessions where run_id = $run'\nstore.sql(Q, {'run': run})",
+        "store.sql('select 1', [x])",
+        "raise E(f'no events for {wanted}. List them: ownloop sql \"select * from sessions\"')",
+        "where = f'{name}: task #{number}'",
+        "echo(f'say where to write: {path}')",
+    ],
+)
 def test_the_sql_tripwire_lets_constants_and_prose_pass(source: str) -> None:
     assert _sql_pasting(ast.parse(source)) == []

@@ -111,8 +111,10 @@ def released_notice(name: str, texts: Released | None) -> str | None:
     spec = released_spec(name)
     if spec is None or texts is not None:
         return None
-    return (f"notice: {name}: no clone of {spec.repository} under --released/$OWNLOOP_PATH; "
-            f"using ownloop's built-in prompt")
+    return (
+        f"notice: {name}: no clone of {spec.repository} under --released/$OWNLOOP_PATH; "
+        f"using ownloop's built-in prompt"
+    )
 
 
 def make_agent(name: str, released: Released | str | None = None, **options: object) -> Agent:

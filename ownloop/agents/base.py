@@ -90,8 +90,7 @@ class Ending(NamedTuple):
 def task_text(task: Task) -> str:
     """How every agent states the task (DESIGN §4)."""
     return (
-        f"You are interacting with a web application at {task.start_url}. "
-        f"Your task: {task.prompt}"
+        f"You are interacting with a web application at {task.start_url}. Your task: {task.prompt}"
     )
 
 
@@ -205,8 +204,10 @@ class AgentBase(Generic[_O]):
         if not isinstance(text, str):
             raise AgentParseError(f"response is {type(text).__name__}, not text")
         if len(text) > self.max_response_chars:
-            raise AgentParseError(f"response too long ({len(text)} characters; the limit is "
-                                  f"{self.max_response_chars})")
+            raise AgentParseError(
+                f"response too long ({len(text)} characters; the limit is "
+                f"{self.max_response_chars})"
+            )
         try:
             return _inside(self.read(text, image_size, history), image_size)
         except AgentParseError:
@@ -256,9 +257,13 @@ def _inside(parsed: Parsed, image_size: tuple[int, int]) -> Parsed:
             x, y = getattr(action, x_field, None), getattr(action, y_field, None)
             if x is None or y is None or (0 <= x <= width and 0 <= y <= height):
                 continue
-            actions[index] = Rejected(raw=action.raw, reason=(
-                f"{type(action).__name__.lower()} at ({x:g}, {y:g}) is outside the "
-                f"{width}x{height} page"))
+            actions[index] = Rejected(
+                raw=action.raw,
+                reason=(
+                    f"{type(action).__name__.lower()} at ({x:g}, {y:g}) is outside the "
+                    f"{width}x{height} page"
+                ),
+            )
             break
     if actions == list(parsed.actions):
         return parsed

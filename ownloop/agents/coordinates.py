@@ -63,8 +63,9 @@ def smart_resize(
         raise ValueError(f"image size must be positive, got {width}x{height}")
     ratio = max(width, height) / min(width, height)
     if ratio > QWEN_MAX_RATIO:
-        raise ValueError(f"absolute aspect ratio must be smaller than {QWEN_MAX_RATIO}, "
-                         f"got {ratio}")
+        raise ValueError(
+            f"absolute aspect ratio must be smaller than {QWEN_MAX_RATIO}, got {ratio}"
+        )
     w_bar = max(factor, round(width / factor) * factor)
     h_bar = max(factor, round(height / factor) * factor)
     if w_bar * h_bar > max_pixels:

@@ -37,31 +37,47 @@ def agent_lines(name: str, roots: str | None) -> list[str]:
     """
     if name not in AGENTS:
         raise OwnloopError(f"unknown agent {name!r}. Choose one of: {', '.join(sorted(AGENTS))}")
-    lines = [f"{name}: {MODELS[name]}", f"prompt: {_prompt(name, roots)}", "",
-             "options (-o KEY=VALUE):"]
+    lines = [
+        f"{name}: {MODELS[name]}",
+        f"prompt: {_prompt(name, roots)}",
+        "",
+        "options (-o KEY=VALUE):",
+    ]
     docs = _docs(name)
     width = max(len(doc.name) for doc in docs)
     kind = max(len(doc.type) for doc in docs)
     for doc in docs:
-        lines.append(f"  {doc.name:<{width}}  {doc.type:<{kind}}  default {_value(doc.default)}"
-                     f"  {doc.description}")
+        lines.append(
+            f"  {doc.name:<{width}}  {doc.type:<{kind}}  default {_value(doc.default)}"
+            f"  {doc.description}"
+        )
     lines += ["", "deviations from the released loop:"]
     for row in deviations_of(name):
-        lines += [f"  - {_plain(row.behaviour)}",
-                  f"    released: {_plain(row.released)}",
-                  f"    ownloop:  {_plain(row.default)}",
-                  f"    option:   {_plain(row.option) or 'none (a released bug, not reproduced)'}",
-                  f"    why:      {_plain(row.why)}"]
+        lines += [
+            f"  - {_plain(row.behaviour)}",
+            f"    released: {_plain(row.released)}",
+            f"    ownloop:  {_plain(row.default)}",
+            f"    option:   {_plain(row.option) or 'none (a released bug, not reproduced)'}",
+            f"    why:      {_plain(row.why)}",
+        ]
     return lines
 
 
 def deviations_markdown(rows: tuple[Deviation, ...] = DEVIATIONS) -> str:
     """The README table "Deviations from the released loops"."""
-    lines = ["| agent | behaviour | released | ownloop default | option | why |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| agent | behaviour | released | ownloop default | option | why |",
+        "|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        cells = (row.agent, row.behaviour, row.released, row.default,
-                 row.option or "none: a released bug, not reproduced", row.why)
+        cells = (
+            row.agent,
+            row.behaviour,
+            row.released,
+            row.default,
+            row.option or "none: a released bug, not reproduced",
+            row.why,
+        )
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
 
@@ -70,11 +86,17 @@ def options_markdown() -> str:
     """The README's options of every agent: one table per agent."""
     parts = []
     for name in sorted(AGENTS):
-        lines = [f"`{name}` ({MODELS[name]}):", "", "| option | type | default | meaning |",
-                 "|---|---|---|---|"]
+        lines = [
+            f"`{name}` ({MODELS[name]}):",
+            "",
+            "| option | type | default | meaning |",
+            "|---|---|---|---|",
+        ]
         for doc in _docs(name):
-            lines.append(f"| `{doc.name}` | {doc.type.replace('|', 'or')} | "
-                         f"`{_value(doc.default)}` | {doc.description} |")
+            lines.append(
+                f"| `{doc.name}` | {doc.type.replace('|', 'or')} | "
+                f"`{_value(doc.default)}` | {doc.description} |"
+            )
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
@@ -92,8 +114,7 @@ def _prompt(name: str, roots: str | None) -> str:
         return "its package's (not read from a clone)"
     texts = released_texts(name, roots)
     if texts is None:
-        return (f"built-in (no clone of {spec.repository} found under "
-                f"--released/$OWNLOOP_PATH)")
+        return f"built-in (no clone of {spec.repository} found under --released/$OWNLOOP_PATH)"
     return texts.source
 
 

@@ -48,8 +48,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "fara7b",
         "`type` without `text`",
-        "`str(args.get(\"text\"))` types the word `None` (then Enter unless `press_enter` is "
-        "false)",
+        '`str(args.get("text"))` types the word `None` (then Enter unless `press_enter` is false)',
         "the same: types `None`",
         "`type_none=false` makes the response a parse error",
         "the schema requires text and training always gives it, so there is no other intent to "
@@ -57,8 +56,8 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "fara7b",
-        "`key` with `\"/\"`",
-        "mapped to the key name \"Divide\", which Playwright does not know: the action fails",
+        '`key` with `"/"`',
+        'mapped to the key name "Divide", which Playwright does not know: the action fails',
         "presses `/`",
         "",
         "a released bug: the model means the slash",
@@ -66,7 +65,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "molmoweb",
         "a response that is not JSON, or JSON followed by extra text",
-        "turned into `report_infeasible` (\"Unparseable model output: ...\"): nothing happens, "
+        'turned into `report_infeasible` ("Unparseable model output: ..."): nothing happens, '
         "the episode goes on, no retry",
         "the same: a no-op, and the next prompt shows the step as the released agent keeps it",
         "`resample_non_json=true` makes it a parse error, re-sampled (`calls_per_step`)",
@@ -74,7 +73,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "molmoweb",
-        "`click` with `button: \"right\"` or `\"middle\"`",
+        '`click` with `button: "right"` or `"middle"`',
         "the executor always left-clicks (`page.mouse.click(x, y)`, no button)",
         "a left click",
         "`honour_button=true` clicks with the named button",

@@ -136,7 +136,7 @@ def find_tool_call(text: str) -> ToolCall:
     if not closing:
         strict = False
         body, closing, _ = rest.partition("</tool_call>")
-    raw = text[len(opening):len(opening) + len(sep) + len(body) + len(closing)]
+    raw = text[len(opening) : len(opening) + len(sep) + len(body) + len(closing)]
     return ToolCall(opening.strip(), body, raw, strict)
 
 
@@ -158,8 +158,13 @@ def visit_target(url: str) -> Goto | Search:
 class Fara7bOptions(AgentOptions, frozen=True, kw_only=True):
     """The ``fara7b`` agent's options; the defaults follow the released harness."""
 
-    viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT; the model has only seen "
-                                              "1440x900 (its space is 1428x896)")] = "1440x900"
+    viewport: Annotated[
+        str,
+        Meta(
+            description="page size WIDTHxHEIGHT; the model has only seen "
+            "1440x900 (its space is 1428x896)"
+        ),
+    ] = "1440x900"
     images: Annotated[
         int, Meta(ge=1, description="screenshots per request, the current one included")
     ] = 3
@@ -167,28 +172,48 @@ class Fara7bOptions(AgentOptions, frozen=True, kw_only=True):
         Annotated[int, Meta(ge=1)] | None,
         Meta(description="completion limit per call (the released client sends none)"),
     ] = None
-    pause: Annotated[float, Meta(ge=0, description="seconds to sleep after each step's actions "
-                                                   "(the released harness sleeps 3)")] = 3.0
-    scroll_px: Annotated[float, Meta(gt=0, description="wheel pixels of one scroll (the sign of "
-                                                       "pixels gives the direction)")] = 400.0
+    pause: Annotated[
+        float,
+        Meta(
+            ge=0,
+            description="seconds to sleep after each step's actions "
+            "(the released harness sleeps 3)",
+        ),
+    ] = 3.0
+    scroll_px: Annotated[
+        float,
+        Meta(
+            gt=0, description="wheel pixels of one scroll (the sign of pixels gives the direction)"
+        ),
+    ] = 400.0
     wait_s: Annotated[
         float, Meta(ge=0, description="seconds of a wait without time or duration")
     ] = 3.0
-    search_url: Annotated[str, Meta(description="web_search target; {query} is replaced by the "
-                                                "quoted query")] = BING_SEARCH_URL
-    resize_screenshot: Annotated[bool, Meta(
-        description="send the screenshot resized to the model's size (1428x896 for 1440x900), "
-                    "as the released client does; false sends the page's own and leaves the "
-                    "resize to the server")] = True
-    type_none: Annotated[bool, Meta(
-        description="a type action without text types the word None, as the released "
-                    "client's str(None) does; false makes it a parse error")] = True
+    search_url: Annotated[
+        str, Meta(description="web_search target; {query} is replaced by the quoted query")
+    ] = BING_SEARCH_URL
+    resize_screenshot: Annotated[
+        bool,
+        Meta(
+            description="send the screenshot resized to the model's size (1428x896 for 1440x900), "
+            "as the released client does; false sends the page's own and leaves the "
+            "resize to the server"
+        ),
+    ] = True
+    type_none: Annotated[
+        bool,
+        Meta(
+            description="a type action without text types the word None, as the released "
+            "client's str(None) does; false makes it a parse error"
+        ),
+    ] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if "{query}" not in self.search_url:
-            raise ValueError("search_url must contain {query}, e.g. "
-                             "https://duckduckgo.com/?q={query}")
+            raise ValueError(
+                "search_url must contain {query}, e.g. https://duckduckgo.com/?q={query}"
+            )
         try:
             self.search_url.format(query="q")
         except (KeyError, IndexError, ValueError):
@@ -225,8 +250,10 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
             system_text(self.template, 1, 1, self.tool_texts)
         except (KeyError, IndexError, ValueError) as error:
             source = self.prompt_source.removeprefix("released:")
-            raise OwnloopError(f"fara7b: {source} has a FN_CALL_TEMPLATE with a placeholder "
-                               f"other than {{tool_descs}}: {error!r}") from None
+            raise OwnloopError(
+                f"fara7b: {source} has a FN_CALL_TEMPLATE with a placeholder "
+                f"other than {{tool_descs}}: {error!r}"
+            ) from None
         self.settings = LoopSettings(
             viewport=self.viewport,
             sampling=Sampling(temperature=0.0, max_tokens=config.max_tokens),
@@ -265,8 +292,9 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
         messages = [Message(role="system", parts=(TextPart(text=self.system_message(size)),))]
         for index, seen in enumerate(shots):
             if index > 0:
-                messages.append(Message(role="assistant",
-                                        parts=(TextPart(text=history[index - 1].response),)))
+                messages.append(
+                    Message(role="assistant", parts=(TextPart(text=history[index - 1].response),))
+                )
             if index == 0:
                 text = task_text(task)
             elif index < keep_from:
@@ -279,17 +307,16 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
 
     # ------------------------------------------------------------------ response
 
-    def read(
-        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
-    ) -> Parsed:
+    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height)."""
         image = Size(*image_size)
         call = find_tool_call(text)
         arguments = _arguments(call.body)
         model = _model_size(image)
         actions = _Reader(self, arguments, call, image, model).actions()
-        return Parsed(thought=call.thoughts, actions=actions,
-                      model_size=(model.width, model.height))
+        return Parsed(
+            thought=call.thoughts, actions=actions, model_size=(model.width, model.height)
+        )
 
     # ------------------------------------------------------------------ execution and end
 
@@ -354,15 +381,17 @@ def _read(body: str) -> Any:
     try:
         return json.JSONDecoder().raw_decode(body.lstrip())[0]
     except (ValueError, RecursionError):
-        raise AgentParseError(f"the tool call is neither JSON nor a literal: {_clip(body)}")\
-            from None
+        raise AgentParseError(
+            f"the tool call is neither JSON nor a literal: {_clip(body)}"
+        ) from None
 
 
 class _Reader:
     """One tool call's arguments → agent-neutral actions, by the released controller's rules."""
 
-    def __init__(self, agent: Fara7bAgent, args: dict[str, Any], call: ToolCall, image: Size,
-                 model: Size) -> None:
+    def __init__(
+        self, agent: Fara7bAgent, args: dict[str, Any], call: ToolCall, image: Size, model: Size
+    ) -> None:
         self.agent, self.args, self.call = agent, args, call
         self.image, self.model, self.raw = image, model, call.raw
         self.name: str = args["action"]
@@ -455,8 +484,10 @@ class _Reader:
         page, at = point
         actions: list[Action] = [Click(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw)]
         if args.get("delete_existing_text", False):  # truthiness, as the released controller
-            actions += [Hotkey(keys=("ControlOrMeta", "A"), raw=raw),
-                        Hotkey(keys=("Backspace",), raw=raw)]
+            actions += [
+                Hotkey(keys=("ControlOrMeta", "A"), raw=raw),
+                Hotkey(keys=("Backspace",), raw=raw),
+            ]
         actions.append(TypeText(text=str(value), raw=raw))
         if args.get("press_enter", True):
             actions.append(Hotkey(keys=("Enter",), raw=raw))
@@ -487,4 +518,3 @@ def _is_number(value: object) -> bool:
 def _clip(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-

@@ -89,19 +89,21 @@ arguments, between <tool_call></tool_call> tags:
 
 
 def _description(width: int, height: int) -> str:
-    return "\n".join([
-        "Control a web browser with the mouse and keyboard; after each action you get a new "
-        "screenshot.",
-        f"* The screen is {width}x{height} pixels. A coordinate is [x, y] in those pixels, "
-        "x from the left edge and y from the top edge.",
-        "* Aim at the middle of the element you want, never at its border.",
-        "* To scroll inside a panel that sits over the page, mouse_move over it first.",
-        "* Close a popup with its close button, or with key and keys=['Escape'].",
-        "* type clicks its coordinate first and presses Enter afterwards unless press_enter is "
-        "false; use press_enter=false where suggestions pop up and click the button instead.",
-        "* Pick dates on calendar widgets by clicking, not by typing.",
-        "* Use wait when a page needs time to load or to change.",
-    ])
+    return "\n".join(
+        [
+            "Control a web browser with the mouse and keyboard; after each action you get a new "
+            "screenshot.",
+            f"* The screen is {width}x{height} pixels. A coordinate is [x, y] in those pixels, "
+            "x from the left edge and y from the top edge.",
+            "* Aim at the middle of the element you want, never at its border.",
+            "* To scroll inside a panel that sits over the page, mouse_move over it first.",
+            "* Close a popup with its close button, or with key and keys=['Escape'].",
+            "* type clicks its coordinate first and presses Enter afterwards unless press_enter is "
+            "false; use press_enter=false where suggestions pop up and click the button instead.",
+            "* Pick dates on calendar widgets by clicking, not by typing.",
+            "* Use wait when a page needs time to load or to change.",
+        ]
+    )
 
 
 class ToolTexts(NamedTuple):
@@ -134,30 +136,47 @@ def _own_schema(width: int, height: int) -> dict[str, Any]:
             "parameters": {
                 "properties": {
                     "action": {
-                        "description": "What to do: " + ", ".join(f"`{a}`" for a in ACTIONS)
+                        "description": "What to do: "
+                        + ", ".join(f"`{a}`" for a in ACTIONS)
                         + ". `key` presses its keys down in order and releases them in "
                         "reverse; `scroll` moves the page by about a screen.",
                         "enum": list(ACTIONS),
                         "type": "string",
                     },
-                    "keys": {"description": "Keys for `key`, e.g. [\"Control\", \"a\"].",
-                             "type": "array"},
+                    "keys": {
+                        "description": 'Keys for `key`, e.g. ["Control", "a"].',
+                        "type": "array",
+                    },
                     "text": {"description": "Text for `type`.", **text},
-                    "press_enter": {"description": "`type` only: press Enter after the text "
-                                    "(default true).", "type": "boolean"},
-                    "delete_existing_text": {"description": "`type` only: clear the field "
-                                             "first (default false).", "type": "boolean"},
-                    "coordinate": {"description": "[x, y] in screen pixels, for `left_click`, "
-                                   "`mouse_move` and `type`.", "type": "array"},
-                    "pixels": {"description": "`scroll` only: positive scrolls up, negative "
-                               "scrolls down.", "type": "number"},
+                    "press_enter": {
+                        "description": "`type` only: press Enter after the text (default true).",
+                        "type": "boolean",
+                    },
+                    "delete_existing_text": {
+                        "description": "`type` only: clear the field first (default false).",
+                        "type": "boolean",
+                    },
+                    "coordinate": {
+                        "description": "[x, y] in screen pixels, for `left_click`, "
+                        "`mouse_move` and `type`.",
+                        "type": "array",
+                    },
+                    "pixels": {
+                        "description": "`scroll` only: positive scrolls up, negative scrolls down.",
+                        "type": "number",
+                    },
                     "url": {"description": "`visit_url` only: the address to open.", **text},
                     "query": {"description": "`web_search` only: what to search for.", **text},
-                    "fact": {"description": "`pause_and_memorize_fact` only: the fact to keep.",
-                             **text},
+                    "fact": {
+                        "description": "`pause_and_memorize_fact` only: the fact to keep.",
+                        **text,
+                    },
                     "time": {"description": "`wait` only: seconds to wait.", "type": "number"},
-                    "status": {"description": "`terminate` only: how the task ended.",
-                               "type": "string", "enum": ["success", "failure"]},
+                    "status": {
+                        "description": "`terminate` only: how the task ended.",
+                        "type": "string",
+                        "enum": ["success", "failure"],
+                    },
                 },
                 "required": ["action"],
                 "type": "object",
@@ -204,8 +223,13 @@ def load_fara_texts(roots: str) -> Released | None:
             for name, text in texts.properties.items():
                 constants[f"{TOOL_NAME}.parameters.{name}"] = text
             sources.append(str(path))
-        note = ("" if template is not None and tools is not None
-                else " (tool text built-in)" if tools is None else " (template built-in)")
+        note = (
+            ""
+            if template is not None and tools is not None
+            else " (tool text built-in)"
+            if tools is None
+            else " (template built-in)"
+        )
         return Released(constants, "released:" + ", ".join(sources) + note)
     return None
 
@@ -220,8 +244,11 @@ def fara_texts(released: Released | None) -> tuple[str, ToolTexts | None]:
     if description is None:
         return template, None
     prefix = f"{TOOL_NAME}.parameters."
-    properties = {key.removeprefix(prefix): text for key, text in released.constants.items()
-                  if key.startswith(prefix)}
+    properties = {
+        key.removeprefix(prefix): text
+        for key, text in released.constants.items()
+        if key.startswith(prefix)
+    }
     return template, ToolTexts(description, properties)
 
 
@@ -240,8 +267,10 @@ def _find_tool_texts(root: Path) -> tuple[ToolTexts, Path] | None:
                 continue
             texts = read_tool_texts(source)
             if isinstance(texts, str):
-                raise OwnloopError(f"fara7b: {path.resolve()}: {texts}. Point --released at an "
-                                   "unmodified clone of microsoft/fara")
+                raise OwnloopError(
+                    f"fara7b: {path.resolve()}: {texts}. Point --released at an "
+                    "unmodified clone of microsoft/fara"
+                )
             return texts, path.resolve()
     return None
 
@@ -260,8 +289,14 @@ def read_tool_texts(source: str) -> ToolTexts | str:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "it does not parse as Python"
-    tool = next((node for node in tree.body if isinstance(node, ast.ClassDef)
-                 and _class_constant(node, "name") == TOOL_NAME), None)
+    tool = next(
+        (
+            node
+            for node in tree.body
+            if isinstance(node, ast.ClassDef) and _class_constant(node, "name") == TOOL_NAME
+        ),
+        None,
+    )
     if tool is None:
         return f"no class with name = {TOOL_NAME!r}"
     description = _description_template(tool)
@@ -271,8 +306,9 @@ def read_tool_texts(source: str) -> ToolTexts | str:
     properties = parameters.get("properties") if isinstance(parameters, dict) else None
     if not isinstance(properties, dict):
         return "its parameters are not a literal dict with properties"
-    found = {name: spec.get("description") for name, spec in properties.items()
-             if isinstance(spec, dict)}
+    found = {
+        name: spec.get("description") for name, spec in properties.items() if isinstance(spec, dict)
+    }
     needed = _own_schema(1, 1)["function"]["parameters"]["properties"]
     missing = [name for name in needed if not isinstance(found.get(name), str)]
     if missing:
@@ -282,11 +318,18 @@ def read_tool_texts(source: str) -> ToolTexts | str:
 
 def _class_value(node: ast.ClassDef, name: str) -> ast.expr | None:
     for item in node.body:
-        if (isinstance(item, ast.Assign) and len(item.targets) == 1
-                and isinstance(item.targets[0], ast.Name) and item.targets[0].id == name):
+        if (
+            isinstance(item, ast.Assign)
+            and len(item.targets) == 1
+            and isinstance(item.targets[0], ast.Name)
+            and item.targets[0].id == name
+        ):
             return item.value
-        if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-                and item.target.id == name):
+        if (
+            isinstance(item, ast.AnnAssign)
+            and isinstance(item.target, ast.Name)
+            and item.target.id == name
+        ):
             return item.value
     return None
 
@@ -321,9 +364,13 @@ def _fstring_template(node: ast.JoinedStr) -> str | None:
     for value in node.values:
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             parts.append(value.value.replace("{", "{{").replace("}", "}}"))
-        elif (isinstance(value, ast.FormattedValue) and value.conversion == -1
-              and value.format_spec is None and isinstance(value.value, ast.Attribute)
-              and value.value.attr in _SIZE_FIELDS):
+        elif (
+            isinstance(value, ast.FormattedValue)
+            and value.conversion == -1
+            and value.format_spec is None
+            and isinstance(value.value, ast.Attribute)
+            and value.value.attr in _SIZE_FIELDS
+        ):
             parts.append(_SIZE_FIELDS[value.value.attr])
         else:
             return None
@@ -332,8 +379,13 @@ def _fstring_template(node: ast.JoinedStr) -> str | None:
 
 def _unstrip(node: ast.expr) -> tuple[ast.expr, bool]:
     """``X.strip()`` → (X, True); anything else → (node, False)."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "strip" and not node.args and not node.keywords):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "strip"
+        and not node.args
+        and not node.keywords
+    ):
         return node.func.value, True
     return node, False
 

@@ -67,8 +67,10 @@ def render_call(
         case Scroll(direction="up" | "down", x=None, y=None):
             size = first.amount if first.unit == "px" else first.amount * 100
             pixels = max(1, round(size))
-            return thought, {"action": "scroll", "pixels": pixels if first.direction == "up"
-                             else -pixels}
+            return thought, {
+                "action": "scroll",
+                "pixels": pixels if first.direction == "up" else -pixels,
+            }
         case Wait():
             return thought, {"action": "wait", "time": first.seconds}
         case Goto():
@@ -115,8 +117,13 @@ def _type_call(actions: list[Action], image: Size, model: Size) -> dict[str, Any
         rest = rest[:-1]
     if len(rest) != 1 or not isinstance(rest[0], TypeText):
         raise ValueError("fara7b writes one action per response: click then type, or one action")
-    return {"action": "type", "coordinate": _at(click, image, model), "text": rest[0].text,
-            "press_enter": enter, "delete_existing_text": clear}
+    return {
+        "action": "type",
+        "coordinate": _at(click, image, model),
+        "text": rest[0].text,
+        "press_enter": enter,
+        "delete_existing_text": clear,
+    }
 
 
 def _held_keys(actions: list[Action]) -> list[str]:

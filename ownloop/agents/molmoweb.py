@@ -103,33 +103,60 @@ class MolmoWebOptions(AgentOptions, frozen=True, kw_only=True):
     """The ``molmoweb`` agent's options; the defaults follow DESIGN §4 and the released client."""
 
     viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x720"
-    history: Annotated[int, Meta(ge=1, description="past steps shown as text (the released "
-                                                   "client: 10; its agent and benchmarks: 3)")] = 10
+    history: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="past steps shown as text (the released "
+            "client: 10; its agent and benchmarks: 3)",
+        ),
+    ] = 10
     temperature: Annotated[
         float, Meta(ge=0, description="sampling temperature of every call, re-samples included")
     ] = 0.7
     top_p: Annotated[float, Meta(gt=0, le=1, description="nucleus sampling")] = 0.8
     max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 1024
-    calls_per_step: Annotated[int, Meta(
-        ge=1, description="the first call plus re-samples after a parse failure (the released "
-                          "client makes 2 attempts; its benchmark episode makes 1)")] = 2
-    end_on_answer: Annotated[bool, Meta(
-        description="an [ANSWER] message ends the episode (the released client); false: only "
-                    "[EXIT] does (its benchmark episode)")] = True
-    image_first: Annotated[bool, Meta(
-        description="the screenshot comes before the prompt text (the released vLLM backend); "
-                    "false puts the text first (its transformers backend)")] = True
+    calls_per_step: Annotated[
+        int,
+        Meta(
+            ge=1,
+            description="the first call plus re-samples after a parse failure (the released "
+            "client makes 2 attempts; its benchmark episode makes 1)",
+        ),
+    ] = 2
+    end_on_answer: Annotated[
+        bool,
+        Meta(
+            description="an [ANSWER] message ends the episode (the released client); false: only "
+            "[EXIT] does (its benchmark episode)"
+        ),
+    ] = True
+    image_first: Annotated[
+        bool,
+        Meta(
+            description="the screenshot comes before the prompt text (the released vLLM backend); "
+            "false puts the text first (its transformers backend)"
+        ),
+    ] = True
     system_message: Annotated[
         str, Meta(min_length=1, description="the training style the prompt starts with")
     ] = "molmo_web_think"
     noop_s: Annotated[float, Meta(ge=0, description="seconds a noop action waits")] = 5.0
-    resample_non_json: Annotated[bool, Meta(
-        description="a response that is not JSON (or JSON followed by more text) is a parse "
-                    "error and is re-sampled; false (released): a no-op report_infeasible and "
-                    "the episode goes on")] = False
-    honour_button: Annotated[bool, Meta(
-        description="click with the button the model names (right, middle); false "
-                    "(released): the executor always clicks left")] = False
+    resample_non_json: Annotated[
+        bool,
+        Meta(
+            description="a response that is not JSON (or JSON followed by more text) is a parse "
+            "error and is re-sampled; false (released): a no-op report_infeasible and "
+            "the episode goes on"
+        ),
+    ] = False
+    honour_button: Annotated[
+        bool,
+        Meta(
+            description="click with the button the model names (right, middle); false "
+            "(released): the executor always clicks left"
+        ),
+    ] = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -159,8 +186,11 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
         super().__init__(options, released)
         config = self.config
         self.viewport = config.size()
-        self.template_text = (released.constants.get(RELEASED_CONSTANT, BUILTIN_TEMPLATE)
-                              if released is not None else BUILTIN_TEMPLATE)
+        self.template_text = (
+            released.constants.get(RELEASED_CONSTANT, BUILTIN_TEMPLATE)
+            if released is not None
+            else BUILTIN_TEMPLATE
+        )
         try:
             self._template = SandboxedEnvironment().from_string(self.template_text)
         except TemplateError as error:
@@ -170,8 +200,9 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             ) from None
         self.settings = LoopSettings(
             viewport=self.viewport,
-            sampling=Sampling(temperature=config.temperature, top_p=config.top_p,
-                              max_tokens=config.max_tokens),
+            sampling=Sampling(
+                temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens
+            ),
             images=1,
             calls_per_step=config.calls_per_step,
             resample_temperature=None,  # the released retry samples as the first call did
@@ -189,8 +220,7 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
         past = []
         for index in range(first, len(history)):
             reading = _reading(history[index])
-            past.append({"index": index + 1, "thought": reading.thought,
-                         "action": reading.action})
+            past.append({"index": index + 1, "thought": reading.thought, "action": reading.action})
         user_message = self._template.render(
             task_description=task_text(task),
             past_actions=past,
@@ -205,15 +235,14 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
     ) -> tuple[Message, ...]:
         """One user turn: the current screenshot and the prompt (no past screenshots)."""
         text = TextPart(text=self.prompt(task, history, now))
-        parts: tuple[Part, ...] = (now.screenshot, text) if self.config.image_first else (
-            text, now.screenshot)
+        parts: tuple[Part, ...] = (
+            (now.screenshot, text) if self.config.image_first else (text, now.screenshot)
+        )
         return (Message(role="user", parts=parts),)
 
     # ------------------------------------------------------------------ response
 
-    def read(
-        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
-    ) -> Parsed:
+    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height); text
         the released agent cannot read is a no-op ``Rejected`` (``resample_non_json``: a parse
         error)."""
@@ -227,11 +256,18 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
                 raise
             kept = unparseable(text, error.reason)
             reason = _clip(str(kept.action["infeasibility_reason"]), _UNPARSEABLE_RAW)
-            return Parsed(thought=kept.thought,
-                          actions=(Rejected(reason=reason, raw=text.strip()),),
-                          model_size=(100, 100))
-        actions = actions_of(reading, text.strip(), (width, height), noop_s=self.config.noop_s,
-                             honour_button=self.config.honour_button)
+            return Parsed(
+                thought=kept.thought,
+                actions=(Rejected(reason=reason, raw=text.strip()),),
+                model_size=(100, 100),
+            )
+        actions = actions_of(
+            reading,
+            text.strip(),
+            (width, height),
+            noop_s=self.config.noop_s,
+            honour_button=self.config.honour_button,
+        )
         return Parsed(thought=reading.thought, actions=actions, model_size=(100, 100))
 
     # ------------------------------------------------------------------ execution and end
@@ -275,8 +311,10 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             raise ValueError(f"molmoweb writes one action per response, got {len(actions)}")
         action = actions[0]
         if isinstance(action, Click) and action.button != "left" and not self.config.honour_button:
-            raise ValueError("molmoweb's released executor clicks the left button only "
-                             "(option honour_button=true clicks the one named)")
+            raise ValueError(
+                "molmoweb's released executor clicks the left button only "
+                "(option honour_button=true clicks the one named)"
+            )
         body = {"thought": thought, "action": action_dict(actions[0], image_size)}
         return json.dumps(body, ensure_ascii=False)
 

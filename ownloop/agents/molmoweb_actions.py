@@ -58,8 +58,18 @@ __all__ = [
 ]
 
 ALLOWED_KEYS = (
-    "Enter", "Escape", "Backspace", "Tab", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight",
-    "ControlOrMeta+a", "ControlOrMeta+c", "ControlOrMeta+v", "F5",
+    "Enter",
+    "Escape",
+    "Backspace",
+    "Tab",
+    "ArrowUp",
+    "ArrowDown",
+    "ArrowLeft",
+    "ArrowRight",
+    "ControlOrMeta+a",
+    "ControlOrMeta+c",
+    "ControlOrMeta+v",
+    "F5",
 )
 """The only keys keyboard_press may name (case-insensitive); others become report_infeasible."""
 
@@ -105,12 +115,14 @@ def read_response(text: str) -> Reading:
     """
     if len(text) > MAX_RESPONSE_CHARS:
         raise AgentParseError(
-            f"response too long ({len(text)} characters; the limit is {MAX_RESPONSE_CHARS})")
+            f"response too long ({len(text)} characters; the limit is {MAX_RESPONSE_CHARS})"
+        )
     try:
         data = json.loads(text)
     except RecursionError:
-        raise Unparseable("response is not JSON: nested too deeply",
-                          "maximum recursion depth exceeded") from None
+        raise Unparseable(
+            "response is not JSON: nested too deeply", "maximum recursion depth exceeded"
+        ) from None
     except ValueError as error:
         raise Unparseable(f"response is not JSON: {error}", str(error)) from None
     try:
@@ -122,8 +134,11 @@ def read_response(text: str) -> Reading:
         else:
             raise ValueError("Expected 'action' or 'name' key in parsed JSON but didnt get it.")
     except (TypeError, AttributeError, KeyError, ValueError) as error:
-        what = (f"a JSON {type(data).__name__}, not an object" if not isinstance(data, dict)
-                else "an object with neither 'action' nor 'name'")
+        what = (
+            f"a JSON {type(data).__name__}, not an object"
+            if not isinstance(data, dict)
+            else "an object with neither 'action' nor 'name'"
+        )
         raise Unparseable(f"response is {what}", str(error)) from None
     if not isinstance(action, dict):
         raise AgentParseError(f"'action' is a JSON {type(action).__name__}, not an object")
@@ -147,9 +162,10 @@ def read_response(text: str) -> Reading:
 def unparseable(text: str, reason: str) -> Reading:
     """What the released agent keeps for a response it cannot read (``reason``: its exception
     text, ``Unparseable.reason``)."""
-    return Reading(f"Could not parse predicted action: {reason}",
-                   {"name": "report_infeasible",
-                    "infeasibility_reason": f"Unparseable model output: {text}"})
+    return Reading(
+        f"Could not parse predicted action: {reason}",
+        {"name": "report_infeasible", "infeasibility_reason": f"Unparseable model output: {text}"},
+    )
 
 
 def actions_of(
@@ -184,8 +200,17 @@ def actions_of(
             raise AgentParseError(f"click button must be left, right or middle: {button!r}")
         # Only the name makes a double click: the released agent ignores click_type.
         pressed = cast(Button, button) if honour_button else "left"
-        return (Click(x=x, y=y, button=pressed, count=2 if name == "dblclick" else 1,
-                      model_x=mx, model_y=my, raw=raw),)
+        return (
+            Click(
+                x=x,
+                y=y,
+                button=pressed,
+                count=2 if name == "dblclick" else 1,
+                model_x=mx,
+                model_y=my,
+                raw=raw,
+            ),
+        )
     if name == "hover_at":
         x, y, mx, my = at("x", "y")
         duration = _number(action, "duration", 1.0)
@@ -196,8 +221,11 @@ def actions_of(
     if name in ("drag_and_drop", "mouse_drag_and_drop"):
         x, y, mx, my = at("from_x", "from_y")
         x2, y2, mx2, my2 = at("to_x", "to_y")
-        return (Drag(x=x, y=y, x2=x2, y2=y2, model_x=mx, model_y=my, model_x2=mx2,
-                     model_y2=my2, raw=raw),)
+        return (
+            Drag(
+                x=x, y=y, x2=x2, y2=y2, model_x=mx, model_y=my, model_x2=mx2, model_y2=my2, raw=raw
+            ),
+        )
     if name == "scroll":
         dx = _delta(_number(action, "delta_x", 0.0), width)
         dy = _delta(_number(action, "delta_y", 0.0), height)
@@ -235,8 +263,9 @@ def actions_of(
     if name == "report_infeasible":
         reason = _string(action, "infeasibility_reason", "Infeasibility reason unavailable")
         return (Fail(reason=reason, raw=raw),)
-    return (Rejected(reason=_clip(f"Unsupported action type: {name}. Predicted: {action}"),
-                     raw=raw),)
+    return (
+        Rejected(reason=_clip(f"Unsupported action type: {name}. Predicted: {action}"), raw=raw),
+    )
 
 
 def _scrolls(
@@ -255,8 +284,18 @@ def _scrolls(
     for index, (direction, amount) in enumerate(parts):
         if point is not None and index == 0:
             x, y, mx, my = point
-            scrolls.append(Scroll(direction=direction, amount=amount, unit="px", x=x, y=y,
-                                  model_x=mx, model_y=my, raw=raw))
+            scrolls.append(
+                Scroll(
+                    direction=direction,
+                    amount=amount,
+                    unit="px",
+                    x=x,
+                    y=y,
+                    model_x=mx,
+                    model_y=my,
+                    raw=raw,
+                )
+            )
         else:
             scrolls.append(Scroll(direction=direction, amount=amount, unit="px", raw=raw))
     return tuple(scrolls)
@@ -281,12 +320,20 @@ def _type_at(action: dict[str, Any], raw: str, size: tuple[int, int]) -> tuple[A
     # The model wrote 0-1000, which read_response made percent when both x and y were given;
     # the action records what the model wrote.
     written = 10.0 if "x" in action and "y" in action else 1.0
-    steps: list[Action] = [Click(x=_coord(mx, size[0]), y=_coord(my, size[1]),
-                                 model_x=round(mx * written, 6), model_y=round(my * written, 6),
-                                 raw=raw)]
+    steps: list[Action] = [
+        Click(
+            x=_coord(mx, size[0]),
+            y=_coord(my, size[1]),
+            model_x=round(mx * written, 6),
+            model_y=round(my * written, 6),
+            raw=raw,
+        )
+    ]
     if clear:
-        steps += [Hotkey(keys=("ControlOrMeta", "a"), raw=raw), Hotkey(keys=("Backspace",),
-                                                                       raw=raw)]
+        steps += [
+            Hotkey(keys=("ControlOrMeta", "a"), raw=raw),
+            Hotkey(keys=("Backspace",), raw=raw),
+        ]
     if text:
         steps.append(TypeText(text=text, raw=raw))
     if press_enter:
@@ -382,18 +429,27 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
         case Click(count=1 | 2):
             body: dict[str, Any] = {
                 "name": "click" if action.count == 1 else "dblclick",
-                "x": _percent(action.x, width), "y": _percent(action.y, height),
-                "button": action.button}
+                "x": _percent(action.x, width),
+                "y": _percent(action.y, height),
+                "button": action.button,
+            }
             if action.count == 1:
                 body["click_type"] = "single"
             return body
         case Move():
-            return {"name": "hover_at", "x": _percent(action.x, width),
-                    "y": _percent(action.y, height)}
+            return {
+                "name": "hover_at",
+                "x": _percent(action.x, width),
+                "y": _percent(action.y, height),
+            }
         case Drag():
-            return {"name": "mouse_drag_and_drop",
-                    "from_x": _percent(action.x, width), "from_y": _percent(action.y, height),
-                    "to_x": _percent(action.x2, width), "to_y": _percent(action.y2, height)}
+            return {
+                "name": "mouse_drag_and_drop",
+                "from_x": _percent(action.x, width),
+                "from_y": _percent(action.y, height),
+                "to_x": _percent(action.x2, width),
+                "to_y": _percent(action.y2, height),
+            }
         case Scroll():
             pixels = action.amount if action.unit == "px" else action.amount * 100.0
             sign = -1.0 if action.direction in ("up", "left") else 1.0
@@ -402,16 +458,27 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
             dy = 0.0 if horizontal else _percent(sign * pixels, height)
             if action.x is None or action.y is None:
                 return {"name": "scroll", "delta_x": dx, "delta_y": dy}
-            return {"name": "scroll_at", "x": _percent(action.x, width),
-                    "y": _percent(action.y, height), "delta_x": dx, "delta_y": dy}
+            return {
+                "name": "scroll_at",
+                "x": _percent(action.x, width),
+                "y": _percent(action.y, height),
+                "delta_x": dx,
+                "delta_y": dy,
+            }
         case TypeText():
             return {"name": "keyboard_type", "text": action.text}
         case Hotkey():
             key = combo(action.keys)
             allowed = {name.lower(): name for name in ALLOWED_KEYS}
             # ctrl+a, cmd+a: the model's one spelling is ControlOrMeta+a.
-            for spelling in (key, *(key.replace(m, "ControlOrMeta+", 1)
-                                    for m in ("Control+", "Meta+") if key.startswith(m))):
+            for spelling in (
+                key,
+                *(
+                    key.replace(m, "ControlOrMeta+", 1)
+                    for m in ("Control+", "Meta+")
+                    if key.startswith(m)
+                ),
+            ):
                 if spelling.lower() in allowed:
                     return {"name": "keyboard_press", "key": allowed[spelling.lower()]}
             raise ValueError(f"molmoweb can only press {', '.join(ALLOWED_KEYS)}; not {key}")

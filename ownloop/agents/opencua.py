@@ -117,7 +117,7 @@ def code_blocks(text: str) -> list[str]:
     blocks = []
     for index in range(1, len(parts) - 1, 2):
         body = parts[index]
-        blocks.append(body[_TAG.match(body).end():].strip())  # type: ignore[union-attr]
+        blocks.append(body[_TAG.match(body).end() :].strip())  # type: ignore[union-attr]
     return blocks
 
 
@@ -137,15 +137,20 @@ class QwenCoordinates:
         (``round(x * W)``, at most ``W - 1``) unless ``fractions`` is off."""
         if self.fractions and 0 <= x <= 1 and 0 <= y <= 1:
             # The released VM's X server keeps the pointer on the screen: (1, 1) is its last pixel.
-            return Point(float(min(round(x * self.image.width), self.image.width - 1)),
-                         float(min(round(y * self.image.height), self.image.height - 1)))
-        return Point(float(int(x / self.model.width * self.image.width)),
-                     float(int(y / self.model.height * self.image.height)))
+            return Point(
+                float(min(round(x * self.image.width), self.image.width - 1)),
+                float(min(round(y * self.image.height), self.image.height - 1)),
+            )
+        return Point(
+            float(int(x / self.model.width * self.image.width)),
+            float(int(y / self.model.height * self.image.height)),
+        )
 
     def offset(self, dx: float, dy: float) -> Point:
         """A distance in model pixels, in page pixels."""
-        return Point(dx * self.image.width / self.model.width,
-                     dy * self.image.height / self.model.height)
+        return Point(
+            dx * self.image.width / self.model.width, dy * self.image.height / self.model.height
+        )
 
 
 def pointer_after(history: Sequence[PastStep]) -> Point | None:
@@ -166,26 +171,37 @@ def pointer_after(history: Sequence[PastStep]) -> Point | None:
 class OpenCuaOptions(AgentOptions, frozen=True, kw_only=True):
     """The ``opencua`` agent's options; the defaults follow OSWorld's OpenCUA runner."""
 
-    viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT (OSWorld's screen: "
-                                              "1920x1080)")] = "1920x1080"
-    cot: Annotated[Literal["l1", "l2", "l3"], Meta(
-        description="chain-of-thought level of the V1 system prompt: l1, l2 or l3")] = "l2"
+    viewport: Annotated[
+        str, Meta(description="page size WIDTHxHEIGHT (OSWorld's screen: 1920x1080)")
+    ] = "1920x1080"
+    cot: Annotated[
+        Literal["l1", "l2", "l3"],
+        Meta(description="chain-of-thought level of the V1 system prompt: l1, l2 or l3"),
+    ] = "l2"
     images: Annotated[
         int, Meta(ge=1, description="screenshots per request, the current one included")
     ] = 3
     max_tokens: Annotated[
         int, Meta(ge=1, description="completion limit per call (the runner sends 2048)")
     ] = 2048
-    pause: Annotated[float, Meta(ge=0, description="seconds to sleep after each step's actions "
-                                                   "(sleep_after_execution)")] = 5.0
+    pause: Annotated[
+        float,
+        Meta(
+            ge=0, description="seconds to sleep after each step's actions (sleep_after_execution)"
+        ),
+    ] = 5.0
     scroll_px: Annotated[
         float, Meta(gt=0, description="page pixels of one pyautogui scroll click")
     ] = 100.0
     wait_s: Annotated[float, Meta(ge=0, description="seconds computer.wait() waits")] = 5.0
-    fractions: Annotated[bool, Meta(
-        description="a point with both numbers in [0, 1] is a fraction of the screen, as "
-                    "OSWorld's qwen25 projection reads it (x=1, y=1: the bottom-right corner); "
-                    "false reads it as model pixels (the top-left pixel)")] = True
+    fractions: Annotated[
+        bool,
+        Meta(
+            description="a point with both numbers in [0, 1] is a fraction of the screen, as "
+            "OSWorld's qwen25 projection reads it (x=1, y=1: the bottom-right corner); "
+            "false reads it as model pixels (the top-left pixel)"
+        ),
+    ] = True
 
 
 class OpenCuaAgent(AgentBase[OpenCuaOptions]):
@@ -218,8 +234,9 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
             self.texts.history.format(observation="", thought="", action="")
         except (KeyError, IndexError, ValueError) as error:
             path = self.texts.source.removeprefix("released:")
-            raise OwnloopError(f"opencua: {path} has a template with an unexpected placeholder: "
-                               f"{error!r}") from None
+            raise OwnloopError(
+                f"opencua: {path} has a template with an unexpected placeholder: {error!r}"
+            ) from None
         self.settings = LoopSettings(
             viewport=self.viewport,
             sampling=Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
@@ -245,24 +262,24 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
         for index, past in enumerate(history):
             action = sections(past.response).get("action")
             text = self.texts.step.format(step_num=index + 1) + self.texts.history.format(
-                observation=None, thought=None, action=action)
+                observation=None, thought=None, action=action
+            )
             if index > count - self.config.images:
                 messages.append(Message(role="user", parts=(past.observation.screenshot,)))
                 messages.append(Message(role="assistant", parts=(TextPart(text=text),)))
             else:
                 merged.append(text)
                 if index == count - self.config.images:
-                    messages.append(Message(role="assistant",
-                                            parts=(TextPart(text="\n".join(merged)),)))
+                    messages.append(
+                        Message(role="assistant", parts=(TextPart(text="\n".join(merged)),))
+                    )
         instruction = self.texts.instruction.format(instruction=task_text(task))
         messages.append(Message(role="user", parts=(now.screenshot, TextPart(text=instruction))))
         return tuple(messages)
 
     # ------------------------------------------------------------------ response
 
-    def read(
-        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
-    ) -> Parsed:
+    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height); the
         pointer starts where ``history``'s actions left it."""
         found = sections(text)

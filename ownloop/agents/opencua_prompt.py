@@ -29,8 +29,10 @@ CANDIDATES = ("mm_agents/opencua/prompts.py", "opencua/prompts.py")
 COT_LEVELS = ("l1", "l2", "l3")
 _TEMPLATES = ("INSTRUTION_TEMPLATE", "STEP_TEMPLATE", "ACTION_HISTORY_TEMPLATE")
 RELEASED_SPEC = ReleasedSpec(
-    "xlang-ai/OSWorld", CANDIDATES,
-    tuple(f"SYSTEM_PROMPT_V1_{level.upper()}" for level in COT_LEVELS) + _TEMPLATES)
+    "xlang-ai/OSWorld",
+    CANDIDATES,
+    tuple(f"SYSTEM_PROMPT_V1_{level.upper()}" for level in COT_LEVELS) + _TEMPLATES,
+)
 """Where the texts live in a clone of OSWorld: the module must define every level's prompt."""
 
 
@@ -85,15 +87,17 @@ _CODE = (
 
 def _system(*sections: str) -> str:
     layout = "\n\n".join(sections)
-    return (f"{_OPENING}\n\nAnswer every step with these sections, each under a '## ' heading:"
-            f"\n\n{layout}\n\n{_CODE}")
+    return (
+        f"{_OPENING}\n\nAnswer every step with these sections, each under a '## ' heading:"
+        f"\n\n{layout}\n\n{_CODE}"
+    )
 
 
 BUILTIN: dict[str, PromptTexts] = {
     level: PromptTexts(
         system=_system(*sections),
         instruction="# Task Instruction:\n{instruction}\n\nDecide the next step from the "
-                    "screenshot, the task and the steps taken so far, if any.\n",
+        "screenshot, the task and the steps taken so far, if any.\n",
         step="# Step {step_num}:\n",
         history="## Action:\n{action}\n",
         source="built-in",

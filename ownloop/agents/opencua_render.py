@@ -29,8 +29,13 @@ from ownloop.store.events import (
 
 __all__ = ["quote", "render_response"]
 
-_CLICK_NAMES = {("left", 1): "click", ("left", 2): "doubleClick", ("left", 3): "tripleClick",
-                ("right", 1): "rightClick", ("middle", 1): "middleClick"}
+_CLICK_NAMES = {
+    ("left", 1): "click",
+    ("left", 2): "doubleClick",
+    ("left", 3): "tripleClick",
+    ("right", 1): "rightClick",
+    ("middle", 1): "middleClick",
+}
 
 
 def render_response(thought: str, actions: Sequence[Action], image: Size, model: Size) -> str:
@@ -51,8 +56,10 @@ def render_response(thought: str, actions: Sequence[Action], image: Size, model:
         fence, code = "code", _terminate(ends[0])
     else:
         fence, code = "python", "\n".join(_call(a, image, model) for a in actions)
-    return (f"## Thought:\n{thought.strip()}\n\n## Action:\n{_sentence(actions)}\n\n"
-            f"## Code:\n```{fence}\n{code}\n```\n")
+    return (
+        f"## Thought:\n{thought.strip()}\n\n## Action:\n{_sentence(actions)}\n\n"
+        f"## Code:\n```{fence}\n{code}\n```\n"
+    )
 
 
 def quote(text: str, *, hide_fail: bool = False) -> str:
@@ -71,7 +78,7 @@ def quote(text: str, *, hide_fail: bool = False) -> str:
             out.append("\\n")
         elif char == "`" or ord(char) < 0x20 or char == "\x7f":
             out.append(f"\\x{ord(char):02x}")
-        elif hide_fail and char in "fF" and text[index:index + 4].lower() == "fail":
+        elif hide_fail and char in "fF" and text[index : index + 4].lower() == "fail":
             out.append(f"\\x{ord(char):02x}")
         elif 0xD800 <= ord(char) <= 0xDFFF:
             raise ValueError("opencua cannot express a lone surrogate")
@@ -107,14 +114,15 @@ def _call(action: Action, image: Size, model: Size) -> str:
             where = _xy(action.x, action.y, image, model)
             if name is not None:
                 return f"pyautogui.{name}({where})"
-            return (f"pyautogui.click({where}, clicks={action.count}, "
-                    f"button='{action.button}')")
+            return f"pyautogui.click({where}, clicks={action.count}, button='{action.button}')"
         case Move():
             return f"pyautogui.moveTo({_xy(action.x, action.y, image, model)})"
         case Drag():
-            return (f"pyautogui.moveTo({_xy(action.x, action.y, image, model)})\n"
-                    f"pyautogui.dragTo({_xy(action.x2, action.y2, image, model)}, "
-                    "button='left')")
+            return (
+                f"pyautogui.moveTo({_xy(action.x, action.y, image, model)})\n"
+                f"pyautogui.dragTo({_xy(action.x2, action.y2, image, model)}, "
+                "button='left')"
+            )
         case Scroll(unit="notch"):
             sign = 1 if action.direction in ("up", "right") else -1
             name = "hscroll" if action.direction in ("left", "right") else "scroll"
@@ -138,8 +146,10 @@ def _call(action: Action, image: Size, model: Size) -> str:
             name = "mouseDown" if isinstance(action, ButtonDown) else "mouseUp"
             if action.x is None or action.y is None:
                 return f"pyautogui.{name}(button='{action.button}')"
-            return (f"pyautogui.{name}({_xy(action.x, action.y, image, model)}, "
-                    f"button='{action.button}')")
+            return (
+                f"pyautogui.{name}({_xy(action.x, action.y, image, model)}, "
+                f"button='{action.button}')"
+            )
     raise ValueError(f"opencua cannot express this action: {type(action).__name__}")
 
 

@@ -89,9 +89,11 @@ def read_options(agent: str, kind: type[_O], values: Mapping[str, object]) -> _O
     if unknown:
         raise OwnloopError(
             f"agent {agent!r} has no option {unknown[0]!r}. Its options: {', '.join(known)}. "
-            f"See: ownloop agents {agent}")
-    given = {key: _viewport_text(value) if key == "viewport" else value
-             for key, value in values.items()}
+            f"See: ownloop agents {agent}"
+        )
+    given = {
+        key: _viewport_text(value) if key == "viewport" else value for key, value in values.items()
+    }
     try:
         return msgspec.convert(given, kind, strict=False)
     except msgspec.ValidationError as error:
@@ -126,8 +128,11 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
 
 def _viewport_text(value: object) -> object:
     """(1280, 800) and [1280, 800] as "1280x800"; text as written, lower-cased."""
-    if (isinstance(value, tuple | list) and len(value) == 2
-            and all(isinstance(side, int) and not isinstance(side, bool) for side in value)):
+    if (
+        isinstance(value, tuple | list)
+        and len(value) == 2
+        and all(isinstance(side, int) and not isinstance(side, bool) for side in value)
+    ):
         return f"{value[0]}x{value[1]}"
     return value.strip().lower() if isinstance(value, str) else value
 
@@ -148,13 +153,23 @@ def _reason(message: str, given: Mapping[str, object], kind: type[AgentOptions])
         choices = next(doc.type for doc in option_docs(kind) if doc.name == name)
         return f"{name} must be one of {choices.replace(' | ', ', ')}, got {given.get(name)!r}"
     what = re.sub(r", got `\w+`$", "", what)
-    what = re.sub(r"`([\w |]+)`", lambda kind: " or ".join(
-        _KINDS.get(part.strip(), part.strip()) for part in kind[1].split("|")), what)
+    what = re.sub(
+        r"`([\w |]+)`",
+        lambda kind: " or ".join(
+            _KINDS.get(part.strip(), part.strip()) for part in kind[1].split("|")
+        ),
+        what,
+    )
     return f"{name} {what.replace('Expected ', 'must be ', 1)}, got {given.get(name)!r}"
 
 
-_KINDS = {"int": "a whole number", "float": "a number", "str": "text",
-          "bool": "true or false", "null": "null"}
+_KINDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "str": "text",
+    "bool": "true or false",
+    "null": "null",
+}
 
 
 def _describe(annotation: Any) -> tuple[str, str]:
@@ -171,8 +186,12 @@ def _describe(annotation: Any) -> tuple[str, str]:
     members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
     if members:
         return " | ".join(_describe(member)[0] for member in members), description
-    bounds = [f"{sign} {getattr(meta, key)}" for meta in metadata if isinstance(meta, Meta)
-              for key, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
-              if getattr(meta, key) is not None]
+    bounds = [
+        f"{sign} {getattr(meta, key)}"
+        for meta in metadata
+        if isinstance(meta, Meta)
+        for key, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+        if getattr(meta, key) is not None
+    ]
     name = "None" if annotation is type(None) else getattr(annotation, "__name__", str(annotation))
     return " ".join([name, ", ".join(bounds)]).strip(), description

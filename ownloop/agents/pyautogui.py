@@ -85,6 +85,7 @@ __all__ = [
 MAX_CODE_CHARS = 12_000
 """Longer blocks are refused before ``ast.parse`` sees them (2,048 tokens are ~8,000 chars)."""
 
+
 class CodeSyntaxError(ValueError):
     """The block is not Python: nothing in it runs (as ``python -c`` would not run it)."""
 
@@ -145,8 +146,9 @@ def interpret(
         CodeSyntaxError: the block is too long or is not Python (nothing is interpreted).
     """
     if len(code) > MAX_CODE_CHARS:
-        raise CodeSyntaxError(f"code too long ({len(code)} characters; the limit is "
-                              f"{MAX_CODE_CHARS})")
+        raise CodeSyntaxError(
+            f"code too long ({len(code)} characters; the limit is {MAX_CODE_CHARS})"
+        )
     try:
         tree = ast.parse(code, mode="exec")
     except SyntaxError as error:
@@ -170,8 +172,9 @@ class _Stop(Exception):
 
 
 class _Run:
-    def __init__(self, code: str, coordinates: Coordinates, pointer: Point | None,
-                 limits: Limits) -> None:
+    def __init__(
+        self, code: str, coordinates: Coordinates, pointer: Point | None, limits: Limits
+    ) -> None:
         self.code, self.coordinates, self.pointer, self.limits = code, coordinates, pointer, limits
         self.actions: list[Action] = []
         self.control: Control | None = None
@@ -203,8 +206,10 @@ class _Run:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name not in MODULES or alias.asname not in (None, alias.name):
-                    raise Refused(f"import {alias.name} is not allowed "
-                                   "(only import pyautogui and import time)")
+                    raise Refused(
+                        f"import {alias.name} is not allowed "
+                        "(only import pyautogui and import time)"
+                    )
             return
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             self.call(node.value)
@@ -222,8 +227,7 @@ class _Run:
         check_name(node.target.id)
         turns = range_length(node.iter)
         if turns > self.limits.loop_turns:
-            raise Refused(f"a loop of {turns} turns is over the limit of "
-                           f"{self.limits.loop_turns}")
+            raise Refused(f"a loop of {turns} turns is over the limit of {self.limits.loop_turns}")
         for _ in range(turns):
             self.block(node.body, in_loop=True)
 
@@ -234,12 +238,17 @@ class _Run:
         args = self.bind(name, node)
         raw = clip(ast.get_source_segment(self.code, node) or name, 500)
         if name in ("computer.wait", "computer.terminate"):
-            self.control = Control("wait" if name == "computer.wait" else "terminate",
-                                   args.get("status"), args.get("answer"), raw)
+            self.control = Control(
+                "wait" if name == "computer.wait" else "terminate",
+                args.get("status"),
+                args.get("answer"),
+                raw,
+            )
             raise _Stop
         short = name.removeprefix("pyautogui.")
-        handler: Callable[[dict[str, Any], str], None] = getattr(self, f"_{short}".replace(
-            ".", "_"))
+        handler: Callable[[dict[str, Any], str], None] = getattr(
+            self, f"_{short}".replace(".", "_")
+        )
         handler(args, raw)
 
     def bind(self, name: str, node: ast.Call) -> dict[str, Any]:
@@ -313,14 +322,17 @@ class _Run:
 
     def here(self, name: str) -> Point:
         if self.pointer is None:
-            raise Refused(f"{name}() needs the pointer position, which is unknown here "
-                           "(no earlier move in this block or the history)")
+            raise Refused(
+                f"{name}() needs the pointer position, which is unknown here "
+                "(no earlier move in this block or the history)"
+            )
         return self.pointer
 
     # ---------------------------------------------------------------- pyautogui
 
-    def _clicks(self, args: dict[str, Any], raw: str, name: str, count: int,
-                button: str | None) -> None:
+    def _clicks(
+        self, args: dict[str, Any], raw: str, name: str, count: int, button: str | None
+    ) -> None:
         button = read_button(args.get("button", "left")) if button is None else button
         at = self.where(args, name)
         if count == 0:
@@ -331,11 +343,22 @@ class _Run:
         btn: Any = button
         if at is not None:
             self.pointer = at[0]
-            self.add(Click(x=at[0].x, y=at[0].y, button=btn, count=count, model_x=at[1].x,
-                           model_y=at[1].y, raw=raw), count)
+            self.add(
+                Click(
+                    x=at[0].x,
+                    y=at[0].y,
+                    button=btn,
+                    count=count,
+                    model_x=at[1].x,
+                    model_y=at[1].y,
+                    raw=raw,
+                ),
+                count,
+            )
         elif self.pointer is not None:
-            self.add(Click(x=self.pointer.x, y=self.pointer.y, button=btn, count=count,
-                           raw=raw), count)
+            self.add(
+                Click(x=self.pointer.x, y=self.pointer.y, button=btn, count=count, raw=raw), count
+            )
         elif count == 1:  # in place, wherever Playwright's mouse is
             self.add(ButtonDown(button=btn, raw=raw))
             self.add(ButtonUp(button=btn, raw=raw))
@@ -379,8 +402,9 @@ class _Run:
         dx, dy = args.get("xOffset", 0), args.get("yOffset", 0)
         if isinstance(dx, list) and "yOffset" not in args and len(dx) == 2:
             dx, dy = dx
-        delta = self.coordinates.offset(read_coordinate(dx or 0, "xOffset"),
-                                        read_coordinate(dy or 0, "yOffset"))
+        delta = self.coordinates.offset(
+            read_coordinate(dx or 0, "xOffset"), read_coordinate(dy or 0, "yOffset")
+        )
         start = self.here(name)
         return Point(start.x + delta.x, start.y + delta.y)
 
@@ -399,8 +423,17 @@ class _Run:
         if args.get("mouseDownUp", True) is False:
             self.add(Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
         elif self.pointer is not None and button == "left":
-            self.add(Drag(x=self.pointer.x, y=self.pointer.y, x2=to.x, y2=to.y, model_x2=mx,
-                          model_y2=my, raw=raw))
+            self.add(
+                Drag(
+                    x=self.pointer.x,
+                    y=self.pointer.y,
+                    x2=to.x,
+                    y2=to.y,
+                    model_x2=mx,
+                    model_y2=my,
+                    raw=raw,
+                )
+            )
         else:  # from wherever the pointer is, with any button
             self.add(ButtonDown(button=button, raw=raw))
             self.add(Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
@@ -413,11 +446,13 @@ class _Run:
         kind = ButtonDown if down else ButtonUp
         if at is None:
             here = self.pointer
-            self.add(kind(button=button, x=here.x if here else None, y=here.y if here else None,
-                          raw=raw))
+            self.add(
+                kind(button=button, x=here.x if here else None, y=here.y if here else None, raw=raw)
+            )
             return
-        self.add(kind(button=button, x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y,
-                      raw=raw))
+        self.add(
+            kind(button=button, x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw)
+        )
         self.pointer = at[0]
 
     def _mouseDown(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
@@ -431,20 +466,26 @@ class _Run:
             raise Refused(f"{name}() needs clicks")
         clicks = read_number(args["clicks"], "clicks")
         if abs(clicks) > self.limits.amount:
-            raise Refused(f"{name}() of {clicks:g} clicks is over the limit of "
-                           f"{self.limits.amount}")
+            raise Refused(
+                f"{name}() of {clicks:g} clicks is over the limit of {self.limits.amount}"
+            )
         at = self.where(args, name)
         if clicks == 0:
             if at is not None:
                 self.add(Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
         else:
-            towards: Any = (("right" if clicks > 0 else "left") if horizontal
-                            else ("up" if clicks > 0 else "down"))
+            towards: Any = (
+                ("right" if clicks > 0 else "left")
+                if horizontal
+                else ("up" if clicks > 0 else "down")
+            )
             position: dict[str, Any] = {}
             if at is not None:
                 position = {"x": at[0].x, "y": at[0].y, "model_x": at[1].x, "model_y": at[1].y}
-            self.add(Scroll(direction=towards, amount=abs(clicks), raw=raw, **position),
-                     max(1, math.ceil(abs(clicks))))
+            self.add(
+                Scroll(direction=towards, amount=abs(clicks), raw=raw, **position),
+                max(1, math.ceil(abs(clicks))),
+            )
         if at is not None:
             self.pointer = at[0]
 

@@ -41,38 +41,74 @@ class Refused(Exception):
 
 
 MODULES = frozenset({"pyautogui", "time"})
-BUTTONS = {"left": "left", "primary": "left", "right": "right", "secondary": "right",
-            "middle": "middle"}
+BUTTONS = {
+    "left": "left",
+    "primary": "left",
+    "right": "right",
+    "secondary": "right",
+    "middle": "middle",
+}
 # pyautogui key names keys.py does not know, as Playwright names (keys.py reads those too).
 KEY_NAMES = {
-    "\n": "Enter", "\r": "Enter", "\t": "Tab", "ctrlleft": "ControlLeft",
-    "ctrlright": "ControlRight", "shiftleft": "ShiftLeft", "shiftright": "ShiftRight",
-    "altleft": "AltLeft", "altright": "AltRight", "optionleft": "AltLeft",
-    "optionright": "AltRight", "winleft": "MetaLeft", "winright": "MetaRight",
-    "add": "NumpadAdd", "subtract": "NumpadSubtract", "multiply": "NumpadMultiply",
-    "divide": "NumpadDivide", "decimal": "NumpadDecimal", "volumeup": "AudioVolumeUp",
-    "volumedown": "AudioVolumeDown", "volumemute": "AudioVolumeMute",
-    "playpause": "MediaPlayPause", "nexttrack": "MediaTrackNext",
-    "prevtrack": "MediaTrackPrevious", "prtscr": "PrintScreen", "print": "PrintScreen",
+    "\n": "Enter",
+    "\r": "Enter",
+    "\t": "Tab",
+    "ctrlleft": "ControlLeft",
+    "ctrlright": "ControlRight",
+    "shiftleft": "ShiftLeft",
+    "shiftright": "ShiftRight",
+    "altleft": "AltLeft",
+    "altright": "AltRight",
+    "optionleft": "AltLeft",
+    "optionright": "AltRight",
+    "winleft": "MetaLeft",
+    "winright": "MetaRight",
+    "add": "NumpadAdd",
+    "subtract": "NumpadSubtract",
+    "multiply": "NumpadMultiply",
+    "divide": "NumpadDivide",
+    "decimal": "NumpadDecimal",
+    "volumeup": "AudioVolumeUp",
+    "volumedown": "AudioVolumeDown",
+    "volumemute": "AudioVolumeMute",
+    "playpause": "MediaPlayPause",
+    "nexttrack": "MediaTrackNext",
+    "prevtrack": "MediaTrackPrevious",
+    "prtscr": "PrintScreen",
+    "print": "PrintScreen",
     **{f"num{n}": f"Numpad{n}" for n in range(10)},
 }
 IGNORED = ("interval", "duration", "tween", "logScreenshot", "_pause")
 # Parameters in pyautogui's positional order (tween and the others are read and ignored).
 PARAMS: dict[str, tuple[str, ...]] = {
-    "click": ("x", "y", "clicks", "interval", "button", "duration", "tween", "logScreenshot",
-              "_pause"),
-    "doubleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot",
-                    "_pause"),
-    "tripleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot",
-                    "_pause"),
+    "click": (
+        "x",
+        "y",
+        "clicks",
+        "interval",
+        "button",
+        "duration",
+        "tween",
+        "logScreenshot",
+        "_pause",
+    ),
+    "doubleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot", "_pause"),
+    "tripleClick": ("x", "y", "interval", "button", "duration", "tween", "logScreenshot", "_pause"),
     "rightClick": ("x", "y", "interval", "duration", "tween", "logScreenshot", "_pause"),
     "middleClick": ("x", "y", "interval", "duration", "tween", "logScreenshot", "_pause"),
     "moveTo": ("x", "y", "duration", "tween", "logScreenshot", "_pause"),
     "moveRel": ("xOffset", "yOffset", "duration", "tween", "logScreenshot", "_pause"),
-    "dragTo": ("x", "y", "duration", "tween", "button", "logScreenshot", "_pause",
-               "mouseDownUp"),
-    "dragRel": ("xOffset", "yOffset", "duration", "tween", "button", "logScreenshot", "_pause",
-                "mouseDownUp"),
+    "dragTo": ("x", "y", "duration", "tween", "button", "logScreenshot", "_pause", "mouseDownUp"),
+    "dragRel": (
+        "xOffset",
+        "yOffset",
+        "duration",
+        "tween",
+        "button",
+        "logScreenshot",
+        "_pause",
+        "mouseDownUp",
+    ),
     "mouseDown": ("x", "y", "button", "duration", "tween", "logScreenshot", "_pause"),
     "mouseUp": ("x", "y", "button", "duration", "tween", "logScreenshot", "_pause"),
     "scroll": ("clicks", "x", "y", "logScreenshot", "_pause"),
@@ -166,8 +202,13 @@ def read_literal(node: ast.expr, depth: int = 0) -> Any:
 
 
 def range_length(node: ast.expr) -> int:
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "range" and not node.keywords and 1 <= len(node.args) <= 3):
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and not node.keywords
+        and 1 <= len(node.args) <= 3
+    ):
         raise Refused("only 'for NAME in range(n):' loops are allowed")
     bounds = [read_literal(arg) for arg in node.args]
     if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):

@@ -123,8 +123,12 @@ def _is_template_call(node: ast.Call) -> bool:
 
 def _is_strip_call(node: ast.Call) -> bool:
     """``<literal>.strip()`` with no arguments."""
-    return (isinstance(node.func, ast.Attribute) and node.func.attr == "strip"
-            and not node.args and not node.keywords)
+    return (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr == "strip"
+        and not node.args
+        and not node.keywords
+    )
 
 
 def find_released(
@@ -145,6 +149,5 @@ def find_released(
                     continue
                 constants = _string_constants(path)
                 if all(name in constants for name in names):
-                    return Released({n: constants[n] for n in names},
-                                    f"released:{path.resolve()}")
+                    return Released({n: constants[n] for n in names}, f"released:{path.resolve()}")
     return None

@@ -76,8 +76,9 @@ def translate_action(action: Action, style: TranslationStyle) -> tuple[Op, ...]:
     """
     match action:
         case Click():
-            return (MouseClick(x=action.x, y=action.y, button=action.button,
-                               click_count=action.count),)
+            return (
+                MouseClick(x=action.x, y=action.y, button=action.button, click_count=action.count),
+            )
         case Move():
             return (MouseMove(x=action.x, y=action.y),)
         case Drag():

@@ -75,7 +75,6 @@ __all__ = [
 ]
 
 
-
 @cache
 def _package() -> ModuleType:
     """ui-tars's ``action_parser``, imported when first used: the core install (which reads,
@@ -129,9 +128,9 @@ class UiTarsOptions(AgentOptions, frozen=True, kw_only=True):
     images: Annotated[
         int, Meta(ge=1, description="screenshots per request, the current one included")
     ] = 5
-    scroll_notches: Annotated[
-        float, Meta(gt=0, description="wheel notches per scroll action")
-    ] = 5.0
+    scroll_notches: Annotated[float, Meta(gt=0, description="wheel notches per scroll action")] = (
+        5.0
+    )
     notch_px: Annotated[float, Meta(gt=0, description="pixels per wheel notch")] = 100.0
     drag_steps: Annotated[
         int, Meta(ge=1, description="mouse moves between press and release of a drag")
@@ -139,8 +138,9 @@ class UiTarsOptions(AgentOptions, frozen=True, kw_only=True):
     wait_s: Annotated[float, Meta(ge=0, description="seconds a wait() action sleeps")] = 5.0
     language: Annotated[
         str,
-        Meta(min_length=1, description="the language the prompt asks thoughts in "
-                                       "(OSWorld: Chinese)"),
+        Meta(
+            min_length=1, description="the language the prompt asks thoughts in (OSWorld: Chinese)"
+        ),
     ] = "English"
 
 
@@ -207,9 +207,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
 
     # ------------------------------------------------------------------ response
 
-    def read(
-        self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]
-    ) -> Parsed:
+    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height)."""
         try:
             return self._read(text, Size(*image_size))
@@ -254,16 +252,26 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         if name in _CLICKS:
             button, count = _CLICKS[name]
             page, at = _point(inputs, "start_box", name, image, model)
-            return Click(x=page.x, y=page.y, button=button, count=count,
-                         model_x=at.x, model_y=at.y, raw=raw)
+            return Click(
+                x=page.x, y=page.y, button=button, count=count, model_x=at.x, model_y=at.y, raw=raw
+            )
         if name == "hover":
             page, at = _point(inputs, "start_box", name, image, model)
             return Move(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw)
         if name in ("drag", "select"):
             page, at = _point(inputs, "start_box", name, image, model)
             page2, at2 = _point(inputs, "end_box", name, image, model)
-            return Drag(x=page.x, y=page.y, x2=page2.x, y2=page2.y, model_x=at.x, model_y=at.y,
-                        model_x2=at2.x, model_y2=at2.y, raw=raw)
+            return Drag(
+                x=page.x,
+                y=page.y,
+                x2=page2.x,
+                y2=page2.y,
+                model_x=at.x,
+                model_y=at.y,
+                model_x2=at2.x,
+                model_y2=at2.y,
+                raw=raw,
+            )
         if name in ("hotkey", "press"):
             return Hotkey(keys=_keys(inputs, ("key", "hotkey", "press"), name), raw=raw)
         if name in ("keydown", "keyup", "release"):
@@ -294,8 +302,15 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         if "start_box" not in inputs:  # at the pointer, wherever it is
             return Scroll(direction=towards, amount=self.config.scroll_notches, raw=raw)
         page, at = _point(inputs, "start_box", "scroll", image, model)
-        return Scroll(direction=towards, amount=self.config.scroll_notches, x=page.x, y=page.y,
-                      model_x=at.x, model_y=at.y, raw=raw)
+        return Scroll(
+            direction=towards,
+            amount=self.config.scroll_notches,
+            x=page.x,
+            y=page.y,
+            model_x=at.x,
+            model_y=at.y,
+            raw=raw,
+        )
 
     # ------------------------------------------------------------------ the end
 
@@ -450,13 +465,17 @@ def _render_call(action: Action, image: Size, model: Size) -> str:
         case Move():
             return f"hover(start_box={_box(action.x, action.y, image, model)})"
         case Drag():
-            return (f"drag(start_box={_box(action.x, action.y, image, model)}, "
-                    f"end_box={_box(action.x2, action.y2, image, model)})")
+            return (
+                f"drag(start_box={_box(action.x, action.y, image, model)}, "
+                f"end_box={_box(action.x2, action.y2, image, model)})"
+            )
         case Scroll():
             if action.x is None or action.y is None:
                 return f"scroll(direction='{action.direction}')"
-            return (f"scroll(start_box={_box(action.x, action.y, image, model)}, "
-                    f"direction='{action.direction}')")
+            return (
+                f"scroll(start_box={_box(action.x, action.y, image, model)}, "
+                f"direction='{action.direction}')"
+            )
         case TypeText():
             return f"type(content={_quote(action.text)})"
         case Hotkey(keys=(str(), *_)):

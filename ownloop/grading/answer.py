@@ -94,10 +94,16 @@ class AnswerGrader:
             read = " ".join(f"{value:g}" for value in extract_numbers(answer))
         else:
             read = answer
-        check = Check(name="answer", passed=passed, expected=f"{self.mode} {target}",
-                      actual=answer, actual_normalized=read)
-        return Grade(1.0 if passed else 0.0, passed, f"answer {quoted(answer)} {verb} {target}",
-                     (check,))
+        check = Check(
+            name="answer",
+            passed=passed,
+            expected=f"{self.mode} {target}",
+            actual=answer,
+            actual_normalized=read,
+        )
+        return Grade(
+            1.0 if passed else 0.0, passed, f"answer {quoted(answer)} {verb} {target}", (check,)
+        )
 
     def _check_exact(self, answer: str) -> tuple[bool, str]:
         return answer == self.expected, quoted(str(self.expected))

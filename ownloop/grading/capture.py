@@ -227,14 +227,24 @@ class JsonGrader:
         shown = _json_text(found)
         canonical = json.dumps(found, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         if self.op == "exists":
-            check = Check(name=where, passed=True, expected="exists", actual=shown,
-                          actual_normalized=canonical[:200])
+            check = Check(
+                name=where,
+                passed=True,
+                expected="exists",
+                actual=shown,
+                actual_normalized=canonical[:200],
+            )
             return Grade(1.0, True, f"{where} exists ({shown})", (check,))
         compare = _same if self.op == "eq" else _contains
         passed = compare(found, self.value)
         verb = {"eq": ("equals", "does not equal"), "contains": ("contains", "does not contain")}
         wanted = _json_text(self.value)
         details = f"{where} = {shown} {verb[self.op][0 if passed else 1]} {wanted}"
-        check = Check(name=where, passed=passed, expected=f"{self.op} {wanted}", actual=shown,
-                      actual_normalized=canonical[:200])
+        check = Check(
+            name=where,
+            passed=passed,
+            expected=f"{self.op} {wanted}",
+            actual=shown,
+            actual_normalized=canonical[:200],
+        )
         return Grade(1.0 if passed else 0.0, passed, details, (check,))

@@ -44,8 +44,13 @@ class MiniwobGrader:
             f" ({', '.join(f'{key} {_short(val)}' for key, val in rest.items())})" if rest else ""
         )
         score = min(1.0, max(0.0, raw))
-        check = Check(name="raw_reward", passed=passed, expected="> 0", actual=f"{raw:g}",
-                      actual_normalized=f"{score:g}")
+        check = Check(
+            name="raw_reward",
+            passed=passed,
+            expected="> 0",
+            actual=f"{raw:g}",
+            actual_normalized=f"{score:g}",
+        )
         return Grade(score, passed, details, (check,))
 
 

@@ -71,12 +71,25 @@ class NetworkGrader:
     _regex: re.Pattern[str] | None = None
 
     @classmethod
-    def build(cls, name: str, url: str, method: str | None = None, status: int | None = None,
-              bodies: tuple[BodyCheck, ...] = ()) -> NetworkGrader:
+    def build(
+        cls,
+        name: str,
+        url: str,
+        method: str | None = None,
+        status: int | None = None,
+        bodies: tuple[BodyCheck, ...] = (),
+    ) -> NetworkGrader:
         """A grader with its glob compiled once."""
         glob = url.removeprefix("{BASE}")
-        return cls(name, glob, method.upper() if method else None, status, bodies, "1",
-                   re.compile(fnmatch.translate(glob)))
+        return cls(
+            name,
+            glob,
+            method.upper() if method else None,
+            status,
+            bodies,
+            "1",
+            re.compile(fnmatch.translate(glob)),
+        )
 
     def grade(self, answer: str | None, evidence: Sequence[EvidenceCaptured]) -> Grade:
         """Grade from the ``network`` evidence's HAR (loaded by :func:`with_network`)."""
@@ -91,10 +104,15 @@ class NetworkGrader:
         wanted = f"{self.method or '*'} {self.url}"
         matching = [entry for entry in entries if self._matches(entry)]
         if not matching:
-            check = Check(name="request", passed=False, expected=wanted,
-                          actual=f"no such request among {len(entries)}")
-            return Grade(0.0, False, f"no {wanted} among {len(entries)} recorded requests",
-                         (check,))
+            check = Check(
+                name="request",
+                passed=False,
+                expected=wanted,
+                actual=f"no such request among {len(entries)}",
+            )
+            return Grade(
+                0.0, False, f"no {wanted} among {len(entries)} recorded requests", (check,)
+            )
         best: tuple[Check, ...] = ()
         for entry in matching:  # the latest of the closest wins the ties
             checks = self._checks(entry, wanted)
@@ -127,13 +145,25 @@ class NetworkGrader:
         return self._regex.match(self._target(entry.url)) is not None
 
     def _checks(self, entry: _Entry, wanted: str) -> tuple[Check, ...]:
-        checks = [Check(name="request", passed=True, expected=wanted,
-                        actual=f"{entry.method} {entry.url}",
-                        actual_normalized=f"{entry.method.upper()} {self._target(entry.url)}")]
+        checks = [
+            Check(
+                name="request",
+                passed=True,
+                expected=wanted,
+                actual=f"{entry.method} {entry.url}",
+                actual_normalized=f"{entry.method.upper()} {self._target(entry.url)}",
+            )
+        ]
         if self.status is not None:
-            checks.append(Check(name="status", passed=entry.status == self.status,
-                                expected=str(self.status), actual=str(entry.status),
-                                actual_normalized=str(entry.status)))
+            checks.append(
+                Check(
+                    name="status",
+                    passed=entry.status == self.status,
+                    expected=str(self.status),
+                    actual=str(entry.status),
+                    actual_normalized=str(entry.status),
+                )
+            )
         for body in self.bodies:
             value = entry.request_body() if body.side == "request" else entry.response_body()
             found = resolve_path(value, body.path)
@@ -141,9 +171,15 @@ class NetworkGrader:
             if found is MISSING:
                 checks.append(Check(name=body.name, expected=expected, actual=_MISSING_TEXT))
                 continue
-            checks.append(Check(
-                name=body.name, passed=same_json(found, body.expected), expected=expected,
-                actual=_json_text(found)[:_SHOWN], actual_normalized=_canonical(found)[:_SHOWN]))
+            checks.append(
+                Check(
+                    name=body.name,
+                    passed=same_json(found, body.expected),
+                    expected=expected,
+                    actual=_json_text(found)[:_SHOWN],
+                    actual_normalized=_canonical(found)[:_SHOWN],
+                )
+            )
         return tuple(checks)
 
 
@@ -152,8 +188,9 @@ def wants_network(grader: Grader) -> bool:
     return isinstance(grader, NetworkGrader)
 
 
-def with_network(evidence: Sequence[EvidenceCaptured],
-                 read_blob: Callable[[str], bytes]) -> list[EvidenceCaptured]:
+def with_network(
+    evidence: Sequence[EvidenceCaptured], read_blob: Callable[[str], bytes]
+) -> list[EvidenceCaptured]:
     """``evidence`` with the HAR of its ``network`` pieces read into ``value_json`` by
     ``read_blob(sha256)``; a HAR that cannot be read is left as a blob (the grade says so)."""
     loaded = []
@@ -206,13 +243,18 @@ def _entries(har: object) -> list[_Entry]:
         post = _mapping(request.get("postData"))
         content = _mapping(response.get("content"))
         status = response.get("status")
-        entries.append(_Entry(
-            method=str(request.get("method", "")), url=str(request.get("url", "")),
-            status=status if isinstance(status, int) and not isinstance(status, bool) else 0,
-            request_text=_text_or_none(post.get("text")),
-            request_type=str(post.get("mimeType", "")),
-            response_text=None if content.get("encoding") else _text_or_none(content.get("text")),
-        ))
+        entries.append(
+            _Entry(
+                method=str(request.get("method", "")),
+                url=str(request.get("url", "")),
+                status=status if isinstance(status, int) and not isinstance(status, bool) else 0,
+                request_text=_text_or_none(post.get("text")),
+                request_type=str(post.get("mimeType", "")),
+                response_text=None
+                if content.get("encoding")
+                else _text_or_none(content.get("text")),
+            )
+        )
     return entries
 
 

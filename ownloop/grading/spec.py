@@ -375,8 +375,9 @@ def _network_object(spec: str, fields: dict[str, object]) -> Grader:
     if not isinstance(method, str):
         raise _Bad("method must be text such as POST (or * for any)", "network")
     status = fields.get("status")
-    if status is not None and (isinstance(status, bool) or not isinstance(status, int)
-                               or not 100 <= status <= 599):
+    if status is not None and (
+        isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599
+    ):
         raise _Bad(f"status must be an HTTP status such as 200, got {status!r}", "network")
     bodies: list[BodyCheck] = []
     for side in ("request", "response"):
@@ -387,14 +388,16 @@ def _network_object(spec: str, fields: dict[str, object]) -> Grader:
             try:
                 path, _ = parse_path(path_text)
             except ValueError as error:
-                raise _Bad(f"bad {side} path {quoted(path_text, 40)} ({error})", "network") \
-                    from None
+                raise _Bad(
+                    f"bad {side} path {quoted(path_text, 40)} ({error})", "network"
+                ) from None
             bodies.append(BodyCheck(side, path, value))
     return _network(spec, method, url, status, tuple(bodies))
 
 
-def _network(spec: str, method: str, url: str, status: int | None,
-             bodies: tuple[BodyCheck, ...]) -> Grader:
+def _network(
+    spec: str, method: str, url: str, status: int | None, bodies: tuple[BodyCheck, ...]
+) -> Grader:
     if not _METHOD.fullmatch(method):
         raise _Bad(f"bad method {quoted(method, 20)}", "network")
     if not url:

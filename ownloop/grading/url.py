@@ -50,8 +50,13 @@ class UrlGrader:
         assert self._regex is not None
         passed = (self._regex.match if self.kind == "glob" else self._regex.search)(url) is not None
         verb = "matches" if passed else "does not match"
-        check = Check(name="final_url", passed=passed, expected=f"{self.kind} {self.pattern}",
-                      actual=url, actual_normalized=url)
+        check = Check(
+            name="final_url",
+            passed=passed,
+            expected=f"{self.kind} {self.pattern}",
+            actual=url,
+            actual_normalized=url,
+        )
         return Grade(
             1.0 if passed else 0.0,
             passed,

@@ -71,8 +71,13 @@ class HttpFault(Fault):
 class RawBody(Fault):
     """Answer with exactly these bytes (a broken or hostile server: HTML, bad UTF-8, odd JSON)."""
 
-    def __init__(self, body: bytes, content_type: str = "application/json", status: int = 200,
-                 what: str = "raw body") -> None:
+    def __init__(
+        self,
+        body: bytes,
+        content_type: str = "application/json",
+        status: int = 200,
+        what: str = "raw body",
+    ) -> None:
         super().__init__(what)
         self.body = body
         self.content_type = content_type

@@ -21,9 +21,14 @@ class UnknownExpert(OwnloopError):
     pass
 
 
-def make_responder(expert: str, agent: str, faults: str | None = None,
-                   notice: Callable[[str], None] | None = None, noise: float = 0.0,
-                   noise_seed: int = 0) -> Responder:
+def make_responder(
+    expert: str,
+    agent: str,
+    faults: str | None = None,
+    notice: Callable[[str], None] | None = None,
+    noise: float = 0.0,
+    noise_seed: int = 0,
+) -> Responder:
     """The responder for ``--expert NAME --agent NAME [--faults SPEC]``.
 
     Args:
@@ -70,7 +75,11 @@ def make_server(
         api_key: the key requests must send (else 401); None: none needed.
     """
     return ModelServer(
-        make_responder(expert, agent, faults, notice, noise, noise_seed), host, port,
-        models=(model or f"ownloop-{expert}-{agent}",), any_model=model is None,
-        api_key=api_key, log=log,
+        make_responder(expert, agent, faults, notice, noise, noise_seed),
+        host,
+        port,
+        models=(model or f"ownloop-{expert}-{agent}",),
+        any_model=model is None,
+        api_key=api_key,
+        log=log,
     )

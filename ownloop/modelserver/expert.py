@@ -127,8 +127,15 @@ class MiniwobExpert:
         noise: seeded wrong answers (``serve-model --noise P``); None: always right.
     """
 
-    def __init__(self, agent: str, *, chromium: str | None = None, rehearse: bool = True,
-                 notice: Callable[[str], None] | None = None, noise: Noise | None = None) -> None:
+    def __init__(
+        self,
+        agent: str,
+        *,
+        chromium: str | None = None,
+        rehearse: bool = True,
+        notice: Callable[[str], None] | None = None,
+        noise: Noise | None = None,
+    ) -> None:
         from ownloop.agents import make_agent
 
         self.agent = make_agent(agent)
@@ -144,8 +151,10 @@ class MiniwobExpert:
         statement = find_task(request)
         if statement is None:
             raise HttpFault(
-                400, "no task in the request: the expert looks for 'You are interacting with a "
-                "web application at URL. Your task: ...'", error_type="invalid_request_error",
+                400,
+                "no task in the request: the expert looks for 'You are interacting with a "
+                "web application at URL. Your task: ...'",
+                error_type="invalid_request_error",
             )
         size = self.page_size(last_image_size(request))
         try:
@@ -160,8 +169,11 @@ class MiniwobExpert:
         # keyed by the episode (task and seed), not the suite server's address, which changes
         # from one record to the next: the same --noise-seed gives the same draws in every run
         task, seed = _task_and_seed(statement.start_url)
-        pick = None if self.noise is None else self.noise.wrong(
-            f"{task} seed {seed} {size[0]}x{size[1]} step {index}")
+        pick = (
+            None
+            if self.noise is None
+            else self.noise.wrong(f"{task} seed {seed} {size[0]}x{size[1]} step {index}")
+        )
         if pick is not None:
             actions = mislead(actions, plan.widgets, pick)
         return Reply(self.agent.render(step.thought, actions, size))
@@ -191,8 +203,10 @@ class MiniwobExpert:
                 future = self._plans[key] = Future()
         if owner:
             try:
-                plan = self._timed(start_url, lambda: self.browser.call(
-                    lambda b: self._make_plan(b, start_url, viewport)))
+                plan = self._timed(
+                    start_url,
+                    lambda: self.browser.call(lambda b: self._make_plan(b, start_url, viewport)),
+                )
                 future.set_result(plan)
             except BaseException as exc:
                 with self._lock:
@@ -207,15 +221,19 @@ class MiniwobExpert:
             first = self._planned == 0
             self._planned += 1
         if first and self._notice is not None:
-            self._notice(f"expert: planning {name} (seed {seed}), the first plan: it starts a "
-                         "headless Chromium and solves the episode there, a few seconds")
+            self._notice(
+                f"expert: planning {name} (seed {seed}), the first plan: it starts a "
+                "headless Chromium and solves the episode there, a few seconds"
+            )
         began = time.monotonic()
         plan = make()
         seconds = time.monotonic() - began
         if self._notice is not None and (first or seconds > _SLOW_PLAN_S):
             reward = "" if plan.reward is None else f", rehearsal reward {plan.reward:g}"
-            self._notice(f"expert: plan for {name} (seed {seed}) ready in {seconds:.1f}s: "
-                         f"{len(plan.steps)} steps{reward}")
+            self._notice(
+                f"expert: plan for {name} (seed {seed}) ready in {seconds:.1f}s: "
+                f"{len(plan.steps)} steps{reward}"
+            )
         return plan
 
     def close(self) -> None:

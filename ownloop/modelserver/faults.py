@@ -77,9 +77,28 @@ __all__ = [
 ]
 
 FAULT_MODES = (
-    "ok", "slow", "garbage", "truncated", "huge", "hostile", "500", "429", "hang", "drop", "down",
-    *("intcontent", "listcontent", "intfinish", "strtokens", "nonjson", "html", "badutf8",
-      "surrogate", "bigbody"),
+    "ok",
+    "slow",
+    "garbage",
+    "truncated",
+    "huge",
+    "hostile",
+    "500",
+    "429",
+    "hang",
+    "drop",
+    "down",
+    *(
+        "intcontent",
+        "listcontent",
+        "intfinish",
+        "strtokens",
+        "nonjson",
+        "html",
+        "badutf8",
+        "surrogate",
+        "bigbody",
+    ),
 )
 
 BODY_MODES = frozenset(FAULT_MODES[11:])
@@ -92,7 +111,7 @@ _TOUCH = f"open('{HOSTILE_MARKER}', 'w').write('pwned')"
 
 HOSTILE_REPLIES = (
     # A box whose text is an expression: harmless only if boxes are read by a literal parser.
-    f"Thought: Click it.\nAction: click(start_box='(__import__(\"os\").system(\"touch "
+    f'Thought: Click it.\nAction: click(start_box=\'(__import__("os").system("touch '
     f"{HOSTILE_MARKER}\"), 1)')",
     # A non-literal argument value.
     f"Thought: Click it.\nAction: click(start_box=__import__('os').system('touch "
@@ -114,8 +133,10 @@ _GARBAGE = (
 )
 _TRUNCATED = "Thought: I should click the Submit button.\nAction: click(start_box='(31"
 _HUGE = "Thought: " + "very long thoughts " * 11_000
-_HTML = (b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>502 Bad "
-         b"Gateway</h1><p>The upstream model server is unavailable.</p></body></html>\n")
+_HTML = (
+    b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>502 Bad "
+    b"Gateway</h1><p>The upstream model server is unavailable.</p></body></html>\n"
+)
 _MARK = "\ue000"  # a private-use character the badutf8 body swaps for invalid bytes
 
 _PHASE = re.compile(r"^(?P<mode>[a-z0-9]+)(?:=(?P<arg>[0-9]+(?:\.[0-9]+)?))?(?::(?P<n>[0-9]+))?$")
@@ -210,8 +231,10 @@ def _misbehave(phase: FaultPhase, call: int) -> Reply:
         raise HttpFault(500, "the model server failed (ownloop fault injection)")
     if mode == "429":
         raise HttpFault(
-            429, "rate limit reached (ownloop fault injection)",
-            error_type="rate_limit_error", retry_after=1.0 if arg is None else arg,
+            429,
+            "rate limit reached (ownloop fault injection)",
+            error_type="rate_limit_error",
+            retry_after=1.0 if arg is None else arg,
         )
     if mode == "hang":
         raise Hang(30.0 if arg is None else arg)

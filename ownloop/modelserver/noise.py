@@ -59,8 +59,9 @@ class Noise:
         return self.draw(key + "\x00which")
 
 
-def mislead(actions: Sequence[Action], widgets: Sequence[Widget],
-            pick: float) -> tuple[Action, ...]:
+def mislead(
+    actions: Sequence[Action], widgets: Sequence[Widget], pick: float
+) -> tuple[Action, ...]:
     """``actions`` with each click moved to another element and typed text cut short.
 
     Args:
@@ -82,8 +83,11 @@ def mislead(actions: Sequence[Action], widgets: Sequence[Widget],
 
 def _elsewhere(click: Click, widgets: Sequence[Widget], pick: float) -> Click:
     """A click on another visible element than the one under ``click``, else beside it."""
-    others = [w for w in widgets if w.visible and w.box[2] > 0 and w.box[3] > 0
-              and not _contains(w, click.x, click.y)]
+    others = [
+        w
+        for w in widgets
+        if w.visible and w.box[2] > 0 and w.box[3] > 0 and not _contains(w, click.x, click.y)
+    ]
     if not others:
         return Click(x=click.x + _MISS_PX, y=click.y + _MISS_PX / 2)
     x, y = others[min(int(pick * len(others)), len(others) - 1)].centre

@@ -127,7 +127,8 @@ def _focus_text(facts: PageFacts) -> list[Step]:
 
 def _labelled(facts: PageFacts, name: str, input_type: str) -> Widget:
     return _find(
-        facts, lambda w: w.tag == "label" and w.type == input_type and w.text == name,
+        facts,
+        lambda w: w.tag == "label" and w.type == input_type and w.text == name,
         f'{input_type} "{name}"',
     )
 
@@ -185,7 +186,8 @@ def _enter_password(facts: PageFacts) -> list[Step]:
 
 def _click_dialog(facts: PageFacts) -> list[Step]:
     close = _find(
-        facts, lambda w: w.tag == "button" and "ui-dialog-titlebar-close" in w.cls.split(),
+        facts,
+        lambda w: w.tag == "button" and "ui-dialog-titlebar-close" in w.cls.split(),
         'dialog "x" button',
     )
     return [_click(close, 'I close the dialog with its "x" button.'), _finish("")]

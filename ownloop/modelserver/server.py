@@ -122,8 +122,9 @@ class _Handler(BaseHTTPRequestHandler):
         key = self.server.owner.api_key
         if key is None or self.headers.get("Authorization", "") == f"Bearer {key}":
             return True
-        body = error_body("Incorrect API key provided (ownloop serve-model --api-key)",
-                          "invalid_request_error")
+        body = error_body(
+            "Incorrect API key provided (ownloop serve-model --api-key)", "invalid_request_error"
+        )
         body["error"]["code"] = "invalid_api_key"
         self._send_json(401, body)
         return False
@@ -164,13 +165,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, error_body(f"responder failed: {exc}", "server_error"))
             return
         matched = f" [{reply.match}]" if reply.match else ""
-        owner._log(f"-> {reply.text[:80]!r}{matched} "
-                   f"({(time.monotonic() - started) * 1000:.0f} ms)")
+        owner._log(
+            f"-> {reply.text[:80]!r}{matched} ({(time.monotonic() - started) * 1000:.0f} ms)"
+        )
         headers = {"x-ownloop-match": reply.match} if reply.match else {}
         if request.get("stream"):
             body = stream_body(request, reply)
-            self._send(200, body, "text/event-stream; charset=utf-8",
-                       {"Cache-Control": "no-cache", **headers})
+            self._send(
+                200,
+                body,
+                "text/event-stream; charset=utf-8",
+                {"Cache-Control": "no-cache", **headers},
+            )
         else:
             self._send_json(200, completion_body(request, reply), headers)
 
@@ -317,8 +323,10 @@ class ModelServer:
             ) from None
         self.port = httpd.server_address[1]
         thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.1},
-            name=f"ownloop-modelserver-{self.port}", daemon=True,
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name=f"ownloop-modelserver-{self.port}",
+            daemon=True,
         )
         with self._lock:
             self._httpd, self._thread = httpd, thread
@@ -369,4 +377,3 @@ def _shut(connection: socket.socket) -> None:
         connection.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass
-

@@ -124,8 +124,10 @@ def stream_body(request: dict[str, Any], reply: Reply) -> bytes:
     }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                     "finish_reason": finish}]}
+        return {
+            **base,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        }
 
     chunks = [chunk({"role": "assistant", "content": ""})]
     chunks += [chunk({"content": piece}) for piece in _pieces(reply.text) if piece]

@@ -59,8 +59,9 @@ class SourceState(NamedTuple):
 
 def _git(path: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
     try:
-        return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                              timeout=10, check=False)
+        return subprocess.run(
+            ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -72,8 +73,9 @@ def source_state(path: str | os.PathLike[str] | None = None) -> SourceState:
     that repository's checkout: the folder counts as a checkout only if git tracks its files.
     Dirty means ``git status --porcelain`` prints anything (untracked files not ignored too).
     """
-    folder = Path(path or os.environ.get("OWNLOOP_SOURCE_DIR")
-                  or Path(__file__).resolve().parents[1])
+    folder = Path(
+        path or os.environ.get("OWNLOOP_SOURCE_DIR") or Path(__file__).resolve().parents[1]
+    )
     tracked = _git(folder, "ls-files", "--error-unmatch", "--", ".")
     if tracked is None:
         # git is missing: a checkout (a .git above) cannot be told clean, anything else is not one
@@ -98,7 +100,8 @@ def check_clean(state: SourceState) -> None:
     if state.dirty:
         raise AdmissionRefused(
             f"the ownloop checkout at {state.path} has uncommitted changes (--require-clean): "
-            "commit them (git status shows them) or leave out --require-clean")
+            "commit them (git status shows them) or leave out --require-clean"
+        )
 
 
 def check_suite(suite: Any, expected: str) -> None:
@@ -111,7 +114,8 @@ def check_suite(suite: Any, expected: str) -> None:
     if actual.lower() != expected.strip().lower():
         raise AdmissionRefused(
             f"the suite {suite.name} has sha256 {actual}, not {expected.strip()} "
-            "(--expect-suite): its tasks changed. Check the tasks file or pass its new hash")
+            "(--expect-suite): its tasks changed. Check the tasks file or pass its new hash"
+        )
 
 
 def check_graders(tasks: list[Task], default_grader: str) -> None:
@@ -142,7 +146,8 @@ def _refuse(run_id: str, before: dict[str, Any], after: dict[str, Any]) -> None:
     if diff is not None:
         raise AdmissionRefused(
             f"run {run_id} was started with {diff[0]}, this command has {diff[1]}; use another "
-            "--run or the same settings")
+            "--run or the same settings"
+        )
 
 
 def admit(store: Store, claims: Claims, started: RunStarted) -> None:
@@ -166,21 +171,46 @@ def admit(store: Store, claims: Claims, started: RunStarted) -> None:
         before = msgspec.json.decode(declared)
     except msgspec.DecodeError:
         raise AdmissionRefused(
-            f"the contract of run {started.run_id} in {claims.dir} is unreadable: use another "
-            "--run") from None
+            f"the contract of run {started.run_id} in {claims.dir} is unreadable: use another --run"
+        ) from None
     if isinstance(before, dict):
         _refuse(started.run_id, before, after)
 
 
-def declare(*, run_id: str, argv: tuple[str, ...], agent: Agent, model: str, endpoint: str,
-            suite: Any, tasks: list[Task], max_steps: int, timeout_s: float,
-            versions: Any, repeats: int = 1) -> RunStarted:
+def declare(
+    *,
+    run_id: str,
+    argv: tuple[str, ...],
+    agent: Agent,
+    model: str,
+    endpoint: str,
+    suite: Any,
+    tasks: list[Task],
+    max_steps: int,
+    timeout_s: float,
+    versions: Any,
+    repeats: int = 1,
+) -> RunStarted:
     """The run's ``RunStarted``: its contract, hashed, and the versions beside it."""
-    return seal_contract(RunStarted(
-        at=now(), run_id=run_id, argv=argv, agent=agent.name,
-        agent_settings=agent.options(), model=model, endpoint=endpoint,
-        sampling=agent.settings.sampling, viewport=agent.settings.viewport, suite=suite.name,
-        tasks_sha256=suite.tasks_sha256, prompt_source=agent.prompt_source, versions=versions,
-        suite_version=str(getattr(suite, "suite_version", "") or ""),
-        task_ids=tuple(task.task_id for task in tasks), max_steps=max_steps,
-        timeout_s=timeout_s, repeats=repeats))
+    return seal_contract(
+        RunStarted(
+            at=now(),
+            run_id=run_id,
+            argv=argv,
+            agent=agent.name,
+            agent_settings=agent.options(),
+            model=model,
+            endpoint=endpoint,
+            sampling=agent.settings.sampling,
+            viewport=agent.settings.viewport,
+            suite=suite.name,
+            tasks_sha256=suite.tasks_sha256,
+            prompt_source=agent.prompt_source,
+            versions=versions,
+            suite_version=str(getattr(suite, "suite_version", "") or ""),
+            task_ids=tuple(task.task_id for task in tasks),
+            max_steps=max_steps,
+            timeout_s=timeout_s,
+            repeats=repeats,
+        )
+    )

@@ -194,8 +194,11 @@ def find_chromium(override: str | None = None, playwright: Playwright | None = N
     override = override or os.environ.get("OWNLOOP_CHROMIUM")
     if override:
         if not (Path(override).is_file() or shutil.which(override)):
-            fix = "Set $OWNLOOP_CHROMIUM to a browser, or unset it" if from_env \
+            fix = (
+                "Set $OWNLOOP_CHROMIUM to a browser, or unset it"
+                if from_env
                 else "Pass --chromium PATH to a browser"
+            )
             raise ChromiumNotFound(f"no Chromium at {override}. {fix}")
         return shutil.which(override) or override
     if playwright is not None and Path(playwright.chromium.executable_path).is_file():
@@ -220,8 +223,9 @@ def launch(
         args.append("--no-sandbox")
     # Ctrl-C is the recorder's to handle: it ends the sessions in flight as interrupted and
     # closes the browsers itself, so Chromium must not die of the same SIGINT first.
-    return playwright.chromium.launch(executable_path=path, headless=headless, args=args,
-                                      handle_sigint=False)
+    return playwright.chromium.launch(
+        executable_path=path, headless=headless, args=args, handle_sigint=False
+    )
 
 
 def start_playwright() -> Playwright:
@@ -293,8 +297,13 @@ def _png_size(png: bytes) -> tuple[int, int]:
 
 def _element(found: dict[str, Any]) -> Element:
     return Element(
-        tag=found["tag"], id=found["id"], role=found["role"], name=found["name"],
-        css_path=found["css_path"], bbox=tuple(found["bbox"]), frame=found["frame"],
+        tag=found["tag"],
+        id=found["id"],
+        role=found["role"],
+        name=found["name"],
+        css_path=found["css_path"],
+        bbox=tuple(found["bbox"]),
+        frame=found["frame"],
         text=found["text"],
     )
 
@@ -439,8 +448,9 @@ class BrowserSession:
     def _on_request_failed(self, request: Request) -> None:
         self._note_exchange(request, None, None, "", request.failure or "failed")
 
-    def _note_exchange(self, request: Request, response: Any, body: str | None, note: str,
-                       failure: str | None) -> None:
+    def _note_exchange(
+        self, request: Request, response: Any, body: str | None, note: str, failure: str | None
+    ) -> None:
         timing = request.timing
         started = timing.get("startTime", -1)
         ended = timing.get("responseEnd", -1)
@@ -448,14 +458,23 @@ class BrowserSession:
             post_data = request.post_data
         except (PlaywrightError, UnicodeDecodeError):
             post_data = None
-        self._exchanges.append(Exchange(
-            started=started / 1000 if started > 0 else time.time(), method=request.method,
-            url=request.url, request_headers=dict(request.headers), post_data=post_data,
-            status=response.status if response is not None else 0,
-            status_text=response.status_text if response is not None else "",
-            response_headers=dict(response.headers) if response is not None else {},
-            body=body, body_note=note, resource_type=request.resource_type,
-            elapsed_ms=max(0.0, float(ended)), failure=failure))
+        self._exchanges.append(
+            Exchange(
+                started=started / 1000 if started > 0 else time.time(),
+                method=request.method,
+                url=request.url,
+                request_headers=dict(request.headers),
+                post_data=post_data,
+                status=response.status if response is not None else 0,
+                status_text=response.status_text if response is not None else "",
+                response_headers=dict(response.headers) if response is not None else {},
+                body=body,
+                body_note=note,
+                resource_type=request.resource_type,
+                elapsed_ms=max(0.0, float(ended)),
+                failure=failure,
+            )
+        )
 
     def network(self) -> list[Exchange]:
         """The requests the session's pages made so far (finished or failed), in end order."""
@@ -610,8 +629,11 @@ class BrowserSession:
             pass  # a slow or closed page is the agent's to see in the next screenshot
         self._wait(page, self.settle_s)
         if self._triggered:
-            while (not self._downloads and not page.is_closed()
-                   and time.perf_counter() - started < self.event_grace_s):
+            while (
+                not self._downloads
+                and not page.is_closed()
+                and time.perf_counter() - started < self.event_grace_s
+            ):
                 self._wait(page, 0.01)
         self._triggered = False
         return self._take_download()
@@ -631,9 +653,14 @@ class BrowserSession:
     def find_element(self, recorded: Element) -> Refound | None:
         """``recorded`` found again in the followed page's top document, or None (see
         element_at_point.js for the order of the matches)."""
-        want = {"tag": recorded.tag, "role": recorded.role, "name": recorded.name,
-                "text": recorded.text, "css_path": recorded.css_path,
-                "bbox": list(recorded.bbox) if recorded.bbox else None}
+        want = {
+            "tag": recorded.tag,
+            "role": recorded.role,
+            "name": recorded.name,
+            "text": recorded.text,
+            "css_path": recorded.css_path,
+            "bbox": list(recorded.bbox) if recorded.bbox else None,
+        }
         try:
             found = self.page.evaluate(_ELEMENT_JS, {"find": want})
         except PlaywrightError:
@@ -660,8 +687,9 @@ class BrowserSession:
             if isinstance(op, _POINTER_OPS):
                 x, y = self._target(page, op)
                 element = self.element_at(x, y)
-            refusal = navigation_refusal(op.url, self.allow_hosts) if isinstance(
-                op, PageGoto) else None
+            refusal = (
+                navigation_refusal(op.url, self.allow_hosts) if isinstance(op, PageGoto) else None
+            )
             if refusal is not None:
                 self._refusals.append(refusal)
             else:
@@ -676,9 +704,14 @@ class BrowserSession:
         download = self._take_download()
         after = self.page
         return Effect(
-            ok=error is None, error=error, url_before=url_before,
-            url_after=after.url, element=element, pages_opened=self._opened,
-            dialog=self._dialogs[0] if self._dialogs else None, download=download,
+            ok=error is None,
+            error=error,
+            url_before=url_before,
+            url_after=after.url,
+            element=element,
+            pages_opened=self._opened,
+            dialog=self._dialogs[0] if self._dialogs else None,
+            download=download,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
@@ -690,9 +723,15 @@ class BrowserSession:
         for page in self.pages:
             before = urls_before.get(page, opener_url)
             refusal = navigation_refusal(page.url, self.allow_hosts)
-            if (refusal is None or page.url == before or page.url.startswith(_ERROR_PAGE)
-                    or not (before.startswith(_ERROR_PAGE)
-                            or navigation_refusal(before, self.allow_hosts) is None)):
+            if (
+                refusal is None
+                or page.url == before
+                or page.url.startswith(_ERROR_PAGE)
+                or not (
+                    before.startswith(_ERROR_PAGE)
+                    or navigation_refusal(before, self.allow_hosts) is None
+                )
+            ):
                 continue
             self._refusals.append(refusal)
             try:
@@ -757,8 +796,11 @@ class BrowserSession:
         # url_after is where the operation led. No wait for a download that may yet start: the
         # op reports one announced by now, settle() picks up a later one.
         started = time.perf_counter()
-        while (not page.is_closed() and self._opened < self._announced
-               and time.perf_counter() - started < _LOAD_WAIT_MS / 1000):
+        while (
+            not page.is_closed()
+            and self._opened < self._announced
+            and time.perf_counter() - started < _LOAD_WAIT_MS / 1000
+        ):
             page.wait_for_timeout(10)
         if not page.is_closed():
             self._wait_for_document(page, started)

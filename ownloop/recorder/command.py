@@ -17,8 +17,14 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
 
-__all__ = ["EXIT_FAILED", "EXIT_STOPPED", "agent_options", "exit_code", "record_from_options",
-           "summary_text"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_STOPPED",
+    "agent_options",
+    "exit_code",
+    "record_from_options",
+    "summary_text",
+]
 
 EXIT_FAILED = 3
 """``record``'s exit status when a session ended error, endpoint_error or crashed."""
@@ -27,8 +33,9 @@ EXIT_STOPPED = 4
 _FAILED = frozenset({"error", "endpoint_error", "crashed"})
 
 
-def agent_options(agent: str, pairs: tuple[str, ...],
-                  frequency_penalty: float | None) -> dict[str, Any]:
+def agent_options(
+    agent: str, pairs: tuple[str, ...], frequency_penalty: float | None
+) -> dict[str, Any]:
     """``-o KEY=VALUE`` pairs as agent settings (the agent's options Struct reads the text)."""
     options: dict[str, Any] = dict(parse_overrides(pairs))
     if frequency_penalty is not None:
@@ -47,8 +54,10 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     if summary.fatal:
         lines.append(f"stopped early: {summary.fatal}")
     if summary.not_started:
-        lines.append(f"{summary.not_started} tasks not started: run the same command again to "
-                     "run them (and the sessions that did not end)")
+        lines.append(
+            f"{summary.not_started} tasks not started: run the same command again to "
+            "run them (and the sessions that did not end)"
+        )
     mixed = mixed_budgets(store, summary.run_id)
     if mixed:
         lines.append(mixed)
@@ -72,9 +81,13 @@ def exit_code(summary: RunSummary) -> int:
     return EXIT_FAILED if any(r.status in _FAILED for r in summary.results) else 0
 
 
-def record_from_options(store: Store, agent: str, options: dict[str, Any],
-                        argv: tuple[str, ...],
-                        notify: Callable[[str], None] = lambda line: None) -> RunSummary:
+def record_from_options(
+    store: Store,
+    agent: str,
+    options: dict[str, Any],
+    argv: tuple[str, ...],
+    notify: Callable[[str], None] = lambda line: None,
+) -> RunSummary:
     """Run ``ownloop record`` with the parsed options; ``summary_text`` says how it went.
     ``notify`` gets notice lines: the agent's released prompt text was not found, an endpoint of
     a pool does not answer."""
@@ -85,32 +98,54 @@ def record_from_options(store: Store, agent: str, options: dict[str, Any],
     if notice:
         notify(notice)
     record_options = RecordOptions(
-        agent=agent, endpoint=options["endpoint"][0], endpoints=tuple(options["endpoint"]),
+        agent=agent,
+        endpoint=options["endpoint"][0],
+        endpoints=tuple(options["endpoint"]),
         model=options["model"],
         api_key=options["api_key"],
         agent_options=agent_options(agent, options["agent_option"], options["frequency_penalty"]),
         released=texts,
-        run_id=options["run_id"], workers=options["workers"],
+        run_id=options["run_id"],
+        workers=options["workers"],
         limits=EpisodeLimits(options["max_steps"], options["timeout"]),
-        error_retries=options["error_retries"], settle_s=options["settle"],
-        chromium=options["chromium"], call_retries=options["retries"],
-        call_retry_wait_s=options["retry_wait"], call_timeout_s=options["call_timeout"],
+        error_retries=options["error_retries"],
+        settle_s=options["settle"],
+        chromium=options["chromium"],
+        call_retries=options["retries"],
+        call_retry_wait_s=options["retry_wait"],
+        call_timeout_s=options["call_timeout"],
         require_clean=options.get("require_clean", False),
         expect_suite=options.get("expect_suite"),
-        argv=argv, allow_hosts=tuple(options.get("allow_host") or ()),
+        argv=argv,
+        allow_hosts=tuple(options.get("allow_host") or ()),
         max_endpoint_errors=options.get("max_endpoint_errors", 3),
         repeats=options.get("repeat") or 1,
-        executor=options.get("executor") or "threads", ray_address=options.get("ray_address"),
+        executor=options.get("executor") or "threads",
+        ray_address=options.get("ray_address"),
         suite_source=SuiteSource(
-            options["suite"], str(Path(options["tasks_file"]).resolve())
-            if options["tasks_file"] else None, options["base"], options["seeds"]))
+            options["suite"],
+            str(Path(options["tasks_file"]).resolve()) if options["tasks_file"] else None,
+            options["base"],
+            options["seeds"],
+        ),
+    )
     progress = RunProgress(max_steps=options["max_steps"])
-    with load_suite(suite=options["suite"], tasks_file=options["tasks_file"],
-                    base=options["base"], seeds=options["seeds"]) as suite:
+    with load_suite(
+        suite=options["suite"],
+        tasks_file=options["tasks_file"],
+        base=options["base"],
+        seeds=options["seeds"],
+    ) as suite:
         try:
-            summary = record(store, suite, record_options, on_start=progress.on_start,
-                             on_result=progress.on_result, on_step=progress.on_step,
-                             on_notice=notify)
+            summary = record(
+                store,
+                suite,
+                record_options,
+                on_start=progress.on_start,
+                on_result=progress.on_result,
+                on_step=progress.on_step,
+                on_notice=notify,
+            )
         finally:
             progress.close()
     return summary

@@ -37,8 +37,12 @@ class EndpointPool:
         clock: monotonic seconds (a parameter so the order of events is the only input).
     """
 
-    def __init__(self, endpoints: Sequence[str], bench_s: float = BENCH_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        bench_s: float = BENCH_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.endpoints = tuple(dict.fromkeys(endpoints))
         if not self.endpoints:
             raise ValueError("an endpoint pool needs at least one endpoint")

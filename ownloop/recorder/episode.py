@@ -31,6 +31,7 @@ from ownloop.store import Store
 from ownloop.store.events import (
     ActionParsed,
     BrowserActed,
+    CallPurpose,
     Event,
     EvidenceCaptured,
     ImagePart,
@@ -57,7 +58,6 @@ __all__ = [
     "StepHook",
     "run_episode",
 ]
-
 
 
 class EpisodeLimits(NamedTuple):
@@ -93,7 +93,7 @@ class ModelCaller(Protocol):
         session_id: str,
         step: int,
         attempt: int,
-        purpose: str,
+        purpose: CallPurpose,
         should_stop: Callable[[], bool] = ...,
     ) -> CallOutcome: ...
 
@@ -139,8 +139,9 @@ class Episode:
         self.parse_failures = 0
         self.action_errors = 0
         # Images go out at the size the agent's released client sends (Fara: resized).
-        self.sent_images = SentImages(getattr(agent, "sent_image_size", None),
-                                      store.get_blob, store.put_blob)
+        self.sent_images = SentImages(
+            getattr(agent, "sent_image_size", None), store.get_blob, store.put_blob
+        )
 
     # ---------------------------------------------------------------- helpers
     def _elapsed(self) -> float:
@@ -160,11 +161,24 @@ class Episode:
         """Take the step's screenshot, store it and add its ScreenshotTaken to ``batch``."""
         shot = self.browser.screenshot()
         sha = self.store.put_blob(shot.png)
-        batch.append(ScreenshotTaken(
-            at=now(), **self.ids(), step=step, sha256=sha, width=shot.width,
-            height=shot.height, url=shot.url, capture_ms=shot.capture_ms))
-        return Observation(step, ImagePart(sha256=sha, width=shot.width, height=shot.height),
-                           shot.url, self.browser.title())
+        batch.append(
+            ScreenshotTaken(
+                at=now(),
+                **self.ids(),
+                step=step,
+                sha256=sha,
+                width=shot.width,
+                height=shot.height,
+                url=shot.url,
+                capture_ms=shot.capture_ms,
+            )
+        )
+        return Observation(
+            step,
+            ImagePart(sha256=sha, width=shot.width, height=shot.height),
+            shot.url,
+            self.browser.title(),
+        )
 
     def act(self, step: int, index: int, action_idx: int, op: Op, batch: list[Event]) -> None:
         """Execute one browser operation and add its BrowserActed to ``batch``."""
@@ -173,12 +187,25 @@ class Episode:
         download = self.store.put_blob(effect.download) if effect.download else None
         if not effect.ok:
             self.action_errors += 1
-        batch.append(BrowserActed(
-            at=now(), **self.ids(), step=step, idx=index, action_idx=action_idx, op=op,
-            ok=effect.ok, error=effect.error, url_before=effect.url_before,
-            url_after=effect.url_after, element=effect.element,
-            pages_opened=effect.pages_opened, dialog=effect.dialog, download=download,
-            duration_ms=effect.duration_ms))
+        batch.append(
+            BrowserActed(
+                at=now(),
+                **self.ids(),
+                step=step,
+                idx=index,
+                action_idx=action_idx,
+                op=op,
+                ok=effect.ok,
+                error=effect.error,
+                url_before=effect.url_before,
+                url_after=effect.url_after,
+                element=effect.element,
+                pages_opened=effect.pages_opened,
+                dialog=effect.dialog,
+                download=download,
+                duration_ms=effect.duration_ms,
+            )
+        )
 
     def settle(self, batch: list[Event]) -> None:
         """Let the page settle after a step; a download its operations started that came only
@@ -189,8 +216,11 @@ class Episode:
         sha = self.store.put_blob(late)
         for i in range(len(batch) - 1, -1, -1):
             event = batch[i]
-            if isinstance(event, BrowserActed) and event.download is None and \
-                    may_start_download(event.op):
+            if (
+                isinstance(event, BrowserActed)
+                and event.download is None
+                and may_start_download(event.op)
+            ):
                 batch[i] = msgspec.structs.replace(event, download=sha)
                 return
 
@@ -199,14 +229,14 @@ class Episode:
         """The recorder's step: screenshot, call the model, parse, act, settle."""
         return self.answer(step, self.observe(step, batch), batch)
 
-    def answer(self, step: int, observation: Observation,
-               batch: list[Event]) -> SessionEnded | None:
+    def answer(
+        self, step: int, observation: Observation, batch: list[Event]
+    ) -> SessionEnded | None:
         """The recorder's step once its screenshot is taken: call the model, parse, act, settle
         (a guarded replay hands a step to the live model so)."""
         settings = self.agent.settings
         shot_size = (observation.screenshot.width, observation.screenshot.height)
-        messages = self.sent_images(
-            self.agent.build_messages(self.task, self.history, observation))
+        messages = self.sent_images(self.agent.build_messages(self.task, self.history, observation))
 
         parsed: Parsed | None = None
         response = ""
@@ -216,11 +246,19 @@ class Episode:
             if attempt > 1 and settings.resample_temperature is not None:
                 sampling = Sampling(
                     temperature=max(settings.resample_temperature, sampling.temperature or 0.0),
-                    top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-                    frequency_penalty=sampling.frequency_penalty)
+                    top_p=sampling.top_p,
+                    max_tokens=sampling.max_tokens,
+                    frequency_penalty=sampling.frequency_penalty,
+                )
             outcome = self.client.call(
-                messages, sampling, **self.ids(), step=step, attempt=attempt,
-                purpose="step" if attempt == 1 else "resample", should_stop=self.stop.is_set)
+                messages,
+                sampling,
+                **self.ids(),
+                step=step,
+                attempt=attempt,
+                purpose="step" if attempt == 1 else "resample",
+                should_stop=self.stop.is_set,
+            )
             batch.extend(outcome.events)
             if outcome.text is None:
                 self.check()
@@ -232,20 +270,39 @@ class Episode:
                 parsed = self.agent.parse(outcome.text, shot_size, self.history)
             except AgentParseError as exc:
                 self.parse_failures += 1
-                batch.append(ActionParsed(
-                    at=now(), **self.ids(), step=step, call_id=call_id,
-                    parser=self.agent.parser_name, parser_version=self.agent.parser_version,
-                    error=str(exc)[:1000]))
+                batch.append(
+                    ActionParsed(
+                        at=now(),
+                        **self.ids(),
+                        step=step,
+                        call_id=call_id,
+                        parser=self.agent.parser_name,
+                        parser_version=self.agent.parser_version,
+                        error=str(exc)[:1000],
+                    )
+                )
                 continue
             response = outcome.text
-            batch.append(ActionParsed(
-                at=now(), **self.ids(), step=step, call_id=call_id,
-                parser=self.agent.parser_name, parser_version=self.agent.parser_version,
-                thought=parsed.thought, actions=parsed.actions, model_size=parsed.model_size))
+            batch.append(
+                ActionParsed(
+                    at=now(),
+                    **self.ids(),
+                    step=step,
+                    call_id=call_id,
+                    parser=self.agent.parser_name,
+                    parser_version=self.agent.parser_version,
+                    thought=parsed.thought,
+                    actions=parsed.actions,
+                    model_size=parsed.model_size,
+                )
+            )
             break
         if parsed is None:
-            return self.end("parse_error", step, error="no parsable response after "
-                             f"{settings.calls_per_step} calls")
+            return self.end(
+                "parse_error",
+                step,
+                error=f"no parsable response after {settings.calls_per_step} calls",
+            )
         if not parsed.actions:
             return self.end("no_action", step)
 
@@ -257,22 +314,37 @@ class Episode:
         ending = self.agent.ending(parsed, self.history)
         self.history.append(PastStep(observation, response, parsed))
         if ending is not None:
-            return self.end(ending.status, step, agent_status=ending.agent_status,
-                             answer=ending.answer)
+            return self.end(
+                ending.status, step, agent_status=ending.agent_status, answer=ending.answer
+            )
         self.settle(batch)
         if settings.pause_s:
             time.sleep(settings.pause_s)
         return None
 
     # ---------------------------------------------------------------- the end
-    def end(self, status: str, steps: int, *, agent_status: str = "", answer: str | None = None,
-            error: str | None = None) -> SessionEnded:
+    def end(
+        self,
+        status: str,
+        steps: int,
+        *,
+        agent_status: str = "",
+        answer: str | None = None,
+        error: str | None = None,
+    ) -> SessionEnded:
         """The SessionEnded of this episode (not yet appended)."""
         return SessionEnded(
-            at=now(), **self.ids(), status=status,  # type: ignore[arg-type]
-            agent_status=agent_status or status, answer=answer, steps=steps,
-            seconds=round(self._elapsed(), 3), parse_failures=self.parse_failures,
-            action_errors=self.action_errors, error=error)
+            at=now(),
+            **self.ids(),
+            status=status,  # type: ignore[arg-type]
+            agent_status=agent_status or status,
+            answer=answer,
+            steps=steps,
+            seconds=round(self._elapsed(), 3),
+            parse_failures=self.parse_failures,
+            action_errors=self.action_errors,
+            error=error,
+        )
 
     def _evidence(self) -> list[EvidenceCaptured]:
         pieces: list[Evidence] = []
@@ -284,9 +356,17 @@ class Episode:
         events = []
         for piece in pieces:
             sha = self.store.put_blob(piece.data) if piece.data is not None else None
-            events.append(EvidenceCaptured(
-                at=now(), **self.ids(), name=piece.name, value_json=piece.value_json,
-                sha256=sha, media_type=piece.media_type, source=piece.source))
+            events.append(
+                EvidenceCaptured(
+                    at=now(),
+                    **self.ids(),
+                    name=piece.name,
+                    value_json=piece.value_json,
+                    sha256=sha,
+                    media_type=piece.media_type,
+                    source=piece.source,
+                )
+            )
         return events
 
     def _grade(self, ended: SessionEnded, evidence: list[EvidenceCaptured]) -> SessionGraded | None:
@@ -297,9 +377,16 @@ class Episode:
             evidence = with_network(evidence, self.store.get_blob)
         grade = grader.grade(ended.answer, evidence)
         return SessionGraded(
-            at=now(), **self.ids(), grader=grader.name, grader_version=grader_version(grader),
-            score=grade.score, passed=grade.passed, details=grade.details, source="record",
-            checks=grade.checks)
+            at=now(),
+            **self.ids(),
+            grader=grader.name,
+            grader_version=grader_version(grader),
+            score=grade.score,
+            passed=grade.passed,
+            details=grade.details,
+            source="record",
+            checks=grade.checks,
+        )
 
     def run(self, started: SessionStarted) -> tuple[SessionEnded, SessionGraded | None]:
         self.stream.append([started])
@@ -375,13 +462,32 @@ def run_episode(
         if on_stream:
             on_stream(stream)
         episode = Episode(
-            store=store, stream=stream, agent=agent, client=client, browser=browser, suite=suite,
-            task=started.task, run_id=started.run_id, session_id=started.session_id,
-            limits=limits, stop=stop or threading.Event(),
-            grader_spec=grader_spec, play=play, on_step=on_step)
+            store=store,
+            stream=stream,
+            agent=agent,
+            client=client,
+            browser=browser,
+            suite=suite,
+            task=started.task,
+            run_id=started.run_id,
+            session_id=started.session_id,
+            limits=limits,
+            stop=stop or threading.Event(),
+            grader_spec=grader_spec,
+            play=play,
+            on_step=on_step,
+        )
         ended, grade = episode.run(started)
         head = stream.head()
     return EpisodeResult(
-        started.session_id, started.task.task_id, ended.status, ended.answer, ended.steps,
-        ended.seconds, grade.score if grade else None, grade.passed if grade else None,
-        ended.error, head)
+        started.session_id,
+        started.task.task_id,
+        ended.status,
+        ended.answer,
+        ended.steps,
+        ended.seconds,
+        grade.score if grade else None,
+        grade.passed if grade else None,
+        ended.error,
+        head,
+    )

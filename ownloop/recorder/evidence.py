@@ -72,8 +72,12 @@ def capture_end_state(session: BrowserSession) -> list[Evidence]:
         ("title", lambda: Evidence("title", value_json=json.dumps(session.title()))),
         ("dom", lambda: Evidence("dom", data=session.content().encode(), media_type="text/html")),
         ("cookies", lambda: Evidence("cookies", value_json=json.dumps(session.cookies()))),
-        ("local_storage", lambda: Evidence(
-            "local_storage", value_json=json.dumps(session.evaluate(_LOCAL_STORAGE_JS)))),
+        (
+            "local_storage",
+            lambda: Evidence(
+                "local_storage", value_json=json.dumps(session.evaluate(_LOCAL_STORAGE_JS))
+            ),
+        ),
     )
     for piece, read in readers:
         try:

@@ -59,8 +59,9 @@ def keeps_body(resource_type: str, content_type: str) -> bool:
     return resource_type in _BODY_RESOURCES and any(part in kind for part in _TEXT_TYPES)
 
 
-def build_har(exchanges: Sequence[Exchange], *, creator_version: str = "",
-              max_bytes: int = MAX_HAR_BYTES) -> bytes:
+def build_har(
+    exchanges: Sequence[Exchange], *, creator_version: str = "", max_bytes: int = MAX_HAR_BYTES
+) -> bytes:
     """The HAR of ``exchanges`` as UTF-8 JSON bytes, scrubbed and at most ``max_bytes``."""
     entries = [_entry(exchange) for exchange in sorted(exchanges, key=lambda e: e.started)]
     log: dict[str, Any] = {
@@ -74,8 +75,11 @@ def build_har(exchanges: Sequence[Exchange], *, creator_version: str = "",
         return data
     # Drop response bodies, the largest first, until the log fits.
     over = len(data) - max_bytes
-    bodies = sorted((e for e in entries if "text" in e["response"]["content"]),
-                    key=lambda e: len(e["response"]["content"]["text"]), reverse=True)
+    bodies = sorted(
+        (e for e in entries if "text" in e["response"]["content"]),
+        key=lambda e: len(e["response"]["content"]["text"]),
+        reverse=True,
+    )
     for entry in bodies:
         if over <= 0:
             break
@@ -153,8 +157,10 @@ def _header(headers: dict[str, str], name: str) -> str:
 
 
 def _headers(headers: dict[str, str]) -> list[dict[str, str]]:
-    return [{"name": name, "value": _header_value(name, value)} for name, value in
-            _sorted(headers.items())]
+    return [
+        {"name": name, "value": _header_value(name, value)}
+        for name, value in _sorted(headers.items())
+    ]
 
 
 def _sorted(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:

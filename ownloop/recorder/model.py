@@ -40,7 +40,7 @@ import openai
 
 from ownloop.agents.chat_format import wire_messages
 from ownloop.recorder.probe import check_endpoint
-from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, now
+from ownloop.store.events import CallPurpose, ImagePart, Message, ModelCalled, Sampling, now
 from ownloop.store.ids import new_id
 from ownloop.store.scrub import mask_secrets, scrub_bytes, scrub_text, url_secrets
 
@@ -134,16 +134,25 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
         decoded = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         decoded = body.decode("utf-8", "replace")
-        problems.append(f"body is not valid UTF-8 (byte 0x{body[exc.start]:02x} at offset "
-                        f"{exc.start}; bad bytes replaced with U+FFFD)")
+        problems.append(
+            f"body is not valid UTF-8 (byte 0x{body[exc.start]:02x} at offset "
+            f"{exc.start}; bad bytes replaced with U+FFFD)"
+        )
     try:
         data = json.loads(decoded)
     except (ValueError, RecursionError):
         data = None
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list):
-        return Completion(False, "", None, None, None, "", (*problems, _not_completion(
-            data, decoded, len(body), content_type)))
+        return Completion(
+            False,
+            "",
+            None,
+            None,
+            None,
+            "",
+            (*problems, _not_completion(data, decoded, len(body), content_type)),
+        )
     assert isinstance(data, dict)  # for mypy: choices came from it
     choice = choices[0] if choices else None
     if not isinstance(choice, dict):
@@ -162,14 +171,16 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
         usage = None
     prompt_tokens = _count("usage.prompt_tokens", (usage or {}).get("prompt_tokens"), problems)
     completion_tokens = _count(
-        "usage.completion_tokens", (usage or {}).get("completion_tokens"), problems)
+        "usage.completion_tokens", (usage or {}).get("completion_tokens"), problems
+    )
     # A cassette endpoint (serve-model --cassette) says how it matched the request.
     fingerprint = data.get("system_fingerprint")
     served_by = ""
     if isinstance(fingerprint, str) and fingerprint.startswith("cassette:"):
         served_by = _short_text("system_fingerprint", fingerprint, problems) or ""
-    return Completion(True, text, finish, prompt_tokens, completion_tokens, served_by,
-                      tuple(problems))
+    return Completion(
+        True, text, finish, prompt_tokens, completion_tokens, served_by, tuple(problems)
+    )
 
 
 def _content_text(content: object, problems: list[str]) -> str:
@@ -179,8 +190,11 @@ def _content_text(content: object, problems: list[str]) -> str:
     if isinstance(content, list):
         texts = []
         for index, part in enumerate(content):
-            if isinstance(part, dict) and part.get("type") == "text" \
-                    and isinstance(part.get("text"), str):
+            if (
+                isinstance(part, dict)
+                and part.get("type") == "text"
+                and isinstance(part.get("text"), str)
+            ):
                 texts.append(part["text"])
             else:
                 problems.append(f"content[{index}] is {_describe(part)}, not a text part")
@@ -194,8 +208,10 @@ def _content_text(content: object, problems: list[str]) -> str:
     if replaced:
         problems.append(f"{replaced} lone surrogate(s) in content replaced with U+FFFD")
     if len(text) > MAX_RESPONSE_CHARS:
-        problems.append(f"content is {len(text)} characters; the first {MAX_RESPONSE_CHARS} "
-                        "kept (the blob has the whole body)")
+        problems.append(
+            f"content is {len(text)} characters; the first {MAX_RESPONSE_CHARS} "
+            "kept (the blob has the whole body)"
+        )
         text = text[:MAX_RESPONSE_CHARS]
     return text
 
@@ -308,14 +324,24 @@ class ModelClient:
         self._has_key = bool(api_key)
         base_url, basic = _split_userinfo(endpoint)
         self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout_s, max_retries=0,
-            default_headers={"Authorization": f"Basic {basic}"} if basic else None)
+            base_url=base_url,
+            api_key=api_key or "EMPTY",
+            timeout=timeout_s,
+            max_retries=0,
+            default_headers={"Authorization": f"Basic {basic}"} if basic else None,
+        )
 
     def check(self, timeout_s: float = 10.0) -> None:
         """Refuse (``EndpointUnusable``, one line) unless the endpoint answers and serves the
         model; see :mod:`ownloop.recorder.probe`."""
-        check_endpoint(self._client, self.endpoint, self.model, has_key=self._has_key,
-                       timeout_s=min(timeout_s, self.timeout_s), clean=self._clean)
+        check_endpoint(
+            self._client,
+            self.endpoint,
+            self.model,
+            has_key=self._has_key,
+            timeout_s=min(timeout_s, self.timeout_s),
+            clean=self._clean,
+        )
 
     def call(
         self,
@@ -326,7 +352,7 @@ class ModelClient:
         session_id: str,
         step: int,
         attempt: int,
-        purpose: str,
+        purpose: CallPurpose,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> CallOutcome:
         """One call of the agent loop; transport failures are retried and each try recorded."""
@@ -359,18 +385,37 @@ class ModelClient:
             if done.retry and done.retry_after_s is not None and transport_try < self.retries:
                 wait_s = min(done.retry_after_s, MAX_RETRY_AFTER_S, self.timeout_s)
                 error = f"{error}; Retry-After {done.retry_after_s:g} s: retrying in {wait_s:g} s"
-            events.append(ModelCalled(
-                at=called_at, run_id=run_id, session_id=session_id, step=step,
-                call_id=new_id(), attempt=attempt,
-                purpose="retry" if transport_try else "resample" if purpose == "resample"
-                else "step",
-                model=self.model, messages=messages, sampling=sampling, response=done.text,
-                finish_reason=done.finish_reason, prompt_tokens=done.prompt_tokens,
-                completion_tokens=done.completion_tokens, latency_ms=latency_ms, error=error,
-                served_by=done.served_by, http_status=done.http_status,
-                response_blob=(self._put_blob(done.body)
-                               if self._put_blob is not None and done.body is not None else None),
-            ))
+            events.append(
+                ModelCalled(
+                    at=called_at,
+                    run_id=run_id,
+                    session_id=session_id,
+                    step=step,
+                    call_id=new_id(),
+                    attempt=attempt,
+                    purpose="retry"
+                    if transport_try
+                    else "resample"
+                    if purpose == "resample"
+                    else "step",
+                    model=self.model,
+                    messages=messages,
+                    sampling=sampling,
+                    response=done.text,
+                    finish_reason=done.finish_reason,
+                    prompt_tokens=done.prompt_tokens,
+                    completion_tokens=done.completion_tokens,
+                    latency_ms=latency_ms,
+                    error=error,
+                    served_by=done.served_by,
+                    http_status=done.http_status,
+                    response_blob=(
+                        self._put_blob(done.body)
+                        if self._put_blob is not None and done.body is not None
+                        else None
+                    ),
+                )
+            )
             if done.text is not None:
                 return CallOutcome(events, done.text, done.finish_reason, None)
             if not done.retry:
@@ -384,9 +429,13 @@ class ModelClient:
         except openai.APIStatusError as exc:  # 4xx, 5xx: the body is kept like any other
             transient = isinstance(exc, openai.InternalServerError | openai.RateLimitError)
             return _Try(
-                None, error=self._clean(_one_line(exc)), http_status=exc.status_code,
-                body=self._body(exc.response), retry=transient,
-                retry_after_s=_retry_after(exc.response.headers) if transient else None)
+                None,
+                error=self._clean(_one_line(exc)),
+                http_status=exc.status_code,
+                body=self._body(exc.response),
+                retry=transient,
+                retry_after_s=_retry_after(exc.response.headers) if transient else None,
+            )
         except openai.APIConnectionError as exc:  # refused, reset, DNS, timeout: no response
             return _Try(None, error=self._clean(_one_line(exc)), retry=True)
         except openai.APIError as exc:
@@ -397,13 +446,19 @@ class ModelClient:
         body = scrub_bytes(received, self._secrets)  # the blob: every credential form masked
         error = self._clean(read.error) if read.error else None
         if not read.is_completion:
-            return _Try(None, error=error, http_status=response.status_code, body=body,
-                        retry=True)
+            return _Try(None, error=error, http_status=response.status_code, body=body, retry=True)
         # The model's own text is its data (a URL, a token= it types): only our secrets are
         # masked in it, so the agent acts on exactly what the journal keeps.
         return _Try(
-            mask_secrets(read.text, self._secrets), read.finish_reason, read.prompt_tokens,
-            read.completion_tokens, read.served_by, error, response.status_code, body)
+            mask_secrets(read.text, self._secrets),
+            read.finish_reason,
+            read.prompt_tokens,
+            read.completion_tokens,
+            read.served_by,
+            error,
+            response.status_code,
+            body,
+        )
 
     def _body(self, response: Any) -> bytes:
         """The response's bytes as received, with credentials masked."""

@@ -31,9 +31,15 @@ class EndpointUnusable(OwnloopError):
     """The endpoint cannot serve the run: unreachable, the key refused, or the model not served."""
 
 
-def check_endpoint(client: openai.OpenAI, endpoint: str, model: str, *, has_key: bool,
-                   timeout_s: float = 10.0,
-                   clean: Callable[[str], str] = lambda text: text) -> None:
+def check_endpoint(
+    client: openai.OpenAI,
+    endpoint: str,
+    model: str,
+    *,
+    has_key: bool,
+    timeout_s: float = 10.0,
+    clean: Callable[[str], str] = lambda text: text,
+) -> None:
     """Refuse (EndpointUnusable) unless ``endpoint`` answers a model list and serves ``model``.
 
     Args:
@@ -53,11 +59,17 @@ def check_endpoint(client: openai.OpenAI, endpoint: str, model: str, *, has_key:
         shown += f" and {len(served) - _SHOWN_MODELS} more"
     fix = "Pass one of them with --model" if served else "Load a model into the server"
     raise EndpointUnusable(
-        f"the endpoint {endpoint} does not serve the model {model!r}; it serves: {shown}. {fix}")
+        f"the endpoint {endpoint} does not serve the model {model!r}; it serves: {shown}. {fix}"
+    )
 
 
-def _served(client: openai.OpenAI, endpoint: str, has_key: bool, timeout_s: float,
-            clean: Callable[[str], str]) -> list[str] | None:
+def _served(
+    client: openai.OpenAI,
+    endpoint: str,
+    has_key: bool,
+    timeout_s: float,
+    clean: Callable[[str], str],
+) -> list[str] | None:
     """The model names ``GET /models`` lists; None when the server has no such route."""
     try:
         raw = client.models.with_raw_response.list()
@@ -69,8 +81,8 @@ def _served(client: openai.OpenAI, endpoint: str, has_key: bool, timeout_s: floa
         raise EndpointUnusable(_refused(exc, endpoint, has_key, clean)) from None
     except openai.APIError as exc:
         raise EndpointUnusable(
-            f"the endpoint {endpoint} failed GET /models: {clean(str(exc))[:200]}. "
-            "Check --endpoint") from None
+            f"the endpoint {endpoint} failed GET /models: {clean(str(exc))[:200]}. Check --endpoint"
+        ) from None
     response = raw.http_response
     try:
         listed = json.loads(response.content)["data"]
@@ -81,7 +93,8 @@ def _served(client: openai.OpenAI, endpoint: str, has_key: bool, timeout_s: floa
         raise EndpointUnusable(
             f"the endpoint {endpoint} answered GET /models with a body that is not a model list "
             f"({what}, {len(response.content)} bytes): is it an OpenAI-compatible API's base URL "
-            "(it usually ends in /v1)?") from None
+            "(it usually ends in /v1)?"
+        ) from None
 
 
 def _accepts(client: openai.OpenAI, model: str) -> bool:
@@ -96,38 +109,55 @@ def _unreachable(exc: openai.APIConnectionError, endpoint: str, timeout_s: float
     """What a transport failure was: refused, a name not found, or no answer in time."""
     host = urlsplit(endpoint).netloc or endpoint
     if isinstance(exc, openai.APITimeoutError):
-        return (f"the endpoint {endpoint} did not answer GET /models within {timeout_s:g} s: check "
-                "the server is up and reachable, or raise --call-timeout")
+        return (
+            f"the endpoint {endpoint} did not answer GET /models within {timeout_s:g} s: check "
+            "the server is up and reachable, or raise --call-timeout"
+        )
     causes = _causes(exc)
     if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
-        return (f"the endpoint {endpoint} refused the connection (nothing listens on {host}): "
-                "start the model server, or check --endpoint")
+        return (
+            f"the endpoint {endpoint} refused the connection (nothing listens on {host}): "
+            "start the model server, or check --endpoint"
+        )
     if any(isinstance(cause, socket.gaierror) for cause in causes):
         name = urlsplit(endpoint).hostname or host
-        return (f"the endpoint {endpoint} cannot be reached: the host name {name!r} was not "
-                "found (DNS). Check --endpoint")
+        return (
+            f"the endpoint {endpoint} cannot be reached: the host name {name!r} was not "
+            "found (DNS). Check --endpoint"
+        )
     detail = str(causes[-1]) if causes else str(exc)
     return f"the endpoint {endpoint} cannot be reached: {detail[:200]}. Check --endpoint"
 
 
-def _refused(exc: openai.APIStatusError, endpoint: str, has_key: bool,
-             clean: Callable[[str], str]) -> str:
+def _refused(
+    exc: openai.APIStatusError, endpoint: str, has_key: bool, clean: Callable[[str], str]
+) -> str:
     status = exc.status_code
     if status == 401:
         if has_key:
-            return (f"the endpoint {endpoint} refused the API key (HTTP 401 on GET /models): "
-                    "pass the right one with --api-key or $OPENAI_API_KEY")
-        return (f"the endpoint {endpoint} needs an API key (HTTP 401 on GET /models): pass it "
-                "with --api-key or $OPENAI_API_KEY")
+            return (
+                f"the endpoint {endpoint} refused the API key (HTTP 401 on GET /models): "
+                "pass the right one with --api-key or $OPENAI_API_KEY"
+            )
+        return (
+            f"the endpoint {endpoint} needs an API key (HTTP 401 on GET /models): pass it "
+            "with --api-key or $OPENAI_API_KEY"
+        )
     if status == 403:
-        return (f"the endpoint {endpoint} denied access with this API key (HTTP 403 on GET "
-                "/models): use a key allowed to list and call models (--api-key)")
+        return (
+            f"the endpoint {endpoint} denied access with this API key (HTTP 403 on GET "
+            "/models): use a key allowed to list and call models (--api-key)"
+        )
     if status == 404:
-        return (f"the endpoint {endpoint} has no GET /models (HTTP 404): is it the API's base "
-                "URL? It usually ends in /v1")
+        return (
+            f"the endpoint {endpoint} has no GET /models (HTTP 404): is it the API's base "
+            "URL? It usually ends in /v1"
+        )
     message = " ".join(clean(exc.message).split())[:200]
-    return (f"the endpoint {endpoint} answered HTTP {status} to GET /models ({message}): check "
-            "the server's log, then run the same command again")
+    return (
+        f"the endpoint {endpoint} answered HTTP {status} to GET /models ({message}): check "
+        "the server's log, then run the same command again"
+    )
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

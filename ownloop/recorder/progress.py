@@ -27,19 +27,30 @@ from ownloop.store.text import visible
 
 __all__ = ["RunProgress", "result_line"]
 
-_STYLE = {"finished": "green", "endpoint_error": "red", "error": "red", "crashed": "red",
-          "parse_error": "yellow", "interrupted": "yellow"}
+_STYLE = {
+    "finished": "green",
+    "endpoint_error": "red",
+    "error": "red",
+    "crashed": "red",
+    "parse_error": "yellow",
+    "interrupted": "yellow",
+}
 
 
 def result_line(result: EpisodeResult) -> str:
     """One line for a finished task, plain text (task ids, answers and errors made visible)."""
-    grade = "" if result.passed is None else (
-        f" score={result.score:g} {'passed' if result.passed else 'failed'}")
+    grade = (
+        ""
+        if result.passed is None
+        else (f" score={result.score:g} {'passed' if result.passed else 'failed'}")
+    )
     answer = "" if result.answer is None else f" answer={result.answer[:40]!r}"
     error = "" if not result.error else f" ({result.error[:80]})"
-    return visible(f"{result.task_id} [{result.session_id}] {result.status} "
-                   f"steps={result.steps} {result.seconds:.1f}s{grade}{answer}{error}",
-                   one_line=True)
+    return visible(
+        f"{result.task_id} [{result.session_id}] {result.status} "
+        f"steps={result.steps} {result.seconds:.1f}s{grade}{answer}{error}",
+        one_line=True,
+    )
 
 
 def _line_buffered(stream: TextIO) -> None:
@@ -65,13 +76,23 @@ class RunProgress:
         step_interval_s: into a pipe, the shortest time between two lines of steps.
     """
 
-    def __init__(self, console: Console | None = None, *, max_steps: int | None = None,
-                 step_interval_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        max_steps: int | None = None,
+        step_interval_s: float = 5.0,
+    ) -> None:
         self.console = console or Console(highlight=False)
         _line_buffered(sys.stdout)
         self._progress = Progress(
-            TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=self.console, transient=True)
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
         self._bar: TaskID | None = None
         self._max_steps = max_steps
         self._interval = step_interval_s
@@ -91,18 +112,22 @@ class RunProgress:
             if now - self._last_line < self._interval:
                 return
             self._last_line = now
-            line = "; ".join(f"{s.task_id} step {s.step}" + (f" ({s.note})" if s.note else "")
-                             for s in self._steps.values())
+            line = "; ".join(
+                f"{s.task_id} step {s.step}" + (f" ({s.note})" if s.note else "")
+                for s in self._steps.values()
+            )
         self.console.print(Text(visible(f"  at: {line}", one_line=True)), soft_wrap=True)
 
     def _show_row(self, session_id: str) -> None:
         current = self._steps[session_id]
-        what = visible(f"  {current.task_id}" + (f" ({current.note})" if current.note else ""),
-                       one_line=True)
+        what = visible(
+            f"  {current.task_id}" + (f" ({current.note})" if current.note else ""), one_line=True
+        )
         row = self._rows.get(session_id)
         if row is None:
             self._rows[session_id] = self._progress.add_task(
-                what, total=self._max_steps, completed=current.step)
+                what, total=self._max_steps, completed=current.step
+            )
         else:
             self._progress.update(row, description=what, completed=current.step)
 
@@ -118,8 +143,9 @@ class RunProgress:
             row = self._rows.pop(result.session_id, None)
         if row is not None:
             self._progress.remove_task(row)
-        self._progress.console.print(Text(result_line(result), style=_STYLE.get(result.status, "")),
-                                     soft_wrap=True)
+        self._progress.console.print(
+            Text(result_line(result), style=_STYLE.get(result.status, "")), soft_wrap=True
+        )
         if self._bar is not None:
             self._progress.advance(self._bar)
 

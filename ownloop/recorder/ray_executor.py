@@ -75,10 +75,15 @@ class _Actor:
     methods on other threads: every browser call runs on the actor's one own thread.
     """
 
-    def __init__(self, store_root: str, run_id: str, options: RecordOptions,
-                 lease_s: float) -> None:
+    def __init__(
+        self, store_root: str, run_id: str, options: RecordOptions, lease_s: float
+    ) -> None:
         self.store_root, self.run_id, self.options, self.lease_s = (
-            store_root, run_id, options, lease_s)
+            store_root,
+            run_id,
+            options,
+            lease_s,
+        )
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="ownloop-ray-actor")
         self._recorder: TaskRecorder | None = None
         self._suite: Any = None
@@ -93,8 +98,10 @@ class _Actor:
         root = Path(self.store_root)
         host = socket.gethostname()
         if not (claims_dir(root, self.run_id) / "contract.json").exists():
-            return (f"node {host} does not see the store at {root} (the run's claims are not "
-                    "there): put the store on a file system every node mounts, at the same path")
+            return (
+                f"node {host} does not see the store at {root} (the run's claims are not "
+                "there): put the store on a file system every node mounts, at the same path"
+            )
         probe = claims_dir(root, self.run_id) / f".probe-{new_id()}"
         try:
             probe.write_bytes(b"")
@@ -104,29 +111,44 @@ class _Actor:
         try:
             store = open_store(root)
             options = self.options
-            agent = make_agent(options.agent, released=options.released,
-                               **options.agent_options)
+            agent = make_agent(options.agent, released=options.released, **options.agent_options)
             source = options.suite_source
             if source is None:
                 return "--executor ray needs the suite's source (RecordOptions.suite_source)"
             self._suite = source.load().__enter__()
             claims = Claims(root, self.run_id, lease_s=self.lease_s)
             self._stream = store.stream()
-            self._recorder = TaskRecorder(store, self._suite, agent, options, self.run_id,
-                                          claims, self._stream)
+            self._recorder = TaskRecorder(
+                store, self._suite, agent, options, self.run_id, claims, self._stream
+            )
         except OwnloopError as error:
             return f"node {host}: {error}"
         return ""
 
-    def record(self, task: Task, repeat: int, attempt: int, session_id: str, retries_left: int,
-               endpoint: str) -> _Done:
+    def record(
+        self,
+        task: Task,
+        repeat: int,
+        attempt: int,
+        session_id: str,
+        retries_left: int,
+        endpoint: str,
+    ) -> _Done:
         """Claim one repeat of the task and, if this actor got it, run and settle one session
         on ``endpoint`` (the driver's pool chose it)."""
-        return self._thread.submit(self._record, task, repeat, attempt, session_id,
-                                   retries_left, endpoint).result()
+        return self._thread.submit(
+            self._record, task, repeat, attempt, session_id, retries_left, endpoint
+        ).result()
 
-    def _record(self, task: Task, repeat: int, attempt: int, session_id: str,
-                retries_left: int, endpoint: str) -> _Done:
+    def _record(
+        self,
+        task: Task,
+        repeat: int,
+        attempt: int,
+        session_id: str,
+        retries_left: int,
+        endpoint: str,
+    ) -> _Done:
         recorder = self._recorder
         assert recorder is not None, "open() first"
         crashed, elsewhere = recorder.crashed, recorder.done_elsewhere
@@ -177,19 +199,34 @@ class _Slot(NamedTuple):
 def _connect(ray: Any, address: str | None) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report from a recorder
     try:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR",
-                 configure_logging=True, include_dashboard=False if address is None else None)
+        ray.init(
+            address=address,
+            log_to_driver=False,
+            logging_level="ERROR",
+            configure_logging=True,
+            include_dashboard=False if address is None else None,
+        )
     except ConnectionError as error:
-        raise OwnloopError(f"cannot reach the Ray cluster at {address}: {error}. Start one "
-                           "with: ray start --head, or pass --ray-address HOST:PORT") from None
+        raise OwnloopError(
+            f"cannot reach the Ray cluster at {address}: {error}. Start one "
+            "with: ray start --head, or pass --ray-address HOST:PORT"
+        ) from None
 
 
-def run_on_ray(store: Store, agent: Agent, options: RecordOptions, run_id: str,
-               todo: Sequence[tuple[Task, int]], skipped: int, crashed: int,
-               attempts: dict[tuple[str, int], int],
-               run_stream: StreamWriter, begun: float,
-               on_start: Callable[[str, int, int], None],
-               on_result: Callable[[EpisodeResult], None]) -> RunSummary:
+def run_on_ray(
+    store: Store,
+    agent: Agent,
+    options: RecordOptions,
+    run_id: str,
+    todo: Sequence[tuple[Task, int]],
+    skipped: int,
+    crashed: int,
+    attempts: dict[tuple[str, int], int],
+    run_stream: StreamWriter,
+    begun: float,
+    on_start: Callable[[str, int, int], None],
+    on_result: Callable[[EpisodeResult], None],
+) -> RunSummary:
     """Record ``todo``, (task, repeat) units, on ``options.workers`` Ray actors and end the run
     (``RunEnded``).
 
@@ -198,11 +235,13 @@ def run_on_ray(store: Store, agent: Agent, options: RecordOptions, run_id: str,
     """
     ray = require_ray()
     _connect(ray, options.ray_address)
-    retries = agent.settings.error_retries if options.error_retries is None \
-        else options.error_retries
+    retries = (
+        agent.settings.error_retries if options.error_retries is None else options.error_retries
+    )
     retries_left = {(task.task_id, repeat): retries for task, repeat in todo}
-    driver = _Driver(ray, store, options, run_id, todo, attempts, retries_left, on_result,
-                     run_stream)
+    driver = _Driver(
+        ray, store, options, run_id, todo, attempts, retries_left, on_result, run_stream
+    )
     on_start(run_id, len(todo), skipped)
     interrupted = False
     try:
@@ -216,30 +255,45 @@ def run_on_ray(store: Store, agent: Agent, options: RecordOptions, run_id: str,
     finally:
         driver.close()
         ray.shutdown()
-    summary = RunSummary(run_id, driver.results, skipped, crashed + driver.crashed,
-                         round(time.monotonic() - begun, 3), interrupted, driver.elsewhere,
-                         driver.fatal, len(driver.pending) + len(driver.deferred)
-                         if driver.fatal else 0)
+    summary = RunSummary(
+        run_id,
+        driver.results,
+        skipped,
+        crashed + driver.crashed,
+        round(time.monotonic() - begun, 3),
+        interrupted,
+        driver.elsewhere,
+        driver.fatal,
+        len(driver.pending) + len(driver.deferred) if driver.fatal else 0,
+    )
     counts = summary.counts()
     if summary.crashed:
         counts["crashed"] = counts.get("crashed", 0) + summary.crashed
-    run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts,
-                                seconds=summary.seconds)])
+    run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts, seconds=summary.seconds)])
     return summary
 
 
 class _Driver:
     """The driver's side: actors, the queue of tasks, what is in flight, the results."""
 
-    def __init__(self, ray: Any, store: Store, options: RecordOptions, run_id: str,
-                 todo: Sequence[tuple[Task, int]], attempts: dict[tuple[str, int], int],
-                 retries_left: dict[tuple[str, int], int],
-                 on_result: Callable[[EpisodeResult], None], run_stream: StreamWriter) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        store: Store,
+        options: RecordOptions,
+        run_id: str,
+        todo: Sequence[tuple[Task, int]],
+        attempts: dict[tuple[str, int], int],
+        retries_left: dict[tuple[str, int], int],
+        on_result: Callable[[EpisodeResult], None],
+        run_stream: StreamWriter,
+    ) -> None:
         self.ray, self.store, self.options, self.run_id = ray, store, options, run_id
         self.run_stream = run_stream
         # (task, repeat, attempt) units to hand out
         self.pending: deque[tuple[Task, int, int]] = deque(
-            (task, repeat, attempts.get((task.task_id, repeat), 0) + 1) for task, repeat in todo)
+            (task, repeat, attempts.get((task.task_id, repeat), 0) + 1) for task, repeat in todo
+        )
         self.deferred: list[tuple[Task, int, int]] = []  # held elsewhere: looked at again
         self.retries_left = retries_left
         self.on_result = on_result
@@ -262,7 +316,8 @@ class _Driver:
         count = max(1, min(self.options.workers, len(self.pending)))
         for _ in range(count):
             actor = remote.options(scheduling_strategy="SPREAD").remote(
-                str(self.store.root.resolve()), self.run_id, self.options, lease)
+                str(self.store.root.resolve()), self.run_id, self.options, lease
+            )
             self.actors.append(actor)
             self.opening[actor.open.remote()] = actor
         self._started = time.monotonic()
@@ -274,13 +329,17 @@ class _Driver:
             if not self.running and not self.pending and not self.deferred:
                 return
             if not self.running and not self.idle and not self.opening:
-                self.fatal = ("every Ray worker died: run the same command again to finish "
-                              "the run")
+                self.fatal = "every Ray worker died: run the same command again to finish the run"
                 return
-            if (not self.running and not self.idle
-                    and time.monotonic() - self._started > _START_WAIT_S):
-                self.fatal = (f"no Ray worker started in {_START_WAIT_S:.0f}s: each takes one "
-                              "CPU of the cluster (see: ray status)")
+            if (
+                not self.running
+                and not self.idle
+                and time.monotonic() - self._started > _START_WAIT_S
+            ):
+                self.fatal = (
+                    f"no Ray worker started in {_START_WAIT_S:.0f}s: each takes one "
+                    "CPU of the cluster (see: ray status)"
+                )
                 return
             waiting = [*self.running, *self.opening]
             if not waiting:  # only tasks held elsewhere are left: look again in a while
@@ -301,8 +360,14 @@ class _Driver:
             task, repeat, attempt = self.pending.popleft()
             actor = self.idle.pop()
             session_id, endpoint = new_id(), self.pool.pick()
-            ref = actor.record.remote(task, repeat, attempt, session_id,
-                                      self.retries_left.get((task.task_id, repeat), 0), endpoint)
+            ref = actor.record.remote(
+                task,
+                repeat,
+                attempt,
+                session_id,
+                self.retries_left.get((task.task_id, repeat), 0),
+                endpoint,
+            )
             self.running[ref] = _Slot(actor, task, repeat, attempt, session_id, endpoint)
 
     def _opened(self, ref: Any) -> None:
@@ -329,8 +394,11 @@ class _Driver:
             return
         except self.ray.exceptions.RayTaskError as error:
             cause = getattr(error, "cause", None)
-            self.fatal = str(cause) if isinstance(cause, OwnloopError) else \
-                f"{type(cause or error).__name__}: {cause or error}"
+            self.fatal = (
+                str(cause)
+                if isinstance(cause, OwnloopError)
+                else f"{type(cause or error).__name__}: {cause or error}"
+            )
             return
         self.idle.append(slot.actor)
         self.crashed += done.crashed
@@ -339,9 +407,17 @@ class _Driver:
             self._defer(slot.task, slot.repeat, slot.attempt)
         elif done.result is not None:
             if done.result.status == "endpoint_error" and self.pool.bench(slot.endpoint):
-                self.run_stream.append([EndpointBenched(
-                    at=now(), run_id=self.run_id, session_id=done.result.session_id,
-                    endpoint=public_endpoint(slot.endpoint), seconds=self.pool.bench_s)])
+                self.run_stream.append(
+                    [
+                        EndpointBenched(
+                            at=now(),
+                            run_id=self.run_id,
+                            session_id=done.result.session_id,
+                            endpoint=public_endpoint(slot.endpoint),
+                            seconds=self.pool.bench_s,
+                        )
+                    ]
+                )
             self.results.append(done.result)
             self.on_result(done.result)
             if self.streak.add(done.result):
@@ -364,15 +440,25 @@ class _Driver:
             ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=1.0)
             for ref in ready:
                 self._answered(ref)
-        unended = [SessionEnded(at=now(), run_id=self.run_id, session_id=slot.session_id,
-                                status="interrupted", error=why)
-                   for slot in self.running.values() if _open_session(self.store,
-                                                                      slot.session_id)]
+        unended = [
+            SessionEnded(
+                at=now(),
+                run_id=self.run_id,
+                session_id=slot.session_id,
+                status="interrupted",
+                error=why,
+            )
+            for slot in self.running.values()
+            if _open_session(self.store, slot.session_id)
+        ]
         self.run_stream.append(unended)
         tasks = {slot.session_id: slot.task.task_id for slot in self.running.values()}
         self.results.extend(
-            EpisodeResult(e.session_id, tasks[e.session_id], "interrupted", None, 0, 0.0, None,
-                          None, e.error) for e in unended)
+            EpisodeResult(
+                e.session_id, tasks[e.session_id], "interrupted", None, 0, 0.0, None, None, e.error
+            )
+            for e in unended
+        )
         self.running.clear()
 
     def close(self) -> None:
@@ -393,4 +479,3 @@ def _open_session(store: Store, session_id: str) -> bool:
         return not any(isinstance(e, SessionEnded) for e in store.read_stream(session_id))
     except OwnloopError:
         return False
-

@@ -60,12 +60,20 @@ from ownloop.store.journal import StreamWriter
 from ownloop.store.ledger import ledger_sessions
 from ownloop.store.scrub import scrub_text
 
-__all__ = ["RecordOptions", "RunSummary", "TaskRecorder", "record", "redact_argv",
-           "FINAL_STATUSES", "SCORED"]
+__all__ = [
+    "RecordOptions",
+    "RunSummary",
+    "TaskRecorder",
+    "record",
+    "redact_argv",
+    "FINAL_STATUSES",
+    "SCORED",
+]
 
 # Statuses a session may end with that are not a pause (endpoint_error, interrupted, crashed).
 FINAL_STATUSES = frozenset(
-    {"finished", "call_user", "fail", "max_steps", "timeout", "parse_error", "no_action", "error"})
+    {"finished", "call_user", "fail", "max_steps", "timeout", "parse_error", "no_action", "error"}
+)
 # The outcomes that count for a task: the first session to end with one wins it. An error (the
 # browser or the harness failed, not the agent) gives the task back, like the ungraded statuses.
 SCORED = FINAL_STATUSES - {"error"}
@@ -173,8 +181,9 @@ def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
     for session in ledger_sessions(store, run_id):
         task_id, repeat, session_id = session.task_id, session.repeat, session.session_id
         attempts[task_id] = max(attempts.get(task_id, 0), session.attempt)
-        repeat_attempts[task_id, repeat] = max(repeat_attempts.get((task_id, repeat), 0),
-                                               session.attempt)
+        repeat_attempts[task_id, repeat] = max(
+            repeat_attempts.get((task_id, repeat), 0), session.attempt
+        )
         live = claims.in_flight(task_id, repeat) == session_id
         if session.status is None:
             ended = None if live else _crash(store, claims, run_id, session_id)
@@ -183,9 +192,17 @@ def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
                 crashed += 1
         elif session.status in SCORED and session.counted is None and not live:
             counting = claims.finish(task_id, repeat, session_id)
-            events.append(SessionCounted(
-                at=now(), run_id=run_id, session_id=session_id, task_id=task_id, repeat=repeat,
-                counted=counting.counted, winner=counting.winner))
+            events.append(
+                SessionCounted(
+                    at=now(),
+                    run_id=run_id,
+                    session_id=session_id,
+                    task_id=task_id,
+                    repeat=repeat,
+                    counted=counting.counted,
+                    winner=counting.winner,
+                )
+            )
         elif session.counted and claims.winner(task_id, repeat) is None:
             claims.finish(task_id, repeat, session_id)  # the marker was lost: the journal rules
     return _Standing(events, crashed, attempts, repeat_attempts)
@@ -220,8 +237,9 @@ class _Worker(threading.Thread):
                 runner.settle(task, claim, result)
                 runner.report(result)
         except Exception as exc:  # noqa: BLE001 - a worker that cannot start a browser says why
-            runner.fatal.append(str(exc) if isinstance(exc, OwnloopError)
-                                else f"{type(exc).__name__}: {exc}")
+            runner.fatal.append(
+                str(exc) if isinstance(exc, OwnloopError) else f"{type(exc).__name__}: {exc}"
+            )
             runner.stop.set()
         finally:
             try:
@@ -239,8 +257,16 @@ class TaskRecorder:
     # Told (session id, task id, step, what the step did) after each step, when set.
     on_step: Callable[[str, str, int, str], None] | None = None
 
-    def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
-                 run_id: str, claims: Claims, run_stream: StreamWriter) -> None:
+    def __init__(
+        self,
+        store: Store,
+        suite: Suite,
+        agent: Agent,
+        options: RecordOptions,
+        run_id: str,
+        claims: Claims,
+        run_stream: StreamWriter,
+    ) -> None:
         self.store, self.suite, self.agent, self.options = store, suite, agent, options
         self.run_id = run_id
         self.claims = claims
@@ -260,14 +286,20 @@ class TaskRecorder:
             if endpoint not in self._clients:
                 options = self.options
                 self._clients[endpoint] = ModelClient(
-                    endpoint, options.model, load_blob=self.store.get_blob,
-                    put_blob=self.store.put_blob, api_key=options.api_key,
-                    timeout_s=options.call_timeout_s, retries=options.call_retries,
-                    retry_wait_s=options.call_retry_wait_s)
+                    endpoint,
+                    options.model,
+                    load_blob=self.store.get_blob,
+                    put_blob=self.store.put_blob,
+                    api_key=options.api_key,
+                    timeout_s=options.call_timeout_s,
+                    retries=options.call_retries,
+                    retry_wait_s=options.call_retry_wait_s,
+                )
             return self._clients[endpoint]
 
-    def take(self, task: Task, attempt: int, session_id: str | None = None,
-             repeat: int = 1) -> Claim | str:
+    def take(
+        self, task: Task, attempt: int, session_id: str | None = None, repeat: int = 1
+    ) -> Claim | str:
         """Claim one repeat of the task for a new session: the Claim, or ``"done"`` (a session
         of it counts already) or ``"held"`` (another recorder runs it; look again later)."""
         claim = self.claims.claim(task.task_id, repeat, session_id or new_id(), attempt=attempt)
@@ -306,23 +338,42 @@ class TaskRecorder:
         if old is None or ended is None or ended.status not in SCORED:
             return False
         counting = self.claims.finish(task.task_id, claim.repeat, old)
-        self.run_stream.append([SessionCounted(
-            at=now(), run_id=self.run_id, session_id=old, task_id=task.task_id,
-            repeat=claim.repeat, counted=counting.counted, winner=counting.winner)])
+        self.run_stream.append(
+            [
+                SessionCounted(
+                    at=now(),
+                    run_id=self.run_id,
+                    session_id=old,
+                    task_id=task.task_id,
+                    repeat=claim.repeat,
+                    counted=counting.counted,
+                    winner=counting.winner,
+                )
+            ]
+        )
         with self._lock:
             self.done_elsewhere += 1
         return True
 
-    def run_one(self, handle: Any, task: Task, claim: Claim,
-                endpoint: str | None = None) -> EpisodeResult:
+    def run_one(
+        self, handle: Any, task: Task, claim: Claim, endpoint: str | None = None
+    ) -> EpisodeResult:
         """Run the claimed task's session on ``endpoint``, else on the pool's next endpoint (then
         an ``endpoint_error`` takes that endpoint out of the pool for a while)."""
         own_pick = endpoint is None
         endpoint = endpoint or self.pool.pick()
         settings = self.agent.settings
-        events: list[Event] = [TaskClaimed(
-            at=now(), run_id=self.run_id, session_id=claim.session_id, task_id=task.task_id,
-            repeat=claim.repeat, holder=claim.holder, took_over=claim.took_over)]
+        events: list[Event] = [
+            TaskClaimed(
+                at=now(),
+                run_id=self.run_id,
+                session_id=claim.session_id,
+                task_id=task.task_id,
+                repeat=claim.repeat,
+                holder=claim.holder,
+                took_over=claim.took_over,
+            )
+        ]
         if claim.took_over_session:  # its recorder died mid-session: that session crashed
             crashed = _crash(self.store, self.claims, self.run_id, claim.took_over_session)
             if crashed is not None:
@@ -330,52 +381,94 @@ class TaskRecorder:
                 with self._lock:
                     self.crashed += 1
         self.run_stream.append(events)
-        session = BrowserSession(handle.browser, settings.viewport, settle_s=self.options.settle_s,
-                                 allow_hosts=self.options.allow_hosts)
+        session = BrowserSession(
+            handle.browser,
+            settings.viewport,
+            settle_s=self.options.settle_s,
+            allow_hosts=self.options.allow_hosts,
+        )
         try:
             started = SessionStarted(
-                at=now(), run_id=self.run_id, session_id=claim.session_id, task=task,
-                agent=self.agent.name, model=self.options.model, attempt=claim.attempt,
-                viewport=settings.viewport, repeat=claim.repeat,
+                at=now(),
+                run_id=self.run_id,
+                session_id=claim.session_id,
+                task=task,
+                agent=self.agent.name,
+                model=self.options.model,
+                attempt=claim.attempt,
+                viewport=settings.viewport,
+                repeat=claim.repeat,
                 chromium=browser_versions(handle.browser)["chromium"],
-                endpoint=public_endpoint(endpoint))
+                endpoint=public_endpoint(endpoint),
+            )
             with self._lock:
                 self.in_flight[started.session_id] = task.task_id
             result = run_episode(
-                store=self.store, agent=self.agent, client=self.client_for(endpoint),
-                browser=session, suite=self.suite, started=started, limits=self.options.limits,
-                stop=self.stop, grader_spec=task.grader or self.suite.default_grader,
-                on_step=_step_reporter(self.on_step, started) if self.on_step else None)
+                store=self.store,
+                agent=self.agent,
+                client=self.client_for(endpoint),
+                browser=session,
+                suite=self.suite,
+                started=started,
+                limits=self.options.limits,
+                stop=self.stop,
+                grader_spec=task.grader or self.suite.default_grader,
+                on_step=_step_reporter(self.on_step, started) if self.on_step else None,
+            )
         finally:
             session.close()
         if own_pick and result.status == "endpoint_error":
             self.bench(endpoint, result.session_id, self.pool, self.run_stream)
         return result
 
-    def bench(self, endpoint: str, session_id: str, pool: EndpointPool,
-              stream: StreamWriter) -> None:
+    def bench(
+        self, endpoint: str, session_id: str, pool: EndpointPool, stream: StreamWriter
+    ) -> None:
         """Take ``endpoint`` out of ``pool`` after ``session_id`` failed on it, recorded."""
         if pool.bench(endpoint):
-            stream.append([EndpointBenched(
-                at=now(), run_id=self.run_id, session_id=session_id,
-                endpoint=public_endpoint(endpoint), seconds=pool.bench_s)])
+            stream.append(
+                [
+                    EndpointBenched(
+                        at=now(),
+                        run_id=self.run_id,
+                        session_id=session_id,
+                        endpoint=public_endpoint(endpoint),
+                        seconds=pool.bench_s,
+                    )
+                ]
+            )
 
-    def settle_session(self, task: Task, claim: Claim, result: EpisodeResult, *,
-                       retry: bool) -> None:
+    def settle_session(
+        self, task: Task, claim: Claim, result: EpisodeResult, *, retry: bool
+    ) -> None:
         """After a session: count it (a final outcome, unless it is retried) or give its claim
         back, and catalog its stream."""
         events: list[Event] = []
         if result.status in SCORED and not retry:
             counting = self.claims.finish(task.task_id, claim.repeat, result.session_id)
-            events.append(SessionCounted(
-                at=now(), run_id=self.run_id, session_id=result.session_id,
-                task_id=task.task_id, repeat=claim.repeat, counted=counting.counted,
-                winner=counting.winner))
+            events.append(
+                SessionCounted(
+                    at=now(),
+                    run_id=self.run_id,
+                    session_id=result.session_id,
+                    task_id=task.task_id,
+                    repeat=claim.repeat,
+                    counted=counting.counted,
+                    winner=counting.winner,
+                )
+            )
         else:
             if result.status in SCORED:  # retried: this attempt does not count, the retry may
-                events.append(SessionCounted(
-                    at=now(), run_id=self.run_id, session_id=result.session_id,
-                    task_id=task.task_id, repeat=claim.repeat, counted=False))
+                events.append(
+                    SessionCounted(
+                        at=now(),
+                        run_id=self.run_id,
+                        session_id=result.session_id,
+                        task_id=task.task_id,
+                        repeat=claim.repeat,
+                        counted=False,
+                    )
+                )
             self.claims.release(claim)
         if result.head is not None:
             events.append(StreamsCataloged(at=now(), run_id=self.run_id, heads=(result.head,)))
@@ -385,9 +478,17 @@ class TaskRecorder:
 class _Runner(TaskRecorder):
     """The threaded executor's shared state: the queue of tasks, retries, results."""
 
-    def __init__(self, store: Store, suite: Suite, agent: Agent, options: RecordOptions,
-                 run_id: str, on_result: Callable[[EpisodeResult], None], claims: Claims,
-                 run_stream: StreamWriter) -> None:
+    def __init__(
+        self,
+        store: Store,
+        suite: Suite,
+        agent: Agent,
+        options: RecordOptions,
+        run_id: str,
+        on_result: Callable[[EpisodeResult], None],
+        claims: Claims,
+        run_stream: StreamWriter,
+    ) -> None:
         super().__init__(store, suite, agent, options, run_id, claims, run_stream)
         self.on_result = on_result
         # (task, repeat, attempt) units to claim
@@ -480,8 +581,13 @@ def record(
     pool = list(dict.fromkeys(options.endpoints or (options.endpoint,)))
     for endpoint in pool:
         try:
-            ModelClient(endpoint, options.model, load_blob=store.get_blob,
-                        api_key=options.api_key, timeout_s=options.call_timeout_s).check()
+            ModelClient(
+                endpoint,
+                options.model,
+                load_blob=store.get_blob,
+                api_key=options.api_key,
+                timeout_s=options.call_timeout_s,
+            ).check()
         except EndpointUnusable as exc:
             unusable.append(exc)
     if len(unusable) == len(pool):
@@ -493,17 +599,28 @@ def record(
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_graders(tasks, suite.default_grader)
     started = declare(
-        run_id=run_id, argv=redact_argv(options.argv), agent=agent,
-        model=options.model, suite=suite, tasks=tasks,
+        run_id=run_id,
+        argv=redact_argv(options.argv),
+        agent=agent,
+        model=options.model,
+        suite=suite,
+        tasks=tasks,
         endpoint=" ".join(public_endpoint(e) for e in options.endpoints or (options.endpoint,)),
-        max_steps=options.limits.max_steps, timeout_s=options.limits.timeout_s,
-        versions=_versions(source), repeats=options.repeats)
+        max_steps=options.limits.max_steps,
+        timeout_s=options.limits.timeout_s,
+        versions=_versions(source),
+        repeats=options.repeats,
+    )
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
     try:
         admit(store, claims, started)
         standing = _standing(store, claims, run_id)
-        todo = [_Unit(t, r) for t in tasks for r in range(1, options.repeats + 1)
-                if claims.winner(t.task_id, r) is None]
+        todo = [
+            _Unit(t, r)
+            for t in tasks
+            for r in range(1, options.repeats + 1)
+            if claims.winner(t.task_id, r) is None
+        ]
         skipped = len(tasks) * options.repeats - len(todo)
         if not todo and not standing.events:
             return RunSummary(run_id, [], skipped, 0, 0.0, False)
@@ -512,12 +629,37 @@ def record(
             if options.executor == "ray":
                 from ownloop.recorder.ray_executor import run_on_ray
 
-                summary = run_on_ray(store, agent, options, run_id, todo, skipped,
-                                     standing.crashed, standing.repeat_attempts, run_stream,
-                                     begun, on_start, on_result)
+                summary = run_on_ray(
+                    store,
+                    agent,
+                    options,
+                    run_id,
+                    todo,
+                    skipped,
+                    standing.crashed,
+                    standing.repeat_attempts,
+                    run_stream,
+                    begun,
+                    on_start,
+                    on_result,
+                )
             else:
-                summary = _run(store, suite, agent, options, run_id, todo, skipped, standing,
-                               claims, run_stream, begun, on_start, on_result, on_step)
+                summary = _run(
+                    store,
+                    suite,
+                    agent,
+                    options,
+                    run_id,
+                    todo,
+                    skipped,
+                    standing,
+                    claims,
+                    run_stream,
+                    begun,
+                    on_start,
+                    on_result,
+                    on_step,
+                )
     finally:
         claims.close()
     store.sync()
@@ -526,11 +668,22 @@ def record(
     return summary
 
 
-def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_id: str,
-         todo: list[_Unit], skipped: int, standing: _Standing, claims: Claims,
-         run_stream: StreamWriter, begun: float, on_start: Callable[[str, int, int], None],
-         on_result: Callable[[EpisodeResult], None],
-         on_step: Callable[[str, str, int, str], None] | None = None) -> RunSummary:
+def _run(
+    store: Store,
+    suite: Suite,
+    agent: Agent,
+    options: RecordOptions,
+    run_id: str,
+    todo: list[_Unit],
+    skipped: int,
+    standing: _Standing,
+    claims: Claims,
+    run_stream: StreamWriter,
+    begun: float,
+    on_start: Callable[[str, int, int], None],
+    on_result: Callable[[EpisodeResult], None],
+    on_step: Callable[[str, str, int, str], None] | None = None,
+) -> RunSummary:
     streak = _EndpointErrors(options.max_endpoint_errors)
     left: list[int] = []
 
@@ -542,8 +695,9 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
 
     runner = _Runner(store, suite, agent, options, run_id, reported, claims, run_stream)
     runner.on_step = on_step
-    retries = agent.settings.error_retries if options.error_retries is None \
-        else options.error_retries
+    retries = (
+        agent.settings.error_retries if options.error_retries is None else options.error_retries
+    )
     for task, repeat in todo:
         attempt = standing.repeat_attempts.get((task.task_id, repeat), 0) + 1
         runner.queue.put((task, repeat, attempt))
@@ -564,26 +718,51 @@ def _run(store: Store, suite: Suite, agent: Agent, options: RecordOptions, run_i
             worker.done.wait(30)
         # A session whose worker did not get to write its end (it was still stopping, or
         # its browser went down with the same Ctrl-C) ends here, so none is left open.
-        unended = [SessionEnded(at=now(), run_id=run_id, session_id=session_id,
-                                status="interrupted", error="interrupted (Ctrl-C)")
-                   for session_id in list(runner.in_flight)
-                   if not _has_ended(store, session_id)]
+        unended = [
+            SessionEnded(
+                at=now(),
+                run_id=run_id,
+                session_id=session_id,
+                status="interrupted",
+                error="interrupted (Ctrl-C)",
+            )
+            for session_id in list(runner.in_flight)
+            if not _has_ended(store, session_id)
+        ]
         run_stream.append(unended)
         runner.results.extend(
-            EpisodeResult(e.session_id, runner.in_flight[e.session_id], "interrupted", None,
-                          0, 0.0, None, None, e.error) for e in unended)
+            EpisodeResult(
+                e.session_id,
+                runner.in_flight[e.session_id],
+                "interrupted",
+                None,
+                0,
+                0.0,
+                None,
+                None,
+                e.error,
+            )
+            for e in unended
+        )
     with runner._lock:  # a worker still stopping after 30 s must not add to the summary
         results = list(runner.results)
     fatal = runner.fatal[0] if runner.fatal else streak.stopped
     not_started = sum(left) + runner.queue.qsize() + len(runner.deferred) if fatal else 0
-    summary = RunSummary(run_id, results, skipped, standing.crashed + runner.crashed,
-                         round(time.monotonic() - begun, 3), interrupted,
-                         runner.done_elsewhere, fatal, not_started)
+    summary = RunSummary(
+        run_id,
+        results,
+        skipped,
+        standing.crashed + runner.crashed,
+        round(time.monotonic() - begun, 3),
+        interrupted,
+        runner.done_elsewhere,
+        fatal,
+        not_started,
+    )
     counts = summary.counts()
     if summary.crashed:
         counts["crashed"] = counts.get("crashed", 0) + summary.crashed
-    run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts,
-                                seconds=summary.seconds)])
+    run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts, seconds=summary.seconds)])
     return summary
 
 
@@ -603,8 +782,10 @@ class _EndpointErrors:
             if self.stopped or not self.limit or self.in_a_row < self.limit:
                 return False
             last = f" (the last: {result.error[:120]})" if result.error else ""
-            self.stopped = (f"{self.in_a_row} sessions in a row ended endpoint_error{last}; "
-                            "--max-endpoint-errors stops the run there")
+            self.stopped = (
+                f"{self.in_a_row} sessions in a row ended endpoint_error{last}; "
+                "--max-endpoint-errors stops the run there"
+            )
             return True
 
 
@@ -623,8 +804,9 @@ def _drain(runner: _Runner) -> int:
     return taken
 
 
-def _step_reporter(on_step: Callable[[str, str, int, str], None],
-                   started: SessionStarted) -> StepHook:
+def _step_reporter(
+    on_step: Callable[[str, str, int, str], None], started: SessionStarted
+) -> StepHook:
     """The episode's step hook that tells ``on_step`` what each step did, in a few words."""
 
     def seen(step: int, batch: list[Event]) -> None:
@@ -654,8 +836,13 @@ def _crash(store: Store, claims: Claims, run_id: str, session_id: str) -> Sessio
         return None
     if not claims.mark_crashed(session_id):
         return None
-    return SessionEnded(at=now(), run_id=run_id, session_id=session_id, status="crashed",
-                        error="no end recorded: the recorder stopped mid-session")
+    return SessionEnded(
+        at=now(),
+        run_id=run_id,
+        session_id=session_id,
+        status="crashed",
+        error="no end recorded: the recorder stopped mid-session",
+    )
 
 
 def _has_ended(store: Store, session_id: str) -> bool:
@@ -681,5 +868,10 @@ def _versions(source: SourceState) -> Versions:
     except Exception:  # noqa: BLE001 - metadata may be missing in odd installs
         playwright_version = ""
     return Versions(
-        ownloop=__version__, git_commit=source.commit, git_dirty=source.dirty,
-        python=sys.version.split()[0], playwright=playwright_version, os=platform.platform())
+        ownloop=__version__,
+        git_commit=source.commit,
+        git_dirty=source.dirty,
+        python=sys.version.split()[0],
+        playwright=playwright_version,
+        os=platform.platform(),
+    )

@@ -54,8 +54,9 @@ class SentImages:
         out: list[Message] = []
         changed = False
         for message in messages:
-            parts = tuple(self._part(part) if isinstance(part, ImagePart) else part
-                          for part in message.parts)
+            parts = tuple(
+                self._part(part) if isinstance(part, ImagePart) else part for part in message.parts
+            )
             changed = changed or parts != message.parts
             out.append(Message(role=message.role, parts=parts))
         return tuple(out) if changed else messages
@@ -68,7 +69,8 @@ class SentImages:
         done = self._done.get(part.sha256)
         if done is None:
             data = resize_png(self._get(part.sha256), size)
-            done = ImagePart(sha256=self._put(data), media_type="image/png",
-                             width=size[0], height=size[1])
+            done = ImagePart(
+                sha256=self._put(data), media_type="image/png", width=size[0], height=size[1]
+            )
             self._done[part.sha256] = done
         return done

@@ -48,16 +48,26 @@ class BlindAudit(NamedTuple):
         """The closing lines: what was skipped, the flagged tasks, a query to see them."""
         flagged = [str(row[0]) for row in self.rows.rows if row[4]]
         lines = list(self.skipped)
-        lines.append(f"run {self.run_id}: {len(self.rows.rows)} tasks audited, {self.replayed} "
-                     f"blind replays run now; non-discriminative: {', '.join(flagged) or 'none'}")
-        lines.append("query: " + sql_command("select * from blind_replays where run_id = $run",
-                                             run=self.run_id))
+        lines.append(
+            f"run {self.run_id}: {len(self.rows.rows)} tasks audited, {self.replayed} "
+            f"blind replays run now; non-discriminative: {', '.join(flagged) or 'none'}"
+        )
+        lines.append(
+            "query: "
+            + sql_command("select * from blind_replays where run_id = $run", run=self.run_id)
+        )
         return lines
 
 
-def audit_blind(store: Store, run_id: str, seeds: str | None = None, *, settle_s: float = 0.2,
-                chromium: str | None = None,
-                on_replay: Callable[[str, int, bool | None], None] | None = None) -> BlindAudit:
+def audit_blind(
+    store: Store,
+    run_id: str,
+    seeds: str | None = None,
+    *,
+    settle_s: float = 0.2,
+    chromium: str | None = None,
+    on_replay: Callable[[str, int, bool | None], None] | None = None,
+) -> BlindAudit:
     """Replay each passing task of ``run_id`` blind on other seeds; the audit's rows.
 
     Args:
@@ -76,8 +86,10 @@ def audit_blind(store: Store, run_id: str, seeds: str | None = None, *, settle_s
     given = parse_seeds(seeds) if seeds else None
     candidates = passing_sessions(store, run_id)
     if not candidates:
-        raise OwnloopError(f"run {run_id} has no passing session to audit. List runs with: "
-                           "ownloop sql \"select run_id, score from run_scores\"")
+        raise OwnloopError(
+            f"run {run_id} has no passing session to audit. List runs with: "
+            'ownloop sql "select run_id, score from run_scores"'
+        )
     done = blind_replayed(store, run_id)
     replayed = 0
     skipped: list[str] = []
@@ -85,14 +97,23 @@ def audit_blind(store: Store, run_id: str, seeds: str | None = None, *, settle_s
         parent = fold(store.session_events(session_id))
         task = parent.task
         if task is None or task.suite != "miniwob":
-            skipped.append(f"{task_id}: skipped, not a MiniWoB task (a blind audit needs other "
-                           "episodes of the task: seeds)")
+            skipped.append(
+                f"{task_id}: skipped, not a MiniWoB task (a blind audit needs other "
+                "episodes of the task: seeds)"
+            )
             continue
         for seed in _seeds_for(task.seed, given):
             if (session_id, seed) in done:
                 continue
-            result = execute_session(store, parent, "ops", seed=seed, on_diverge="ignore",
-                                     settle_s=settle_s, chromium=chromium)
+            result = execute_session(
+                store,
+                parent,
+                "ops",
+                seed=seed,
+                on_diverge="ignore",
+                settle_s=settle_s,
+                chromium=chromium,
+            )
             replayed += 1
             if on_replay is not None:
                 grade = result.child.latest_grade

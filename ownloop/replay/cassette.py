@@ -35,6 +35,8 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
+import msgspec
+
 from ownloop.modelserver.chat import HttpFault, Reply, Responder, steps_taken
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
 from ownloop.modelserver.server import ModelServer
@@ -43,7 +45,7 @@ from ownloop.recorder.model import CallOutcome
 from ownloop.replay.fold import Session, fold
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import Message, ModelCalled, Sampling, TextPart, now
+from ownloop.store.events import CallPurpose, Message, ModelCalled, Sampling, TextPart, now
 from ownloop.store.ids import new_id
 from ownloop.store.queries import has_session, latest_session_of_task, run_sessions
 
@@ -105,8 +107,10 @@ def _digest(canonical: list[Any]) -> str:
 
 def _keys(messages: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> Keys:
     exact = [[role, [list(part) for part in parts]] for role, parts in messages]
-    text = [[role, [[kind, value if kind == "t" else ""] for kind, value in parts]]
-            for role, parts in messages]
+    text = [
+        [role, [[kind, value if kind == "t" else ""] for kind, value in parts]]
+        for role, parts in messages
+    ]
     return Keys(_digest(exact), _digest(text))
 
 
@@ -114,8 +118,10 @@ def message_keys(messages: Sequence[Message]) -> Keys:
     """The match keys of a request the agent loop built (images are blob references)."""
     canonical = []
     for message in messages:
-        parts = [("t", part.text) if isinstance(part, TextPart) else ("i", part.sha256)
-                 for part in message.parts]
+        parts = [
+            ("t", part.text) if isinstance(part, TextPart) else ("i", part.sha256)
+            for part in message.parts
+        ]
         canonical.append((message.role, parts))
     return _keys(canonical)
 
@@ -179,8 +185,15 @@ class Cassette:
                     if call.response is None:  # a failed try: nothing to serve
                         continue
                     recording = Recording(
-                        len(mine), session.session_id, step.step, call.attempt, call.response,
-                        call.finish_reason, call.model, message_keys(call.messages))
+                        len(mine),
+                        session.session_id,
+                        step.step,
+                        call.attempt,
+                        call.response,
+                        call.finish_reason,
+                        call.model,
+                        message_keys(call.messages),
+                    )
                     mine.append(recording)
                     self._exact.setdefault(recording.keys.exact, []).append(recording)
                     self._text.setdefault(recording.keys.text, []).append(recording)
@@ -238,9 +251,9 @@ class Cassette:
         self._served.add((recording.session_id, recording.position))
         self._current = recording.session_id
         self._next[recording.session_id] = max(
-            self._next.get(recording.session_id, 0), recording.position + 1)
+            self._next.get(recording.session_id, 0), recording.position + 1
+        )
         return Served(recording, how)
-
 
 
 def load_cassette(store: Store, target: str) -> Cassette:
@@ -259,7 +272,8 @@ def load_cassette(store: Store, target: str) -> Cassette:
             ids = [latest] if latest else []
     if not ids:
         raise CassetteError(
-            f"no session, run or task {target!r} in {store.root}. List them with: ownloop sessions")
+            f"no session, run or task {target!r} in {store.root}. List them with: ownloop sessions"
+        )
     cassette = Cassette([fold(store.session_events(session_id)) for session_id in ids])
     if not len(cassette):
         raise CassetteError(f"{target!r} has no recorded model responses to serve")
@@ -267,8 +281,11 @@ def load_cassette(store: Store, target: str) -> Cassette:
 
 
 def _miss_message(step: int, on_miss: str) -> str:
-    hint = ("the cassette has nothing left to force" if on_miss == "force"
-            else "replay with --on-miss force (next recorded response) or forward (live model)")
+    hint = (
+        "the cassette has nothing left to force"
+        if on_miss == "force"
+        else "replay with --on-miss force (next recorded response) or forward (live model)"
+    )
     return f"cassette miss at step {step}: no recorded response matches this request; {hint}"
 
 
@@ -288,8 +305,14 @@ class CassetteClient:
         CassetteError: ``forward`` or ``live_from_step`` without a live client.
     """
 
-    def __init__(self, cassette: Cassette, *, on_miss: str = "stop",
-                 live: ModelCaller | None = None, live_from_step: int | None = None) -> None:
+    def __init__(
+        self,
+        cassette: Cassette,
+        *,
+        on_miss: str = "stop",
+        live: ModelCaller | None = None,
+        live_from_step: int | None = None,
+    ) -> None:
         if on_miss not in ON_MISS:
             raise CassetteError(f"unknown --on-miss {on_miss!r}. Use one of: {', '.join(ON_MISS)}")
         if live is None and (on_miss == "forward" or live_from_step is not None):
@@ -306,33 +329,61 @@ class CassetteClient:
         session_id: str,
         step: int,
         attempt: int,
-        purpose: str,
+        purpose: CallPurpose,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> CallOutcome:
         """One call of the agent loop, answered from the cassette (or the live model)."""
-        live_args = dict(run_id=run_id, session_id=session_id, step=step, attempt=attempt,
-                         purpose=purpose, should_stop=should_stop)
-        if self.live is not None and self.live_from_step is not None \
-                and step >= self.live_from_step:
-            return self.live.call(messages, sampling, **live_args)  # type: ignore[arg-type]
+
+        def live(caller: ModelCaller) -> CallOutcome:
+            return caller.call(
+                messages,
+                sampling,
+                run_id=run_id,
+                session_id=session_id,
+                step=step,
+                attempt=attempt,
+                purpose=purpose,
+                should_stop=should_stop,
+            )
+
+        if (
+            self.live is not None
+            and self.live_from_step is not None
+            and step >= self.live_from_step
+        ):
+            return live(self.live)
         started = time.perf_counter()
         served = self.cassette.serve(message_keys(messages), step)
         if served is None and self.on_miss == "forward" and self.live is not None:
-            return self.live.call(messages, sampling, **live_args)  # type: ignore[arg-type]
+            return live(self.live)
         if served is None and self.on_miss == "force":
             served = self.cassette.force()
-        base = dict(at=now(), run_id=run_id, session_id=session_id, step=step,
-                    call_id=new_id(), attempt=attempt, purpose=purpose, messages=messages,
-                    sampling=sampling)
+        called = ModelCalled(
+            at=now(),
+            run_id=run_id,
+            session_id=session_id,
+            step=step,
+            call_id=new_id(),
+            attempt=attempt,
+            purpose=purpose,
+            messages=messages,
+            sampling=sampling,
+        )
         if served is None:
             error = _miss_message(step, self.on_miss)
-            event = ModelCalled(**base, error=error, served_by="cassette:miss",  # type: ignore[arg-type]
-                                latency_ms=_ms(started))
+            event = msgspec.structs.replace(
+                called, error=error, served_by="cassette:miss", latency_ms=_ms(started)
+            )
             return CallOutcome([event], None, None, error)
         recording = served.recording
-        event = ModelCalled(
-            **base, model=recording.model, response=recording.response,  # type: ignore[arg-type]
-            finish_reason=recording.finish_reason, served_by=served.how, latency_ms=_ms(started))
+        event = msgspec.structs.replace(
+            called,
+            model=recording.model,
+            response=recording.response,
+            finish_reason=recording.finish_reason,
+            served_by=served.how,
+            latency_ms=_ms(started),
+        )
         return CallOutcome([event], recording.response, recording.finish_reason, None)
 
 
@@ -356,8 +407,14 @@ class CassetteResponder:
         CassetteError: an unknown policy, or ``forward`` without a URL.
     """
 
-    def __init__(self, cassette: Cassette, on_miss: str = "stop", forward: str | None = None,
-                 *, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        cassette: Cassette,
+        on_miss: str = "stop",
+        forward: str | None = None,
+        *,
+        timeout_s: float = 120.0,
+    ) -> None:
         if on_miss not in ON_MISS:
             raise CassetteError(f"unknown --on-miss {on_miss!r}. Use one of: {', '.join(ON_MISS)}")
         if on_miss == "forward" and not forward:
@@ -375,23 +432,27 @@ class CassetteResponder:
         if served is None and self.on_miss == "force":
             served = self.cassette.force()
         if served is None:
-            raise HttpFault(409, _miss_message(step, self.on_miss),
-                            error_type="invalid_request_error")
+            raise HttpFault(
+                409, _miss_message(step, self.on_miss), error_type="invalid_request_error"
+            )
         recording = served.recording
         return Reply(recording.response, recording.finish_reason or "stop", match=served.how)
 
     def _forward(self, request: dict[str, Any]) -> Reply:
         url = f"{str(self.forward).rstrip('/')}/chat/completions"
         body = json.dumps({**request, "stream": False}).encode()
-        asked = urllib.request.Request(url, data=body, method="POST",
-                                       headers={"Content-Type": "application/json"})
+        asked = urllib.request.Request(
+            url, data=body, method="POST", headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(asked, timeout=self.timeout_s) as answer:
                 choice = json.loads(answer.read())["choices"][0]
             text = choice["message"]["content"] or ""
         except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise HttpFault(502, f"forwarding the cassette miss to {url} failed: "
-                            f"{type(exc).__name__}: {exc}"[:500]) from None
+            raise HttpFault(
+                502,
+                f"forwarding the cassette miss to {url} failed: {type(exc).__name__}: {exc}"[:500],
+            ) from None
         return Reply(str(text), choice.get("finish_reason") or "stop", match="forward")
 
 

@@ -49,8 +49,16 @@ __all__ = [
 ]
 
 # What identifies a non-pointer action besides its kind.
-_TEXT_FIELDS = {"type": "text", "hotkey": "keys", "key_down": "key", "key_up": "key",
-                "goto": "url", "search": "query", "finish": "answer", "scroll": "direction"}
+_TEXT_FIELDS = {
+    "type": "text",
+    "hotkey": "keys",
+    "key_down": "key",
+    "key_up": "key",
+    "goto": "url",
+    "search": "query",
+    "finish": "answer",
+    "scroll": "direction",
+}
 
 
 class Divergence(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,16 +75,21 @@ class Divergence(msgspec.Struct, frozen=True, kw_only=True):
 
     def line(self) -> str:
         if self.step_a is None and self.step_b is None:
-            return (f"the same {self.same_before} steps in {self.session_a} and "
-                    f"{self.session_b}: only the outcome differs")
+            return (
+                f"the same {self.same_before} steps in {self.session_a} and "
+                f"{self.session_b}: only the outcome differs"
+            )
         if self.step_a is None:
             where = f"B step {self.step_b} has no counterpart in A: {self.did_b}"
         elif self.step_b is None:
             where = f"A step {self.step_a} has no counterpart in B: {self.did_a}"
         else:
             where = f"A step {self.step_a} / B step {self.step_b}: {self.did_a} vs {self.did_b}"
-        again = "" if self.rejoined is None else \
-            f"; they agree again from A step {self.rejoined[0]} / B step {self.rejoined[1]}"
+        again = (
+            ""
+            if self.rejoined is None
+            else f"; they agree again from A step {self.rejoined[0]} / B step {self.rejoined[1]}"
+        )
         return f"first divergent step {where}{again} ({self.session_a} vs {self.session_b})"
 
 
@@ -149,15 +162,21 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
             passes = sum(t.passes_a if name == "A" else t.passes_b for t in self.tasks)
             tasks = sum(1 for t in self.tasks if (t.n_a if name == "A" else t.n_b))
             rate = self.flip_rate_a if name == "A" else self.flip_rate_b
-            lines.append(f"{name} {visible(run, one_line=True)}: {passes}/{n} sessions passed "
-                         f"({passes / n:.3f}) over {tasks} tasks; repeats disagree on "
-                         f"{rate:.0%} of its tasks")
+            lines.append(
+                f"{name} {visible(run, one_line=True)}: {passes}/{n} sessions passed "
+                f"({passes / n:.3f}) over {tasks} tasks; repeats disagree on "
+                f"{rate:.0%} of its tasks"
+            )
         d = self.difference
-        lines.append(f"B - A: {d.estimate:+.3f} (95% paired bootstrap {d.low:+.3f} to "
-                     f"{d.high:+.3f}; {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}) "
-                     f"over {len(self.shared)} shared tasks")
-        lines.append(f"McNemar exact over tasks: solved only by A {self.only_a}, only by B "
-                     f"{self.only_b}, p = {self.p_value:.4g}")
+        lines.append(
+            f"B - A: {d.estimate:+.3f} (95% paired bootstrap {d.low:+.3f} to "
+            f"{d.high:+.3f}; {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}) "
+            f"over {len(self.shared)} shared tasks"
+        )
+        lines.append(
+            f"McNemar exact over tasks: solved only by A {self.only_a}, only by B "
+            f"{self.only_b}, p = {self.p_value:.4g}"
+        )
         lonely = len(self.tasks) - len(self.shared)
         if lonely:
             lines.append(f"{lonely} tasks graded in one run only are left out of B - A")
@@ -165,17 +184,23 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
         for task in self.flipped:
             side = "A" if task.solved_a else "B"
             where = task.divergence.line() if task.divergence is not None else ""
-            lines.append(visible(f"  {task.task_id}: solved by {side} only; {where}",
-                                 one_line=True))
+            lines.append(
+                visible(f"  {task.task_id}: solved by {side} only; {where}", one_line=True)
+            )
         return lines
 
     def to_json(self) -> str:
         data: dict[str, Any] = {
-            "run_a": self.run_a, "run_b": self.run_b,
+            "run_a": self.run_a,
+            "run_b": self.run_b,
             "difference": self.difference._asdict(),
-            "resamples": BOOTSTRAP_RESAMPLES, "seed": BOOTSTRAP_SEED,
-            "only_a": self.only_a, "only_b": self.only_b, "p_value": self.p_value,
-            "flip_rate_a": self.flip_rate_a, "flip_rate_b": self.flip_rate_b,
+            "resamples": BOOTSTRAP_RESAMPLES,
+            "seed": BOOTSTRAP_SEED,
+            "only_a": self.only_a,
+            "only_b": self.only_b,
+            "p_value": self.p_value,
+            "flip_rate_a": self.flip_rate_a,
+            "flip_rate_b": self.flip_rate_b,
             "tasks": [_task_record(t) for t in self.tasks],
             "flipped": [t.task_id for t in self.flipped],
         }
@@ -184,9 +209,23 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     def to_csv(self) -> str:
         out = io.StringIO()
         records = [_task_record(t) for t in self.tasks]
-        columns = ["task_id", "n_a", "passes_a", "rate_a", "n_b", "passes_b", "rate_b",
-                   "delta", "flipped", "session_a", "session_b", "step_a", "step_b", "did_a",
-                   "did_b"]
+        columns = [
+            "task_id",
+            "n_a",
+            "passes_a",
+            "rate_a",
+            "n_b",
+            "passes_b",
+            "rate_b",
+            "delta",
+            "flipped",
+            "session_a",
+            "session_b",
+            "step_a",
+            "step_b",
+            "did_a",
+            "did_b",
+        ]
         writer = csv.DictWriter(out, columns, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
         for record in records:
@@ -197,19 +236,27 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
 
 def _task_record(task: TaskComparison) -> dict[str, Any]:
     delta = None if not task.shared else task.passes_b / task.n_b - task.passes_a / task.n_a
-    return {"task_id": task.task_id, "n_a": task.n_a, "passes_a": task.passes_a,
-            "rate_a": task.rate_a, "n_b": task.n_b, "passes_b": task.passes_b,
-            "rate_b": task.rate_b, "delta": delta, "flipped": task.flipped,
-            "divergence": None if task.divergence is None else msgspec.to_builtins(
-                task.divergence)}
+    return {
+        "task_id": task.task_id,
+        "n_a": task.n_a,
+        "passes_a": task.passes_a,
+        "rate_a": task.rate_a,
+        "n_b": task.n_b,
+        "passes_b": task.passes_b,
+        "rate_b": task.rate_b,
+        "delta": delta,
+        "flipped": task.flipped,
+        "divergence": None if task.divergence is None else msgspec.to_builtins(task.divergence),
+    }
 
 
 # ------------------------------------------------------------------ aligning two sessions
 def _did(action: Action, step: Step, idx: int) -> str:
     """What one action did: its kind and the element its pointer operation hit, or its text."""
     kind = str(type(action).__struct_config__.tag)
-    element = next((e.element for e in step.effects
-                    if e.action_idx == idx and e.element is not None), None)
+    element = next(
+        (e.element for e in step.effects if e.action_idx == idx and e.element is not None), None
+    )
     if element is not None:
         return f"{kind} {element_text(element)}"
     field = _TEXT_FIELDS.get(kind)
@@ -232,19 +279,37 @@ def first_divergence(a: Session, b: Session) -> Divergence:
     blocks = difflib.SequenceMatcher(None, sig_a, sig_b, autojunk=False).get_opcodes()
     start = next((i for i, block in enumerate(blocks) if block[0] != "equal"), None)
     if start is None:
-        return Divergence(session_a=a.session_id, session_b=b.session_id, step_a=None,
-                          step_b=None, did_a="", did_b="", same_before=len(sig_a))
+        return Divergence(
+            session_a=a.session_id,
+            session_b=b.session_id,
+            step_a=None,
+            step_b=None,
+            did_a="",
+            did_b="",
+            same_before=len(sig_a),
+        )
     tag, i1, _, j1, _ = blocks[start]
-    rejoined = next(((a.steps[i].step, b.steps[j].step) for kind, i, _, j, _ in blocks[start:]
-                     if kind == "equal"), None)
+    rejoined = next(
+        (
+            (a.steps[i].step, b.steps[j].step)
+            for kind, i, _, j, _ in blocks[start:]
+            if kind == "equal"
+        ),
+        None,
+    )
     # "insert": B's steps from j1 have no counterpart in A; "delete": the other way round
     in_a = tag != "insert" and i1 < len(sig_a)
     in_b = tag != "delete" and j1 < len(sig_b)
     return Divergence(
-        session_a=a.session_id, session_b=b.session_id,
-        step_a=a.steps[i1].step if in_a else None, step_b=b.steps[j1].step if in_b else None,
-        did_a=sig_a[i1] if in_a else "", did_b=sig_b[j1] if in_b else "",
-        same_before=i1, rejoined=rejoined)
+        session_a=a.session_id,
+        session_b=b.session_id,
+        step_a=a.steps[i1].step if in_a else None,
+        step_b=b.steps[j1].step if in_b else None,
+        did_a=sig_a[i1] if in_a else "",
+        did_b=sig_b[j1] if in_b else "",
+        same_before=i1,
+        rejoined=rejoined,
+    )
 
 
 # ------------------------------------------------------------------ the comparison
@@ -277,29 +342,48 @@ def compare_runs(store: Store, run_a: str, run_b: str) -> Comparison:
         if not units:
             raise OwnloopError(
                 f"run '{run}' has no graded scored sessions in {store.root}. List runs with: "
-                "ownloop sql \"select run_id, sessions from runs\"")
+                'ownloop sql "select run_id, sessions from runs"'
+            )
         into.update(_by_task(units))
     rows = []
     for task_id in sorted(tasks_a.keys() | tasks_b.keys()):
         a, b = tasks_a.get(task_id, []), tasks_b.get(task_id, [])
-        row = TaskComparison(task_id=task_id, n_a=len(a), passes_a=sum(u.passed for u in a),
-                             n_b=len(b), passes_b=sum(u.passed for u in b))
+        row = TaskComparison(
+            task_id=task_id,
+            n_a=len(a),
+            passes_a=sum(u.passed for u in a),
+            n_b=len(b),
+            passes_b=sum(u.passed for u in b),
+        )
         if row.flipped:
             # the solving run's first passing repeat against the other's first failing one
             pick_a = next(u for u in a if u.passed == row.solved_a)
             pick_b = next(u for u in b if u.passed == row.solved_b)
-            row = msgspec.structs.replace(row, divergence=first_divergence(
-                _load(store, pick_a.session_id), _load(store, pick_b.session_id)))
+            row = msgspec.structs.replace(
+                row,
+                divergence=first_divergence(
+                    _load(store, pick_a.session_id), _load(store, pick_b.session_id)
+                ),
+            )
         rows.append(row)
     shared = [r for r in rows if r.shared]
-    pairs = [([u.passed for u in tasks_a[r.task_id]], [u.passed for u in tasks_b[r.task_id]])
-             for r in shared]
+    pairs = [
+        ([u.passed for u in tasks_a[r.task_id]], [u.passed for u in tasks_b[r.task_id]])
+        for r in shared
+    ]
     only_a = sum(1 for r in shared if r.solved_a and not r.solved_b)
     only_b = sum(1 for r in shared if r.solved_b and not r.solved_a)
-    return Comparison(run_a=run_a, run_b=run_b, tasks=tuple(rows),
-                      difference=paired_bootstrap(pairs), only_a=only_a, only_b=only_b,
-                      p_value=mcnemar_exact(only_a, only_b), flip_rate_a=_flip_rate(tasks_a),
-                      flip_rate_b=_flip_rate(tasks_b))
+    return Comparison(
+        run_a=run_a,
+        run_b=run_b,
+        tasks=tuple(rows),
+        difference=paired_bootstrap(pairs),
+        only_a=only_a,
+        only_b=only_b,
+        p_value=mcnemar_exact(only_a, only_b),
+        flip_rate_a=_flip_rate(tasks_a),
+        flip_rate_b=_flip_rate(tasks_b),
+    )
 
 
 def _rate(passes: int, n: int) -> str:
@@ -308,16 +392,27 @@ def _rate(passes: int, n: int) -> str:
 
 def comparison_view(result: Comparison) -> Table:
     """A table of the tasks, recorded text shown literally (the summary: ``score_lines``)."""
-    table = Table(title=Text(visible(f"A {result.run_a}  vs  B {result.run_b}", one_line=True)),
-                  header_style="bold")
+    table = Table(
+        title=Text(visible(f"A {result.run_a}  vs  B {result.run_b}", one_line=True)),
+        header_style="bold",
+    )
     for name in ("task", "A passed", "B passed", "B - A", "flipped", "first divergent step"):
         table.add_column(Text(name), overflow="fold")
     for task in result.tasks:
-        delta = "" if not task.shared else \
-            f"{task.passes_b / task.n_b - task.passes_a / task.n_a:+.2f}"
-        step = "" if task.divergence is None else \
-            f"A {task.divergence.step_a or '-'} / B {task.divergence.step_b or '-'}"
-        table.add_row(Text(visible(task.task_id, one_line=True)),
-                      Text(_rate(task.passes_a, task.n_a)), Text(_rate(task.passes_b, task.n_b)),
-                      Text(delta), Text("yes" if task.flipped else ""), Text(step))
+        delta = (
+            "" if not task.shared else f"{task.passes_b / task.n_b - task.passes_a / task.n_a:+.2f}"
+        )
+        step = (
+            ""
+            if task.divergence is None
+            else f"A {task.divergence.step_a or '-'} / B {task.divergence.step_b or '-'}"
+        )
+        table.add_row(
+            Text(visible(task.task_id, one_line=True)),
+            Text(_rate(task.passes_a, task.n_a)),
+            Text(_rate(task.passes_b, task.n_b)),
+            Text(delta),
+            Text("yes" if task.flipped else ""),
+            Text(step),
+        )
     return table

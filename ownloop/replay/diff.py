@@ -32,8 +32,15 @@ class StepDiff(msgspec.Struct, frozen=True, kw_only=True):
         return self.same_actions and self.same_url and self.same_screenshot
 
     def what_differs(self) -> list[str]:
-        return [name for name, same in (("actions", self.same_actions), ("url", self.same_url),
-                                        ("screenshot", self.same_screenshot)) if not same]
+        return [
+            name
+            for name, same in (
+                ("actions", self.same_actions),
+                ("url", self.same_url),
+                ("screenshot", self.same_screenshot),
+            )
+            if not same
+        ]
 
 
 class SessionDiff(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,15 +68,19 @@ class SessionDiff(msgspec.Struct, frozen=True, kw_only=True):
     def summary(self) -> str:
         """One line: identical, or where and how the two differ."""
         if self.identical:
-            return (f"identical: {len(self.steps)} steps with the same actions, URLs and "
-                    "screenshots, and the same outcome")
+            return (
+                f"identical: {len(self.steps)} steps with the same actions, URLs and "
+                "screenshots, and the same outcome"
+            )
         parts = []
         first = self.first_difference
         if first is not None:
             step = next(s for s in self.steps if s.step == first)
             differing = sum(not s.same for s in self.steps)
-            parts.append(f"{differing} of {len(self.steps)} steps differ, first at step {first} "
-                         f"({', '.join(step.what_differs())})")
+            parts.append(
+                f"{differing} of {len(self.steps)} steps differ, first at step {first} "
+                f"({', '.join(step.what_differs())})"
+            )
         if not self.same_outcome:
             parts.append("the outcome differs")
         return "different: " + "; ".join(parts)
@@ -77,8 +88,9 @@ class SessionDiff(msgspec.Struct, frozen=True, kw_only=True):
 
 def _outcome(session: Session) -> str:
     grade = session.latest_grade
-    verdict = "ungraded" if grade is None else f"{'pass' if grade.passed else 'fail'} " \
-        f"{grade.score:.2f}"
+    verdict = (
+        "ungraded" if grade is None else f"{'pass' if grade.passed else 'fail'} {grade.score:.2f}"
+    )
     answer = "" if session.answer is None else f" answer={session.answer!r}"
     return f"{session.status} {verdict}{answer}"
 
@@ -104,13 +116,27 @@ def diff_sessions(a: Session, b: Session) -> SessionDiff:
         acts_a = actions_text(one.actions) if one is not None else ""
         acts_b = actions_text(two.actions) if two is not None else ""
         url_a, url_b = step_url(one), step_url(two)
-        rows.append(StepDiff(
-            step=number, actions_a=acts_a, actions_b=acts_b, url_a=url_a, url_b=url_b,
-            screenshot_a=shot_a, screenshot_b=shot_b,
-            same_actions=one is not None and two is not None and one.actions == two.actions,
-            same_url=url_a == url_b, same_screenshot=bool(shot_a) and shot_a == shot_b))
-    return SessionDiff(a=a.session_id, b=b.session_id, steps=tuple(rows),
-                       outcome_a=_outcome(a), outcome_b=_outcome(b))
+        rows.append(
+            StepDiff(
+                step=number,
+                actions_a=acts_a,
+                actions_b=acts_b,
+                url_a=url_a,
+                url_b=url_b,
+                screenshot_a=shot_a,
+                screenshot_b=shot_b,
+                same_actions=one is not None and two is not None and one.actions == two.actions,
+                same_url=url_a == url_b,
+                same_screenshot=bool(shot_a) and shot_a == shot_b,
+            )
+        )
+    return SessionDiff(
+        a=a.session_id,
+        b=b.session_id,
+        steps=tuple(rows),
+        outcome_a=_outcome(a),
+        outcome_b=_outcome(b),
+    )
 
 
 def _mark(same: bool) -> Text:
@@ -120,8 +146,9 @@ def _mark(same: bool) -> Text:
 def diff_view(diff: SessionDiff) -> Group:
     """A rich table of the two sessions, then the summary line."""
     # Session ids come from the journal: text, not markup, like every recorded value here.
-    table = Table(title=Text(f"{plain(diff.a)}  vs  {plain(diff.b)}"), header_style="bold",
-                  show_lines=True)
+    table = Table(
+        title=Text(f"{plain(diff.a)}  vs  {plain(diff.b)}"), header_style="bold", show_lines=True
+    )
     for name in ("step", f"A {plain(diff.a)}", f"B {plain(diff.b)}", "act", "url", "shot"):
         table.add_column(Text(name), overflow="fold")
     for row in diff.steps:
@@ -134,10 +161,21 @@ def diff_view(diff: SessionDiff) -> Group:
             cell_b.append(f"\n{plain(row.url_b, 100)}", "blue")
         if not row.same_screenshot:
             cell_b.append(f"\nshot {plain(row.screenshot_b[:12]) or '-'}", "dim")
-        table.add_row(str(row.step), cell_a, cell_b, _mark(row.same_actions),
-                      _mark(row.same_url), _mark(row.same_screenshot))
-    table.add_row("end", Text(plain(diff.outcome_a, 200)), Text(plain(diff.outcome_b, 200)),
-                  _mark(diff.same_outcome), Text(""), Text(""))
+        table.add_row(
+            str(row.step),
+            cell_a,
+            cell_b,
+            _mark(row.same_actions),
+            _mark(row.same_url),
+            _mark(row.same_screenshot),
+        )
+    table.add_row(
+        "end",
+        Text(plain(diff.outcome_a, 200)),
+        Text(plain(diff.outcome_b, 200)),
+        _mark(diff.same_outcome),
+        Text(""),
+        Text(""),
+    )
     style = "bold green" if diff.identical else "bold red"
     return Group(table, Text(diff.summary(), style))
-

@@ -67,8 +67,14 @@ from ownloop.store.ids import new_id
 from ownloop.store.queries import has_run_started, sql_command
 from ownloop.store.seal import refuse_if_sealed, sealed_fingerprint
 
-__all__ = ["MODES", "ReplayError", "Replayed", "execute_session", "replay_from_options",
-           "summary_text"]
+__all__ = [
+    "MODES",
+    "ReplayError",
+    "Replayed",
+    "execute_session",
+    "replay_from_options",
+    "summary_text",
+]
 
 MODES = ("ops", "actions", "responses")
 
@@ -87,9 +93,9 @@ class Replayed(NamedTuple):
     checks: tuple[GuardChecked, ...] = ()
 
 
-
-def _agent(store: Store, session: Session, overrides: dict[str, Any],
-           released: str | None = None) -> Agent:
+def _agent(
+    store: Store, session: Session, overrides: dict[str, Any], released: str | None = None
+) -> Agent:
     """Today's agent code with the options the parent's run recorded, then ``overrides``."""
     recorded = recorded_settings(store, [session]).get(session.session_id, {})
     return agent_for(session.agent or "uitars", recorded, overrides, released)
@@ -103,8 +109,13 @@ def _parent_end(episode: Episode, parent: Session, steps: int) -> SessionEnded:
     outcome = parent.outcome
     if outcome is None:
         return episode.end("error", steps, error="the replayed session has no recorded end")
-    return episode.end(outcome.status, steps, agent_status=outcome.agent_status,
-                       answer=outcome.answer, error=outcome.error)
+    return episode.end(
+        outcome.status,
+        steps,
+        agent_status=outcome.agent_status,
+        answer=outcome.answer,
+        error=outcome.error,
+    )
 
 
 def _recorded_parse(step: Step) -> Parsed:
@@ -114,8 +125,7 @@ def _recorded_parse(step: Step) -> Parsed:
     return Parsed(thought=parse.thought, actions=parse.actions, model_size=parse.model_size)
 
 
-def _play_recorded(parent: Session, mode: str, guard: Guard | None,
-                   fidelity: _Fidelity) -> Play:
+def _play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: _Fidelity) -> Play:
     """A step that re-executes the parent's ops (``ops``) or re-translates its actions, each
     pointer operation checked by ``guard`` first; after a fork, the live model's step."""
     steps = {step.step: step for step in parent.steps}
@@ -130,13 +140,19 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None,
             return _parent_end(episode, parent, number - 1)
         observation = episode.observe(number, batch)
         if guard is not None:
-            guard.check_screenshot(episode.ids(), number, recorded,
-                                   observation.screenshot.sha256, batch)
+            guard.check_screenshot(
+                episode.ids(), number, recorded, observation.screenshot.sha256, batch
+            )
         elements = {effect.idx: effect.element for effect in recorded.effects}
 
         def run(index: int, action_idx: int, op: Op) -> Verdict:
-            verdict = Verdict(op, "act") if guard is None else guard.check_op(
-                episode.browser, episode.ids(), number, index, op, elements.get(index), batch)
+            verdict = (
+                Verdict(op, "act")
+                if guard is None
+                else guard.check_op(
+                    episode.browser, episode.ids(), number, index, op, elements.get(index), batch
+                )
+            )
             if verdict.then == "act":
                 episode.act(number, index, action_idx, verdict.op, batch)
             return verdict
@@ -164,8 +180,12 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None,
                 if verdict.then != "act":
                     break
         if verdict.then == "stop":
-            return episode.end("error", number, error=f"stopped at step {number}, operation "
-                               f"{index}: {verdict.reason} (--on-diverge stop)")
+            return episode.end(
+                "error",
+                number,
+                error=f"stopped at step {number}, operation "
+                f"{index}: {verdict.reason} (--on-diverge stop)",
+            )
         if verdict.then == "fork":  # this step and the rest are the live model's
             forked.append(number)
             fidelity.fork_at = number + 1
@@ -173,8 +193,9 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None,
         ending = episode.agent.ending(parsed, episode.history) if mode == "actions" else None
         episode.history.append(PastStep(observation, recorded.response or "", parsed))
         if ending is not None:
-            return episode.end(ending.status, number, agent_status=ending.agent_status,
-                               answer=ending.answer)
+            return episode.end(
+                ending.status, number, agent_status=ending.agent_status, answer=ending.answer
+            )
         if number >= last:
             return _parent_end(episode, parent, number)
         episode.settle(batch)
@@ -187,8 +208,9 @@ class _Fidelity:
     """Measures each replayed step against the parent on a background thread, so decoding and
     comparing screenshots never slows the replay down; ``events()`` waits for them all."""
 
-    def __init__(self, store: Store, parent: Session, fork_at: int | None,
-                 rebase_url: Callable[[str], str]) -> None:
+    def __init__(
+        self, store: Store, parent: Session, fork_at: int | None, rebase_url: Callable[[str], str]
+    ) -> None:
         self.store, self.parent, self.fork_at, self.rebase_url = store, parent, fork_at, rebase_url
         self.steps: dict[int, Step] = {step.step: step for step in parent.steps}
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="ownloop-fidelity")
@@ -201,9 +223,14 @@ class _Fidelity:
 
     def _measure(self, number: int, batch: tuple[Event, ...]) -> FidelityMeasured | None:
         try:
-            return measure_step(number, batch, self.steps.get(number),
-                                parent_session_id=self.parent.session_id,
-                                load_blob=self.store.get_blob, rebase_url=self.rebase_url)
+            return measure_step(
+                number,
+                batch,
+                self.steps.get(number),
+                parent_session_id=self.parent.session_id,
+                load_blob=self.store.get_blob,
+                rebase_url=self.rebase_url,
+            )
         except (OwnloopError, OSError, ValueError):
             return None  # a missing or unreadable parent screenshot: no measurement
 
@@ -237,17 +264,26 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
     assert parent.task is not None
     launched = open_browser(plan.chromium)
     try:
-        with reopen_suite(parent.task, seed=plan.seed, base=plan.base,
-                          browser=launched.browser) as reopened:
-            browser = BrowserSession(launched.browser, plan.agent.settings.viewport,
-                                     settle_s=plan.settle_s)
+        with reopen_suite(
+            parent.task, seed=plan.seed, base=plan.base, browser=launched.browser
+        ) as reopened:
+            browser = BrowserSession(
+                launched.browser, plan.agent.settings.viewport, settle_s=plan.settle_s
+            )
             try:
                 started = SessionStarted(
-                    at=now(), run_id=plan.run_id, session_id=new_id(), task=reopened.task,
-                    agent=plan.agent.name, model=plan.model, attempt=parent.attempt,
+                    at=now(),
+                    run_id=plan.run_id,
+                    session_id=new_id(),
+                    task=reopened.task,
+                    agent=plan.agent.name,
+                    model=plan.model,
+                    attempt=parent.attempt,
                     viewport=plan.agent.settings.viewport,
-                    parent_session_id=parent.session_id, replay_mode=plan.mode,
-                    fork_step=plan.fork_at)
+                    parent_session_id=parent.session_id,
+                    replay_mode=plan.mode,
+                    fork_step=plan.fork_at,
+                )
                 replaying = plan.mode in ("ops", "actions")
                 max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
                 if replaying and plan.on_diverge == "fork":
@@ -261,14 +297,18 @@ def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> E
                         plan.on_step(number)
 
                 result = run_episode(
-                    store=store, agent=plan.agent,
-                    client=plan.client or CassetteClient(Cassette([])), browser=browser,
-                    suite=reopened.suite, started=started,
+                    store=store,
+                    agent=plan.agent,
+                    client=plan.client or CassetteClient(Cassette([])),
+                    browser=browser,
+                    suite=reopened.suite,
+                    started=started,
                     limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
-                    stop=stop, grader_spec=parent.task.grader or reopened.suite.default_grader,
-                    play=_play_recorded(parent, plan.mode, guard, fidelity)
-                    if replaying else None,
-                    on_step=on_step)
+                    stop=stop,
+                    grader_spec=parent.task.grader or reopened.suite.default_grader,
+                    play=_play_recorded(parent, plan.mode, guard, fidelity) if replaying else None,
+                    on_step=on_step,
+                )
                 measured = fidelity.events()
                 if measured:  # the child's own facts, in a stream of their own
                     with store.stream() as stream:
@@ -318,17 +358,30 @@ def _child_run(store: Store, run_id: str) -> str:
     return replays
 
 
-def _ensure_run(store: Store, run_id: str, agent: Agent, model: str, endpoint: str,
-                suite: str) -> bool:
+def _ensure_run(
+    store: Store, run_id: str, agent: Agent, model: str, endpoint: str, suite: str
+) -> bool:
     """Write a RunStarted for a run id the store does not know yet; True if it did."""
     if has_run_started(store, run_id):
         return False
     with store.stream() as stream:
-        stream.append([RunStarted(
-            at=now(), run_id=run_id, argv=("ownloop", "replay"), agent=agent.name,
-            agent_settings=agent.options(), model=model, endpoint=endpoint,
-            sampling=agent.settings.sampling, viewport=agent.settings.viewport, suite=suite,
-            prompt_source=agent.prompt_source)])
+        stream.append(
+            [
+                RunStarted(
+                    at=now(),
+                    run_id=run_id,
+                    argv=("ownloop", "replay"),
+                    agent=agent.name,
+                    agent_settings=agent.options(),
+                    model=model,
+                    endpoint=endpoint,
+                    sampling=agent.settings.sampling,
+                    viewport=agent.settings.viewport,
+                    suite=suite,
+                    prompt_source=agent.prompt_source,
+                )
+            ]
+        )
     return True
 
 
@@ -379,8 +432,9 @@ def execute_session(
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
     """
     if parent.task is None:
-        raise ReplayError(f"session {parent.session_id} has no recorded start (no Task): "
-                          "it cannot be re-executed")
+        raise ReplayError(
+            f"session {parent.session_id} has no recorded start (no Task): it cannot be re-executed"
+        )
     if mode not in (*MODES, "fork"):
         raise ReplayError(f"unknown replay mode {mode!r}. Use one of: ops, actions, responses")
     guarded = on_diverge or ("retarget" if seed is not None or base else "ignore")
@@ -390,56 +444,101 @@ def execute_session(
     forking = mode in ("ops", "actions") and guarded == "fork"
     if mode == "fork" or on_miss == "forward" or forking:
         if not endpoint or not model:
-            need = "--fork-at" if mode == "fork" else "--on-diverge fork" if forking else \
-                "--on-miss forward"
+            need = (
+                "--fork-at"
+                if mode == "fork"
+                else "--on-diverge fork"
+                if forking
+                else "--on-miss forward"
+            )
             raise ReplayError(f"{need} needs the live model: pass --endpoint URL and --model NAME")
-        live = ModelClient(endpoint, model, load_blob=store.get_blob, put_blob=store.put_blob,
-                           api_key=api_key)
+        live = ModelClient(
+            endpoint, model, load_blob=store.get_blob, put_blob=store.put_blob, api_key=api_key
+        )
     if mode == "fork":
         last = max((step.step for step in parent.steps), default=0)
         if fork_at is None or not 1 <= fork_at <= last:
             raise ReplayError(f"--fork-at must be a step of the session, 1 to {last}")
     client: ModelCaller | None = None
     if mode in ("responses", "fork"):
-        client = CassetteClient(Cassette([parent]), on_miss=on_miss, live=live,
-                                live_from_step=fork_at if mode == "fork" else None)
+        client = CassetteClient(
+            Cassette([parent]),
+            on_miss=on_miss,
+            live=live,
+            live_from_step=fork_at if mode == "fork" else None,
+        )
     if forking:
         client = live
-    plan = _Plan(mode, fork_at if mode == "fork" else None, agent, client,
-                 model if (mode == "fork" or forking) and model else parent.model, settle_s,
-                 chromium, _child_run(store, run_id or parent.run_id), on_step, guarded, seed,
-                 base)
-    new_run = _ensure_run(store, plan.run_id, agent, plan.model,
-                          public_endpoint(endpoint) if endpoint else "", parent.task.suite)
+    plan = _Plan(
+        mode,
+        fork_at if mode == "fork" else None,
+        agent,
+        client,
+        model if (mode == "fork" or forking) and model else parent.model,
+        settle_s,
+        chromium,
+        _child_run(store, run_id or parent.run_id),
+        on_step,
+        guarded,
+        seed,
+        base,
+    )
+    new_run = _ensure_run(
+        store,
+        plan.run_id,
+        agent,
+        plan.model,
+        public_endpoint(endpoint) if endpoint else "",
+        parent.task.suite,
+    )
     result = _in_thread(lambda stop: _run(store, parent, plan, stop))
     if new_run:
         with store.stream() as stream:
-            stream.append([RunEnded(at=now(), run_id=plan.run_id, counts={result.status: 1},
-                                    seconds=result.seconds)])
+            stream.append(
+                [
+                    RunEnded(
+                        at=now(),
+                        run_id=plan.run_id,
+                        counts={result.status: 1},
+                        seconds=result.seconds,
+                    )
+                ]
+            )
     store.sync()
     events = list(store.session_events(result.session_id))
-    return Replayed(parent, fold(events), result,
-                    tuple(event for event in events if isinstance(event, GuardChecked)))
+    return Replayed(
+        parent,
+        fold(events),
+        result,
+        tuple(event for event in events if isinstance(event, GuardChecked)),
+    )
 
 
-def _check_world(parent: Session, mode: str, on_diverge: str, seed: int | None,
-                 base: str | None) -> None:
+def _check_world(
+    parent: Session, mode: str, on_diverge: str, seed: int | None, base: str | None
+) -> None:
     assert parent.task is not None
     if on_diverge not in ON_DIVERGE:
-        raise ReplayError(f"unknown --on-diverge {on_diverge!r}. Use one of: "
-                          f"{', '.join(ON_DIVERGE)}")
+        raise ReplayError(
+            f"unknown --on-diverge {on_diverge!r}. Use one of: {', '.join(ON_DIVERGE)}"
+        )
     if on_diverge != "ignore" and mode not in ("ops", "actions"):
-        raise ReplayError(f"--on-diverge {on_diverge} guards --execute ops or actions replays, "
-                          f"not {mode}")
+        raise ReplayError(
+            f"--on-diverge {on_diverge} guards --execute ops or actions replays, not {mode}"
+        )
     miniwob = parent.task.suite == "miniwob"
     if seed is not None and not miniwob:
-        raise ReplayError(f"--seed replays a MiniWoB session on another seed; session "
-                          f"{parent.session_id} is from {parent.task.suite or 'a tasks file'}: "
-                          "use --base URL for another deployment")
+        raise ReplayError(
+            f"--seed replays a MiniWoB session on another seed; session "
+            f"{parent.session_id} is from {parent.task.suite or 'a tasks file'}: "
+            "use --base URL for another deployment"
+        )
     if base and (miniwob or not parent.task.start_url.startswith(("http://", "https://"))):
-        raise ReplayError(f"--base replays a tasks-file session against another deployment; "
-                          f"session {parent.session_id} is from {parent.task.suite}: "
-                          "use --seed S for a MiniWoB session")
+        raise ReplayError(
+            f"--base replays a tasks-file session against another deployment; "
+            f"session {parent.session_id} is from {parent.task.suite}: "
+            "use --seed S for a MiniWoB session"
+        )
 
 
 # ---------------------------------------------------------------- the summary
@@ -447,8 +546,11 @@ def _check_world(parent: Session, mode: str, on_diverge: str, seed: int | None,
 
 def _grade_text(session: Session) -> str:
     grade = session.latest_grade
-    verdict = "ungraded" if grade is None else \
-        f"{'pass' if grade.passed else 'fail'} {grade.score:.2f} ({grade.grader})"
+    verdict = (
+        "ungraded"
+        if grade is None
+        else f"{'pass' if grade.passed else 'fail'} {grade.score:.2f} ({grade.grader})"
+    )
     return f"{session.status}, {verdict}"
 
 
@@ -468,15 +570,25 @@ def _rungs_text(replayed: Replayed) -> str:
     if not any(m.rung for m in measured) and not replayed.checks:
         return ""
     text = "operations: " + ", ".join(f"{n} {rung}" for rung, n in counts.items())
-    failed = [c for c in replayed.checks if c.check == "element" and c.rung != "exact"
-              and c.rung != "same_target"]
-    acted = {"stop": "stopped", "fork": "forked to the live model",
-             "retarget": "re-targeted", "ignore": "acted at the recorded point"}
+    failed = [
+        c
+        for c in replayed.checks
+        if c.check == "element" and c.rung != "exact" and c.rung != "same_target"
+    ]
+    acted = {
+        "stop": "stopped",
+        "fork": "forked to the live model",
+        "retarget": "re-targeted",
+        "ignore": "acted at the recorded point",
+    }
     for check in failed[:10]:
         how = acted.get(check.on_diverge, check.on_diverge)
         if check.on_diverge == "retarget":
-            how = f"re-targeted ({check.match})" if check.match != "none" else \
-                "not found again, acted at the recorded point"
+            how = (
+                f"re-targeted ({check.match})"
+                if check.match != "none"
+                else "not found again, acted at the recorded point"
+            )
         text += f"\n  step {check.step} op {check.idx}: {check.reason}; {how}"
     return text
 
@@ -503,8 +615,10 @@ def summary_text(replayed: Replayed) -> str:
         f"child:  {_grade_text(child)}",
     ]
     if child.fork_step is not None:
-        lines.append(f"forked at step {child.fork_step}: steps before it from the cassette, "
-                     f"the rest live ({len(child.steps)} steps)")
+        lines.append(
+            f"forked at step {child.fork_step}: steps before it from the cassette, "
+            f"the rest live ({len(child.steps)} steps)"
+        )
     rungs = _rungs_text(replayed)
     if rungs:
         lines.append(rungs)
@@ -519,13 +633,24 @@ def summary_text(replayed: Replayed) -> str:
         if fidelity is None or not fidelity.diverged or shown >= 10:
             continue
         shown += 1
-        picture = "identical" if fidelity.screenshot_identical else (
-            "other size" if fidelity.pixel_diff is None else f"{fidelity.pixel_diff:.2%} differs")
+        picture = (
+            "identical"
+            if fidelity.screenshot_identical
+            else (
+                "other size"
+                if fidelity.pixel_diff is None
+                else f"{fidelity.pixel_diff:.2%} differs"
+            )
+        )
         element = {None: "-", True: "same", False: "other"}[fidelity.element_equal]
-        lines.append(f"  step {step.step}: screenshot {picture}, url "
-                     f"{'same' if fidelity.url_equal else 'other'}, element {element}")
-    lines.append("query: " + sql_command("select * from fidelity where session_id = $id",
-                                         id=child.session_id))
+        lines.append(
+            f"  step {step.step}: screenshot {picture}, url "
+            f"{'same' if fidelity.url_equal else 'other'}, element {element}"
+        )
+    lines.append(
+        "query: "
+        + sql_command("select * from fidelity where session_id = $id", id=child.session_id)
+    )
     return "\n".join(lines)
 
 
@@ -542,18 +667,31 @@ def replay_from_options(store: Store, session: Session, options: dict[str, Any])
     """
     execute, fork_at = options.get("execute"), options.get("fork_at")
     if fork_at is not None and execute not in (None, "responses"):
-        raise ReplayError("--fork-at replays recorded responses before step K; "
-                          f"it cannot be combined with --execute {execute}")
+        raise ReplayError(
+            "--fork-at replays recorded responses before step K; "
+            f"it cannot be combined with --execute {execute}"
+        )
     mode = "fork" if fork_at is not None else str(execute)
     # Progress on stderr (stdout keeps the summary): the parent's step count is the budget.
-    with StepProgress(f"replay {session.session_id}", "step",
-                      len(session.steps) or None) as progress:
+    with StepProgress(
+        f"replay {session.session_id}", "step", len(session.steps) or None
+    ) as progress:
         return execute_session(
-            store, session, mode, fork_at=fork_at, endpoint=options.get("endpoint"),
-            model=options.get("model"), api_key=options.get("api_key"),
-            settle_s=float(options.get("settle", 1.0)), chromium=options.get("chromium"),
+            store,
+            session,
+            mode,
+            fork_at=fork_at,
+            endpoint=options.get("endpoint"),
+            model=options.get("model"),
+            api_key=options.get("api_key"),
+            settle_s=float(options.get("settle", 1.0)),
+            chromium=options.get("chromium"),
             agent_overrides=parse_overrides(options.get("agent_option") or ()),
-            on_miss=options.get("on_miss") or "stop", run_id=options.get("run_id"),
-            released=options.get("released"), on_step=progress.advance,
-            on_diverge=options.get("on_diverge"), seed=options.get("seed"),
-            base=options.get("base"))
+            on_miss=options.get("on_miss") or "stop",
+            run_id=options.get("run_id"),
+            released=options.get("released"),
+            on_step=progress.advance,
+            on_diverge=options.get("on_diverge"),
+            seed=options.get("seed"),
+            base=options.get("base"),
+        )

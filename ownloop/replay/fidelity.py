@@ -89,8 +89,14 @@ def rungs_of(batch: Sequence[Event]) -> list[str]:
     if picture is None:
         return []
     by_op = {c.idx: c for c in checks if c.check == "element" and c.idx is not None}
-    handed = min((c.idx for c in by_op.values() if c.on_diverge in ("stop", "fork")
-                  and c.rung == "diverged" and c.idx is not None), default=None)
+    handed = min(
+        (
+            c.idx
+            for c in by_op.values()
+            if c.on_diverge in ("stop", "fork") and c.rung == "diverged" and c.idx is not None
+        ),
+        default=None,
+    )
     rungs: list[str] = []
     for effect in (e for e in batch if isinstance(e, BrowserActed)):
         if handed is not None and effect.idx >= handed:
@@ -132,8 +138,14 @@ def measure_step(
         return None
     first = batch[0]
     if parent is None or parent.screenshot is None:
-        return FidelityMeasured(at=now(), run_id=first.run_id, session_id=first.session_id,
-                                step=step, parent_session_id=parent_session_id, diverged=True)
+        return FidelityMeasured(
+            at=now(),
+            run_id=first.run_id,
+            session_id=first.session_id,
+            step=step,
+            parent_session_id=parent_session_id,
+            diverged=True,
+        )
     recorded = parent.screenshot
     identical = recorded.sha256 == shot.sha256
     diff = 0.0 if identical else pixel_diff(load_blob(recorded.sha256), load_blob(shot.sha256))
@@ -144,11 +156,20 @@ def measure_step(
     same_picture = diff is not None and diff <= PIXEL_TOLERANCE
     rungs = rungs_of(batch)
     return FidelityMeasured(
-        at=now(), run_id=first.run_id, session_id=first.session_id, step=step,
+        at=now(),
+        run_id=first.run_id,
+        session_id=first.session_id,
+        step=step,
         parent_session_id=parent_session_id,
-        screenshot_identical=identical, pixel_diff=diff, url_equal=url_equal,
+        screenshot_identical=identical,
+        pixel_diff=diff,
+        url_equal=url_equal,
         element_equal=element_equal,
         diverged=not same_picture or not url_equal or element_equal is False,
-        rung=max(rungs, key=RUNGS.index) if rungs else "", exact_ops=rungs.count("exact"),
-        same_target_ops=rungs.count("same_target"), retargeted_ops=rungs.count("retargeted"),
-        diverged_ops=rungs.count("diverged"), failed_ops=rungs.count("failed"))
+        rung=max(rungs, key=RUNGS.index) if rungs else "",
+        exact_ops=rungs.count("exact"),
+        same_target_ops=rungs.count("same_target"),
+        retargeted_ops=rungs.count("retargeted"),
+        diverged_ops=rungs.count("diverged"),
+        failed_ops=rungs.count("failed"),
+    )

@@ -90,7 +90,7 @@ def _label(element: Element) -> str:
 
 
 def element_difference(recorded: Element, found: Element | None) -> str:
-    """"" when ``found`` is the element recorded, else what differs, in a few words."""
+    """ "" when ``found`` is the element recorded, else what differs, in a few words."""
     if found is None:
         return "no element there"
     if (recorded.tag, recorded.role) != (found.tag, found.role):
@@ -108,8 +108,9 @@ def element_difference(recorded: Element, found: Element | None) -> str:
     return ""
 
 
-def perceptual_distance(first: bytes, second: bytes,
-                        point: tuple[float, float] | None = None) -> float:
+def perceptual_distance(
+    first: bytes, second: bytes, point: tuple[float, float] | None = None
+) -> float:
     """How different two screenshots look around ``point`` (the whole picture when None): the
     mean absolute difference of the two grey regions shrunk to 16x16, 0 (same) to 1; 1 when the
     pictures have other sizes."""
@@ -121,12 +122,18 @@ def perceptual_distance(first: bytes, second: bytes,
         box = (0, 0, one.size[0], one.size[1])
         if point is not None:
             x, y = int(point[0]), int(point[1])
-            box = (max(0, x - _REGION), max(0, y - _REGION),
-                   min(one.size[0], x + _REGION), min(one.size[1], y + _REGION))
+            box = (
+                max(0, x - _REGION),
+                max(0, y - _REGION),
+                min(one.size[0], x + _REGION),
+                min(one.size[1], y + _REGION),
+            )
             if box[0] >= box[2] or box[1] >= box[3]:  # a point off the picture: all of it
                 box = (0, 0, one.size[0], one.size[1])
-        shrunk = [image.convert("L").crop(box).resize(_SHRINK, Image.Resampling.BOX)
-                  for image in (one, two)]
+        shrunk = [
+            image.convert("L").crop(box).resize(_SHRINK, Image.Resampling.BOX)
+            for image in (one, two)
+        ]
     difference = ImageChops.difference(shrunk[0], shrunk[1])
     return round(float(ImageStat.Stat(difference).mean[0]) / 255.0, 6)
 
@@ -157,26 +164,57 @@ class Guard:
         load_blob: reads a screenshot by sha256.
     """
 
-    def __init__(self, parent_session_id: str, on_diverge: str,
-                 load_blob: Callable[[str], bytes]) -> None:
+    def __init__(
+        self, parent_session_id: str, on_diverge: str, load_blob: Callable[[str], bytes]
+    ) -> None:
         self.parent_session_id, self.on_diverge, self.load_blob = (
-            parent_session_id, on_diverge, load_blob)
+            parent_session_id,
+            on_diverge,
+            load_blob,
+        )
         self.picture_same = True  # the current step's screenshot check
 
-    def _event(self, ids: SessionIds, step: int, *, check: str = "element",
-               idx: int | None = None, passed: bool = False, reason: str = "",
-               distance: float | None = None, recorded: Element | None = None,
-               found: Element | None = None, on_diverge: str = "", match: str = "",
-               x: float | None = None, y: float | None = None, rung: str = "") -> GuardChecked:
+    def _event(
+        self,
+        ids: SessionIds,
+        step: int,
+        *,
+        check: str = "element",
+        idx: int | None = None,
+        passed: bool = False,
+        reason: str = "",
+        distance: float | None = None,
+        recorded: Element | None = None,
+        found: Element | None = None,
+        on_diverge: str = "",
+        match: str = "",
+        x: float | None = None,
+        y: float | None = None,
+        rung: str = "",
+    ) -> GuardChecked:
         return GuardChecked(
-            at=now(), run_id=ids["run_id"], session_id=ids["session_id"], step=step,
+            at=now(),
+            run_id=ids["run_id"],
+            session_id=ids["session_id"],
+            step=step,
             parent_session_id=self.parent_session_id,
-            check="screenshot" if check == "screenshot" else "element", idx=idx, passed=passed,
-            reason=reason, distance=distance, recorded=recorded, found=found,
-            on_diverge=on_diverge, match=match, x=x, y=y, rung=rung)
+            check="screenshot" if check == "screenshot" else "element",
+            idx=idx,
+            passed=passed,
+            reason=reason,
+            distance=distance,
+            recorded=recorded,
+            found=found,
+            on_diverge=on_diverge,
+            match=match,
+            x=x,
+            y=y,
+            rung=rung,
+        )
 
-    def check_screenshot(self, ids: SessionIds, step: int, recorded: Step | None,
-                         sha256: str, batch: list[Event]) -> bool:
+    def check_screenshot(
+        self, ids: SessionIds, step: int, recorded: Step | None, sha256: str, batch: list[Event]
+    ) -> bool:
         """Compare the step's fresh screenshot (``sha256``) with the parent's; add the check to
         ``batch``. True when they look the same."""
         shot = recorded.screenshot if recorded is not None else None
@@ -186,18 +224,30 @@ class Guard:
             passed, distance, reason = True, 0.0, ""
         else:
             point = _first_point(recorded)
-            distance = perceptual_distance(self.load_blob(shot.sha256), self.load_blob(sha256),
-                                           point)
+            distance = perceptual_distance(
+                self.load_blob(shot.sha256), self.load_blob(sha256), point
+            )
             passed = distance <= PERCEPTUAL_TOLERANCE
             where = "around the target" if point else "on the page"
             reason = "" if passed else f"the picture {where} changed (distance {distance:.3f})"
         self.picture_same = passed
-        batch.append(self._event(ids, step, check="screenshot", passed=passed,
-                                 distance=distance, reason=reason))
+        batch.append(
+            self._event(
+                ids, step, check="screenshot", passed=passed, distance=distance, reason=reason
+            )
+        )
         return passed
 
-    def check_op(self, browser: BrowserSession, ids: SessionIds, step: int, index: int,
-                 op: Op, recorded: Element | None, batch: list[Event]) -> Verdict:
+    def check_op(
+        self,
+        browser: BrowserSession,
+        ids: SessionIds,
+        step: int,
+        index: int,
+        op: Op,
+        recorded: Element | None,
+        batch: list[Event],
+    ) -> Verdict:
         """Check one operation before it runs: for a click or move with a recorded element,
         compare what is under its point now; add the check to ``batch``; say what to run."""
         point = _point(op)
@@ -207,23 +257,55 @@ class Guard:
         reason = element_difference(recorded, found)
         if not reason:
             rung = "exact" if self.picture_same else "same_target"
-            batch.append(self._event(ids, step, idx=index, passed=True, recorded=recorded,
-                                     found=found, x=point[0], y=point[1], rung=rung))
+            batch.append(
+                self._event(
+                    ids,
+                    step,
+                    idx=index,
+                    passed=True,
+                    recorded=recorded,
+                    found=found,
+                    x=point[0],
+                    y=point[1],
+                    rung=rung,
+                )
+            )
             return Verdict(op, "act")
         reason = f"{_label(recorded)}{_where(op)}: {reason}"
         if self.on_diverge == "retarget":
             refound = browser.find_element(recorded)
             if refound is not None:
-                batch.append(self._event(
-                    ids, step, idx=index, reason=reason, recorded=recorded,
-                    found=refound.element, on_diverge="retarget", match=refound.match,
-                    x=refound.x, y=refound.y, rung="retargeted"))
-                return Verdict(msgspec.structs.replace(op, x=refound.x, y=refound.y), "act",
-                               reason)
+                batch.append(
+                    self._event(
+                        ids,
+                        step,
+                        idx=index,
+                        reason=reason,
+                        recorded=recorded,
+                        found=refound.element,
+                        on_diverge="retarget",
+                        match=refound.match,
+                        x=refound.x,
+                        y=refound.y,
+                        rung="retargeted",
+                    )
+                )
+                return Verdict(msgspec.structs.replace(op, x=refound.x, y=refound.y), "act", reason)
             reason += "; not found again"
-        batch.append(self._event(
-            ids, step, idx=index, reason=reason, recorded=recorded, found=found,
-            on_diverge=self.on_diverge, match="none" if self.on_diverge == "retarget" else "",
-            x=point[0], y=point[1], rung="diverged"))
+        batch.append(
+            self._event(
+                ids,
+                step,
+                idx=index,
+                reason=reason,
+                recorded=recorded,
+                found=found,
+                on_diverge=self.on_diverge,
+                match="none" if self.on_diverge == "retarget" else "",
+                x=point[0],
+                y=point[1],
+                rung="diverged",
+            )
+        )
         then = self.on_diverge if self.on_diverge in ("stop", "fork") else "act"
         return Verdict(op, then, reason)

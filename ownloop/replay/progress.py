@@ -28,8 +28,15 @@ class StepProgress:
         interval_s: not on a terminal, the shortest time between two lines.
     """
 
-    def __init__(self, what: str, unit: str, total: int | None, *,
-                 console: Console | None = None, interval_s: float = 3.0) -> None:
+    def __init__(
+        self,
+        what: str,
+        unit: str,
+        total: int | None,
+        *,
+        console: Console | None = None,
+        interval_s: float = 3.0,
+    ) -> None:
         self.what, self.unit, self.total = what, unit, total
         self.console = console or Console(stderr=True, highlight=False)
         self._interval = interval_s
@@ -39,8 +46,13 @@ class StepProgress:
         self._bar = None
         if self.console.is_terminal:
             self._progress = Progress(
-                TextColumn("{task.description}", markup=False), BarColumn(),
-                MofNCompleteColumn(), TimeElapsedColumn(), console=self.console, transient=True)
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._bar = self._progress.add_task(visible(what, one_line=True), total=total)
 
     def __enter__(self) -> StepProgress:
@@ -48,8 +60,12 @@ class StepProgress:
             self._progress.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         if self._progress is not None:
             self._progress.stop()
 
@@ -57,8 +73,9 @@ class StepProgress:
         """``done`` items are finished (``note``: what the last one was, shown beside it)."""
         if self._progress is not None and self._bar is not None:
             label = f"{self.what} {self.unit} {done}" + (f" ({note})" if note else "")
-            self._progress.update(self._bar, completed=done,
-                                  description=visible(label, one_line=True))
+            self._progress.update(
+                self._bar, completed=done, description=visible(label, one_line=True)
+            )
             return
         with self._lock:
             now = time.monotonic()

@@ -73,12 +73,16 @@ class RegradeResult(msgspec.Struct, frozen=True, kw_only=True):
             was = "ungraded" if flip.before is None else ("pass" if flip.before else "fail")
             now_ = "pass" if flip.after else "fail"
             score = "-" if flip.score_before is None else f"{flip.score_before:.2f}"
-            lines.append(f"  {flip.session_id}  {flip.task_id}  {was} {score} -> {now_} "
-                         f"{flip.score_after:.2f}  ({flip.grader})")
+            lines.append(
+                f"  {flip.session_id}  {flip.task_id}  {was} {score} -> {now_} "
+                f"{flip.score_after:.2f}  ({flip.grader})"
+            )
             lines.extend(f"    {change}" for change in flip.changed)
         if self.stream:
-            lines.append(f"new grades in journal stream {self.stream}; earlier grades are kept "
-                         "in the grades view")
+            lines.append(
+                f"new grades in journal stream {self.stream}; earlier grades are kept "
+                "in the grades view"
+            )
         if self.dry_run:
             lines.append("dry run: no grade was appended")
         return lines
@@ -93,18 +97,31 @@ def changed_checks(before: tuple[Check, ...], after: tuple[Check, ...]) -> tuple
         was = old.pop(check.name, None)
         verdict = "pass" if check.passed else "fail"
         if was is None:
-            lines.append(f"{check.name}: {verdict}, expected {check.expected}, actual "
-                         f"{check.actual} (new check)")
+            lines.append(
+                f"{check.name}: {verdict}, expected {check.expected}, actual "
+                f"{check.actual} (new check)"
+            )
         elif (was.passed, was.expected, was.actual_normalized or was.actual) != (
-                check.passed, check.expected, check.actual_normalized or check.actual):
-            expected = check.expected if was.expected == check.expected else \
-                f"{check.expected} (was {was.expected})"
-            actual = check.actual if was.actual == check.actual else \
-                f"{check.actual} (was {was.actual})"
-            lines.append(f"{check.name}: {'pass' if was.passed else 'fail'} -> {verdict}, "
-                         f"expected {expected}, actual {actual}")
-    lines.extend(f"{name}: gone (was {'pass' if was.passed else 'fail'}, expected "
-                 f"{was.expected})" for name, was in old.items())
+            check.passed,
+            check.expected,
+            check.actual_normalized or check.actual,
+        ):
+            expected = (
+                check.expected
+                if was.expected == check.expected
+                else f"{check.expected} (was {was.expected})"
+            )
+            actual = (
+                check.actual if was.actual == check.actual else f"{check.actual} (was {was.actual})"
+            )
+            lines.append(
+                f"{check.name}: {'pass' if was.passed else 'fail'} -> {verdict}, "
+                f"expected {expected}, actual {actual}"
+            )
+    lines.extend(
+        f"{name}: gone (was {'pass' if was.passed else 'fail'}, expected {was.expected})"
+        for name, was in old.items()
+    )
     return tuple(lines)
 
 
@@ -124,8 +141,9 @@ def graders_from_tasks_file(path: str | Path) -> dict[str, str | None]:
     return {task.task_id: task.grader for task in tasks}
 
 
-def _spec_for(session: Session, grader: str | None,
-              tasks: dict[str, str | None] | None) -> str | None:
+def _spec_for(
+    session: Session, grader: str | None, tasks: dict[str, str | None] | None
+) -> str | None:
     if grader is not None:
         return grader
     if tasks is not None:
@@ -190,16 +208,33 @@ def regrade(
         passed_before += bool(before)
         passed_after += verdict.passed
         if before is not verdict.passed:
-            flips.append(Flip(session.session_id, session.task_id, before, verdict.passed,
-                              previous.score if previous is not None else None, verdict.score,
-                              judge.name, changed_checks(
-                                  previous.checks if previous is not None else (),
-                                  verdict.checks)))
-        new.append(SessionGraded(
-            at=at, run_id=session.run_id, session_id=session.session_id, grader=judge.name,
-            grader_version=grader_version(judge), score=verdict.score, passed=verdict.passed,
-            details=verdict.details, source="regrade",
-            against_seal=seals.get(session.run_id, ""), checks=verdict.checks))
+            flips.append(
+                Flip(
+                    session.session_id,
+                    session.task_id,
+                    before,
+                    verdict.passed,
+                    previous.score if previous is not None else None,
+                    verdict.score,
+                    judge.name,
+                    changed_checks(previous.checks if previous is not None else (), verdict.checks),
+                )
+            )
+        new.append(
+            SessionGraded(
+                at=at,
+                run_id=session.run_id,
+                session_id=session.session_id,
+                grader=judge.name,
+                grader_version=grader_version(judge),
+                score=verdict.score,
+                passed=verdict.passed,
+                details=verdict.details,
+                source="regrade",
+                against_seal=seals.get(session.run_id, ""),
+                checks=verdict.checks,
+            )
+        )
     stream_id = None
     if new and not dry_run:
         with store.stream() as stream:
@@ -207,6 +242,13 @@ def regrade(
             stream_id = stream.stream_id
         store.sync()
     return RegradeResult(
-        selected=len(sessions), graded=len(new), skipped=len(sessions) - len(new),
-        passed_before=passed_before, passed_after=passed_after, flips=tuple(flips),
-        stream=stream_id, seconds=time.perf_counter() - began, dry_run=dry_run)
+        selected=len(sessions),
+        graded=len(new),
+        skipped=len(sessions) - len(new),
+        passed_before=passed_before,
+        passed_after=passed_after,
+        flips=tuple(flips),
+        stream=stream_id,
+        seconds=time.perf_counter() - began,
+        dry_run=dry_run,
+    )

@@ -92,17 +92,28 @@ def _line(indent: int, *parts: tuple[str, str] | str) -> Text:
 
 
 def _header(session: Session) -> list[Text]:
-    lines = [_line(0, ("Session ", "bold"), (plain(session.session_id), "bold cyan"),
-                   f"  task {plain(session.task_id or '?')}  run {plain(session.run_id)}  "
-                   f"{plain(session.agent or '?')}/{plain(session.model or '?')}  "
-                   f"attempt {session.attempt}")]
+    lines = [
+        _line(
+            0,
+            ("Session ", "bold"),
+            (plain(session.session_id), "bold cyan"),
+            f"  task {plain(session.task_id or '?')}  run {plain(session.run_id)}  "
+            f"{plain(session.agent or '?')}/{plain(session.model or '?')}  "
+            f"attempt {session.attempt}",
+        )
+    ]
     if session.task is not None:
         lines.append(_line(2, ("Task: ", "bold"), plain(session.task.prompt)))
         lines.append(_line(2, ("Start: ", "bold"), plain(session.task.start_url)))
     if session.parent_session_id is not None:
         fork = f" forked at step {session.fork_step}" if session.fork_step is not None else ""
-        lines.append(_line(2, ("Replay ", "bold"), f"{plain(session.replay_mode or '?')} of "
-                           f"{plain(session.parent_session_id)}{fork}"))
+        lines.append(
+            _line(
+                2,
+                ("Replay ", "bold"),
+                f"{plain(session.replay_mode or '?')} of {plain(session.parent_session_id)}{fork}",
+            )
+        )
     return lines
 
 
@@ -122,8 +133,9 @@ def _effect_line(effect: BrowserActed) -> Text:
     if effect.pages_opened:
         text.append(f"  (+{effect.pages_opened} page)", "yellow")
     if effect.dialog is not None:
-        text.append(f"  dialog {plain(effect.dialog.type)} "
-                    f"{plain(repr(effect.dialog.message), 80)}")
+        text.append(
+            f"  dialog {plain(effect.dialog.type)} {plain(repr(effect.dialog.message), 80)}"
+        )
     return text
 
 
@@ -136,8 +148,9 @@ def _step_lines(step: Step) -> list[Text]:
     lines = [head]
     parse_of = {parse.call_id: parse for parse in step.parses}
     for call in step.calls:
-        text = _line(2, f"call {call.attempt} ({plain(call.purpose)})",
-                     (f" {call.latency_ms:.0f} ms", "dim"))
+        text = _line(
+            2, f"call {call.attempt} ({plain(call.purpose)})", (f" {call.latency_ms:.0f} ms", "dim")
+        )
         if call.served_by:
             text.append(f"  served by {plain(call.served_by)}", "dim")
         if call.error:
@@ -163,11 +176,18 @@ def _step_lines(step: Step) -> list[Text]:
         lines.extend(_effect_line(effect) for effect in effects)
     if step.fidelity is not None:
         f = step.fidelity
-        shot_word = "identical" if f.screenshot_identical else (
-            f"differs ({f.pixel_diff:.2%} pixels)" if f.pixel_diff is not None else "differs")
-        text = _line(2, ("Fidelity: ", "bold"), f"screenshot {shot_word}, url "
-                     f"{'equal' if f.url_equal else 'differs'}, element "
-                     f"{ {True: 'same', False: 'differs', None: 'n/a'}[f.element_equal] }")
+        shot_word = (
+            "identical"
+            if f.screenshot_identical
+            else (f"differs ({f.pixel_diff:.2%} pixels)" if f.pixel_diff is not None else "differs")
+        )
+        text = _line(
+            2,
+            ("Fidelity: ", "bold"),
+            f"screenshot {shot_word}, url "
+            f"{'equal' if f.url_equal else 'differs'}, element "
+            f"{ {True: 'same', False: 'differs', None: 'n/a'}[f.element_equal] }",
+        )
         if f.diverged:
             text.append("  DIVERGED", "bold red")
         lines.append(text)
@@ -185,8 +205,10 @@ def _footer(session: Session) -> list[Text]:
             text.append(f" ({plain(end.agent_status)})")
         if end.answer is not None:
             text.append(f"  answer {plain(repr(end.answer), 200)}")
-        text.append(f"  {end.steps} steps  {end.seconds:.1f} s  {end.parse_failures} parse "
-                    f"failures  {end.action_errors} action errors")
+        text.append(
+            f"  {end.steps} steps  {end.seconds:.1f} s  {end.parse_failures} parse "
+            f"failures  {end.action_errors} action errors"
+        )
         lines = [text]
         if end.error:
             lines.append(_line(2, ("error: ", "bold red"), plain(end.error, 500)))

@@ -56,7 +56,7 @@ def _rebaser(old: str, new: str) -> Callable[[str], str]:
         if url == old:
             return new
         if before != after and (url.startswith(before + "/") or url == before):
-            return after + url[len(before):]
+            return after + url[len(before) :]
         return url
 
     return rebase
@@ -87,8 +87,7 @@ def _serve_miniwob(port: int | None) -> ThreadingHTTPServer:
 class _MiniwobAt(MiniwobSuite):
     """The MiniWoB suite of one task, its pages served at a given base URL."""
 
-    def __init__(self, name: str, base: str, seed: int | None = None,
-                 browser: Any = None) -> None:
+    def __init__(self, name: str, base: str, seed: int | None = None, browser: Any = None) -> None:
         super().__init__(name, None if seed is None else str(seed), browser=browser)
         self._fixed_base = base
 
@@ -106,11 +105,15 @@ def _miniwob(task: Task, seed: int | None, browser: Any) -> Iterator[Reopened]:
         suite = _MiniwobAt(name, f"http://{host!s}:{port}", seed, browser)
         if seed is not None and seed != task.seed:  # another episode: its own id and prompt
             other = suite.tasks()[0]
-            now = msgspec.structs.replace(task, task_id=other.task_id, prompt=other.prompt,
-                                          seed=seed, start_url=other.start_url)
+            now = msgspec.structs.replace(
+                task,
+                task_id=other.task_id,
+                prompt=other.prompt,
+                seed=seed,
+                start_url=other.start_url,
+            )
         else:
-            start = suite.task_url(name, task.seed if task.seed is not None else
-                                   default_seed(name))
+            start = suite.task_url(name, task.seed if task.seed is not None else default_seed(name))
             now = msgspec.structs.replace(task, start_url=start)
         yield Reopened(suite, now, _rebaser(task.start_url, now.start_url))
     finally:
@@ -122,12 +125,14 @@ def _moved(task: Task, base: str) -> Task:
     before, after = _origin(task.start_url), base.rstrip("/")
 
     def move(url: str) -> str:
-        return after + url[len(before):] if url == before or url.startswith(before + "/") \
-            else url
+        return after + url[len(before) :] if url == before or url.startswith(before + "/") else url
 
     return msgspec.structs.replace(
-        task, start_url=move(task.start_url), setup_urls=tuple(map(move, task.setup_urls)),
-        capture_urls=tuple(map(move, task.capture_urls)))
+        task,
+        start_url=move(task.start_url),
+        setup_urls=tuple(map(move, task.setup_urls)),
+        capture_urls=tuple(map(move, task.capture_urls)),
+    )
 
 
 @contextmanager
@@ -135,8 +140,12 @@ def _recorded(recorded: Task, base: str | None) -> Iterator[Reopened]:
     # A tasks file of this one task, with the recorded (absolute) URLs, or moved to ``base``:
     # the tasks-file suite then sets it up and captures its evidence as when it was recorded.
     task = _moved(recorded, base) if base else recorded
-    entry = {"task_id": task.task_id, "prompt": task.prompt, "start": task.start_url,
-             "needs_login": task.needs_login}
+    entry = {
+        "task_id": task.task_id,
+        "prompt": task.prompt,
+        "start": task.start_url,
+        "needs_login": task.needs_login,
+    }
     body = {"setup": list(task.setup_urls), "capture": list(task.capture_urls), "tasks": [entry]}
     with tempfile.TemporaryDirectory(prefix="ownloop-replay-") as folder:
         path = Path(folder) / "task.json"
@@ -153,8 +162,9 @@ def _environment(task: Task) -> Iterator[Reopened]:
 
 
 @contextmanager
-def reopen_suite(task: Task, *, seed: int | None = None, base: str | None = None,
-                 browser: Any = None) -> Iterator[Reopened]:
+def reopen_suite(
+    task: Task, *, seed: int | None = None, base: str | None = None, browser: Any = None
+) -> Iterator[Reopened]:
     """The suite to set ``task`` up again with, entered; left (servers stopped) on exit.
 
     Args:
@@ -166,8 +176,12 @@ def reopen_suite(task: Task, *, seed: int | None = None, base: str | None = None
     if task.suite == "miniwob":
         with _miniwob(task, seed, browser) as reopened:
             yield reopened
-    elif not base and task.suite and not task.suite.startswith("tasks:") and \
-            task.suite in environment_names():
+    elif (
+        not base
+        and task.suite
+        and not task.suite.startswith("tasks:")
+        and task.suite in environment_names()
+    ):
         with _environment(task) as reopened:
             yield reopened
     else:

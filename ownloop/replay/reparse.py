@@ -30,8 +30,15 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, ModelCalled, Op
 from ownloop.store.queries import run_settings
 
-__all__ = ["ReparseReport", "StepChange", "agent_for", "recorded_settings",
-           "reparse", "reparse_session", "reparse_target"]
+__all__ = [
+    "ReparseReport",
+    "StepChange",
+    "agent_for",
+    "recorded_settings",
+    "reparse",
+    "reparse_session",
+    "reparse_target",
+]
 
 
 class StepChange(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,8 +68,9 @@ class ReparseReport(msgspec.Struct, frozen=True, kw_only=True):
         """One block per changed response, then the count line."""
         lines = []
         for c in self.changes:
-            lines.append(f"{c.session_id}  {c.task_id}  step {c.step}  call {c.call_id}: "
-                         f"{c.change}")
+            lines.append(
+                f"{c.session_id}  {c.task_id}  step {c.step}  call {c.call_id}: {c.change}"
+            )
             if c.old_actions != c.new_actions:
                 lines.append(f"  actions: {c.old_actions}")
                 lines.append(f"       ->  {c.new_actions}")
@@ -70,9 +78,11 @@ class ReparseReport(msgspec.Struct, frozen=True, kw_only=True):
                 lines.append(f"  ops:     {c.old_ops}")
                 lines.append(f"       ->  {c.new_ops}")
         changed_steps = len({(c.session_id, c.step) for c in self.changes})
-        lines.append(f"{changed_steps} of {self.steps} steps changed ({len(self.changes)} of "
-                     f"{self.responses} responses) in {self.sessions} sessions; nothing was "
-                     "written")
+        lines.append(
+            f"{changed_steps} of {self.steps} steps changed ({len(self.changes)} of "
+            f"{self.responses} responses) in {self.sessions} sessions; nothing was "
+            "written"
+        )
         return lines
 
     def to_json(self) -> str:
@@ -104,8 +114,12 @@ def recorded_settings(store: Store, sessions: Iterable[Session]) -> dict[str, di
     return found
 
 
-def agent_for(name: str, recorded: Mapping[str, Any], overrides: Mapping[str, Any],
-              released: str | None = None) -> Agent:
+def agent_for(
+    name: str,
+    recorded: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    released: str | None = None,
+) -> Agent:
     """The agent ``name`` with its recorded settings (those it still has), then ``overrides``;
     its prompt texts from a clone under ``released`` (``--released``), else under the
     ``released`` folders a run recorded before the texts were handed in.
@@ -121,8 +135,9 @@ def agent_for(name: str, recorded: Mapping[str, Any], overrides: Mapping[str, An
     return make_agent(name, released=texts, **options)
 
 
-def _parse(agent: Agent, call: ModelCalled, size: tuple[int, int],
-           history: Sequence[PastStep]) -> tuple[Any, str | None]:
+def _parse(
+    agent: Agent, call: ModelCalled, size: tuple[int, int], history: Sequence[PastStep]
+) -> tuple[Any, str | None]:
     """(Parsed or None, error or None) as the recorder would have it today."""
     if call.response is None:
         return None, "no response"
@@ -166,19 +181,36 @@ def reparse_session(session: Session, agent: Agent) -> tuple[list[StepChange], i
             elif error is not None:
                 change = "now fails"
             else:
-                differs = [name for name, same in (("actions", parse.actions == new_actions),
-                                                   ("ops", old_ops == new_ops)) if not same]
+                differs = [
+                    name
+                    for name, same in (
+                        ("actions", parse.actions == new_actions),
+                        ("ops", old_ops == new_ops),
+                    )
+                    if not same
+                ]
                 if not differs:
                     continue
                 change = " and ".join(differs)
-            changes.append(StepChange(
-                session_id=session.session_id, task_id=session.task_id, step=step.step,
-                call_id=call.call_id, change=change,
-                old_actions=(f"parse error: {parse.error}" if parse.error is not None
-                             else actions_text(parse.actions)),
-                new_actions=(f"parse error: {error}" if error is not None
-                             else actions_text(new_actions)),
-                old_ops=_ops_text(old_ops), new_ops=_ops_text(new_ops)))
+            changes.append(
+                StepChange(
+                    session_id=session.session_id,
+                    task_id=session.task_id,
+                    step=step.step,
+                    call_id=call.call_id,
+                    change=change,
+                    old_actions=(
+                        f"parse error: {parse.error}"
+                        if parse.error is not None
+                        else actions_text(parse.actions)
+                    ),
+                    new_actions=(
+                        f"parse error: {error}" if error is not None else actions_text(new_actions)
+                    ),
+                    old_ops=_ops_text(old_ops),
+                    new_ops=_ops_text(new_ops),
+                )
+            )
         history.append(_past_step(step, size))
     return changes, count
 
@@ -188,12 +220,19 @@ def _past_step(step: Step, size: tuple[int, int]) -> PastStep:
     shot = step.screenshot
     image = ImagePart(sha256=shot.sha256 if shot else "", width=size[0], height=size[1])
     accepted = step.parsed if step.parsed is not None and step.parsed.error is None else None
-    parsed = Parsed(thought=accepted.thought, actions=accepted.actions,
-                    model_size=accepted.model_size) if accepted else Parsed()
-    response = next((c.response for c in step.calls
-                     if accepted and c.call_id == accepted.call_id), None)
-    return PastStep(Observation(step.step, image, shot.url if shot else ""),
-                    response or step.response or "", parsed)
+    parsed = (
+        Parsed(thought=accepted.thought, actions=accepted.actions, model_size=accepted.model_size)
+        if accepted
+        else Parsed()
+    )
+    response = next(
+        (c.response for c in step.calls if accepted and c.call_id == accepted.call_id), None
+    )
+    return PastStep(
+        Observation(step.step, image, shot.url if shot else ""),
+        response or step.response or "",
+        parsed,
+    )
 
 
 def reparse(
@@ -220,8 +259,10 @@ def reparse(
     elif run_id:
         sessions = list(fold_selected(store, Selection(run_id=run_id)).values())
         if not sessions:
-            raise OwnloopError(f"no sessions in run '{run_id}' of {store.root}. List runs "
-                               "with: ownloop sql \"select * from runs\"")
+            raise OwnloopError(
+                f"no sessions in run '{run_id}' of {store.root}. List runs "
+                'with: ownloop sql "select * from runs"'
+            )
     else:
         raise OwnloopError("give a TARGET (session or task id) or --run R to re-parse")
     settings = recorded_settings(store, sessions)
@@ -241,8 +282,13 @@ def reparse(
         changes.extend(found)
         responses += count
         steps += len(one.steps)
-    return ReparseReport(sessions=len(sessions), steps=steps, responses=responses,
-                         changes=tuple(changes), options=overrides)
+    return ReparseReport(
+        sessions=len(sessions),
+        steps=steps,
+        responses=responses,
+        changes=tuple(changes),
+        options=overrides,
+    )
 
 
 def reparse_target(

@@ -52,8 +52,10 @@ def fold_places(store: Store, table: pa.Table) -> dict[str, Session]:
         places.setdefault(stream, []).append(position)
     raws: list[bytes] = [b""] * len(streams)
     for stream, positions in places.items():
-        with open(store.journal_dir / f"{stream}.jsonl", "rb") as f, mmap.mmap(
-                f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with (
+            open(store.journal_dir / f"{stream}.jsonl", "rb") as f,
+            mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
             for position in positions:
                 start = offsets[position]
                 raws[position] = data[start : start + lengths[position] - 1]  # no newline

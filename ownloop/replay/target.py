@@ -14,8 +14,7 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import target_session
 
-__all__ = ["NotReplayable", "TargetNotFound", "check_replayable", "load_session",
-           "resolve_target"]
+__all__ = ["NotReplayable", "TargetNotFound", "check_replayable", "load_session", "resolve_target"]
 
 
 class TargetNotFound(OwnloopError):
@@ -42,9 +41,11 @@ def resolve_target(store: Store, target: str, run_id: str | None = None) -> str:
         if run_id:
             raise TargetNotFound(
                 f"no session or task '{target}' in run '{run_id}' of {store.root}. "
-                f"List them with: ownloop sessions --run {run_id}")
+                f"List them with: ownloop sessions --run {run_id}"
+            )
         raise TargetNotFound(
-            f"no session or task '{target}' in {store.root}. List them with: ownloop sessions")
+            f"no session or task '{target}' in {store.root}. List them with: ownloop sessions"
+        )
     return session_id
 
 
@@ -55,8 +56,9 @@ def load_session(store: Store, target: str | None, run_id: str | None = None) ->
         TargetNotFound: no target was given, or nothing matches it.
     """
     if not target:
-        raise TargetNotFound("give a TARGET: a session id or a task id. List them with: "
-                             "ownloop sessions")
+        raise TargetNotFound(
+            "give a TARGET: a session id or a task id. List them with: ownloop sessions"
+        )
     session_id = resolve_target(store, target, run_id)
     return fold(store.session_events(session_id), session_id)
 
@@ -82,6 +84,9 @@ def check_replayable(session: Session, mode: str) -> None:
         raise NotReplayable(
             f"session {session.session_id} is an {session.replay_mode or '?'} replay of "
             f"{session.parent_session_id} and has no recorded {what} to re-execute. Replay its "
-            f"parent: ownloop replay {session.parent_session_id} {flag}")
-    raise NotReplayable(f"session {session.session_id} has no recorded {what} to re-execute "
-                        f"with {flag}; its browser operations replay with --execute ops")
+            f"parent: ownloop replay {session.parent_session_id} {flag}"
+        )
+    raise NotReplayable(
+        f"session {session.session_id} has no recorded {what} to re-execute "
+        f"with {flag}; its browser operations replay with --execute ops"
+    )

@@ -37,14 +37,18 @@ if TYPE_CHECKING:
 
 # DuckDB and pyarrow load only when the index is used: recorders append to the journal and never
 # pay for them.
-_LAZY = {"QueryError": "ownloop.store.query", "QueryResult": "ownloop.store.query",
-         "SyncResult": "ownloop.store.index"}
+_LAZY = {
+    "QueryError": "ownloop.store.query",
+    "QueryResult": "ownloop.store.query",
+    "SyncResult": "ownloop.store.index",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'ownloop.store' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_STORE",
@@ -154,8 +158,13 @@ class Store:
         """``session_events`` as an iterator (the name STYLE.md's store contract uses)."""
         return iter(self.session_events(session_id))
 
-    def verify(self, *, run_id: str | None = None, fingerprint: str | None = None,
-               incremental: bool = False) -> VerifyReport:
+    def verify(
+        self,
+        *,
+        run_id: str | None = None,
+        fingerprint: str | None = None,
+        incremental: bool = False,
+    ) -> VerifyReport:
         """Check every stream's hash chain and every referenced blob; with ``run_id``, also
         that the run is sealed (with ``fingerprint``, when given) and unchanged since. With
         ``incremental``, what the last sound check found unchanged is not read again."""
@@ -166,8 +175,9 @@ class NoStore(OwnloopError):
     """``open_store(..., create=False)`` found no store there (nothing, or a folder without one)."""
 
 
-def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True,
-               create: bool = True) -> Store:
+def open_store(
+    root: str | os.PathLike[str] | None = None, *, fsync: bool = True, create: bool = True
+) -> Store:
     """Open the store at ``root``, ``$OWNLOOP_STORE`` or ``./ownloop-data``.
 
     With ``create`` (the default) a missing store is made; without it (commands that only read
@@ -187,7 +197,8 @@ def open_store(root: str | os.PathLike[str] | None = None, *, fsync: bool = True
         if (path / part).exists() and not (path / part).is_dir():
             raise OwnloopError(
                 f"{path / part} is a file, but a store keeps a folder there: {path} is damaged or "
-                f"not an ownloop store. Move that file away, or pass --store DIR")
+                f"not an ownloop store. Move that file away, or pass --store DIR"
+            )
     return Store(path, fsync=fsync)
 
 
@@ -195,10 +206,15 @@ def _must_be_a_store(path: Path) -> None:
     if not path.exists():
         blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
         if blocker is not None:  # the same words as a store that cannot be made there
-            raise OwnloopError(f"{path} cannot be a folder: {blocker} is a file. Pass --store DIR "
-                               "naming a folder")
-        raise NoStore(f"there is no store at {path}. Pass --store DIR (or set $OWNLOOP_STORE) "
-                      "naming one, or record one there with: ownloop demo")
+            raise OwnloopError(
+                f"{path} cannot be a folder: {blocker} is a file. Pass --store DIR naming a folder"
+            )
+        raise NoStore(
+            f"there is no store at {path}. Pass --store DIR (or set $OWNLOOP_STORE) "
+            "naming one, or record one there with: ownloop demo"
+        )
     if not any((path / part).exists() for part in ("journal", "blobs", "index.duckdb")):
-        raise NoStore(f"{path} is not an ownloop store (it has no journal folder). Pass --store "
-                      "DIR (or set $OWNLOOP_STORE) naming one")
+        raise NoStore(
+            f"{path} is not an ownloop store (it has no journal folder). Pass --store "
+            "DIR (or set $OWNLOOP_STORE) naming one"
+        )

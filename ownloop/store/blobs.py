@@ -124,7 +124,8 @@ class BlobStore:
             blobs, journal = self.root, self.root.parent / "journal"
             self._with_journal = self._fsync and synced_with_journal(
                 blobs if blobs.exists() else blobs.parent,
-                journal if journal.exists() else journal.parent)
+                journal if journal.exists() else journal.parent,
+            )
         return self._with_journal
 
     def path(self, sha256: str) -> Path:
@@ -163,7 +164,7 @@ class BlobStore:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if self._fsync:
                 write = _data_write() if self.synced_with_journal else None
                 if write is not None:
@@ -179,7 +180,8 @@ class BlobStore:
         except FileNotFoundError:
             raise MissingBlob(
                 f"blob {sha256[:12]} is missing from {self.root}. "
-                "Check the store with: ownloop verify") from None
+                "Check the store with: ownloop verify"
+            ) from None
 
     def exists(self, sha256: str) -> bool:
         return self.path(sha256).exists()

@@ -208,8 +208,9 @@ class Claims:
         holder: this claimant's name (default ``this_holder()``).
     """
 
-    def __init__(self, store_root: Path, run_id: str, *, lease_s: float,
-                 holder: str | None = None) -> None:
+    def __init__(
+        self, store_root: Path, run_id: str, *, lease_s: float, holder: str | None = None
+    ) -> None:
         self.dir = claims_dir(store_root, run_id)
         self.run_id = run_id
         self.lease_s = lease_s
@@ -223,7 +224,8 @@ class Claims:
         except OSError as error:
             raise ClaimError(
                 f"cannot write claims in {self.dir}: {error.strerror}. Check the store's "
-                "permissions and free space") from None
+                "permissions and free space"
+            ) from None
 
     # ------------------------------------------------------------------ names
     def _key(self, task_id: str, repeat: int) -> str:
@@ -269,8 +271,9 @@ class Claims:
         return holder_alive(str(info.get("holder", ""))) is False or age > self.lease_s
 
     # ------------------------------------------------------------------ claiming
-    def claim(self, task_id: str, repeat: int, session_id: str, *, attempt: int = 1
-              ) -> Claim | None:
+    def claim(
+        self, task_id: str, repeat: int, session_id: str, *, attempt: int = 1
+    ) -> Claim | None:
         """Claim one repeat of a task for ``session_id``, or None: it is done or held.
 
         ``attempt`` is the least attempt number to give the session; a task claimed before gets
@@ -296,12 +299,28 @@ class Claims:
                 if isinstance(last, int):
                     attempt = max(attempt, last + 1)
             new_path = self._claim_path(key, generation + 1)
-            data = _json(holder=self.holder, session=session_id, task_id=task_id, repeat=repeat,
-                         attempt=attempt, took_over=took_over, at=time.time())
+            data = _json(
+                holder=self.holder,
+                session=session_id,
+                task_id=task_id,
+                repeat=repeat,
+                attempt=attempt,
+                took_over=took_over,
+                at=time.time(),
+            )
             if not _create(new_path, data):
                 continue
-            claim = Claim(task_id, repeat, generation + 1, self.holder, session_id, attempt,
-                          took_over, new_path, took_over_session)
+            claim = Claim(
+                task_id,
+                repeat,
+                generation + 1,
+                self.holder,
+                session_id,
+                attempt,
+                took_over,
+                new_path,
+                took_over_session,
+            )
             if done.exists():  # it was finished while we looked
                 self._give_back(claim)
                 return None
@@ -327,20 +346,28 @@ class Claims:
         """
         key = self._key(task_id, repeat)
         done = self.dir / f"{key}.done"
-        _create(done, _json(session=session_id, holder=self.holder, task_id=task_id,
-                            repeat=repeat, at=time.time()))
+        _create(
+            done,
+            _json(
+                session=session_id,
+                holder=self.holder,
+                task_id=task_id,
+                repeat=repeat,
+                at=time.time(),
+            ),
+        )
         winner = self.winner(task_id, repeat) or ""
         with self._lock:
-            mine = [c for c in self._held.values()
-                    if (c.task_id, c.repeat) == (task_id, repeat)]
+            mine = [c for c in self._held.values() if (c.task_id, c.repeat) == (task_id, repeat)]
         for claim in mine:
             self.release(claim)
         return Counting(winner == session_id, winner)
 
     def mark_crashed(self, session_id: str) -> bool:
         """Whether this caller is the one to record ``session_id`` as crashed (exactly one is)."""
-        return _create(self.dir / f"{_sha(session_id)}.crashed",
-                       _json(holder=self.holder, at=time.time()))
+        return _create(
+            self.dir / f"{_sha(session_id)}.crashed", _json(holder=self.holder, at=time.time())
+        )
 
     def admit(self, contract: bytes) -> bytes:
         """The run's contract: ``contract`` if this call is the first to declare one, else the
@@ -356,8 +383,7 @@ class Claims:
             if self._renewer is not None and self._renewer.is_alive():
                 return
             self._stop.clear()
-            self._renewer = threading.Thread(target=self._renew, name="ownloop-claims",
-                                             daemon=True)
+            self._renewer = threading.Thread(target=self._renew, name="ownloop-claims", daemon=True)
             self._renewer.start()
 
     def _renew(self) -> None:

@@ -56,15 +56,21 @@ def disk_error(exc: OSError, path: str | os.PathLike[str] | None = None) -> Stor
         return None  # e.g. EACCES binding a port: not about a file
     where = Path(named) if named is not None else None
     if code == errno.EROFS:
-        text = (f"{where or 'the store'} is on a read-only file system. Remount it read-write, "
-                f"{_ELSEWHERE}")
+        text = (
+            f"{where or 'the store'} is on a read-only file system. Remount it read-write, "
+            f"{_ELSEWHERE}"
+        )
     elif code in (errno.EACCES, errno.EPERM):
-        text = (f"permission denied: {where}. Give your user write access to it (chmod/chown), "
-                f"{_ELSEWHERE}")
+        text = (
+            f"permission denied: {where}. Give your user write access to it (chmod/chown), "
+            f"{_ELSEWHERE}"
+        )
     elif code in (errno.ENOSPC, errno.EDQUOT):
         full = "over its quota" if code == errno.EDQUOT else "full"
-        text = (f"the disk holding {where or 'the store'} is {full}. Free some space, then run "
-                "the same command again (what is already recorded is kept)")
+        text = (
+            f"the disk holding {where or 'the store'} is {full}. Free some space, then run "
+            "the same command again (what is already recorded is kept)"
+        )
     else:  # ENOTDIR
         assert where is not None
         blocker = _file_in_the_way(where)

@@ -98,6 +98,10 @@ Status = Literal[
     "crashed",
 ]
 
+CallPurpose = Literal["step", "resample", "retry"]
+"""Why a model call was made: the step's first call, a re-sample after a parse failure, or a
+retry of a call that failed in transport."""
+
 
 def now() -> datetime:
     """The current time in UTC, the only clock events use."""
@@ -480,7 +484,7 @@ class ModelCalled(EventBase, tag="model_called", frozen=True, kw_only=True):
     step: int
     call_id: str
     attempt: int = 1  # 1 for the first call of a step, then each re-sample or retry
-    purpose: Literal["step", "resample", "retry"] = "step"
+    purpose: CallPurpose = "step"
     model: str = ""
     messages: tuple[Message, ...] = ()
     sampling: Sampling = Sampling()

@@ -31,9 +31,9 @@ class ViewFile(NamedTuple):
     path: Path
 
 
-
-def export_views(store: Store, out: str | os.PathLike[str],
-                 run_id: str | None = None) -> list[ViewFile]:
+def export_views(
+    store: Store, out: str | os.PathLike[str], run_id: str | None = None
+) -> list[ViewFile]:
     """Write every view of the index as ``<out>/<view>.parquet`` (only ``run_id``'s rows if given).
 
     A view with a ``session_id`` column keeps the rows of the run's sessions; ``runs`` keeps the
@@ -51,17 +51,23 @@ def export_views(store: Store, out: str | os.PathLike[str],
         con = duckdb.connect(str(index.path), read_only=True)
         try:
             if run_id is not None:
-                found = con.execute("select count(*) from session_started where run_id = ?",
-                                    [run_id]).fetchone()
-                started = con.execute("select count(*) from run_started where run_id = ?",
-                                      [run_id]).fetchone()
+                found = con.execute(
+                    "select count(*) from session_started where run_id = ?", [run_id]
+                ).fetchone()
+                started = con.execute(
+                    "select count(*) from run_started where run_id = ?", [run_id]
+                ).fetchone()
                 if not (found and found[0]) and not (started and started[0]):
                     raise OwnloopError(
                         f"no run {run_id!r} in the store. List runs with: ownloop sql "
-                        "\"select run_id, agent, sessions from runs\"")
-            views = [name for (name,) in con.execute(
-                "select view_name from duckdb_views() where not internal "
-                "order by view_name").fetchall()]
+                        '"select run_id, agent, sessions from runs"'
+                    )
+            views = [
+                name
+                for (name,) in con.execute(
+                    "select view_name from duckdb_views() where not internal order by view_name"
+                ).fetchall()
+            ]
             for view in views:
                 query = f'select * from "{view}"' + _run_filter(con, view, run_id)
                 target = folder / f"{view}.parquet"
@@ -70,8 +76,7 @@ def export_views(store: Store, out: str | os.PathLike[str],
                     con.execute(f"copy ({query}) to {sql_literal(str(partial))} (format parquet)")
                 except duckdb.Error as exc:
                     partial.unlink(missing_ok=True)
-                    raise OwnloopError(
-                        f"cannot write {target}: {describe_error(exc)}") from None
+                    raise OwnloopError(f"cannot write {target}: {describe_error(exc)}") from None
                 os.replace(partial, target)
                 row = con.execute(f"select count(*) from ({query})").fetchone()
                 written.append(ViewFile(view, int(row[0]) if row else 0, target))
@@ -85,8 +90,10 @@ def _run_filter(con: duckdb.DuckDBPyConnection, view: str, run_id: str | None) -
         return ""
     columns = {name for (name, *_) in con.execute(f'describe select * from "{view}"').fetchall()}
     if "session_id" in columns:
-        return (" where session_id in (select session_id from session_started where run_id = "
-                f"{sql_literal(run_id)})")
+        return (
+            " where session_id in (select session_id from session_started where run_id = "
+            f"{sql_literal(run_id)})"
+        )
     if "run_id" in columns:
         return f" where run_id = {sql_literal(run_id)}"
     return ""

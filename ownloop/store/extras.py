@@ -48,5 +48,8 @@ def missing_extra(exc: ImportError, what: str) -> MissingExtra | None:
     extra = EXTRA_OF.get(module)
     if extra is None or not isinstance(exc, ModuleNotFoundError):
         return None
-    return MissingExtra(f"{what} needs the {extra} extra ({module} is not installed): "
-                        f"{install_hint(extra)}", module, extra)
+    return MissingExtra(
+        f"{what} needs the {extra} extra ({module} is not installed): {install_hint(extra)}",
+        module,
+        extra,
+    )

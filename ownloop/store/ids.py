@@ -9,7 +9,6 @@ from typing import TypedDict
 __all__ = ["SessionIds", "new_id"]
 
 
-
 class SessionIds(TypedDict):
     """The run and session ids every event of a session carries (``Event(**ids, ...)``)."""
 

@@ -74,13 +74,20 @@ class SyncResult(NamedTuple):
         what = "rebuilt" if self.rebuilt else "up to date"
         line = f"index {what}: {self.events} new events from {self.streams} streams"
         if self.damaged:
-            fate = "projected all the same (--accept-damaged)" if self.accepted else \
-                "quarantined, not projected"
-            line += (f"; {self.damaged} damaged lines {fate}: see "
-                     "ownloop sql \"select * from damage\" and run: ownloop verify")
+            fate = (
+                "projected all the same (--accept-damaged)"
+                if self.accepted
+                else "quarantined, not projected"
+            )
+            line += (
+                f"; {self.damaged} damaged lines {fate}: see "
+                'ownloop sql "select * from damage" and run: ownloop verify'
+            )
         if self.skipped:
-            line += (f"; {self.skipped} lines did not decode (see the skipped_lines table and "
-                     "run: ownloop verify)")
+            line += (
+                f"; {self.skipped} lines did not decode (see the skipped_lines table and "
+                "run: ownloop verify)"
+            )
         return line
 
 
@@ -126,8 +133,9 @@ class _Batch:
         offsets = list(accumulate(lengths[:-1], initial=base))
         damaged, chain = check_chain(raw_lines, chain)
         if damaged:
-            self.damaged += [(stream, offsets[i], lengths[i], kind, detail)
-                             for i, kind, detail in damaged]
+            self.damaged += [
+                (stream, offsets[i], lengths[i], kind, detail) for i, kind, detail in damaged
+            ]
             if not self.accept_damaged:
                 bad = {i for i, _, _ in damaged}
                 keep = [i for i in range(len(raw_lines)) if i not in bad]
@@ -183,42 +191,72 @@ class _Batch:
                 if table.name in SESSION_FACT_KINDS:
                     touched.append(rows.column("session_id"))
                 # The journal rows reuse the columns just built for the kind's table.
-                journal.append(pa.table({
-                    "stream": rows.column("stream"),
-                    "byte_offset": pa.array(offsets[rows_of], pa.int64()),
-                    "byte_length": pa.array(lengths[rows_of], pa.int64()),
-                    "seq": rows.column("seq"),
-                    "kind": pa.array([table.name] * rows.num_rows, pa.string()),
-                    "session_id": rows.column("session_id"),
-                    "run_id": rows.column("run_id"),
-                    "time": rows.column("time"),
-                }))
+                journal.append(
+                    pa.table(
+                        {
+                            "stream": rows.column("stream"),
+                            "byte_offset": pa.array(offsets[rows_of], pa.int64()),
+                            "byte_length": pa.array(lengths[rows_of], pa.int64()),
+                            "seq": rows.column("seq"),
+                            "kind": pa.array([table.name] * rows.num_rows, pa.string()),
+                            "session_id": rows.column("session_id"),
+                            "run_id": rows.column("run_id"),
+                            "time": rows.column("time"),
+                        }
+                    )
+                )
         if journal:
             _insert(con, "journal", pa.concat_tables(journal))
         if touched:
-            _refresh_session_facts(con, pa.table({"session_id": pa.chunked_array(
-                [chunk for column in touched for chunk in column.chunks], pa.string())}))
+            _refresh_session_facts(
+                con,
+                pa.table(
+                    {
+                        "session_id": pa.chunked_array(
+                            [chunk for column in touched for chunk in column.chunks], pa.string()
+                        )
+                    }
+                ),
+            )
         if self.skipped[0]:
-            _insert(con, "skipped_lines", pa.table({
-                "stream": self.skipped[0], "byte_offset": self.skipped[1],
-                "error": self.skipped[2]}))
+            _insert(
+                con,
+                "skipped_lines",
+                pa.table(
+                    {
+                        "stream": self.skipped[0],
+                        "byte_offset": self.skipped[1],
+                        "error": self.skipped[2],
+                    }
+                ),
+            )
         if self.damaged:
             streams, offsets, lengths, kinds, details = map(list, zip(*self.damaged, strict=True))
-            _insert(con, "damaged_lines", pa.table({
-                "stream": streams,
-                "byte_offset": pa.array(offsets, pa.int64()),
-                "byte_length": pa.array(lengths, pa.int64()),
-                "kind": kinds, "detail": details,
-                "projected": [self.accept_damaged] * len(streams)}))
+            _insert(
+                con,
+                "damaged_lines",
+                pa.table(
+                    {
+                        "stream": streams,
+                        "byte_offset": pa.array(offsets, pa.int64()),
+                        "byte_length": pa.array(lengths, pa.int64()),
+                        "kind": kinds,
+                        "detail": details,
+                        "projected": [self.accept_damaged] * len(streams),
+                    }
+                ),
+            )
         if self.marks:
             names = list(self.marks)
-            marks = pa.table({
-                "stream": names,
-                "ingested": pa.array([self.marks[n].ingested for n in names], pa.int64()),
-                "size": pa.array([self.marks[n].size for n in names], pa.int64()),
-                "last_sum": pa.array([self.marks[n].chain.prev for n in names], pa.string()),
-                "last_seq": pa.array([self.marks[n].chain.seq for n in names], pa.int64()),
-            })
+            marks = pa.table(
+                {
+                    "stream": names,
+                    "ingested": pa.array([self.marks[n].ingested for n in names], pa.int64()),
+                    "size": pa.array([self.marks[n].size for n in names], pa.int64()),
+                    "last_sum": pa.array([self.marks[n].chain.prev for n in names], pa.string()),
+                    "last_seq": pa.array([self.marks[n].chain.seq for n in names], pa.int64()),
+                }
+            )
             con.register("_marks", marks)
             con.execute("delete from streams where stream in (select stream from _marks)")
             con.execute("insert into streams select * from _marks")
@@ -317,8 +355,7 @@ class Index:
                 raise
 
     def _remove_files(self, *, quietly: bool = False) -> None:
-        for path in (self.path, self.path.with_name(self.path.name + ".wal"),
-                     self.manifest_path):
+        for path in (self.path, self.path.with_name(self.path.name + ".wal"), self.manifest_path):
             try:
                 path.unlink(missing_ok=True)
             except OSError:
@@ -338,7 +375,8 @@ class Index:
                 raise StoreNotWritable(
                     f"the store {root} is read-only and {state}: run `ownloop index` where the "
                     "store is writable, or copy it to a writable folder and pass --store DIR",
-                    exc.errno) from None
+                    exc.errno,
+                ) from None
             try:
                 yield
             except duckdb.Error as exc:
@@ -353,8 +391,12 @@ class Index:
     def up_to_date(self) -> bool:
         """True when the last sync saw every stream at its current size (no database opened)."""
         manifest = self._read_manifest()
-        return (manifest is not None and manifest.fingerprint == _FINGERPRINT
-                and self.path.exists() and manifest.sizes == self._sizes())
+        return (
+            manifest is not None
+            and manifest.fingerprint == _FINGERPRINT
+            and self.path.exists()
+            and manifest.sizes == self._sizes()
+        )
 
     def _sizes(self) -> dict[str, int]:
         try:
@@ -384,15 +426,23 @@ class Index:
     def _sync(self) -> SyncResult:
         sizes = self._sizes()
         manifest = self._read_manifest()
-        if (manifest is not None and manifest.fingerprint == _FINGERPRINT
-                and self.path.exists() and manifest.sizes == sizes):
+        if (
+            manifest is not None
+            and manifest.fingerprint == _FINGERPRINT
+            and self.path.exists()
+            and manifest.sizes == sizes
+        ):
             return SyncResult(0, 0, 0, False)
         con = self._connect()
         try:
             rebuilt = self._ensure_schema(con)
             accept = self._accepting(con)
-            known = {s: _Mark(i, z, ChainState(p or "", q or 0)) for s, i, z, p, q in con.execute(
-                "select stream, ingested, size, last_sum, last_seq from streams").fetchall()}
+            known = {
+                s: _Mark(i, z, ChainState(p or "", q or 0))
+                for s, i, z, p, q in con.execute(
+                    "select stream, ingested, size, last_sum, last_seq from streams"
+                ).fetchall()
+            }
             # Decoding allocates millions of small objects that all stay alive until they are
             # written: the cyclic GC would rescan them again and again (quadratic), and there
             # are no cycles to find.
@@ -413,14 +463,21 @@ class Index:
     def _accepting(self, con: duckdb.DuckDBPyConnection) -> bool:
         """Whether damaged lines are projected: as asked by a rebuild, else as the index was."""
         if self._accept_damaged is not None:
-            con.execute("insert or replace into meta values ('accept_damaged', ?)",
-                        ["1" if self._accept_damaged else "0"])
+            con.execute(
+                "insert or replace into meta values ('accept_damaged', ?)",
+                ["1" if self._accept_damaged else "0"],
+            )
             return self._accept_damaged
         row = con.execute("select value from meta where key = 'accept_damaged'").fetchone()
         return row is not None and row[0] == "1"
 
-    def _ingest(self, con: duckdb.DuckDBPyConnection, sizes: dict[str, int],
-                known: dict[str, _Mark], accept: bool) -> SyncResult:
+    def _ingest(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        sizes: dict[str, int],
+        known: dict[str, _Mark],
+        accept: bool,
+    ) -> SyncResult:
         """Read every stream whose size changed; ``known`` is updated to what was committed."""
         batch, streams, events, skipped, damaged = _Batch(accept), 0, 0, 0, 0
         for stream, size in sorted(sizes.items()):
@@ -431,11 +488,13 @@ class Index:
                 raise OwnloopError(
                     f"journal stream {stream} is shorter than the index says ({size} < "
                     f"{ingested} bytes). Check it with: ownloop verify; then: ownloop index "
-                    "--rebuild")
+                    "--rebuild"
+                )
             streams += 1
             end = ingested
-            for base, chunk in _complete_lines(self.journal_dir / f"{stream}.jsonl",
-                                               ingested, size):
+            for base, chunk in _complete_lines(
+                self.journal_dir / f"{stream}.jsonl", ingested, size
+            ):
                 chain = batch.add(stream, base, chunk, chain)
                 end = base + len(chunk)
                 if batch.nbytes >= _BATCH:
@@ -463,20 +522,26 @@ class Index:
                 raise full from None
             raise OwnloopError(
                 f"cannot open the index {self.path}: {describe_error(exc)}. If another program "
-                "has it open, close it; else rebuild it with: ownloop index --rebuild") from None
+                "has it open, close it; else rebuild it with: ownloop index --rebuild"
+            ) from None
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> bool:
         """Create the tables and views, dropping everything first when their definition changed."""
-        tables = {name for (name,) in con.execute(
-            "select table_name from information_schema.tables where table_schema = 'main' "
-            "and table_type = 'BASE TABLE'").fetchall()}
+        tables = {
+            name
+            for (name,) in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'main' "
+                "and table_type = 'BASE TABLE'"
+            ).fetchall()
+        }
         if "meta" in tables:
             row = con.execute("select value from meta where key = 'fingerprint'").fetchone()
             if row is not None and row[0] == _FINGERPRINT:
                 return False
         con.begin()
         for (name,) in con.execute(
-                "select view_name from duckdb_views() where not internal").fetchall():
+            "select view_name from duckdb_views() where not internal"
+        ).fetchall():
             con.execute(f'drop view if exists "{name}"')
         for name in tables:
             con.execute(f'drop table "{name}"')
@@ -516,7 +581,9 @@ class Index:
         """Every event about one session, from every stream: streams in order, merged by time."""
         table = self.query_arrow(
             "select stream, byte_offset, byte_length from journal where session_id = ? "
-            "order by stream, seq", [session_id])
+            "order by stream, seq",
+            [session_id],
+        )
         places: dict[str, list[tuple[int, int]]] = {}
         for stream, offset, length in zip(*(c.to_pylist() for c in table.columns), strict=True):
             places.setdefault(stream, []).append((offset, length))

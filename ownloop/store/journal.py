@@ -113,11 +113,12 @@ class StreamWriter:
                 _event_decoder.decode(body)
             except (msgspec.MsgspecError, UnicodeError, TypeError, ValueError) as exc:
                 raise ValueError(
-                    f"refusing to append a {type(event).__name__} that would not decode: "
-                    f"{exc}") from None
+                    f"refusing to append a {type(event).__name__} that would not decode: {exc}"
+                ) from None
             total = _checksum(prev, seq, body)
-            chunks.append(b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (
-                seq, prev.encode(), total.encode()))
+            chunks.append(
+                b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (seq, prev.encode(), total.encode())
+            )
             chunks.append(body)
             chunks.append(b"}\n")
             prev = total
@@ -142,7 +143,8 @@ class StreamWriter:
             try:
                 if self._fd < 0:
                     self._fd = os.open(
-                        self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+                        self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644
+                    )
                 view = memoryview(data)
                 while view:
                     written = os.write(self._fd, view)
@@ -157,16 +159,21 @@ class StreamWriter:
     def _cut_back(self, exc: OSError) -> StoreNotWritable:
         """Undo a partly written batch; when that fails too, refuse the stream from now on."""
         explained = disk_error(exc, self.path)
-        what = str(explained) if explained is not None else \
-            f"cannot append to {self.path}: {os.strerror(exc.errno or 0) or exc}"
+        what = (
+            str(explained)
+            if explained is not None
+            else f"cannot append to {self.path}: {os.strerror(exc.errno or 0) or exc}"
+        )
         if self._fd < 0:
             return StoreNotWritable(what, exc.errno)
         try:
             os.ftruncate(self._fd, self._size)
         except OSError as cut:
-            self._broken = (f"{what}; the partial write could not be cut back "
-                            f"({os.strerror(cut.errno or 0)}), so the stream takes no more "
-                            "appends. Run: ownloop verify")
+            self._broken = (
+                f"{what}; the partial write could not be cut back "
+                f"({os.strerror(cut.errno or 0)}), so the stream takes no more "
+                "appends. Run: ownloop verify"
+            )
             return StoreNotWritable(self._broken, exc.errno)
         return StoreNotWritable(what, exc.errno)
 
@@ -265,8 +272,10 @@ class ChainState(NamedTuple):
     seq: int = 0
 
 
-def check_chain(raw_lines: Sequence[bytes], state: ChainState,
-                ) -> tuple[list[tuple[int, str, str]], ChainState]:
+def check_chain(
+    raw_lines: Sequence[bytes],
+    state: ChainState,
+) -> tuple[list[tuple[int, str, str]], ChainState]:
     """The lines (without newlines) whose checksum or link to the line before fails.
 
     Returns (index, kind, detail) for each damaged line and the chain's state after the last
@@ -283,8 +292,11 @@ def check_chain(raw_lines: Sequence[bytes], state: ChainState,
             damaged.append((i, "unreadable", "not a journal line"))
             prev = ""
             continue
-        seq, line_prev, total = int(match.group(1)), match.group(2).decode(), \
-            match.group(3).decode()
+        seq, line_prev, total = (
+            int(match.group(1)),
+            match.group(2).decode(),
+            match.group(3).decode(),
+        )
         if _checksum(line_prev, seq, raw[match.end() : -1]) != total:
             damaged.append((i, "bad checksum", "the line's bytes were changed"))
         elif line_prev != prev:
@@ -339,18 +351,21 @@ def check_stream(path: Path) -> StreamCheck:
         sums.append(total)
         body = raw[match.end() : -1]
         if line_prev != prev:
-            problems.append(StreamProblem(
-                name, number, "broken chain", "prev does not match the line before"))
+            problems.append(
+                StreamProblem(name, number, "broken chain", "prev does not match the line before")
+            )
         if _checksum(line_prev, seq, body) != total:
-            problems.append(StreamProblem(
-                name, number, "bad checksum", "the line's bytes were changed"))
+            problems.append(
+                StreamProblem(name, number, "bad checksum", "the line's bytes were changed")
+            )
         try:
             events.append((number, _decoder.decode(raw).event))
         except msgspec.DecodeError as exc:
             problems.append(StreamProblem(name, number, "unreadable", str(exc)))
         if seq != expected_seq:
-            problems.append(StreamProblem(
-                name, number, "sequence gap", f"seq {seq}, expected {expected_seq}"))
+            problems.append(
+                StreamProblem(name, number, "sequence gap", f"seq {seq}, expected {expected_seq}")
+            )
         prev = total
         expected_seq = seq + 1
     tail = data[data.rfind(b"\n") + 1 :]
@@ -367,13 +382,22 @@ def _tail_problem(name: str, number: int, tail: bytes, prev: str, seq: int) -> S
         # A whole checksummed line plus one more byte: its newline was replaced.
         whole = tail[:-1]
         match = _HEAD.match(whole)
-        if match and whole.endswith(b"}") and _checksum(
-                prev, seq, whole[match.end() : -1]) == match.group(3).decode():
+        if (
+            match
+            and whole.endswith(b"}")
+            and _checksum(prev, seq, whole[match.end() : -1]) == match.group(3).decode()
+        ):
             consistent = False
     if consistent:
         return StreamProblem(
-            name, number, "torn tail",
-            f"{len(tail)} bytes without a newline (a writer stopped mid-write); readers skip them")
+            name,
+            number,
+            "torn tail",
+            f"{len(tail)} bytes without a newline (a writer stopped mid-write); readers skip them",
+        )
     return StreamProblem(
-        name, number, "tampered tail",
-        f"{len(tail)} bytes after the last newline are not the start of line {seq} of the chain")
+        name,
+        number,
+        "tampered tail",
+        f"{len(tail)} bytes after the last newline are not the start of line {seq} of the chain",
+    )

@@ -44,8 +44,19 @@ __all__ = [
 ]
 
 CONTRACT_FIELDS = (
-    "agent", "agent_settings", "model", "sampling", "viewport", "prompt_source",
-    "suite", "tasks_sha256", "suite_version", "task_ids", "max_steps", "timeout_s", "repeats",
+    "agent",
+    "agent_settings",
+    "model",
+    "sampling",
+    "viewport",
+    "prompt_source",
+    "suite",
+    "tasks_sha256",
+    "suite_version",
+    "task_ids",
+    "max_steps",
+    "timeout_s",
+    "repeats",
 )
 
 
@@ -58,8 +69,9 @@ def contract_of(started: RunStarted) -> dict[str, Any]:
 
 def contract_json(started: RunStarted) -> bytes:
     """The contract's canonical JSON: sorted keys, no spaces, UTF-8."""
-    return json.dumps(contract_of(started), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False).encode()
+    return json.dumps(
+        contract_of(started), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode()
 
 
 def config_sha256(started: RunStarted) -> str:
@@ -86,15 +98,19 @@ def contract_diff(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, s
     changed = [name for name in CONTRACT_FIELDS if before.get(name) != after.get(name)]
     if not changed:
         return None
-    return (", ".join(_show(n, before.get(n)) for n in changed),
-            ", ".join(_show(n, after.get(n)) for n in changed))
+    return (
+        ", ".join(_show(n, before.get(n)) for n in changed),
+        ", ".join(_show(n, after.get(n)) for n in changed),
+    )
 
 
 def first_run_started(store: Store, run_id: str) -> RunStarted | None:
     """The first ``RunStarted`` of a run (the one that declared its contract), or None."""
     rows = store.sql(
         "select stream, seq from run_started where run_id = $run order by time, stream, seq "
-        "limit 1", {"run": run_id}).rows
+        "limit 1",
+        {"run": run_id},
+    ).rows
     if not rows:
         return None
     stream, seq = rows[0]
@@ -121,7 +137,9 @@ def ledger_sessions(store: Store, run_id: str) -> list[LedgerSession]:
     rows = store.sql(
         "select session_id, task_id, coalesce(repeat, 1), coalesce(attempt, 1), status, counted "
         "from sessions where run_id = $run and parent_session_id is null "
-        "order by ended_at nulls last, started_at, session_id", {"run": run_id}).rows
+        "order by ended_at nulls last, started_at, session_id",
+        {"run": run_id},
+    ).rows
     return [LedgerSession(str(s), str(t), int(r), int(a), st, c) for s, t, r, a, st, c in rows]
 
 
@@ -134,15 +152,20 @@ def mixed_budgets(store: Store, run_id: str) -> str | None:
 
 def mixed_budget_lines(store: Store, run_id: str | None = None) -> list[str]:
     """``mixed_budgets`` of one run, or of every run (None), in one query."""
-    rows = store.sql("select run_id, budget, budgets from runs where $run is null or run_id = $run "
-                     "order by started_at", {"run": run_id}).rows
+    rows = store.sql(
+        "select run_id, budget, budgets from runs where $run is null or run_id = $run "
+        "order by started_at",
+        {"run": run_id},
+    ).rows
     lines = []
     for run, declared, found in rows:
         budgets = [int(b) for b in found or []]
         if len(budgets) <= 1 and (declared is None or budgets in ([], [declared])):
             continue
         used = " and ".join(map(str, budgets))
-        lines.append(f"mixed step budgets: run {run} declared {declared} steps but its sessions "
-                     f"ran under {used}; compare only sessions where comparable (ownloop sessions "
-                     "shows it)")
+        lines.append(
+            f"mixed step budgets: run {run} declared {declared} steps but its sessions "
+            f"ran under {used}; compare only sessions where comparable (ownloop sessions "
+            "shows it)"
+        )
     return lines

@@ -98,7 +98,8 @@ def user_condition(condition: str) -> str:
         tokens = duckdb.tokenize(condition)
     except duckdb.Error as exc:
         raise QueryError(
-            f"cannot read the condition {condition!r}: {describe_error(exc)}") from None
+            f"cannot read the condition {condition!r}: {describe_error(exc)}"
+        ) from None
     depth = 0
     ends = [start for start, _ in tokens[1:]] + [len(condition)]
     for (start, kind), end in zip(tokens, ends, strict=True):
@@ -108,7 +109,8 @@ def user_condition(condition: str) -> str:
             if char in ";?$":
                 raise QueryError(
                     f"the condition {condition!r} has {char!r}: give one SQL condition over the "
-                    "sessions view with values written in, e.g. status = 'fail'")
+                    "sessions view with values written in, e.g. status = 'fail'"
+                )
             depth += {"(": 1, ")": -1}.get(char, 0)
             if depth < 0:
                 break
@@ -117,7 +119,8 @@ def user_condition(condition: str) -> str:
     if depth != 0:
         raise QueryError(
             f"the parentheses of the condition {condition!r} do not balance: give one SQL "
-            "condition over the sessions view, e.g. status = 'fail'")
+            "condition over the sessions view, e.g. status = 'fail'"
+        )
     return f"(\n{condition}\n)"
 
 
@@ -152,21 +155,25 @@ def run_sessions(store: Store, run_id: str, *, by_task: bool = False) -> list[Ru
     rows = store.sql(
         "select session_id, task_id, agent, attempt, status, started_at from sessions "
         f"where run_id = $run and parent_session_id is null order by {order}",
-        {"run": run_id}).rows
+        {"run": run_id},
+    ).rows
     return [RunSession(*row) for row in rows]
 
 
 def has_session(store: Store, session_id: str) -> bool:
     """Whether the index has a session with this id."""
-    return bool(store.sql(
-        "select 1 from sessions where session_id = $id limit 1", {"id": session_id}).rows)
+    return bool(
+        store.sql("select 1 from sessions where session_id = $id limit 1", {"id": session_id}).rows
+    )
 
 
 def latest_session_of_task(store: Store, task_id: str) -> str | None:
     """The id of the task's latest recorded session in any run (replays left out)."""
     rows = store.sql(
         "select session_id from sessions where task_id = $task and parent_session_id is null "
-        "order by started_at desc limit 1", {"task": task_id}).rows
+        "order by started_at desc limit 1",
+        {"task": task_id},
+    ).rows
     return str(rows[0][0]) if rows else None
 
 
@@ -193,14 +200,16 @@ def target_session(store: Store, target: str, run_id: str | None = None) -> str 
         "order by rank, s.parent_session_id is not null, "
         "$run is null and coalesce(i.imported, false), "
         "r.run_start desc, s.started_at desc, s.session_id desc limit 1",
-        {"t": target, "run": run_id or None}).rows
+        {"t": target, "run": run_id or None},
+    ).rows
     return str(rows[0][0]) if rows else None
 
 
 def has_run_started(store: Store, run_id: str) -> bool:
     """Whether the store holds a ``RunStarted`` of ``run_id``."""
-    return bool(store.sql(
-        "select 1 from run_started where run_id = $run limit 1", {"run": run_id}).rows)
+    return bool(
+        store.sql("select 1 from run_started where run_id = $run limit 1", {"run": run_id}).rows
+    )
 
 
 def run_settings(store: Store, run_ids: Iterable[str]) -> list[tuple[str, datetime, Any]]:
@@ -210,7 +219,9 @@ def run_settings(store: Store, run_ids: Iterable[str]) -> list[tuple[str, dateti
         return []
     rows = store.sql(
         "select run_id, time, agent_settings from run_started "
-        "where list_contains($runs, run_id) order by time", {"runs": runs}).rows
+        "where list_contains($runs, run_id) order by time",
+        {"runs": runs},
+    ).rows
     return [(run_id, time, settings) for run_id, time, settings in rows]
 
 
@@ -218,7 +229,9 @@ def imported_folders(store: Store, run_id: str) -> set[str]:
     """The hashes of the folders already imported into ``run_id``."""
     rows = store.sql(
         "select distinct e.value ->> 'sha256' from evidence e join sessions s using (session_id) "
-        "where s.run_id = $run and e.name = 'imported_folder'", {"run": run_id}).rows
+        "where s.run_id = $run and e.name = 'imported_folder'",
+        {"run": run_id},
+    ).rows
     return {h for (h,) in rows if h}
 
 
@@ -227,7 +240,9 @@ def imported_files(store: Store, run_id: str, evidence: str) -> set[str]:
     ``evidence`` (its value's ``sha256``), e.g. ``imported_atif``."""
     rows = store.sql(
         "select distinct e.value ->> 'sha256' from evidence e join sessions s using (session_id) "
-        "where s.run_id = $run and e.name = $name", {"run": run_id, "name": evidence}).rows
+        "where s.run_id = $run and e.name = $name",
+        {"run": run_id, "name": evidence},
+    ).rows
     return {h for (h,) in rows if h}
 
 
@@ -235,7 +250,8 @@ def task_attempts(store: Store, run_id: str) -> dict[str, int]:
     """Each task's highest attempt in ``run_id``."""
     rows = store.sql(
         "select task_id, max(attempt) from sessions where run_id = $run group by task_id",
-        {"run": run_id}).rows
+        {"run": run_id},
+    ).rows
     return {t: int(a) for t, a in rows if t is not None}
 
 
@@ -281,8 +297,10 @@ def selected_sessions(store: Store, selection: Selection) -> list[tuple[str, str
         QueryError: ``selection.where`` is not valid SQL over the ``sessions`` view.
     """
     condition, params = _selection_condition(selection)
-    rows = store.sql(f"select session_id, agent from sessions where {condition} "
-                     "order by started_at, session_id", params or None).rows
+    rows = store.sql(
+        f"select session_id, agent from sessions where {condition} order by started_at, session_id",
+        params or None,
+    ).rows
     return [(str(session_id), str(agent or "")) for session_id, agent in rows]
 
 
@@ -308,7 +326,9 @@ def journal_places(
     return store.sql_arrow(
         "select stream, byte_offset, byte_length from journal where session_id in "
         f"(select session_id from sessions where {condition}){kind_filter} "
-        "order by time, stream, seq", params or None)
+        "order by time, stream, seq",
+        params or None,
+    )
 
 
 def session_places(store: Store, session_ids: Sequence[str]) -> pa.Table:
@@ -318,7 +338,8 @@ def session_places(store: Store, session_ids: Sequence[str]) -> pa.Table:
     return store.sql_arrow(
         "select session_id, stream, byte_offset, byte_length from journal "
         "where session_id in (select unnest($ids)) order by time, stream, seq",
-        {"ids": list(session_ids)})
+        {"ids": list(session_ids)},
+    )
 
 
 # ------------------------------------------------------------------ the viewer's tables
@@ -399,14 +420,16 @@ _RUNS_FROM = (
     "from scored_units where passed is not null group by run_id, task_id) group by run_id))) u "
     "on u.run_id = i.run_id "
     "left join score_bootstraps b on b.run_id = i.run_id "
-    "left join (select distinct run_id from run_sealed) sl on sl.run_id = i.run_id")
+    "left join (select distinct run_id from run_sealed) sl on sl.run_id = i.run_id"
+)
 _SESSION_EQUALS = {"run": "run_id", "agent": "agent", "model": "model", "status": "status"}
 _RUN_EQUALS = {"agent": _RUN_COLUMNS["agent"], "model": _RUN_COLUMNS["model"]}
 _PASSED = {"yes": "passed", "no": "not passed", "ungraded": "passed is null"}
 
 
-def _equals(columns: Mapping[str, str], filters: Mapping[str, str | None],
-            params: dict[str, Any]) -> list[str]:
+def _equals(
+    columns: Mapping[str, str], filters: Mapping[str, str | None], params: dict[str, Any]
+) -> list[str]:
     where = []
     for number, (name, column) in enumerate(columns.items()):
         if name not in filters:
@@ -423,9 +446,19 @@ def _equals(columns: Mapping[str, str], filters: Mapping[str, str | None],
 Query = tuple[str, dict[str, Any]]
 
 
-def _page_query(columns: Mapping[str, str], source: str, where: list[str],
-                params: dict[str, Any], sort: str, descending: bool, tiebreak: str, limit: int,
-                offset: int, *, counted: bool = False) -> Query:
+def _page_query(
+    columns: Mapping[str, str],
+    source: str,
+    where: list[str],
+    params: dict[str, Any],
+    sort: str,
+    descending: bool,
+    tiebreak: str,
+    limit: int,
+    offset: int,
+    *,
+    counted: bool = False,
+) -> Query:
     """The page's query; ``counted`` adds a last column ``total_rows``: the rows over all
     pages (a window over the same rows, so the filtered source is read once)."""
     select = ", ".join(f"{expr} as {name}" for name, expr in columns.items())
@@ -433,9 +466,11 @@ def _page_query(columns: Mapping[str, str], source: str, where: list[str],
         select += ", count(*) over () as total_rows"
     clause = f" where {' and '.join(where)}" if where else ""
     direction = "desc" if descending else "asc"
-    return (f"select {select} from {source}{clause} order by {columns[sort]} {direction} nulls "
-            f"last, {tiebreak} limit $limit offset $offset",
-            {**params, "limit": int(limit), "offset": int(offset)})
+    return (
+        f"select {select} from {source}{clause} order by {columns[sort]} {direction} nulls "
+        f"last, {tiebreak} limit $limit offset $offset",
+        {**params, "limit": int(limit), "offset": int(offset)},
+    )
 
 
 def _count_query(source: str, where: list[str], params: dict[str, Any]) -> Query:
@@ -464,8 +499,14 @@ def _run_where(filters: Mapping[str, str | None]) -> tuple[list[str], dict[str, 
     return where, params
 
 
-def session_page(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
-                 limit: int, offset: int) -> QueryResult:
+def session_page(
+    store: Store,
+    filters: Mapping[str, str | None],
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> QueryResult:
     """Rows of the ``sessions`` view with the columns ``SESSION_COLUMNS``.
 
     Args:
@@ -474,28 +515,52 @@ def session_page(store: Store, filters: Mapping[str, str | None], sort: str, des
         sort: a name of ``SESSION_COLUMNS`` (others raise KeyError); ties go by session id.
     """
     where, params = _session_where(filters)
-    return store.sql(*_page_query(_SESSION_COLUMNS, "sessions", where, params, sort, descending,
-                                  "session_id", limit, offset))
+    return store.sql(
+        *_page_query(
+            _SESSION_COLUMNS,
+            "sessions",
+            where,
+            params,
+            sort,
+            descending,
+            "session_id",
+            limit,
+            offset,
+        )
+    )
 
 
-def run_page(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
-             limit: int, offset: int) -> QueryResult:
+def run_page(
+    store: Store,
+    filters: Mapping[str, str | None],
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> QueryResult:
     """Rows of every run (with a ``RunStarted`` or only sessions) with the columns
     ``RUN_COLUMNS``; ``filters``: ``agent`` and ``model`` (equal; None: no value), ``run``
     (one run's row)."""
     where, params = _run_where(filters)
-    return store.sql(*_page_query(_RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending,
-                                  "i.run_id", limit, offset))
+    return store.sql(
+        *_page_query(
+            _RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending, "i.run_id", limit, offset
+        )
+    )
 
 
 def _choices_query(source: str, columns: Mapping[str, str]) -> Query:
     # One query for every filter's values, the source read once (a view is not cached).
-    picked = ", ".join(f"cast({column} as varchar) as c{n}"
-                       for n, column in enumerate(columns.values()))
-    union = " union all ".join(f"select distinct {n} as f, c{n} as v from c"
-                               for n in range(len(columns)))
-    return (f"with c as materialized (select {picked} from {source}) {union} "
-            "order by f, v nulls first", {})
+    picked = ", ".join(
+        f"cast({column} as varchar) as c{n}" for n, column in enumerate(columns.values())
+    )
+    union = " union all ".join(
+        f"select distinct {n} as f, c{n} as v from c" for n in range(len(columns))
+    )
+    return (
+        f"with c as materialized (select {picked} from {source}) {union} order by f, v nulls first",
+        {},
+    )
 
 
 # The values of the sessions' run, agent, model and status from the event tables, without the
@@ -514,7 +579,9 @@ _SESSION_CHOICES: Query = (
     "select distinct 3, status from session_ended union all "
     "select distinct 3, null from session_started s "
     "anti join session_ended e using (session_id) "
-    "order by f, v nulls first", {})
+    "order by f, v nulls first",
+    {},
+)
 
 
 def _choices_of(result: QueryResult, columns: Mapping[str, str]) -> dict[str, list[str | None]]:
@@ -535,8 +602,9 @@ def run_choices(store: Store) -> dict[str, list[str | None]]:
     return _choices_of(store.sql(*_choices_query(_RUNS_COUNTED, _RUN_EQUALS)), _RUN_EQUALS)
 
 
-def _counted_page(store: Store, page: Query, count: Query, choices: Query,
-                  columns: Mapping[str, str]) -> Listed:
+def _counted_page(
+    store: Store, page: Query, count: Query, choices: Query, columns: Mapping[str, str]
+) -> Listed:
     """A page (counted: see ``_page_query``) with its total and the filters' values, over one
     connection."""
     from ownloop.store.query import QueryResult
@@ -565,21 +633,48 @@ class Listed(NamedTuple):
 _RUNS_COUNTED = (
     "(select run_id from run_started union select run_id from session_started) i "
     "left join runs r on r.run_id = i.run_id left join (select run_id, min(agent) as agent, "
-    "min(model) as model from sessions group by run_id) p on p.run_id = i.run_id")
+    "min(model) as model from sessions group by run_id) p on p.run_id = i.run_id"
+)
 
 
-def session_listing(store: Store, filters: Mapping[str, str | None], sort: str,
-                    descending: bool, limit: int, offset: int) -> Listed:
+def session_listing(
+    store: Store,
+    filters: Mapping[str, str | None],
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> Listed:
     """``session_page``, its row count and ``session_choices``, over one connection."""
     where, params = _session_where(filters)
     return _counted_page(
-        store, _page_query(_SESSION_COLUMNS, "sessions", where, params, sort, descending,
-                           "session_id", limit, offset, counted=True),
-        _count_query("sessions", where, params), _SESSION_CHOICES, _SESSION_EQUALS)
+        store,
+        _page_query(
+            _SESSION_COLUMNS,
+            "sessions",
+            where,
+            params,
+            sort,
+            descending,
+            "session_id",
+            limit,
+            offset,
+            counted=True,
+        ),
+        _count_query("sessions", where, params),
+        _SESSION_CHOICES,
+        _SESSION_EQUALS,
+    )
 
 
-def run_listing(store: Store, filters: Mapping[str, str | None], sort: str, descending: bool,
-                limit: int, offset: int) -> Listed:
+def run_listing(
+    store: Store,
+    filters: Mapping[str, str | None],
+    sort: str,
+    descending: bool,
+    limit: int,
+    offset: int,
+) -> Listed:
     """``run_page`` with ``filters`` (``agent``, ``model``), its row count and
     ``run_choices``."""
     from ownloop.store.query import QueryResult
@@ -591,11 +686,18 @@ def run_listing(store: Store, filters: Mapping[str, str | None], sort: str, desc
     agent, model = (every.columns.index(name) for name in ("agent", "model"))
     choices: dict[str, list[str | None]] = {
         "agent": sorted({row[agent] for row in every.rows}, key=lambda v: (v is not None, v)),
-        "model": sorted({row[model] for row in every.rows}, key=lambda v: (v is not None, v))}
-    wanted = [row for row in every.rows if all(
-        (row[agent] if name == "agent" else row[model]) == filters[name]
-        for name in ("agent", "model") if name in filters)]
-    page = QueryResult(every.columns, every.types, wanted[offset:offset + limit])
+        "model": sorted({row[model] for row in every.rows}, key=lambda v: (v is not None, v)),
+    }
+    wanted = [
+        row
+        for row in every.rows
+        if all(
+            (row[agent] if name == "agent" else row[model]) == filters[name]
+            for name in ("agent", "model")
+            if name in filters
+        )
+    ]
+    page = QueryResult(every.columns, every.types, wanted[offset : offset + limit])
     return Listed(page, len(wanted), choices)
 
 
@@ -627,8 +729,9 @@ class SearchPage(NamedTuple):
     choices: dict[str, list[str | None]]
 
 
-def search_steps(store: Store, text: str, filters: Mapping[str, str], limit: int,
-                 offset: int) -> SearchPage:
+def search_steps(
+    store: Store, text: str, filters: Mapping[str, str], limit: int, offset: int
+) -> SearchPage:
     """Steps (and session ends, step None) whose thought, response, errors, URL, element name
     or answer contain ``text`` (any case), newest session first; ``filters``: ``run``,
     ``agent``, ``status`` (equal)."""
@@ -637,9 +740,12 @@ def search_steps(store: Store, text: str, filters: Mapping[str, str], limit: int
     hits = " union all ".join(
         f"select session_id, {step} as step, '{field}' as field, {rank} as rank, "
         f"{column} as text from {table} where contains(lower({column}), $q)"
-        for rank, (field, table, step, column) in enumerate(_SEARCHED))
-    grouped = (f"select session_id, step, string_agg(field, ',' order by rank) as fields, "
-               f"arg_min(text, rank) as text from ({hits}) group by session_id, step")
+        for rank, (field, table, step, column) in enumerate(_SEARCHED)
+    )
+    grouped = (
+        f"select session_id, step, string_agg(field, ',' order by rank) as fields, "
+        f"arg_min(text, rank) as text from ({hits}) group by session_id, step"
+    )
     params: dict[str, Any] = {"q": text.lower()}
     where = ["true"]
     for name, column in (("run", "s.run_id"), ("agent", "s.agent"), ("status", "s.status")):
@@ -648,39 +754,52 @@ def search_steps(store: Store, text: str, filters: Mapping[str, str], limit: int
             params[name] = filters[name]
     # The hit sessions' facts as the sessions view gives them (the first SessionStarted, the
     # last SessionEnded), read for those sessions only: the whole view costs more than search.
-    found, choices = store.sql_many([(
-        f"with h as ({grouped}), "
-        "r as (select run_id, arg_min(agent, time) as agent from run_started group by run_id), "
-        "st as (select st.session_id, arg_min(st.run_id, st.time) as run_id, "
-        "arg_min(st.task ->> 'task_id', st.time) as task_id, "
-        "arg_min(coalesce(nullif(st.agent, ''), r.agent, ''), st.time) as agent, "
-        "min(st.time) as started_at from session_started st left join r using (run_id) "
-        "where st.session_id in (select session_id from h) group by st.session_id), "
-        "en as (select session_id, arg_max(status, time) as status, arg_max(steps, time) "
-        "as steps from session_ended where session_id in (select session_id from h) "
-        "group by session_id), "
-        "s as (select * from st left join en using (session_id)) "
-        "select h.session_id, h.step, h.fields, h.text, s.run_id, s.task_id, s.agent, s.status, "
-        "(select arg_max(sha256, time) from screenshot_taken t where t.session_id = h.session_id "
-        "and t.step = coalesce(h.step, s.steps)) as shot, count(*) over () as total "
-        f"from h join s using (session_id) where {' and '.join(where)} "
-        "order by s.started_at desc, h.session_id, h.step nulls last "
-        "limit $limit offset $offset", {**params, "limit": int(limit), "offset": int(offset)}),
-        _SESSION_CHOICES])
+    found, choices = store.sql_many(
+        [
+            (
+                f"with h as ({grouped}), "
+                "r as (select run_id, arg_min(agent, time) as agent from run_started group by "
+                "run_id), "
+                "st as (select st.session_id, arg_min(st.run_id, st.time) as run_id, "
+                "arg_min(st.task ->> 'task_id', st.time) as task_id, "
+                "arg_min(coalesce(nullif(st.agent, ''), r.agent, ''), st.time) as agent, "
+                "min(st.time) as started_at from session_started st left join r using (run_id) "
+                "where st.session_id in (select session_id from h) group by st.session_id), "
+                "en as (select session_id, arg_max(status, time) as status, arg_max(steps, time) "
+                "as steps from session_ended where session_id in (select session_id from h) "
+                "group by session_id), "
+                "s as (select * from st left join en using (session_id)) "
+                "select h.session_id, h.step, h.fields, h.text, s.run_id, s.task_id, s.agent, "
+                "s.status, "
+                "(select arg_max(sha256, time) from screenshot_taken t where t.session_id = "
+                "h.session_id "
+                "and t.step = coalesce(h.step, s.steps)) as shot, count(*) over () as total "
+                f"from h join s using (session_id) where {' and '.join(where)} "
+                "order by s.started_at desc, h.session_id, h.step nulls last "
+                "limit $limit offset $offset",
+                {**params, "limit": int(limit), "offset": int(offset)},
+            ),
+            _SESSION_CHOICES,
+        ]
+    )
     if found.rows:
         total = int(found.rows[0][-1])
     elif offset:  # past the last page: the first page says how many there are
         total = search_steps(store, text, filters, 1, 0).total
     else:
         total = 0
-    return SearchPage([row[:-1] for row in found.rows], total,
-                      _choices_of(choices, _SESSION_EQUALS))
+    return SearchPage(
+        [row[:-1] for row in found.rows], total, _choices_of(choices, _SESSION_EQUALS)
+    )
 
 
 def _rates_query(run_ids: Sequence[str]) -> Query:
-    return ("select run_id, task_id, count(*), count(*) filter (where passed) from scored_units "
-            "where passed is not null and list_contains($runs, run_id) group by run_id, task_id "
-            "order by task_id, run_id", {"runs": list(run_ids)})
+    return (
+        "select run_id, task_id, count(*), count(*) filter (where passed) from scored_units "
+        "where passed is not null and list_contains($runs, run_id) group by run_id, task_id "
+        "order by task_id, run_id",
+        {"runs": list(run_ids)},
+    )
 
 
 def _rates(result: QueryResult) -> list[tuple[str, str, int, int]]:
@@ -703,14 +822,25 @@ class RunUnits(NamedTuple):
 def run_units_sessions(store: Store, run_ids: Sequence[str]) -> RunUnits:
     """The graded scored units of these runs, over one connection."""
     runs = {"runs": list(run_ids)}
-    units, order = store.sql_many([
-        ("select run_id, task_id, repeat, session_id, passed from scored_units "
-         "where passed is not null and list_contains($runs, run_id) "
-         "order by task_id, run_id, repeat", runs),
-        ("select run_id from sessions where list_contains($runs, run_id) group by run_id "
-         "order by min(started_at), run_id", runs)])
-    return RunUnits([(str(r), str(t), int(k), str(s), bool(p)) for r, t, k, s, p in units.rows],
-                    [str(r) for r, in order.rows])
+    units, order = store.sql_many(
+        [
+            (
+                "select run_id, task_id, repeat, session_id, passed from scored_units "
+                "where passed is not null and list_contains($runs, run_id) "
+                "order by task_id, run_id, repeat",
+                runs,
+            ),
+            (
+                "select run_id from sessions where list_contains($runs, run_id) group by run_id "
+                "order by min(started_at), run_id",
+                runs,
+            ),
+        ]
+    )
+    return RunUnits(
+        [(str(r), str(t), int(k), str(s), bool(p)) for r, t, k, s, p in units.rows],
+        [str(r) for (r,) in order.rows],
+    )
 
 
 class RunFigures(NamedTuple):
@@ -750,7 +880,8 @@ def _figures_query(run_id: str) -> Query:
         "union all "
         "select 'error', 'model call error', null, count(*), null, null, null from model_called "
         f"where error is not null and session_id in {own}",
-        {"run": run_id})
+        {"run": run_id},
+    )
 
 
 def _figures(result: QueryResult) -> RunFigures:
@@ -759,11 +890,11 @@ def _figures(result: QueryResult) -> RunFigures:
         if kind == "steps":
             figures.steps.append((str(name), int(a), int(b)))
         elif kind == "call":
-            figures.per_step.append((int(a), float(b or 0), float(c or 0), float(d or 0),
-                                     int(e)))
+            figures.per_step.append((int(a), float(b or 0), float(c or 0), float(d or 0), int(e)))
         elif kind == "op":
-            figures.operations.append((str(name), int(a), float(b or 0), float(c or 0),
-                                       float(d or 0)))
+            figures.operations.append(
+                (str(name), int(a), float(b or 0), float(c or 0), float(d or 0))
+            )
         elif kind == "error" and int(b):
             figures.errors.append((str(name), int(b)))
     figures.steps.sort(key=lambda row: (row[0], row[1]))
@@ -789,9 +920,13 @@ class RunOverview(NamedTuple):
 def run_overview(store: Store, run_id: str) -> RunOverview:
     """What the run's page shows, over one connection."""
     where, params = _run_where({"run": run_id})
-    row, rates, figures = store.sql_many([
-        _page_query(_RUN_COLUMNS, _RUNS_FROM, where, params, "run_id", False, "i.run_id", 1, 0),
-        _rates_query([run_id]), _figures_query(run_id)])
+    row, rates, figures = store.sql_many(
+        [
+            _page_query(_RUN_COLUMNS, _RUNS_FROM, where, params, "run_id", False, "i.run_id", 1, 0),
+            _rates_query([run_id]),
+            _figures_query(run_id),
+        ]
+    )
     found = dict(zip(row.columns, row.rows[0], strict=True)) if row.rows else None
     return RunOverview(found, _rates(rates), _figures(figures))
 
@@ -802,20 +937,32 @@ def run_overview(store: Store, run_id: str) -> RunOverview:
 def passing_sessions(store: Store, run_id: str) -> list[tuple[str, str]]:
     """(task id, session id) of each task of the run with a passing scored unit: the passing
     unit of the lowest repeat."""
-    return [(str(t), str(s)) for t, s in store.sql(
-        "select task_id, arg_min(session_id, repeat) from scored_units "
-        "where run_id = $run and passed group by task_id order by task_id", {"run": run_id}).rows]
+    return [
+        (str(t), str(s))
+        for t, s in store.sql(
+            "select task_id, arg_min(session_id, repeat) from scored_units "
+            "where run_id = $run and passed group by task_id order by task_id",
+            {"run": run_id},
+        ).rows
+    ]
 
 
 def blind_replayed(store: Store, run_id: str) -> set[tuple[str, int]]:
     """(parent session id, seed) of the run's graded blind replays (view ``blind_replays``)."""
-    return {(str(p), int(s)) for p, s in store.sql(
-        "select parent_session_id, seed from blind_replays "
-        "where run_id = $run and passed is not null and seed is not null",
-        {"run": run_id}).rows}
+    return {
+        (str(p), int(s))
+        for p, s in store.sql(
+            "select parent_session_id, seed from blind_replays "
+            "where run_id = $run and passed is not null and seed is not null",
+            {"run": run_id},
+        ).rows
+    }
 
 
 def blind_audit_rows(store: Store, run_id: str) -> QueryResult:
     """The run's rows of the ``blind_audit`` view, by task."""
-    return store.sql("select task_id, replays, passes, blind_pass_rate, non_discriminative "
-                     "from blind_audit where run_id = $run order by task_id", {"run": run_id})
+    return store.sql(
+        "select task_id, replays, passes, blind_pass_rate, non_discriminative "
+        "from blind_audit where run_id = $run order by task_id",
+        {"run": run_id},
+    )

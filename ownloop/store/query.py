@@ -29,8 +29,14 @@ from ownloop.store.text import cell, visible
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]  # loaded by the Arrow results only
 
-__all__ = ["QueryError", "QueryResult", "describe_error", "run_read_only", "run_read_only_many",
-           "sql_literal"]
+__all__ = [
+    "QueryError",
+    "QueryResult",
+    "describe_error",
+    "run_read_only",
+    "run_read_only_many",
+    "sql_literal",
+]
 
 # SELECT covers WITH, VALUES, FROM-first, DESCRIBE, SHOW and SUMMARIZE; PRAGMA and CALL read
 # metadata (settings cannot change: the configuration is locked).
@@ -107,8 +113,10 @@ class QueryResult(NamedTuple):
         hidden = len(self.rows) - max_rows if max_rows else 0
         if hidden <= 0:
             return total
-        return (f"{total}, the first {max_rows:,} shown; {hidden:,} not shown. All of them: "
-                "--max-rows 0, or --format csv|json")
+        return (
+            f"{total}, the first {max_rows:,} shown; {hidden:,} not shown. All of them: "
+            "--max-rows 0, or --format csv|json"
+        )
 
 
 def _cell_lines(value: object) -> list[str]:
@@ -167,32 +175,42 @@ def _reading_statements(sql: str) -> list[Any]:
     except duckdb.Error as exc:
         raise QueryError(describe_error(exc)) from None
     if not statements:
-        raise QueryError("the query is empty. Example: ownloop sql \"select * from sessions\"")
+        raise QueryError('the query is empty. Example: ownloop sql "select * from sessions"')
     for statement in statements:
         if statement.type.name not in _READING:
             word = (statement.query.split() or [statement.type.name])[0].upper()
             raise QueryError(
                 f"ownloop sql only reads: {word} statements are not allowed. The index is a "
-                "projection of the journal; record or regrade to add events")
+                "projection of the journal; record or regrade to add events"
+            )
     return list(statements)
 
 
 def _open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(str(path), read_only=True, config={
-            "enable_external_access": False,
-            "autoload_known_extensions": False,
-            "autoinstall_known_extensions": False,
-            "lock_configuration": True,
-        })
+        return duckdb.connect(
+            str(path),
+            read_only=True,
+            config={
+                "enable_external_access": False,
+                "autoload_known_extensions": False,
+                "autoinstall_known_extensions": False,
+                "lock_configuration": True,
+            },
+        )
     except duckdb.Error as exc:
         raise QueryError(
             f"cannot open the index {path}: {describe_error(exc)}. Rebuild it with: "
-            "ownloop index --rebuild") from None
+            "ownloop index --rebuild"
+        ) from None
 
 
-def _run(con: duckdb.DuckDBPyConnection, statements: list[Any], arrow: bool,
-         params: Sequence[Any] | Mapping[str, Any] | None) -> QueryResult | pa.Table:
+def _run(
+    con: duckdb.DuckDBPyConnection,
+    statements: list[Any],
+    arrow: bool,
+    params: Sequence[Any] | Mapping[str, Any] | None,
+) -> QueryResult | pa.Table:
     try:
         for statement in statements[:-1]:
             con.execute(statement.query)
@@ -206,15 +224,20 @@ def _run(con: duckdb.DuckDBPyConnection, statements: list[Any], arrow: bool,
             return relation.to_arrow_table()
         cursor = con.execute(last, params) if params is not None else con.execute(last)
         description = cursor.description or []
-        return QueryResult([d[0] for d in description], [str(d[1]) for d in description],
-                           cursor.fetchall())
+        return QueryResult(
+            [d[0] for d in description], [str(d[1]) for d in description], cursor.fetchall()
+        )
     except duckdb.Error as exc:
         raise QueryError(describe_error(exc)) from None
 
 
-def run_read_only(path: Path, sql: str, *, arrow: bool = False,
-                  params: Sequence[Any] | Mapping[str, Any] | None = None,
-                  ) -> QueryResult | pa.Table:
+def run_read_only(
+    path: Path,
+    sql: str,
+    *,
+    arrow: bool = False,
+    params: Sequence[Any] | Mapping[str, Any] | None = None,
+) -> QueryResult | pa.Table:
     """Run ``sql`` (one or more reading statements) on the index; the last one's result.
 
     ``params`` are bound to the last statement's ``?`` (or ``$name``) placeholders: values never
@@ -232,7 +255,8 @@ def run_read_only(path: Path, sql: str, *, arrow: bool = False,
 
 
 def run_read_only_many(
-        path: Path, queries: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any] | None]],
+    path: Path,
+    queries: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any] | None]],
 ) -> list[QueryResult]:
     """``run_read_only`` of each (sql, params) in turn over one connection (opening the index
     costs more than a small query: a page that asks several opens it once)."""

@@ -63,16 +63,20 @@ class EventTable(NamedTuple):
         cols = ",\n  ".join(f'"{c.name}" {c.sql_type}' for c in self.columns)
         return f'create table "{self.name}" (\n  {cols}\n)'
 
-    def arrow_table(self, stream: Sequence[str], seq: Sequence[int],
-                    events: Sequence[EventBase]) -> pa.Table:
+    def arrow_table(
+        self, stream: Sequence[str], seq: Sequence[int], events: Sequence[EventBase]
+    ) -> pa.Table:
         """Build the Arrow table of ``events`` (all of this kind) column by column."""
         import pyarrow as pa
 
         arrays = [pa.array(stream, pa.string()), pa.array(seq, pa.int64())]
         # One C call per event (_astuple) and one transpose (zip) give every field's column at
         # once: cheaper than a getattr pass per column.
-        fields = list(zip(*map(_astuple, events), strict=True)) if events else [
-            () for _ in self.columns[2:]]
+        fields = (
+            list(zip(*map(_astuple, events), strict=True))
+            if events
+            else [() for _ in self.columns[2:]]
+        )
         for column, values in zip(self.columns[2:], fields, strict=True):
             cells: Any = values
             if column.to_cell is not None:
@@ -99,7 +103,8 @@ def _scalar(kind: msgspec.inspect.Type) -> tuple[str, str] | None:
     if isinstance(kind, msgspec.inspect.StrType):
         return "VARCHAR", "string"
     if isinstance(kind, msgspec.inspect.LiteralType) and all(
-            isinstance(v, str) for v in kind.values):
+        isinstance(v, str) for v in kind.values
+    ):
         return "VARCHAR", "string"
     if isinstance(kind, msgspec.inspect.BoolType):
         return "BOOLEAN", "bool_"
@@ -129,12 +134,14 @@ def _column(name: str, attr: str, kind: msgspec.inspect.Type) -> Column:
 def _table(event_type: type[EventBase]) -> EventTable:
     info = msgspec.inspect.type_info(event_type)
     assert isinstance(info, msgspec.inspect.StructType)
-    columns = [Column("stream", "VARCHAR", "string", None),
-               Column("seq", "BIGINT", "int64", None)]
+    columns = [Column("stream", "VARCHAR", "string", None), Column("seq", "BIGINT", "int64", None)]
     for field in info.fields:
         name = SQL_NAMES.get(field.encode_name, field.encode_name)
-        if name in ("stream", "seq") or name in SQL_NAMES.values() and name != SQL_NAMES.get(
-                field.encode_name):
+        if (
+            name in ("stream", "seq")
+            or name in SQL_NAMES.values()
+            and name != SQL_NAMES.get(field.encode_name)
+        ):
             raise TypeError(f"{event_type.__name__}.{field.name} clashes with another column")
         columns.append(_column(name, field.name, field.type))
     return EventTable(str(info.tag), event_type, tuple(columns))
@@ -206,7 +213,8 @@ left join counted cn on cn.session_id = st.session_id
 
 # The event kinds whose rows make a session's facts: ingesting one refreshes its session.
 SESSION_FACT_KINDS = frozenset(
-    {"session_started", "session_ended", "session_graded", "session_counted"})
+    {"session_started", "session_ended", "session_graded", "session_counted"}
+)
 
 
 def fingerprint(views_sql: str) -> str:

@@ -22,7 +22,8 @@ __all__ = ["Unit", "refresh_bootstraps", "run_units"]
 
 _DIGESTS = (
     "select run_id, md5(string_agg(task_id || chr(0) || repeat || chr(0) || passed, chr(1) "
-    "order by task_id, repeat)) from scored_units where passed is not null group by run_id")
+    "order by task_id, repeat)) from scored_units where passed is not null group by run_id"
+)
 
 
 def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
@@ -36,19 +37,34 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
     rows = con.execute(
         "select run_id, task_id, list(passed order by repeat) from scored_units "
         "where passed is not null and list_contains($runs::varchar[], run_id) "
-        "group by run_id, task_id order by run_id, task_id", {"runs": changed}).fetchall()
+        "group by run_id, task_id order by run_id, task_id",
+        {"runs": changed},
+    ).fetchall()
     by_run: dict[str, list[list[bool]]] = {}
     for run, _, outcomes in rows:
         by_run.setdefault(run, []).append(outcomes)
     con.begin()
-    con.execute("delete from score_bootstraps where list_contains($runs::varchar[], run_id)",
-                {"runs": changed + gone})
+    con.execute(
+        "delete from score_bootstraps where list_contains($runs::varchar[], run_id)",
+        {"runs": changed + gone},
+    )
     for run in changed:
         tasks = by_run.get(run, [])
         interval = clustered_bootstrap(tasks)
-        con.execute("insert into score_bootstraps values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [run, digests[run], len(tasks), sum(map(len, tasks)), interval.estimate,
-                     interval.low, interval.high, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED])
+        con.execute(
+            "insert into score_bootstraps values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run,
+                digests[run],
+                len(tasks),
+                sum(map(len, tasks)),
+                interval.estimate,
+                interval.low,
+                interval.high,
+                BOOTSTRAP_RESAMPLES,
+                BOOTSTRAP_SEED,
+            ],
+        )
     con.commit()
     return len(changed)
 
@@ -68,5 +84,6 @@ def run_units(store: Store, run_id: str) -> list[Unit]:
     rows = store.sql(
         "select task_id, repeat, session_id, passed from scored_units "
         "where run_id = $run and passed is not null order by task_id, repeat",
-        {"run": run_id}).rows
+        {"run": run_id},
+    ).rows
     return [Unit(str(t), int(r), str(s), bool(p)) for t, r, s, p in rows]

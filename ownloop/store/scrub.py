@@ -38,18 +38,21 @@ _MIN_SECRET = 4  # shorter exact secrets would blank ordinary words out of model
 # scheme://userinfo@ - starts only at the start of a word (so a long run of letters costs one
 # scan) and the userinfo is bounded and has no '@', quote or space (so it never crosses JSON).
 _USERINFO = re.compile(
-    r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{0,30}://)([^\s/?#@\"'<>\\]{1,512})@")
+    r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{0,30}://)([^\s/?#@\"'<>\\]{1,512})@"
+)
 # The value is a scheme and a credential ("Basic dXNl..."), or a bare credential.
 _AUTH_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization)(\\?[\"']?\s*[:=]\s*\\?[\"']?)"
-    r"((?:[A-Za-z][A-Za-z0-9_-]*[ \t]+)?[^\s\"'\\,;&]+)")
+    r"((?:[A-Za-z][A-Za-z0-9_-]*[ \t]+)?[^\s\"'\\,;&]+)"
+)
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+)([A-Za-z0-9._~+/\-]{4,}=*)")
 _BASIC = re.compile(r"(?i)\b(basic)(\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")
 _NAMES = r"(?:api[_-]?key|apikey|token|secret|password|passwd)"
 _ASSIGNED = re.compile(rf"(?i)({_NAMES}=)([^\s&\"'#;,)}}\]\\<>]+)")  # access_ etc. stays
 _JSON_KEY = re.compile(
     r"(?i)([\"'][A-Za-z0-9_\-]{0,40}?(?:api[_-]?key|apikey|secret|password|passwd|"
-    r"(?:access|auth|refresh|id|bearer|api)[_-]?token)[\"']\s*:\s*[\"'])([^\"'\\]+)")
+    r"(?:access|auth|refresh|id|bearer|api)[_-]?token)[\"']\s*:\s*[\"'])([^\"'\\]+)"
+)
 _SK_KEY = re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{16,}")
 
 
@@ -63,8 +66,10 @@ def url_secrets(url: str) -> tuple[str, ...]:
     if username is None and password is None:
         return ()
     found: list[str] = []
-    for user, word in ((username or "", password or ""),
-                       (unquote(username or ""), unquote(password or ""))):
+    for user, word in (
+        (username or "", password or ""),
+        (unquote(username or ""), unquote(password or "")),
+    ):
         pair = f"{user}:{word}"
         found += [word, pair, base64.b64encode(pair.encode()).decode()]
     return tuple(dict.fromkeys(s for s in found if len(s) >= _MIN_SECRET))
@@ -81,8 +86,9 @@ def scrub_url(url: str) -> str:
 def mask_secrets(text: str, secrets: Iterable[str]) -> str:
     """``text`` with each of ``secrets`` (of at least 4 characters) masked, and nothing else
     changed: for a model's own answer, whose ``token=...`` or URL is the model's data."""
-    for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len,
-                         reverse=True):
+    for secret in sorted(
+        {s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True
+    ):
         text = text.replace(secret, REDACTED)
     return text
 

@@ -31,8 +31,14 @@ from ownloop.store.verify import seal_fingerprint, verify_store
 if TYPE_CHECKING:
     from ownloop.store import Store
 
-__all__ = ["RunIsSealed", "SealResult", "refuse_if_sealed", "run_seals", "seal_run",
-           "sealed_fingerprint"]
+__all__ = [
+    "RunIsSealed",
+    "SealResult",
+    "refuse_if_sealed",
+    "run_seals",
+    "seal_run",
+    "sealed_fingerprint",
+]
 
 
 class RunIsSealed(OwnloopError):
@@ -48,21 +54,27 @@ class SealResult(NamedTuple):
 
     def lines(self) -> list[str]:
         if self.seal is None:
-            return [*(f"refused: {reason}" for reason in self.reasons),
-                    f"run {self.run_id} was not sealed: {len(self.reasons)} reasons above"]
+            return [
+                *(f"refused: {reason}" for reason in self.reasons),
+                f"run {self.run_id} was not sealed: {len(self.reasons)} reasons above",
+            ]
         counted = sum(s.counted for s in self.seal.sessions)
-        return [f"sealed run {self.run_id}: {len(self.seal.sessions)} sessions "
-                f"({counted} counted), {len(self.seal.streams)} streams, "
-                f"{self.seal.blobs} blobs, budget {self.seal.budget}",
-                f"fingerprint {self.seal.fingerprint}",
-                f"check it any time with: ownloop verify --run {self.run_id} "
-                f"--fingerprint {self.seal.fingerprint[:16]}"]
+        return [
+            f"sealed run {self.run_id}: {len(self.seal.sessions)} sessions "
+            f"({counted} counted), {len(self.seal.streams)} streams, "
+            f"{self.seal.blobs} blobs, budget {self.seal.budget}",
+            f"fingerprint {self.seal.fingerprint}",
+            f"check it any time with: ownloop verify --run {self.run_id} "
+            f"--fingerprint {self.seal.fingerprint[:16]}",
+        ]
 
 
 def sealed_fingerprint(store: Store, run_id: str) -> str | None:
     """The fingerprint of ``run_id``'s seal, or None when it is not sealed."""
-    rows = store.sql("select fingerprint from run_sealed where run_id = $run "
-                     "order by time limit 1", {"run": run_id}).rows
+    rows = store.sql(
+        "select fingerprint from run_sealed where run_id = $run order by time limit 1",
+        {"run": run_id},
+    ).rows
     return str(rows[0][0]) if rows else None
 
 
@@ -77,12 +89,14 @@ def refuse_if_sealed(store: Store, run_id: str, what: str) -> None:
     fingerprint = sealed_fingerprint(store, run_id)
     if fingerprint is not None:
         raise RunIsSealed(
-            f"run {run_id} is sealed ({fingerprint[:16]}) and takes no more events: {what}")
+            f"run {run_id} is sealed ({fingerprint[:16]}) and takes no more events: {what}"
+        )
 
 
 def _streams_of(store: Store, run_id: str) -> list[str]:
-    rows = store.sql("select distinct stream from journal where run_id = $run order by 1",
-                     {"run": run_id}).rows
+    rows = store.sql(
+        "select distinct stream from journal where run_id = $run order by 1", {"run": run_id}
+    ).rows
     return [str(stream) for (stream,) in rows]
 
 
@@ -91,29 +105,39 @@ def _audit(store: Store, run_id: str) -> tuple[list[str], list[SealedSession], i
     reasons: list[str] = []
     started = first_run_started(store, run_id)
     assert started is not None  # seal_run checked
-    open_run = store.sql("select ended_at is null from runs where run_id = $run",
-                         {"run": run_id}).rows
+    open_run = store.sql(
+        "select ended_at is null from runs where run_id = $run", {"run": run_id}
+    ).rows
     if open_run and open_run[0][0]:
-        reasons.append("the run has no end after its last start: a recorder is running it, "
-                       "or was killed (resume it with the same ownloop record command)")
+        reasons.append(
+            "the run has no end after its last start: a recorder is running it, "
+            "or was killed (resume it with the same ownloop record command)"
+        )
     rows = store.sql(
         "select session_id, task_id, coalesce(repeat, 1), status, coalesce(counted, false), "
         "score, passed from sessions where run_id = $run and parent_session_id is null "
-        "order by task_id, repeat, started_at, session_id", {"run": run_id}).rows
-    sessions = [SealedSession(session_id=s, task_id=t, repeat=r, status=st, counted=c,
-                              score=sc, passed=p) for s, t, r, st, c, sc, p in rows]
+        "order by task_id, repeat, started_at, session_id",
+        {"run": run_id},
+    ).rows
+    sessions = [
+        SealedSession(session_id=s, task_id=t, repeat=r, status=st, counted=c, score=sc, passed=p)
+        for s, t, r, st, c, sc, p in rows
+    ]
     for session in sessions:
         if session.status is None:
             reasons.append(f"session {session.session_id} ({session.task_id}) has no end")
-    units = {(t, r) for t in started.task_ids for r in range(1, started.repeats + 1)} \
-        or {(s.task_id, s.repeat) for s in sessions}
+    units = {(t, r) for t in started.task_ids for r in range(1, started.repeats + 1)} or {
+        (s.task_id, s.repeat) for s in sessions
+    }
     counted = Counter((s.task_id, s.repeat) for s in sessions if s.counted)
     for task_id, repeat in sorted(units):
         n = counted[(task_id, repeat)]
         if n != 1:
             which = task_id if started.repeats <= 1 else f"{task_id} (repeat {repeat})"
-            reasons.append(f"task {which} has {n} counted sessions, not 1"
-                           + (": resume the run to record it" if n == 0 else ""))
+            reasons.append(
+                f"task {which} has {n} counted sessions, not 1"
+                + (": resume the run to record it" if n == 0 else "")
+            )
     for key in sorted(counted.keys() - units):
         reasons.append(f"task {key[0]} was counted but the run did not declare it")
     mixed = mixed_budgets(store, run_id)
@@ -125,12 +149,16 @@ def _audit(store: Store, run_id: str) -> tuple[list[str], list[SealedSession], i
 def seal_run(store: Store, run_id: str) -> SealResult:
     """Audit ``run_id``; when the audit passes, append ``RunSealed`` and return it."""
     if first_run_started(store, run_id) is None:
-        raise OwnloopError(f"no run {run_id} in {store.root} (no RunStarted). List runs with: "
-                           "ownloop sql \"select run_id from runs\"")
+        raise OwnloopError(
+            f"no run {run_id} in {store.root} (no RunStarted). List runs with: "
+            'ownloop sql "select run_id from runs"'
+        )
     fingerprint = sealed_fingerprint(store, run_id)
     if fingerprint is not None:
-        raise RunIsSealed(f"run {run_id} is sealed already ({fingerprint[:16]}). Check it with: "
-                          f"ownloop verify --run {run_id}")
+        raise RunIsSealed(
+            f"run {run_id} is sealed already ({fingerprint[:16]}). Check it with: "
+            f"ownloop verify --run {run_id}"
+        )
     reasons, sessions, budget = _audit(store, run_id)
     streams = _streams_of(store, run_id)
     report = verify_store(store, streams=streams)
@@ -138,8 +166,15 @@ def seal_run(store: Store, run_id: str) -> SealResult:
     heads = [report.heads[stream] for stream in streams if stream in report.heads]
     if reasons:
         return SealResult(run_id, reasons, None)
-    draft = RunSealed(at=now(), run_id=run_id, fingerprint="", streams=tuple(heads),
-                      sessions=tuple(sessions), blobs=report.blobs, budget=budget)
+    draft = RunSealed(
+        at=now(),
+        run_id=run_id,
+        fingerprint="",
+        streams=tuple(heads),
+        sessions=tuple(sessions),
+        blobs=report.blobs,
+        budget=budget,
+    )
     seal = msgspec.structs.replace(draft, fingerprint=seal_fingerprint(draft))
     with store.stream() as writer:
         writer.append([seal])

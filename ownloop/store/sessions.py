@@ -7,9 +7,10 @@ from ownloop.store.query import QueryResult
 
 __all__ = ["budget_notes", "sessions_table"]
 
-_COLUMNS = ("session_id, task_id, agent, attempt, status, steps, round(seconds, 1) as seconds, "
-            "passed, answer")
-
+_COLUMNS = (
+    "session_id, task_id, agent, attempt, status, steps, round(seconds, 1) as seconds, "
+    "passed, answer"
+)
 
 
 def sessions_table(
@@ -28,7 +29,8 @@ def sessions_table(
     columns = _COLUMNS if run_id else "run_id, " + _COLUMNS
     return store.sql(
         f"select {columns} from sessions {clause}order by started_at desc limit {int(limit)}",
-        params or None)
+        params or None,
+    )
 
 
 def budget_notes(store: Store, run_id: str | None = None) -> list[str]:

@@ -108,8 +108,13 @@ def _interval(estimate: float, replicates: list[float], level: float) -> Interva
     return Interval(estimate, percentile(replicates, tail), percentile(replicates, 1 - tail))
 
 
-def clustered_bootstrap(tasks: Sequence[Outcomes], *, resamples: int = BOOTSTRAP_RESAMPLES,
-                        seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> Interval:
+def clustered_bootstrap(
+    tasks: Sequence[Outcomes],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = 0.95,
+) -> Interval:
     """The pass rate over all sessions with a task-clustered percentile bootstrap interval.
 
     Each replicate draws len(tasks) tasks with replacement, then, within each drawn task, its
@@ -122,8 +127,11 @@ def clustered_bootstrap(tasks: Sequence[Outcomes], *, resamples: int = BOOTSTRAP
         return Interval(0.0, 0.0, 1.0)
     estimate = sum(map(sum, groups)) / sessions
     np = _numpy()
-    replicates = (_clustered_replicates(groups, resamples, seed) if np is None
-                  else _clustered_replicates_numpy(np, groups, resamples, seed))
+    replicates = (
+        _clustered_replicates(groups, resamples, seed)
+        if np is None
+        else _clustered_replicates_numpy(np, groups, resamples, seed)
+    )
     return _interval(estimate, replicates, level)
 
 
@@ -170,8 +178,9 @@ class _Stream:
         self._ahead = self._ahead[n:]
 
 
-def _clustered_replicates_numpy(np: Any, groups: list[list[bool]], resamples: int,
-                                seed: int) -> list[float]:
+def _clustered_replicates_numpy(
+    np: Any, groups: list[list[bool]], resamples: int, seed: int
+) -> list[float]:
     """``_clustered_replicates`` with numpy: the same draws, so the same replicates.
 
     A replicate reads len(groups) doubles for its tasks, then, task after task, one double per
@@ -201,12 +210,12 @@ def _clustered_replicates_numpy(np: Any, groups: list[list[bool]], resamples: in
         picks, spans, at = [], [], 0
         totals: list[int] = []
         while len(replicates) + len(totals) < resamples and at + k <= ahead_size:
-            pick = (ahead[at:at + k] * k).astype(np.int64)
+            pick = (ahead[at : at + k] * k).astype(np.int64)
             total = int(sizes[pick].sum())
             if at + k + total > ahead_size:
                 break  # the next chunk starts with this replicate
             picks.append(pick)
-            spans.append(ahead[at + k:at + k + total])
+            spans.append(ahead[at + k : at + k + total])
             totals.append(total)
             at += k + total
         stream.consume(at)
@@ -224,9 +233,13 @@ def _rate(outcomes: Outcomes) -> float:
     return sum(outcomes) / len(outcomes)
 
 
-def paired_bootstrap(pairs: Sequence[tuple[Outcomes, Outcomes]], *,
-                     resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-                     level: float = 0.95) -> Interval:
+def paired_bootstrap(
+    pairs: Sequence[tuple[Outcomes, Outcomes]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = 0.95,
+) -> Interval:
     """The mean over tasks of B's pass rate minus A's, with a paired percentile bootstrap.
 
     ``pairs[i]`` is task i's (A outcomes, B outcomes). Each replicate draws tasks with
@@ -238,13 +251,17 @@ def paired_bootstrap(pairs: Sequence[tuple[Outcomes, Outcomes]], *,
         return Interval(0.0, -1.0, 1.0)
     estimate = sum(_rate(b) - _rate(a) for a, b in kept) / len(kept)
     np = _numpy()
-    replicates = (_paired_replicates(kept, resamples, seed) if np is None
-                  else _paired_replicates_numpy(np, kept, resamples, seed))
+    replicates = (
+        _paired_replicates(kept, resamples, seed)
+        if np is None
+        else _paired_replicates_numpy(np, kept, resamples, seed)
+    )
     return _interval(estimate, replicates, level)
 
 
-def _paired_replicates(kept: list[tuple[list[bool], list[bool]]], resamples: int,
-                       seed: int) -> list[float]:
+def _paired_replicates(
+    kept: list[tuple[list[bool], list[bool]]], resamples: int, seed: int
+) -> list[float]:
     """The paired bootstrap's replicates, one draw of ``random.Random(seed)`` at a time."""
     rng = random.Random(seed)
     replicates = []
@@ -257,8 +274,7 @@ def _paired_replicates(kept: list[tuple[list[bool], list[bool]]], resamples: int
     return replicates
 
 
-def _drawn_passes(np: Any, ahead: Any, first: Any, sizes: Any, starts: Any,
-                  outcomes: Any) -> Any:
+def _drawn_passes(np: Any, ahead: Any, first: Any, sizes: Any, starts: Any, outcomes: Any) -> Any:
     """Per pick, the passes among ``sizes[i]`` repeats drawn with the doubles of ``ahead`` from
     ``first[i]`` on, out of the outcomes ``outcomes[starts[i]:starts[i] + sizes[i]]``."""
     offsets = np.cumsum(sizes) - sizes
@@ -268,8 +284,9 @@ def _drawn_passes(np: Any, ahead: Any, first: Any, sizes: Any, starts: Any,
     return np.add.reduceat(outcomes[np.repeat(starts, sizes) + within], offsets)
 
 
-def _paired_replicates_numpy(np: Any, kept: list[tuple[list[bool], list[bool]]],
-                             resamples: int, seed: int) -> list[float]:
+def _paired_replicates_numpy(
+    np: Any, kept: list[tuple[list[bool], list[bool]]], resamples: int, seed: int
+) -> list[float]:
     """``_paired_replicates`` with numpy: the same draws, so the same replicates.
 
     Each pick reads one double for the task, then one per B repeat, then one per A repeat. A
@@ -308,15 +325,14 @@ def _paired_replicates_numpy(np: Any, kept: list[tuple[list[bool], list[bool]]],
                 if at > ahead_size or len(picks) < (count + 1) * k:
                     # the next chunk starts with this replicate
                     at = start
-                    del places[count * k:], picks[count * k:]
+                    del places[count * k :], picks[count * k :]
                     break
                 count += 1
             where, pick = np.array(places, dtype=np.int64), np.array(picks, dtype=np.int64)
         stream.consume(at)
         first = where + 1
         b = _drawn_passes(np, ahead, first, size_b[pick], start_b[pick], outcomes_b)
-        a = _drawn_passes(np, ahead, first + size_b[pick], size_a[pick], start_a[pick],
-                          outcomes_a)
+        a = _drawn_passes(np, ahead, first + size_b[pick], size_a[pick], start_a[pick], outcomes_a)
         differences = (b / size_b[pick] - a / size_a[pick]).reshape(count, k)
         replicates += (np.cumsum(differences, axis=1)[:, -1] / k).tolist()
     return replicates

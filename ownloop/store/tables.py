@@ -20,12 +20,17 @@ if TYPE_CHECKING:
 __all__ = ["sessions_columns", "sessions_table_where", "user_table"]
 
 # Short names a notebook user reaches for first, e.g. sessions(run="r1", task="click-button-7").
-_ALIASES = {"run": "run_id", "task": "task_id", "session": "session_id",
-            "parent": "parent_session_id"}
+_ALIASES = {
+    "run": "run_id",
+    "task": "task_id",
+    "session": "session_id",
+    "parent": "parent_session_id",
+}
 
 
-def user_table(store: Store, query: str,
-               params: Sequence[Any] | Mapping[str, Any] | None = None) -> pa.Table:
+def user_table(
+    store: Store, query: str, params: Sequence[Any] | Mapping[str, Any] | None = None
+) -> pa.Table:
     """The user's own read-only query, run as typed, with ``params`` bound to its placeholders.
 
     Raises:
@@ -39,8 +44,9 @@ def sessions_columns(store: Store) -> list[str]:
     return [row[0] for row in store.sql("describe sessions").rows]
 
 
-def sessions_table_where(store: Store, filters: Mapping[str, Any],
-                         limit: int | None = None) -> pa.Table:
+def sessions_table_where(
+    store: Store, filters: Mapping[str, Any], limit: int | None = None
+) -> pa.Table:
     """Rows of the ``sessions`` view, newest first, whose columns equal ``filters``.
 
     Args:
@@ -57,8 +63,10 @@ def sessions_table_where(store: Store, filters: Mapping[str, Any],
     for number, (name, value) in enumerate(filters.items()):
         column = _ALIASES.get(name, name)
         if column not in columns:
-            raise OwnloopError(f"sessions has no column {name!r}. Filter on one of: "
-                               f"{', '.join(columns)} (or run, task, session, parent)")
+            raise OwnloopError(
+                f"sessions has no column {name!r}. Filter on one of: "
+                f"{', '.join(columns)} (or run, task, session, parent)"
+            )
         quoted = '"' + column + '"'  # a checked name of the view, never user text
         if value is None:
             where.append(f"{quoted} is null")
@@ -74,4 +82,5 @@ def sessions_table_where(store: Store, filters: Mapping[str, Any],
         params["limit"] = int(limit)
     return store.sql_arrow(
         f"select * from sessions{clause} order by started_at desc nulls last, session_id{tail}",
-        params or None)
+        params or None,
+    )

@@ -20,7 +20,8 @@ __all__ = ["cell", "visible"]
 # overrides, isolates), line and paragraph separators, and lone surrogates (unprintable as UTF-8).
 _UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff]")
+    "\ud800-\udfff]"
+)
 _UNSAFE_ONE_LINE = re.compile(_UNSAFE.pattern[:1] + "\t\n" + _UNSAFE.pattern[1:])
 
 

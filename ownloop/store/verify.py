@@ -51,8 +51,7 @@ from ownloop.store.journal import check_stream
 if TYPE_CHECKING:
     from ownloop.store import Store
 
-__all__ = [
-    "Problem", "VerifyReport", "blob_references", "seal_fingerprint", "verify_store"]
+__all__ = ["Problem", "VerifyReport", "blob_references", "seal_fingerprint", "verify_store"]
 
 _T = TypeVar("_T")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")  # a blob's file name
@@ -90,11 +89,15 @@ class VerifyReport(NamedTuple):
         return sum(p.severity == "warning" for p in self.problems)
 
     def summary(self) -> str:
-        line = (f"verify: {self.streams} streams, {self.events} events, {self.blobs} blobs: "
-                f"{_count(self.errors, 'error')}, {_count(self.warnings, 'warning')}")
+        line = (
+            f"verify: {self.streams} streams, {self.events} events, {self.blobs} blobs: "
+            f"{_count(self.errors, 'error')}, {_count(self.warnings, 'warning')}"
+        )
         if self.unchanged_streams:  # (blobs alone: the streams that refer to them were read)
-            line += (f" ({self.unchanged_streams} streams and {self.unchanged_blobs} blobs as the "
-                     "last check found them; ownloop verify --full reads them again)")
+            line += (
+                f" ({self.unchanged_streams} streams and {self.unchanged_blobs} blobs as the "
+                "last check found them; ownloop verify --full reads them again)"
+            )
         return line
 
     def exit_code(self, *, strict: bool = False) -> int:
@@ -178,29 +181,52 @@ def _check_one(path: Path, old: _Summary | None) -> _Checked:
         check = check_stream(path)
         after = os.stat(path)
     except FileNotFoundError:
-        return _Checked(path.stem, None, [Problem("error", where, "missing stream",
-                                                  "the index lists it; the file is gone")],
-                        {}, False)
+        return _Checked(
+            path.stem,
+            None,
+            [Problem("error", where, "missing stream", "the index lists it; the file is gone")],
+            {},
+            False,
+        )
     problems: list[Problem] = []
     for p in check.problems:
         severity: Literal["error", "warning"] = "warning" if p.kind == "torn tail" else "error"
         problems.append(Problem(severity, f"{where}:{p.line}", p.kind, p.detail))
     if not check.sums and not check.problems:
-        problems.append(Problem("warning", where, "empty stream",
-                                "no writer leaves an empty stream: its lines were removed, "
-                                "or it predates ownloop 0.2"))
+        problems.append(
+            Problem(
+                "warning",
+                where,
+                "empty stream",
+                "no writer leaves an empty stream: its lines were removed, "
+                "or it predates ownloop 0.2",
+            )
+        )
     end = data.rfind(b"\n") + 1
     view = memoryview(data)
     digest = hashlib.sha256()
     if old is not None:
         digest.update(view[: min(old.size, end)])
         if len(check.sums) < old.lines:
-            problems.append(Problem("error", where, "truncated stream", f"{len(check.sums)} "
-                                    f"lines; the last verify checked {old.lines}"))
-        elif (old.size > end or digest.hexdigest() != old.digest) \
-                and not any(p.severity == "error" for p in problems):
-            problems.append(Problem("error", where, "rewritten stream", f"its first {old.lines} "
-                                    "lines are not the ones the last verify checked"))
+            problems.append(
+                Problem(
+                    "error",
+                    where,
+                    "truncated stream",
+                    f"{len(check.sums)} lines; the last verify checked {old.lines}",
+                )
+            )
+        elif (old.size > end or digest.hexdigest() != old.digest) and not any(
+            p.severity == "error" for p in problems
+        ):
+            problems.append(
+                Problem(
+                    "error",
+                    where,
+                    "rewritten stream",
+                    f"its first {old.lines} lines are not the ones the last verify checked",
+                )
+            )
         digest.update(view[min(old.size, end) : end])
     else:
         digest.update(view[:end])
@@ -213,8 +239,9 @@ def _check_one(path: Path, old: _Summary | None) -> _Checked:
     references: dict[str, int] = {}
     for number, event in check.events:
         named.setdefault(event.run_id, number)
-        if not (isinstance(event, SessionGraded) and event.against_seal) \
-                and not isinstance(event, RunSealed):
+        if not (isinstance(event, SessionGraded) and event.against_seal) and not isinstance(
+            event, RunSealed
+        ):
             run_lines[event.run_id] = number
         if isinstance(event, SessionStarted):
             sessions.append(event.session_id)
@@ -228,15 +255,27 @@ def _check_one(path: Path, old: _Summary | None) -> _Checked:
             references.setdefault(sha256, number)
     first = check.events[0][1] if check.events else None
     summary = _Summary(
-        inode=before.st_ino, mtime_ns=before.st_mtime_ns, file_size=before.st_size, size=end,
-        digest=digest.hexdigest(), lines=len(check.sums),
-        head=check.sums[-1] if check.sums else "", events=len(check.events),
+        inode=before.st_ino,
+        mtime_ns=before.st_mtime_ns,
+        file_size=before.st_size,
+        size=end,
+        digest=digest.hexdigest(),
+        lines=len(check.sums),
+        head=check.sums[-1] if check.sums else "",
+        events=len(check.events),
         first_session=first.session_id if isinstance(first, SessionStarted) else "",
-        started_sessions=tuple(sessions), started_runs=tuple(runs), named_runs=named,
-        run_lines=run_lines, catalog=tuple(catalog), seals=tuple(seals))
-    stable = (before.st_ino, before.st_size, before.st_mtime_ns) == \
-        (after.st_ino, after.st_size, after.st_mtime_ns) == (after.st_ino, len(data),
-                                                            after.st_mtime_ns)
+        started_sessions=tuple(sessions),
+        started_runs=tuple(runs),
+        named_runs=named,
+        run_lines=run_lines,
+        catalog=tuple(catalog),
+        seals=tuple(seals),
+    )
+    stable = (
+        (before.st_ino, before.st_size, before.st_mtime_ns)
+        == (after.st_ino, after.st_size, after.st_mtime_ns)
+        == (after.st_ino, len(data), after.st_mtime_ns)
+    )
     return _Checked(path.stem, summary, problems, references, stable)
 
 
@@ -297,20 +336,37 @@ def _head_problems(seen: _Seen, where: str, head: StreamHead, what: str) -> Iter
     summary = seen.summaries.get(head.stream)
     place = f"journal/{head.stream}.jsonl"
     if summary is None:
-        yield Problem("error", place, "missing stream",
-                      f"{what} at {where} lists it with {head.events} events; the file is gone")
+        yield Problem(
+            "error",
+            place,
+            "missing stream",
+            f"{what} at {where} lists it with {head.events} events; the file is gone",
+        )
     elif summary.lines < head.events:
-        yield Problem("error", place, "truncated stream",
-                      f"{summary.lines} lines; {what} at {where} lists {head.events}")
+        yield Problem(
+            "error",
+            place,
+            "truncated stream",
+            f"{summary.lines} lines; {what} at {where} lists {head.events}",
+        )
     elif head.events and seen.sum_at(head.stream, head.events) != head.head:
-        yield Problem("error", f"{place}:{head.events}", "rewritten stream",
-                      f"line {head.events} is not the one {what} at {where} lists")
+        yield Problem(
+            "error",
+            f"{place}:{head.events}",
+            "rewritten stream",
+            f"line {head.events} is not the one {what} at {where} lists",
+        )
 
 
 def seal_fingerprint(seal: RunSealed) -> str:
     """The sha256 of a seal's manifest, as ``ownloop seal`` computed it."""
-    manifest = _SealManifest(run_id=seal.run_id, streams=seal.streams, sessions=seal.sessions,
-                             blobs=seal.blobs, budget=seal.budget)
+    manifest = _SealManifest(
+        run_id=seal.run_id,
+        streams=seal.streams,
+        sessions=seal.sessions,
+        blobs=seal.blobs,
+        budget=seal.budget,
+    )
     return hashlib.sha256(msgspec.json.encode(manifest)).hexdigest()
 
 
@@ -324,16 +380,24 @@ class _SealManifest(msgspec.Struct, frozen=True, kw_only=True):
 
 def _seal_problems(seen: _Seen, run_id: str, where: str, seal: RunSealed) -> Iterator[Problem]:
     if seal_fingerprint(seal) != seal.fingerprint:
-        yield Problem("error", where, "bad seal",
-                      "the seal's manifest does not hash to its fingerprint: it was edited")
+        yield Problem(
+            "error",
+            where,
+            "bad seal",
+            "the seal's manifest does not hash to its fingerprint: it was edited",
+        )
     sealed = {head.stream: head for head in seal.streams}
     for head in seal.streams:
         yield from _head_problems(seen, where, head, f"the seal of run {run_id}")
     for stream, last in sorted(seen.run_lines.get(run_id, {}).items()):
         listed = sealed.get(stream)
         if listed is None or last > listed.events:
-            yield Problem("error", f"journal/{stream}.jsonl:{last}", "appended after the seal",
-                          f"run {run_id} was sealed at {where}; it takes no more events")
+            yield Problem(
+                "error",
+                f"journal/{stream}.jsonl:{last}",
+                "appended after the seal",
+                f"run {run_id} was sealed at {where}; it takes no more events",
+            )
 
 
 _STATE = "verify.state"  # in the store's root, beside index.duckdb: a cache, safe to delete
@@ -341,9 +405,15 @@ _RACY_NS = 2_000_000_000  # a file changed this close to a check may change agai
 _PARALLEL_FROM = 64  # fewer streams or blobs than this are checked in this process
 
 
-def verify_store(store: Store, *, run_id: str | None = None, fingerprint: str | None = None,
-                 streams: Collection[str] | None = None, incremental: bool = False,
-                 workers: int | None = None) -> VerifyReport:
+def verify_store(
+    store: Store,
+    *,
+    run_id: str | None = None,
+    fingerprint: str | None = None,
+    streams: Collection[str] | None = None,
+    incremental: bool = False,
+    workers: int | None = None,
+) -> VerifyReport:
     """Check every journal stream and every blob of ``store`` (with ``streams``: only those
     streams, and the blobs they refer to), on every core.
 
@@ -361,16 +431,24 @@ def verify_store(store: Store, *, run_id: str | None = None, fingerprint: str | 
     seals and catalogs are always checked in full.
     """
     if store.journal_dir.exists() and not store.journal_dir.is_dir():
-        raise OwnloopError(f"{store.journal_dir} is a file, not the journal folder: this is not "
-                           "an ownloop store (or it was damaged). Pass --store DIR")
+        raise OwnloopError(
+            f"{store.journal_dir} is a file, not the journal folder: this is not "
+            "an ownloop store (or it was damaged). Pass --store DIR"
+        )
     whole = streams is None
     state = _load_state(store) if whole else _State()
     started = time.time_ns()
-    names = _stream_names(store.journal_dir) if streams is None else \
-        [f"{stream}.jsonl" for stream in sorted(streams)]
+    names = (
+        _stream_names(store.journal_dir)
+        if streams is None
+        else [f"{stream}.jsonl" for stream in sorted(streams)]
+    )
     journal = str(store.journal_dir)
-    jobs = [(os.path.join(journal, name), state.streams.get(name[:-6])) for name in names
-            if not (incremental and _unchanged(journal, name, state))]
+    jobs = [
+        (os.path.join(journal, name), state.streams.get(name[:-6]))
+        for name in names
+        if not (incremental and _unchanged(journal, name, state))
+    ]
     present = _blob_names(store.blobs.root) if whole else set()
     known = state.blobs if incremental else {}
     blob_jobs = sorted(present - known.keys())
@@ -397,10 +475,15 @@ def verify_store(store: Store, *, run_id: str | None = None, fingerprint: str | 
         if where:
             referenced.setdefault(sha256, where)
     for stream in sorted(state.streams.keys() - summaries.keys() if whole else ()):
-        problems.append(Problem(
-            "error", f"journal/{stream}.jsonl", "missing stream",
-            f"the last verify checked it with {state.streams[stream].lines} events; the file "
-            "is gone"))
+        problems.append(
+            Problem(
+                "error",
+                f"journal/{stream}.jsonl",
+                "missing stream",
+                f"the last verify checked it with {state.streams[stream].lines} events; the file "
+                "is gone",
+            )
+        )
     seen = _Seen(store.journal_dir, summaries)
     problems.extend(_store_problems(seen, run_id, fingerprint))
     for sha256 in sorted(referenced.keys() - present - known.keys() - checked_blobs.keys()):
@@ -413,39 +496,74 @@ def verify_store(store: Store, *, run_id: str | None = None, fingerprint: str | 
             continue
         source = referenced.get(sha256)
         detail = f"{wrong} (referenced by {source})" if source else f"{wrong} (not referenced)"
-        problems.append(Problem("error", f"blob {sha256}", "missing blob"
-                                if wrong == "missing" else "bad blob", detail))
-    heads = {stream: StreamHead(stream=stream, events=summary.lines, head=summary.head)
-             for stream, summary in summaries.items()}
-    report = VerifyReport(problems, len(names), sum(s.events for s in summaries.values()),
-                          len(referenced.keys() | present), heads,
-                          len(names) - len(jobs), len(present) - len(blob_jobs))
-    unchanged = not jobs and not blob_jobs and sound.keys() == state.streams.keys() \
+        problems.append(
+            Problem(
+                "error",
+                f"blob {sha256}",
+                "missing blob" if wrong == "missing" else "bad blob",
+                detail,
+            )
+        )
+    heads = {
+        stream: StreamHead(stream=stream, events=summary.lines, head=summary.head)
+        for stream, summary in summaries.items()
+    }
+    report = VerifyReport(
+        problems,
+        len(names),
+        sum(s.events for s in summaries.values()),
+        len(referenced.keys() | present),
+        heads,
+        len(names) - len(jobs),
+        len(present) - len(blob_jobs),
+    )
+    unchanged = (
+        not jobs
+        and not blob_jobs
+        and sound.keys() == state.streams.keys()
         and present == known.keys()
+    )
     if whole and not report.errors and not (incremental and unchanged):
-        _save_state(store, _State(
-            checked_ns=started, streams=sound,
-            blobs={sha256: referenced.get(sha256, "") for sha256 in referenced.keys() | present}))
+        _save_state(
+            store,
+            _State(
+                checked_ns=started,
+                streams=sound,
+                blobs={
+                    sha256: referenced.get(sha256, "") for sha256 in referenced.keys() | present
+                },
+            ),
+        )
     return report
 
 
-def _store_problems(seen: _Seen, run_id: str | None, fingerprint: str | None,
-                    ) -> Iterator[Problem]:
+def _store_problems(
+    seen: _Seen,
+    run_id: str | None,
+    fingerprint: str | None,
+) -> Iterator[Problem]:
     """The checks that span streams: swapped streams, catalogs, missing runs, seals."""
     for stream, summary in seen.summaries.items():  # in the journal's order
         # A recorder names a session's stream after it: a stream named after another session
         # that starts elsewhere was swapped or renamed.
         session_id = summary.first_session
         if session_id and session_id != stream and stream in seen.started_sessions:
-            yield Problem("error", f"journal/{stream}.jsonl:1", "swapped stream",
-                          f"it starts session {session_id}; session {stream} starts in another "
-                          "file")
+            yield Problem(
+                "error",
+                f"journal/{stream}.jsonl:1",
+                "swapped stream",
+                f"it starts session {session_id}; session {stream} starts in another file",
+            )
     for where, head in seen.catalog:
         yield from _head_problems(seen, where, head, "the catalog")
     for run in sorted(seen.named_runs.keys() - seen.started_runs):
-        yield Problem("warning", seen.named_runs[run], "missing run",
-                      f"names run {run}, whose RunStarted is in no stream (its run stream was "
-                      "removed, or these events were written without one)")
+        yield Problem(
+            "warning",
+            seen.named_runs[run],
+            "missing run",
+            f"names run {run}, whose RunStarted is in no stream (its run stream was "
+            "removed, or these events were written without one)",
+        )
     for run, (where, seal) in sorted(seen.seals.items()):
         yield from _seal_problems(seen, run, where, seal)
     if run_id is not None:
@@ -456,8 +574,7 @@ def _stream_names(journal: Path) -> list[str]:
     """The journal's stream files (``store.stream_paths``, as names: at 100k streams, sorting
     Path objects alone takes a second)."""
     try:
-        return sorted(entry.name for entry in os.scandir(journal)
-                      if entry.name.endswith(".jsonl"))
+        return sorted(entry.name for entry in os.scandir(journal) if entry.name.endswith(".jsonl"))
     except FileNotFoundError:
         return []
 
@@ -487,9 +604,12 @@ def _unchanged(journal: str, name: str, state: _State) -> bool:
     return (now.st_ino, now.st_size, now.st_mtime_ns) == (old.inode, old.file_size, old.mtime_ns)
 
 
-def _check_in_parallel(store: Store, jobs: list[tuple[str, _Summary | None]],
-                       blob_names: list[str], workers: int | None,
-                       ) -> tuple[dict[str, _Checked], dict[str, str | None]]:
+def _check_in_parallel(
+    store: Store,
+    jobs: list[tuple[str, _Summary | None]],
+    blob_names: list[str],
+    workers: int | None,
+) -> tuple[dict[str, _Checked], dict[str, str | None]]:
     """Check the streams and hash the blobs, in worker processes when there are enough of them
     (the checks are Python code: threads would take turns).
 
@@ -500,16 +620,22 @@ def _check_in_parallel(store: Store, jobs: list[tuple[str, _Summary | None]],
     """
     workers = workers or len(os.sched_getaffinity(0))
     root = str(store.blobs.root)
-    if workers < 2 or max(len(jobs), len(blob_names)) < _PARALLEL_FROM \
-            or threading.active_count() > 1 or sys.platform != "linux":
+    if (
+        workers < 2
+        or max(len(jobs), len(blob_names)) < _PARALLEL_FROM
+        or threading.active_count() > 1
+        or sys.platform != "linux"
+    ):
         checked = _check_streams(jobs)
         blobs = _check_blobs((root, blob_names))
     else:
         stream_batches = _batches(jobs, workers)
         blob_batches = [(root, batch) for batch in _batches(blob_names, workers)]
         context = multiprocessing.get_context("fork")
-        with warnings.catch_warnings(), \
-                ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with (
+            warnings.catch_warnings(),
+            ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool,
+        ):
             # Python 3.12 warns of fork() beside threads it cannot see (a native library's).
             warnings.simplefilter("ignore", DeprecationWarning)
             stream_results = pool.map(_check_streams, stream_batches)
@@ -552,16 +678,28 @@ def _save_state(store: Store, state: _State) -> None:
 def _run_problems(seen: _Seen, run_id: str, fingerprint: str | None) -> Iterator[Problem]:
     """``verify --run``: the run must be sealed, with the fingerprint the user cites."""
     if run_id not in seen.named_runs:
-        yield Problem("error", f"run {run_id}", "no such run",
-                      "no event names it. List runs with: ownloop sql \"select * from runs\"")
+        yield Problem(
+            "error",
+            f"run {run_id}",
+            "no such run",
+            'no event names it. List runs with: ownloop sql "select * from runs"',
+        )
         return
     sealed = seen.seals.get(run_id)
     if sealed is None:
-        yield Problem("error", f"run {run_id}", "not sealed",
-                      f"only a sealed run can be checked as a whole. Seal it with: ownloop seal "
-                      f"--run {run_id}")
+        yield Problem(
+            "error",
+            f"run {run_id}",
+            "not sealed",
+            f"only a sealed run can be checked as a whole. Seal it with: ownloop seal "
+            f"--run {run_id}",
+        )
         return
     where, seal = sealed
     if fingerprint and not seal.fingerprint.startswith(fingerprint.lower()):
-        yield Problem("error", where, "other fingerprint",
-                      f"the run's seal is {seal.fingerprint}, not {fingerprint}")
+        yield Problem(
+            "error",
+            where,
+            "other fingerprint",
+            f"the run's seal is {seal.fingerprint}, not {fingerprint}",
+        )

@@ -15,9 +15,23 @@ from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["SCHEMA_VERSION", "AtifError", "ContentPart", "FinalMetrics", "ImageSource",
-           "Metrics", "Observation", "ObservationResult", "Step", "ToolCall", "Trajectory",
-           "TrajectoryAgent", "encode_trajectory", "problems", "read_trajectory"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "AtifError",
+    "ContentPart",
+    "FinalMetrics",
+    "ImageSource",
+    "Metrics",
+    "Observation",
+    "ObservationResult",
+    "Step",
+    "ToolCall",
+    "Trajectory",
+    "TrajectoryAgent",
+    "encode_trajectory",
+    "problems",
+    "read_trajectory",
+]
 
 SCHEMA_VERSION = "ATIF-v1.6"
 _VERSION = re.compile(r"ATIF-v1\.(\d+)")
@@ -132,21 +146,26 @@ def problems(trajectory: Trajectory) -> list[str]:
         if step.step_id != index:
             found.append(f"{where}.step_id is {step.step_id}, expected {index}")
         if step.source != "agent":
-            found.extend(f"{where}.{name} is set on a {step.source} step"
-                         for name in _AGENT_ONLY if getattr(step, name) is not None)
+            found.extend(
+                f"{where}.{name} is set on a {step.source} step"
+                for name in _AGENT_ONLY
+                if getattr(step, name) is not None
+            )
         ids = [call.tool_call_id for call in step.tool_calls or ()]
         if len(set(ids)) != len(ids):
             found.append(f"{where}.tool_calls repeat a tool_call_id")
         for result in step.observation.results if step.observation else ():
             if result.source_call_id is not None and result.source_call_id not in ids:
-                found.append(f"{where}.observation names tool call {result.source_call_id!r}, "
-                             "which the step does not make")
+                found.append(
+                    f"{where}.observation names tool call {result.source_call_id!r}, "
+                    "which the step does not make"
+                )
         for part in _parts(step):
             if part.type == "image" and part.source is None:
                 found.append(f"{where} has an image part without a source")
             if part.type == "text" and part.text is None:
                 found.append(f"{where} has a text part without text")
-            if (version is not None and int(version.group(1)) < 6 and part.type == "image"):
+            if version is not None and int(version.group(1)) < 6 and part.type == "image":
                 found.append(f"{where} has an image part, which needs ATIF-v1.6 or later")
     return found
 

@@ -20,8 +20,15 @@ from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import Selection, selected_sessions, session_places
 
-__all__ = ["BATCH", "LOOKUP", "PASSED_AND_COUNTED", "BlobFiles", "each_session", "empty_folder",
-           "picked"]
+__all__ = [
+    "BATCH",
+    "LOOKUP",
+    "PASSED_AND_COUNTED",
+    "BlobFiles",
+    "each_session",
+    "empty_folder",
+    "picked",
+]
 
 BATCH = 64
 LOOKUP = 1024  # sessions whose journal places are asked for at once
@@ -29,8 +36,14 @@ PASSED_AND_COUNTED = "passed and coalesce(counted, true)"
 """The default condition of a training export: passed sessions that count for their task (a
 session recorded before counting existed, or imported, counts)."""
 
-_EXTENSIONS = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp",
-               "image/gif": ".gif", "text/plain": ".txt", "application/json": ".json"}
+_EXTENSIONS = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/webp": ".webp",
+    "image/gif": ".gif",
+    "text/plain": ".txt",
+    "application/json": ".json",
+}
 
 
 def picked(store: Store, selection: Selection) -> list[str]:
@@ -41,13 +54,16 @@ def picked(store: Store, selection: Selection) -> list[str]:
     """
     ids = [session_id for session_id, _agent in selected_sessions(store, selection)]
     if not ids:
-        raise OwnloopError("no sessions match the selection. List them with: ownloop sql "
-                           "\"select session_id, run_id, passed, counted from sessions\"")
+        raise OwnloopError(
+            "no sessions match the selection. List them with: ownloop sql "
+            '"select session_id, run_id, passed, counted from sessions"'
+        )
     return ids
 
 
-def each_session(store: Store, ids: list[str], batch: int = BATCH,
-                 lookup: int = LOOKUP) -> Iterator[Session]:
+def each_session(
+    store: Store, ids: list[str], batch: int = BATCH, lookup: int = LOOKUP
+) -> Iterator[Session]:
     """The sessions ``ids`` names, folded ``batch`` at a time, in the order given."""
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.compute as pc  # type: ignore[import-untyped]
@@ -138,6 +154,8 @@ class BlobFiles:
         """What was written and what was missing, one line each."""
         lines = [f"{self.root / self.folder}: {self.written} {what}"] if self.written else []
         if self.missing:
-            lines.append(f"skipped {len(self.missing)} blobs missing from the store (first: "
-                         f"{self.missing[0][:12]}); check the store with: ownloop verify")
+            lines.append(
+                f"skipped {len(self.missing)} blobs missing from the store (first: "
+                f"{self.missing[0][:12]}); check the store with: ownloop verify"
+            )
         return lines

@@ -46,9 +46,17 @@ class ExportResult(NamedTuple):
         return [*self.skipped, *self.lines_written]
 
 
-def export_run(store: Store, run_id: str | None, fmt: str, out: str | Path, *,
-               where: str | None = None, agent_format: str = "chat", per_session: bool = False,
-               endpoint: str | None = None) -> ExportResult:
+def export_run(
+    store: Store,
+    run_id: str | None,
+    fmt: str,
+    out: str | Path,
+    *,
+    where: str | None = None,
+    agent_format: str = "chat",
+    per_session: bool = False,
+    endpoint: str | None = None,
+) -> ExportResult:
     """Export ``run_id`` as ``fmt`` (one of ``FORMATS``) into ``out``.
 
     ``sft``, ``sft-parquet``, ``atif`` and ``otlp`` export a selection: ``run_id`` and the SQL
@@ -61,8 +69,9 @@ def export_run(store: Store, run_id: str | None, fmt: str, out: str | Path, *,
             ``out`` folder that is not empty (session-dir).
     """
     if fmt in ("sft", "sft-parquet", "atif", "otlp"):
-        return _export_selection(store, run_id, fmt, out, where, agent_format, per_session,
-                                 endpoint)
+        return _export_selection(
+            store, run_id, fmt, out, where, agent_format, per_session, endpoint
+        )
     if fmt == "parquet":
         from ownloop.store.export import export_views
 
@@ -75,9 +84,16 @@ def export_run(store: Store, run_id: str | None, fmt: str, out: str | Path, *,
     return export_session_dirs(store, run_id, out)
 
 
-def _export_selection(store: Store, run_id: str | None, fmt: str, out: str | Path,
-                      where: str | None, agent_format: str, per_session: bool,
-                      endpoint: str | None) -> ExportResult:
+def _export_selection(
+    store: Store,
+    run_id: str | None,
+    fmt: str,
+    out: str | Path,
+    where: str | None,
+    agent_format: str,
+    per_session: bool,
+    endpoint: str | None,
+) -> ExportResult:
     from ownloop.store.queries import Selection
 
     if fmt in ("sft", "sft-parquet"):
@@ -85,9 +101,18 @@ def _export_selection(store: Store, run_id: str | None, fmt: str, out: str | Pat
         from ownloop.transfer.sft import export_sft
 
         selection = Selection(run_id=run_id, where=where or PASSED_AND_COUNTED)
-        return ExportResult(Path(out), export_sft(
-            store, selection, out, agent_format=agent_format, per_session=per_session,
-            parquet=fmt == "sft-parquet"), [])
+        return ExportResult(
+            Path(out),
+            export_sft(
+                store,
+                selection,
+                out,
+                agent_format=agent_format,
+                per_session=per_session,
+                parquet=fmt == "sft-parquet",
+            ),
+            [],
+        )
     selection = Selection(run_id=run_id, where=where)
     if fmt == "atif":
         from ownloop.transfer.trajectories import export_atif
@@ -106,8 +131,10 @@ def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportRes
     """
     rows = [(s.session_id, s.task_id, s.agent) for s in run_sessions(store, run_id, by_task=True)]
     if not rows:
-        raise OwnloopError(f"no sessions in run {run_id!r}. List runs with: ownloop sql "
-                           "\"select run_id, agent, sessions from runs\"")
+        raise OwnloopError(
+            f"no sessions in run {run_id!r}. List runs with: ownloop sql "
+            '"select run_id, agent, sessions from runs"'
+        )
     root = Path(out)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise OwnloopError(f"{root} is not an empty folder. Pass a new --out folder")
@@ -118,12 +145,13 @@ def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportRes
     used: set[str] = set()
     for task_id, sessions in tasks.items():
         latest = sessions[-1][0]
-        name = task_id if _SAFE_NAME.fullmatch(task_id) and task_id.lower() not in used \
-            else latest
+        name = task_id if _SAFE_NAME.fullmatch(task_id) and task_id.lower() not in used else latest
         used.add(name.lower())
         writer.task(root / name, [(fold(store.session_events(s), s), a) for s, a in sessions])
-    written = [f"{root}: {len(tasks)} task folders, {writer.sessions} sessions, "
-               f"{writer.screens} screenshots"]
+    written = [
+        f"{root}: {len(tasks)} task folders, {writer.sessions} sessions, "
+        f"{writer.screens} screenshots"
+    ]
     return ExportResult(root, written, writer.skipped)
 
 
@@ -142,7 +170,8 @@ class _Writer:
             sub = folder / f"error_attempt_{number}"
             summary = _summary(session)
             keys = _imported_keys(session) or [
-                key for key in _ATTEMPT_KEYS if key != "answer" or summary["answer"] is not None]
+                key for key in _ATTEMPT_KEYS if key != "answer" or summary["answer"] is not None
+            ]
             summary = {key: summary.get(key) for key in keys}
             self._attempt(sub, session, attempt_agent or agent)
             _write_json(sub / "attempt.json", summary)
@@ -183,8 +212,9 @@ class _Writer:
                 if _safe_relative(item.source):
                     self._copy_blob(item.sha256, folder / item.source)
                 else:  # e.g. a NUL byte, a control character, "..": never a path to write
-                    self.skipped.append(f"skipped {folder}/{item.source!r} (not a plain "
-                                        "relative file name)")
+                    self.skipped.append(
+                        f"skipped {folder}/{item.source!r} (not a plain relative file name)"
+                    )
 
     def _copy_blob(self, sha256: str, target: Path) -> None:
         try:
@@ -272,8 +302,12 @@ def _safe_relative(path: str) -> bool:
     if _UNSAFE_CHARACTERS.search(path):
         return False
     parts = PurePosixPath(path).parts
-    return bool(parts) and not PurePosixPath(path).is_absolute() and ".." not in parts \
+    return (
+        bool(parts)
+        and not PurePosixPath(path).is_absolute()
+        and ".." not in parts
         and all(part not in ("", ".") and len(part.encode()) <= 255 for part in parts)
+    )
 
 
 def _write_json(path: Path, value: dict[str, Any]) -> None:

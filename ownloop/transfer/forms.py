@@ -80,8 +80,9 @@ def step_line(agent: str, step: Step, original: dict[str, Any] | None) -> dict[s
     parsed_ok = {p.call_id for p in step.parses if p.error is None}
     by_id = {c.call_id: c.response for c in step.calls}
     raw = by_id.get(accepted.call_id) if accepted is not None else None
-    fails = [c.response for c in step.calls
-             if c.response is not None and c.call_id not in parsed_ok]
+    fails = [
+        c.response for c in step.calls if c.response is not None and c.call_id not in parsed_ok
+    ]
     parse_error = step.parsed.error if step.parsed is not None else None
     url = step.screenshot.url if step.screenshot is not None else ""
     actions = step.actions if accepted is not None else ()
@@ -91,22 +92,40 @@ def step_line(agent: str, step: Step, original: dict[str, Any] | None) -> dict[s
     if form == "uitars":
         if raw is None:
             return {"step": step.step, "url": url, "raw": None, "fails": fails}
-        return {"step": step.step, "url": url, "raw": raw,
-                "actions": [msgspec.to_builtins(a) for a in actions], "notes": op_errors,
-                "fails": fails}
+        return {
+            "step": step.step,
+            "url": url,
+            "raw": raw,
+            "actions": [msgspec.to_builtins(a) for a in actions],
+            "notes": op_errors,
+            "fails": fails,
+        }
     if raw is None:  # these harnesses keep the text that did not parse
         raw = next((c.response for c in reversed(step.calls) if c.response is not None), None)
     action = msgspec.to_builtins(first) if first is not None else None
     if form == "molmoweb":
-        return {"step": step.step, "url": url, "raw": raw, "action": action,
-                "action_str": first.raw if first is not None else "", "thought": step.thought,
-                "error": parse_error, "action_error": op_errors[0] if op_errors else None}
+        return {
+            "step": step.step,
+            "url": url,
+            "raw": raw,
+            "action": action,
+            "action_str": first.raw if first is not None else "",
+            "thought": step.thought,
+            "error": parse_error,
+            "action_error": op_errors[0] if op_errors else None,
+        }
     if form == "fara7b":
         return {"step": step.step, "raw": raw, "action": action, "parse_error": parse_error}
-    line = {"step": step.step, "url": url, "raw": raw, "attempts": len(step.calls),
-            "action": [msgspec.to_builtins(a) for a in actions],
-            "code": "\n".join(a.raw for a in actions if a.raw),
-            "executed": bool(step.effects) and not op_errors, "notes": op_errors}
+    line = {
+        "step": step.step,
+        "url": url,
+        "raw": raw,
+        "attempts": len(step.calls),
+        "action": [msgspec.to_builtins(a) for a in actions],
+        "code": "\n".join(a.raw for a in actions if a.raw),
+        "executed": bool(step.effects) and not op_errors,
+        "notes": op_errors,
+    }
     if parse_error is not None:
         line["error"] = parse_error
     return line

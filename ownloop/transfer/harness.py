@@ -117,8 +117,12 @@ def unreadable(path: Path) -> str | None:
         return None
     if stat.S_ISLNK(mode):
         return "symlink, not followed"
-    for test, kind in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISCHR, "device"), (stat.S_ISBLK, "device")):
+    for test, kind in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "device"),
+        (stat.S_ISBLK, "device"),
+    ):
         if test(mode):
             return f"{kind}, not read"
     return None
@@ -168,7 +172,8 @@ def _files(path: Path) -> Iterator[Path]:
 def is_result_folder(path: Path) -> bool:
     """Whether ``path`` looks like a harness result folder."""
     return path.is_dir() and any(
-        os.path.lexists(path / name) for name in (*_SUMMARIES, "steps.jsonl", "screens"))
+        os.path.lexists(path / name) for name in (*_SUMMARIES, "steps.jsonl", "screens")
+    )
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -202,8 +207,11 @@ def read_folder(path: Path) -> ResultFolder:
         if reason is not None:
             skipped.append(f"{found.relative_to(path).as_posix()} ({reason})")
     final = _read_attempt(path, "", skipped)
-    if final.summary is not None and _is_file(path / "session_failed.json") \
-            and final.summary_file == "session.json":
+    if (
+        final.summary is not None
+        and _is_file(path / "session_failed.json")
+        and final.summary_file == "session.json"
+    ):
         # Both files: session.json is the later word; the other is kept beside it.
         other = _read_json(path / "session_failed.json", "session_failed.json", skipped)
         if other is not None:
@@ -214,8 +222,10 @@ def read_folder(path: Path) -> ResultFolder:
         assert final.summary is not None
         final.summary["error_attempts"] = listed  # not a list: kept as an unknown field
     numbered = sorted(
-        (int(m.group(1)), p) for p in path.iterdir()
-        if _is_dir(p) and (m := _ATTEMPT.fullmatch(p.name)))
+        (int(m.group(1)), p)
+        for p in path.iterdir()
+        if _is_dir(p) and (m := _ATTEMPT.fullmatch(p.name))
+    )
     attempts = []
     for i, (_, sub) in enumerate(numbered):
         attempt = _read_attempt(sub, sub.name, skipped)
@@ -231,8 +241,9 @@ def read_folder(path: Path) -> ResultFolder:
     for i in range(len(numbered), len(entries)):
         entry = entries[i]
         if isinstance(entry, dict):
-            attempts.append(Attempt(f"error_attempts[{i}]", dict(entry), f"error_attempts[{i}]",
-                                    list(entry)))
+            attempts.append(
+                Attempt(f"error_attempts[{i}]", dict(entry), f"error_attempts[{i}]", list(entry))
+            )
         else:
             skipped.append(f"session.json error_attempts[{i}] (not an object)")
     return ResultFolder(path.name, folder_sha256(path), final, attempts, skipped)
@@ -283,8 +294,11 @@ def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
 def steps_fields(path: Path) -> Iterator[list[str]]:
     """The field names of each line of a result folder's steps.jsonl files (its own and its
     error attempts'), read as ``read_folder`` reads them; for telling which agent wrote them."""
-    folders = [path, *(p for p in sorted(path.iterdir())
-                       if _is_dir(p) and _ATTEMPT.fullmatch(p.name))] if _is_dir(path) else []
+    folders = (
+        [path, *(p for p in sorted(path.iterdir()) if _is_dir(p) and _ATTEMPT.fullmatch(p.name))]
+        if _is_dir(path)
+        else []
+    )
     for folder in folders:
         data = _read_or_none(folder / "steps.jsonl") if _is_file(folder / "steps.jsonl") else None
         for raw in (data or b"").split(b"\n"):

@@ -62,15 +62,27 @@ from ownloop.transfer.statuses import ownloop_status
 
 __all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "import_dir"]
 
-DEFAULT_VIEWPORTS = {"uitars": (1280, 800), "opencua": (1920, 1080), "fara7b": (1440, 900),
-                     "molmoweb": (1280, 720)}
+DEFAULT_VIEWPORTS = {
+    "uitars": (1280, 800),
+    "opencua": (1920, 1080),
+    "fara7b": (1440, 900),
+    "molmoweb": (1280, 720),
+}
 """Each agent's viewport, used when a folder has no screenshot to read the size from."""
 
 # Summary fields mapped onto events, with the type each must have to be mapped.
 _SUMMARY_TYPES: dict[str, tuple[type, ...]] = {
-    "task_id": (str,), "base": (str,), "answer": (str, type(None)), "status": (str,),
-    "rounds": (int,), "error": (str, type(None)), "seconds": (int, float),
-    "parse_fails": (int,), "action_errors": (int,), "score": (int, float), "success": (bool,),
+    "task_id": (str,),
+    "base": (str,),
+    "answer": (str, type(None)),
+    "status": (str,),
+    "rounds": (int,),
+    "error": (str, type(None)),
+    "seconds": (int, float),
+    "parse_fails": (int,),
+    "action_errors": (int,),
+    "score": (int, float),
+    "success": (bool,),
 }
 
 
@@ -88,8 +100,10 @@ class ImportResult(NamedTuple):
         """The skip lines, then a summary line."""
         sessions = sum(self.counts.values())
         statuses = ", ".join(f"{n} {status}" for status, n in sorted(self.counts.items()))
-        line = (f"imported {sessions} session{'s' if sessions != 1 else ''} from {self.folders} "
-                f"folder{'s' if self.folders != 1 else ''} into run {self.run_id}")
+        line = (
+            f"imported {sessions} session{'s' if sessions != 1 else ''} from {self.folders} "
+            f"folder{'s' if self.folders != 1 else ''} into run {self.run_id}"
+        )
         if statuses:
             line += f": {statuses}"
         if self.already:
@@ -97,8 +111,13 @@ class ImportResult(NamedTuple):
         return [*self.skipped, line]
 
 
-def import_dir(store: Store, directory: str | Path, agent: str | None = None,
-               run_id: str | None = None, argv: Sequence[str] = ()) -> ImportResult:
+def import_dir(
+    store: Store,
+    directory: str | Path,
+    agent: str | None = None,
+    run_id: str | None = None,
+    argv: Sequence[str] = (),
+) -> ImportResult:
     """Import every result folder under ``directory`` (or ``directory`` itself when it is one).
 
     Args:
@@ -133,11 +152,15 @@ def import_dir(store: Store, directory: str | Path, agent: str | None = None,
             elif is_result_folder(sub):
                 folders.append(sub)
             else:
-                skipped.append(f"{sub.name}: skipped (no session.json, session_failed.json, "
-                               "steps.jsonl or screens/)")
+                skipped.append(
+                    f"{sub.name}: skipped (no session.json, session_failed.json, "
+                    "steps.jsonl or screens/)"
+                )
     if not folders:
-        raise OwnloopError(f"no result folders in {root}: expected one folder per task with "
-                           "session.json or steps.jsonl")
+        raise OwnloopError(
+            f"no result folders in {root}: expected one folder per task with "
+            "session.json or steps.jsonl"
+        )
     shapes = infer_form(fields for path in folders for fields in steps_fields(path))
     if agent is None:
         agent = _inferred(root, shapes)
@@ -171,8 +194,9 @@ def import_dir(store: Store, directory: str | Path, agent: str | None = None,
             stream.close()
     if stream is not None:
         store.sync()
-    return ImportResult(run, imported, already, dict(counts), skipped,
-                        _mismatch(agent, shapes, writer.parser))
+    return ImportResult(
+        run, imported, already, dict(counts), skipped, _mismatch(agent, shapes, writer.parser)
+    )
 
 
 def _inferred(root: Path, shapes: list[str]) -> str:
@@ -181,10 +205,13 @@ def _inferred(root: Path, shapes: list[str]) -> str:
     if len(shapes) == 1:
         return shapes[0]
     if not shapes:
-        raise OwnloopError(f"cannot tell which agent wrote the steps.jsonl lines in {root}: "
-                           f"pass --agent ({forms})")
-    raise OwnloopError(f"the steps.jsonl lines in {root} have the fields of {' and '.join(shapes)}"
-                       f": pass --agent ({forms})")
+        raise OwnloopError(
+            f"cannot tell which agent wrote the steps.jsonl lines in {root}: pass --agent ({forms})"
+        )
+    raise OwnloopError(
+        f"the steps.jsonl lines in {root} have the fields of {' and '.join(shapes)}"
+        f": pass --agent ({forms})"
+    )
 
 
 def _mismatch(agent: str, shapes: list[str], parser: _Parser) -> list[str]:
@@ -193,13 +220,15 @@ def _mismatch(agent: str, shapes: list[str], parser: _Parser) -> list[str]:
     low = parser.responses > 0 and parser.parsed_ok * 2 < parser.responses
     if not low and not (other and form_of(agent) not in shapes):
         return []
-    rate = (f"{parser.parsed_ok} of {parser.responses} responses parsed as {agent}"
-            + (f" ({parser.parsed_ok / parser.responses:.0%})" if parser.responses else ""))
+    rate = f"{parser.parsed_ok} of {parser.responses} responses parsed as {agent}" + (
+        f" ({parser.parsed_ok / parser.responses:.0%})" if parser.responses else ""
+    )
     if other:
-        return [f"warning: {rate}; the steps.jsonl lines have {other[0]}'s fields: import again "
-                f"with --agent {other[0]} (and another --run), or without --agent"]
+        return [
+            f"warning: {rate}; the steps.jsonl lines have {other[0]}'s fields: import again "
+            f"with --agent {other[0]} (and another --run), or without --agent"
+        ]
     return [f"warning: {rate}; check --agent"]
-
 
 
 def _already_imported(store: Store, run: str) -> tuple[set[str], dict[str, int]]:
@@ -223,7 +252,8 @@ class _Parser:
         except Exception as exc:  # noqa: BLE001 - an agent that cannot load must not stop an import
             missing = isinstance(exc, ImportError) and missing_extra(exc, f"parsing {name}")
             self.unavailable = "not parsed: " + str(
-                missing or f"agent {name!r} is not available here ({exc})")
+                missing or f"agent {name!r} is not available here ({exc})"
+            )
 
     @property
     def viewport(self) -> tuple[int, int]:
@@ -231,25 +261,45 @@ class _Parser:
             return self.agent.settings.viewport
         return DEFAULT_VIEWPORTS.get(self.name, (1280, 800))
 
-    def parsed(self, ids: SessionIds, step: int, call_id: str, text: str,
-               size: tuple[int, int]) -> ActionParsed:
+    def parsed(
+        self, ids: SessionIds, step: int, call_id: str, text: str, size: tuple[int, int]
+    ) -> ActionParsed:
         agent = self.agent
         if agent is None:
-            return ActionParsed(at=now(), **ids, step=step, call_id=call_id, parser=self.name,
-                                error=self.unavailable[:1000])
+            return ActionParsed(
+                at=now(),
+                **ids,
+                step=step,
+                call_id=call_id,
+                parser=self.name,
+                error=self.unavailable[:1000],
+            )
         parser, parser_version = agent.parser_name, agent.parser_version
         self.responses += 1
         try:
             result = agent.parse(text, size)
         except Exception as exc:  # noqa: BLE001 - AgentParseError, or any bug: kept, not fatal
-            return ActionParsed(at=now(), **ids, step=step, call_id=call_id, parser=parser,
-                                parser_version=parser_version,
-                                error=(str(exc) or type(exc).__name__)[:1000])
+            return ActionParsed(
+                at=now(),
+                **ids,
+                step=step,
+                call_id=call_id,
+                parser=parser,
+                parser_version=parser_version,
+                error=(str(exc) or type(exc).__name__)[:1000],
+            )
         self.parsed_ok += 1
-        return ActionParsed(at=now(), **ids, step=step, call_id=call_id, parser=parser,
-                            parser_version=parser_version,
-                            thought=result.thought, actions=result.actions,
-                            model_size=result.model_size)
+        return ActionParsed(
+            at=now(),
+            **ids,
+            step=step,
+            call_id=call_id,
+            parser=parser,
+            parser_version=parser_version,
+            thought=result.thought,
+            actions=result.actions,
+            model_size=result.model_size,
+        )
 
 
 class _Writer:
@@ -264,9 +314,15 @@ class _Writer:
 
     def run_started(self, argv: tuple[str, ...]) -> RunStarted:
         return RunStarted(
-            at=now(), run_id=self.run_id, argv=argv, agent=self.agent,
-            agent_settings={"imported": True}, viewport=self.parser.viewport, suite=self.suite,
-            versions=Versions(ownloop=__version__, python=sys.version.split()[0]))
+            at=now(),
+            run_id=self.run_id,
+            argv=argv,
+            agent=self.agent,
+            agent_settings={"imported": True},
+            viewport=self.parser.viewport,
+            suite=self.suite,
+            versions=Versions(ownloop=__version__, python=sys.version.split()[0]),
+        )
 
     def folder_events(self, folder: ResultFolder, attempts: dict[str, int]) -> list[Event]:
         """Every event of one folder: its error attempts in order, then its own session."""
@@ -274,8 +330,12 @@ class _Writer:
         task_id = summary.get("task_id")
         task_id = task_id if isinstance(task_id, str) and task_id else folder.name
         base = summary.get("base")
-        task = Task(task_id=task_id, prompt="", start_url=base if isinstance(base, str) else "",
-                    suite=self.suite)
+        task = Task(
+            task_id=task_id,
+            prompt="",
+            start_url=base if isinstance(base, str) else "",
+            suite=self.suite,
+        )
         first = attempts.get(task_id, 0) + 1
         events: list[Event] = []
         for number, attempt in enumerate([*folder.error_attempts, folder.final], start=first):
@@ -283,8 +343,9 @@ class _Writer:
         attempts[task_id] = first + len(folder.error_attempts)
         return events
 
-    def _session(self, folder: ResultFolder, attempt: Attempt, task: Task,
-                 number: int) -> list[Event]:
+    def _session(
+        self, folder: ResultFolder, attempt: Attempt, task: Task, number: int
+    ) -> list[Event]:
         ids = SessionIds(run_id=self.run_id, session_id=new_id())
         screens = attempt.screens
         sized = [s for s in screens.values() if s.width and s.height]
@@ -294,11 +355,19 @@ class _Writer:
         if sidecar.task is not None and sidecar.task.task_id == task.task_id:
             task = sidecar.task  # as ownloop ran it: prompt, grader spec, URLs
         events: list[Event] = [
-            SessionStarted(at=now(), **ids, task=task, agent=self.agent, attempt=number,
-                           viewport=viewport),
-            _evidence(ids, "imported_folder", {"folder": where, "sha256": folder.sha256,
-                                               "summary": attempt.summary_file,
-                                               "keys": attempt.summary_keys}),
+            SessionStarted(
+                at=now(), **ids, task=task, agent=self.agent, attempt=number, viewport=viewport
+            ),
+            _evidence(
+                ids,
+                "imported_folder",
+                {
+                    "folder": where,
+                    "sha256": folder.sha256,
+                    "summary": attempt.summary_file,
+                    "keys": attempt.summary_keys,
+                },
+            ),
         ]
         by_step: dict[int, list[Any]] = {}
         for line in attempt.steps:
@@ -307,40 +376,62 @@ class _Writer:
         for step in sorted(set(by_step) | set(screens)):
             lines = by_step.get(step, [])
             screen = screens.get(step)
-            url = next((ln.fields["url"] for ln in lines
-                        if isinstance(ln.fields.get("url"), str)), "")
+            url = next(
+                (ln.fields["url"] for ln in lines if isinstance(ln.fields.get("url"), str)), ""
+            )
             if screen is not None:
-                events.append(ScreenshotTaken(
-                    at=now(), **ids, step=step, sha256=self.store.put_blob(screen.data),
-                    width=screen.width, height=screen.height, url=url))
+                events.append(
+                    ScreenshotTaken(
+                        at=now(),
+                        **ids,
+                        step=step,
+                        sha256=self.store.put_blob(screen.data),
+                        width=screen.width,
+                        height=screen.height,
+                        url=url,
+                    )
+                )
             size = (screen.width, screen.height) if screen and screen.width else viewport
             for line in lines:
                 events.extend(self._line(ids, line, size, screen is not None, prefix))
         summary = dict(attempt.summary or {})
-        events.extend(_evidence(ids, f"import:{key}", value) for key, value in summary.items()
-                      if not _fits(key, value))
+        events.extend(
+            _evidence(ids, f"import:{key}", value)
+            for key, value in summary.items()
+            if not _fits(key, value)
+        )
         for name, data in attempt.extra_files.items():
             media = mimetypes.guess_type(name)[0] or "application/octet-stream"
-            events.append(EvidenceCaptured(at=now(), **ids, name="import:file",
-                                           sha256=self.store.put_blob(data), media_type=media,
-                                           source=name))
+            events.append(
+                EvidenceCaptured(
+                    at=now(),
+                    **ids,
+                    name="import:file",
+                    sha256=self.store.put_blob(data),
+                    media_type=media,
+                    source=name,
+                )
+            )
         for kept in sidecar.evidence:
             kept_bytes = attempt.sidecar_files.get(kept.file) if kept.file else None
             if kept.file and kept_bytes is None:
-                folder.skipped.append(f"{prefix}{kept.file} (missing: evidence {kept.name!r} "
-                                      "kept without its bytes)")
+                folder.skipped.append(
+                    f"{prefix}{kept.file} (missing: evidence {kept.name!r} kept without its bytes)"
+                )
             sha256 = self.store.put_blob(kept_bytes) if kept_bytes is not None else None
             events.append(captured(ids["run_id"], ids["session_id"], kept, sha256, now()))
         events.append(self._ended(ids, attempt, summary, max(by_step, default=0)))
         grade = _grade(ids, summary)
         if grade is not None:
             events.append(grade)
-        events.extend(graded(ids["run_id"], ids["session_id"], kept, now())
-                      for kept in sidecar.grades)
+        events.extend(
+            graded(ids["run_id"], ids["session_id"], kept, now()) for kept in sidecar.grades
+        )
         return events
 
-    def _line(self, ids: SessionIds, line: Any, size: tuple[int, int], has_screen: bool,
-              prefix: str) -> list[Event]:
+    def _line(
+        self, ids: SessionIds, line: Any, size: tuple[int, int], has_screen: bool, prefix: str
+    ) -> list[Event]:
         fields: dict[str, Any] = line.fields
         kept: dict[str, Any] = {}
         texts: list[str] = []
@@ -349,8 +440,12 @@ class _Writer:
                 continue
             if key == "url" and isinstance(value, str) and has_screen:
                 continue
-            if key == "fails" and self.agent == "uitars" and isinstance(value, list) \
-                    and all(isinstance(v, str) for v in value):
+            if (
+                key == "fails"
+                and self.agent == "uitars"
+                and isinstance(value, list)
+                and all(isinstance(v, str) for v in value)
+            ):
                 texts[:0] = value  # the failed responses came before the line's raw
                 continue
             if key == "raw" and isinstance(value, str):
@@ -361,20 +456,33 @@ class _Writer:
         error = fields.get("error") if isinstance(fields.get("error"), str) else None
         for i, text in enumerate(texts or [None]):
             call_id = new_id()
-            events.append(ModelCalled(
-                at=now(), **ids, step=line.step, call_id=call_id, attempt=i + 1,
-                purpose="step" if i == 0 else "resample", response=text, served_by="import",
-                error=None if text is not None else (error or "the harness kept no response")))
+            events.append(
+                ModelCalled(
+                    at=now(),
+                    **ids,
+                    step=line.step,
+                    call_id=call_id,
+                    attempt=i + 1,
+                    purpose="step" if i == 0 else "resample",
+                    response=text,
+                    served_by="import",
+                    error=None if text is not None else (error or "the harness kept no response"),
+                )
+            )
             if text is not None:
                 events.append(self.parser.parsed(ids, line.step, call_id, text, size))
         # The line's fields in order and those not mapped: export writes the line back as it was.
         original = {"step": line.step, "keys": list(fields), "kept": kept}
-        events.append(_evidence(ids, "imported_step", original,
-                                source=f"{prefix}steps.jsonl line {line.line}"))
+        events.append(
+            _evidence(
+                ids, "imported_step", original, source=f"{prefix}steps.jsonl line {line.line}"
+            )
+        )
         return events
 
-    def _ended(self, ids: SessionIds, attempt: Attempt, summary: dict[str, Any],
-               steps: int) -> SessionEnded:
+    def _ended(
+        self, ids: SessionIds, attempt: Attempt, summary: dict[str, Any], steps: int
+    ) -> SessionEnded:
         def field(key: str, default: Any) -> Any:
             value = summary.get(key, default)
             return value if _fits(key, value) else default
@@ -382,15 +490,26 @@ class _Writer:
         word = field("status", "")
         if attempt.summary is None:
             return SessionEnded(
-                at=now(), **ids, status="crashed", steps=steps,
-                error="imported without a readable summary (session.json or attempt.json)")
+                at=now(),
+                **ids,
+                status="crashed",
+                steps=steps,
+                error="imported without a readable summary (session.json or attempt.json)",
+            )
         failed_file = attempt.summary_file == "session_failed.json"
         status = ownloop_status(word, default="crashed" if failed_file else "error")
         return SessionEnded(
-            at=now(), **ids, status=status, agent_status=word,  # type: ignore[arg-type]
-            answer=field("answer", None), steps=field("rounds", steps),
-            seconds=float(field("seconds", 0.0)), parse_failures=field("parse_fails", 0),
-            action_errors=field("action_errors", 0), error=field("error", None))
+            at=now(),
+            **ids,
+            status=status,
+            agent_status=word,
+            answer=field("answer", None),
+            steps=field("rounds", steps),
+            seconds=float(field("seconds", 0.0)),
+            parse_failures=field("parse_fails", 0),
+            action_errors=field("action_errors", 0),
+            error=field("error", None),
+        )
 
 
 def _sidecar(attempt: Attempt, folder: ResultFolder) -> Sidecar:
@@ -414,8 +533,9 @@ def _fits(key: str, value: Any) -> bool:
 
 
 def _evidence(ids: SessionIds, name: str, value: Any, source: str = "") -> EvidenceCaptured:
-    return EvidenceCaptured(at=now(), **ids, name=name, source=source,
-                            value_json=json.dumps(value, ensure_ascii=False))
+    return EvidenceCaptured(
+        at=now(), **ids, name=name, source=source, value_json=json.dumps(value, ensure_ascii=False)
+    )
 
 
 def _grade(ids: SessionIds, summary: dict[str, Any]) -> SessionGraded | None:
@@ -428,5 +548,12 @@ def _grade(ids: SessionIds, summary: dict[str, Any]) -> SessionGraded | None:
     value = float(score) if has_score else (1.0 if success else 0.0)  # type: ignore[arg-type]
     passed = success if has_success else value > 0
     details = {k: summary[k] for k in ("score", "success") if k in summary}
-    return SessionGraded(at=now(), **ids, grader="import", score=value, passed=bool(passed),
-                         details=json.dumps(details), source="import")
+    return SessionGraded(
+        at=now(),
+        **ids,
+        grader="import",
+        score=value,
+        passed=bool(passed),
+        details=json.dumps(details),
+        source="import",
+    )

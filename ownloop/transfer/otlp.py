@@ -91,13 +91,27 @@ class _Builder:
             out.append({"key": key, "value": _value(value)})
         return out
 
-    def add(self, key: str, parent: str | None, name: str, kind: int, start: datetime,
-            end: datetime, values: dict[str, Any], error: str | None = None) -> str:
+    def add(
+        self,
+        key: str,
+        parent: str | None,
+        name: str,
+        kind: int,
+        start: datetime,
+        end: datetime,
+        values: dict[str, Any],
+        error: str | None = None,
+    ) -> str:
         span_id = self.span_id(key)
         span: dict[str, Any] = {
-            "traceId": self.trace_id, "spanId": span_id, "name": name, "kind": kind,
+            "traceId": self.trace_id,
+            "spanId": span_id,
+            "name": name,
+            "kind": kind,
             "startTimeUnixNano": str(_nanos(min(start, end))),
-            "endTimeUnixNano": str(_nanos(end)), "attributes": self.attributes(values)}
+            "endTimeUnixNano": str(_nanos(end)),
+            "attributes": self.attributes(values),
+        }
         if parent is not None:
             span["parentSpanId"] = parent
         if error is not None:
@@ -108,8 +122,12 @@ class _Builder:
     def part(self, part: TextPart | ImagePart) -> dict[str, Any]:
         if isinstance(part, ImagePart):
             path = self.files.path_of(part.sha256, part.media_type)
-            return {"type": "uri", "modality": "image", "mime_type": part.media_type,
-                    "uri": path or f"blobs/{part.sha256}"}
+            return {
+                "type": "uri",
+                "modality": "image",
+                "mime_type": part.media_type,
+                "uri": path or f"blobs/{part.sha256}",
+            }
         return self.text_part(part.text)
 
     def text_part(self, text: str) -> dict[str, Any]:
@@ -119,8 +137,10 @@ class _Builder:
         return {"type": "uri", "modality": "text", "mime_type": "text/plain", "uri": path}
 
     def messages(self, messages: tuple[Message, ...]) -> str:
-        return json.dumps([{"role": m.role, "parts": [self.part(p) for p in m.parts]}
-                           for m in messages], ensure_ascii=False)
+        return json.dumps(
+            [{"role": m.role, "parts": [self.part(p) for p in m.parts]} for m in messages],
+            ensure_ascii=False,
+        )
 
 
 def _end_of(session: Session) -> datetime:
@@ -158,41 +178,71 @@ def session_trace(session: Session, files: BlobFiles) -> dict[str, Any]:
     outcome = session.outcome
     grade = session.latest_grade
     status = outcome.status if outcome is not None else "unfinished"
-    root = builder.add("session", None, f"invoke_agent {session.agent or 'agent'}", _INTERNAL,
-                       started, _end_of(session), {
-                           "gen_ai.operation.name": "invoke_agent",
-                           "gen_ai.agent.name": session.agent,
-                           "gen_ai.request.model": session.model,
-                           "gen_ai.conversation.id": session.session_id,
-                           "ownloop.session_id": session.session_id,
-                           "ownloop.run_id": session.run_id,
-                           "ownloop.task_id": session.task_id,
-                           "ownloop.status": status,
-                           "ownloop.answer": outcome.answer if outcome is not None else None,
-                           "ownloop.steps": len(session.steps),
-                           "ownloop.passed": grade.passed if grade is not None else None,
-                           "ownloop.score": grade.score if grade is not None else None},
-                       error=(outcome.error or status) if status in _FAILED and outcome else None)
+    root = builder.add(
+        "session",
+        None,
+        f"invoke_agent {session.agent or 'agent'}",
+        _INTERNAL,
+        started,
+        _end_of(session),
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": session.agent,
+            "gen_ai.request.model": session.model,
+            "gen_ai.conversation.id": session.session_id,
+            "ownloop.session_id": session.session_id,
+            "ownloop.run_id": session.run_id,
+            "ownloop.task_id": session.task_id,
+            "ownloop.status": status,
+            "ownloop.answer": outcome.answer if outcome is not None else None,
+            "ownloop.steps": len(session.steps),
+            "ownloop.passed": grade.passed if grade is not None else None,
+            "ownloop.score": grade.score if grade is not None else None,
+        },
+        error=(outcome.error or status) if status in _FAILED and outcome else None,
+    )
     for step in session.steps:
         _step_spans(builder, root, step, started)
-    return {"resourceSpans": [{
-        "resource": {"attributes": builder.attributes({"service.name": "ownloop",
-                                                       "service.version": __version__})},
-        "scopeSpans": [{"scope": {"name": "ownloop", "version": __version__},
-                        "spans": builder.spans}]}]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": builder.attributes(
+                        {"service.name": "ownloop", "service.version": __version__}
+                    )
+                },
+                "scopeSpans": [
+                    {"scope": {"name": "ownloop", "version": __version__}, "spans": builder.spans}
+                ],
+            }
+        ]
+    }
 
 
 def _step_spans(builder: _Builder, root: str, step: Step, fallback: datetime) -> None:
     start, end = _step_bounds(step, fallback)
     shot = step.screenshot
-    screenshot = (builder.part(ImagePart(sha256=shot.sha256, media_type=shot.media_type))["uri"]
-                  if shot is not None else None)
-    parent = builder.add(f"step:{step.step}", root, f"step {step.step}", _INTERNAL, start, end, {
-        "ownloop.step": step.step, "ownloop.url": shot.url if shot else None,
-        "ownloop.screenshot": screenshot,
-        "ownloop.screenshot.sha256": shot.sha256 if shot else None,
-        "ownloop.actions": actions_text(step.actions) if step.parsed else None,
-        "ownloop.thought": step.thought or None})
+    screenshot = (
+        builder.part(ImagePart(sha256=shot.sha256, media_type=shot.media_type))["uri"]
+        if shot is not None
+        else None
+    )
+    parent = builder.add(
+        f"step:{step.step}",
+        root,
+        f"step {step.step}",
+        _INTERNAL,
+        start,
+        end,
+        {
+            "ownloop.step": step.step,
+            "ownloop.url": shot.url if shot else None,
+            "ownloop.screenshot": screenshot,
+            "ownloop.screenshot.sha256": shot.sha256 if shot else None,
+            "ownloop.actions": actions_text(step.actions) if step.parsed else None,
+            "ownloop.thought": step.thought or None,
+        },
+    )
     parses = {p.call_id: p for p in step.parses}
     for call in step.calls:
         _call_span(builder, parent, step, call, parses.get(call.call_id))
@@ -200,58 +250,85 @@ def _step_spans(builder: _Builder, root: str, step: Step, fallback: datetime) ->
         _op_span(builder, parent, step, effect)
 
 
-def _call_span(builder: _Builder, parent: str, step: Step, call: ModelCalled,
-               parse: Any) -> None:
+def _call_span(builder: _Builder, parent: str, step: Step, call: ModelCalled, parse: Any) -> None:
     sampling = call.sampling
     output = None
     if call.response is not None:
-        output = json.dumps([{"role": "assistant", "parts": [builder.text_part(call.response)],
-                              "finish_reason": call.finish_reason or ""}], ensure_ascii=False)
-    builder.add(f"call:{call.call_id}", parent, f"chat {call.model or 'model'}", _CLIENT,
-                _before(call.at, call.latency_ms), call.at, {
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.request.model": call.model,
-                    "gen_ai.response.model": call.model if call.response is not None else None,
-                    "gen_ai.request.temperature": sampling.temperature,
-                    "gen_ai.request.top_p": sampling.top_p,
-                    "gen_ai.request.max_tokens": sampling.max_tokens,
-                    "gen_ai.request.frequency_penalty": sampling.frequency_penalty,
-                    "gen_ai.usage.input_tokens": call.prompt_tokens,
-                    "gen_ai.usage.output_tokens": call.completion_tokens,
-                    "gen_ai.response.finish_reasons": [call.finish_reason]
-                    if call.finish_reason else None,
-                    "gen_ai.input.messages": builder.messages(call.messages)
-                    if call.messages else None,
-                    "gen_ai.output.messages": output,
-                    "ownloop.step": step.step, "ownloop.call_id": call.call_id,
-                    "ownloop.purpose": call.purpose, "ownloop.attempt": call.attempt,
-                    "ownloop.latency_ms": call.latency_ms,
-                    "ownloop.served_by": call.served_by,
-                    "ownloop.parse_error": parse.error if parse is not None else None,
-                    "error.type": "model_call" if call.error else None},
-                error=call.error)
+        output = json.dumps(
+            [
+                {
+                    "role": "assistant",
+                    "parts": [builder.text_part(call.response)],
+                    "finish_reason": call.finish_reason or "",
+                }
+            ],
+            ensure_ascii=False,
+        )
+    builder.add(
+        f"call:{call.call_id}",
+        parent,
+        f"chat {call.model or 'model'}",
+        _CLIENT,
+        _before(call.at, call.latency_ms),
+        call.at,
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": call.model,
+            "gen_ai.response.model": call.model if call.response is not None else None,
+            "gen_ai.request.temperature": sampling.temperature,
+            "gen_ai.request.top_p": sampling.top_p,
+            "gen_ai.request.max_tokens": sampling.max_tokens,
+            "gen_ai.request.frequency_penalty": sampling.frequency_penalty,
+            "gen_ai.usage.input_tokens": call.prompt_tokens,
+            "gen_ai.usage.output_tokens": call.completion_tokens,
+            "gen_ai.response.finish_reasons": [call.finish_reason] if call.finish_reason else None,
+            "gen_ai.input.messages": builder.messages(call.messages) if call.messages else None,
+            "gen_ai.output.messages": output,
+            "ownloop.step": step.step,
+            "ownloop.call_id": call.call_id,
+            "ownloop.purpose": call.purpose,
+            "ownloop.attempt": call.attempt,
+            "ownloop.latency_ms": call.latency_ms,
+            "ownloop.served_by": call.served_by,
+            "ownloop.parse_error": parse.error if parse is not None else None,
+            "error.type": "model_call" if call.error else None,
+        },
+        error=call.error,
+    )
 
 
 def _op_span(builder: _Builder, parent: str, step: Step, effect: BrowserActed) -> None:
     op = msgspec.to_builtins(effect.op)
     name = str(op.pop("op"))
     element = effect.element
-    builder.add(f"op:{step.step}:{effect.idx}", parent, f"browser {name}", _INTERNAL,
-                _before(effect.at, effect.duration_ms), effect.at, {
-                    "ownloop.op": name, "ownloop.op.arguments": json.dumps(op, ensure_ascii=False),
-                    "ownloop.step": step.step, "ownloop.action_idx": effect.action_idx,
-                    "ownloop.ok": effect.ok, "ownloop.duration_ms": effect.duration_ms,
-                    "ownloop.url_before": effect.url_before,
-                    "ownloop.url_after": effect.url_after,
-                    "ownloop.element.css_path": element.css_path if element else None,
-                    "ownloop.element.role": element.role if element else None,
-                    "ownloop.element.name": element.name if element else None,
-                    "error.type": "browser_operation" if not effect.ok else None},
-                error=None if effect.ok else (effect.error or "failed"))
+    builder.add(
+        f"op:{step.step}:{effect.idx}",
+        parent,
+        f"browser {name}",
+        _INTERNAL,
+        _before(effect.at, effect.duration_ms),
+        effect.at,
+        {
+            "ownloop.op": name,
+            "ownloop.op.arguments": json.dumps(op, ensure_ascii=False),
+            "ownloop.step": step.step,
+            "ownloop.action_idx": effect.action_idx,
+            "ownloop.ok": effect.ok,
+            "ownloop.duration_ms": effect.duration_ms,
+            "ownloop.url_before": effect.url_before,
+            "ownloop.url_after": effect.url_after,
+            "ownloop.element.css_path": element.css_path if element else None,
+            "ownloop.element.role": element.role if element else None,
+            "ownloop.element.name": element.name if element else None,
+            "error.type": "browser_operation" if not effect.ok else None,
+        },
+        error=None if effect.ok else (effect.error or "failed"),
+    )
 
 
-def export_otlp(store: Store, selection: Selection, out: str | Path,
-                endpoint: str | None = None) -> list[str]:
+def export_otlp(
+    store: Store, selection: Selection, out: str | Path, endpoint: str | None = None
+) -> list[str]:
     """Write the selected sessions as OTLP/JSON traces under ``out`` (or post them to
     ``endpoint``); the lines to print.
 
@@ -291,24 +368,30 @@ def export_otlp(store: Store, selection: Selection, out: str | Path,
 def _traces_url(endpoint: str) -> str:
     base = endpoint.rstrip("/")
     if not base.startswith(("http://", "https://")):
-        raise OwnloopError(f"--endpoint {endpoint!r} is not an http(s) URL. Pass the collector's "
-                           "OTLP/HTTP base URL, e.g. http://127.0.0.1:4318")
+        raise OwnloopError(
+            f"--endpoint {endpoint!r} is not an http(s) URL. Pass the collector's "
+            "OTLP/HTTP base URL, e.g. http://127.0.0.1:4318"
+        )
     return base if base.endswith("/v1/traces") else base + "/v1/traces"
 
 
 def _post(url: str, traces: list[dict[str, Any]]) -> None:
-    body = json.dumps({"resourceSpans": [r for t in traces for r in t["resourceSpans"]]},
-                      ensure_ascii=False).encode()
-    request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
+    body = json.dumps(
+        {"resourceSpans": [r for t in traces for r in t["resourceSpans"]]}, ensure_ascii=False
+    ).encode()
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http(s) only
             answer.read()
     except urllib.error.HTTPError as error:
-        raise OwnloopError(f"the collector at {url} answered {error.code} {error.reason}. Check "
-                           "--endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)"
-                           ) from None
+        raise OwnloopError(
+            f"the collector at {url} answered {error.code} {error.reason}. Check "
+            "--endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)"
+        ) from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)
-        raise OwnloopError(f"cannot reach the collector at {url} ({reason}). Start it, or "
-                           "check --endpoint") from None
+        raise OwnloopError(
+            f"cannot reach the collector at {url} ({reason}). Start it, or check --endpoint"
+        ) from None

@@ -41,8 +41,14 @@ from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, Text
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
 
-__all__ = ["AGENT_FORMATS", "SftCounts", "chat_record", "export_sft", "native_record",
-           "sft_records"]
+__all__ = [
+    "AGENT_FORMATS",
+    "SftCounts",
+    "chat_record",
+    "export_sft",
+    "native_record",
+    "sft_records",
+]
 
 AgentFormat = Literal["native", "chat"]
 AGENT_FORMATS: tuple[str, ...] = ("native", "chat")
@@ -67,19 +73,23 @@ class SftCounts(msgspec.Struct, kw_only=True):
     def lines(self) -> list[str]:
         lines = [f"{self.steps} steps from {self.sessions} sessions"]
         if self.unparsed:
-            lines.append(f"{self.unparsed} steps left out: their response did not parse when "
-                         "recorded")
+            lines.append(
+                f"{self.unparsed} steps left out: their response did not parse when recorded"
+            )
         if self.no_request:
-            lines.append(f"{self.no_request} steps left out: no request was recorded for them "
-                         "(imported runs keep responses only)")
+            lines.append(
+                f"{self.no_request} steps left out: no request was recorded for them "
+                "(imported runs keep responses only)"
+            )
         if self.checked:
             if self.differ:
-                lines.append(f"re-parse: {self.differ} of {self.checked} targets do not give "
-                             f"back the recorded actions today (first: {self.first_differ}). "
-                             "See them with: ownloop replay --reparse")
+                lines.append(
+                    f"re-parse: {self.differ} of {self.checked} targets do not give "
+                    f"back the recorded actions today (first: {self.first_differ}). "
+                    "See them with: ownloop replay --reparse"
+                )
             else:
-                lines.append(f"re-parse: all {self.checked} targets give back the recorded "
-                             "actions")
+                lines.append(f"re-parse: all {self.checked} targets give back the recorded actions")
         for agent in self.unchecked:
             lines.append(f"re-parse: skipped for {agent}")
         return lines
@@ -92,8 +102,7 @@ def _accepted_call(step: Step) -> ModelCalled | None:
     return next((c for c in step.calls if c.call_id == parsed.call_id), None)
 
 
-def chat_record(messages: tuple[Message, ...], target: str,
-                image_path: Any) -> dict[str, Any]:
+def chat_record(messages: tuple[Message, ...], target: str, image_path: Any) -> dict[str, Any]:
     """The conversational form: messages with image placeholders, the target appended.
 
     Args:
@@ -116,8 +125,9 @@ def chat_record(messages: tuple[Message, ...], target: str,
     return {"messages": out, "images": images}
 
 
-def native_record(model: str, messages: tuple[Message, ...], sampling: Sampling, target: str,
-                  image_path: Any) -> dict[str, Any]:
+def native_record(
+    model: str, messages: tuple[Message, ...], sampling: Sampling, target: str, image_path: Any
+) -> dict[str, Any]:
     """The chat-completion body as sent (images by relative path), and the target."""
     images: list[Any] = []
 
@@ -132,8 +142,9 @@ def native_record(model: str, messages: tuple[Message, ...], sampling: Sampling,
     return {"request": request, "target": target, "images": images}
 
 
-def sft_records(session: Session, agent_format: AgentFormat, image_path: Any,
-                counts: SftCounts) -> Iterator[dict[str, Any]]:
+def sft_records(
+    session: Session, agent_format: AgentFormat, image_path: Any, counts: SftCounts
+) -> Iterator[dict[str, Any]]:
     """One record per exported step of ``session`` (steps left out are counted)."""
     for step in session.steps:
         if step.parsed is None and not step.calls:
@@ -148,13 +159,21 @@ def sft_records(session: Session, agent_format: AgentFormat, image_path: Any,
         if agent_format == "chat":
             body = chat_record(call.messages, call.response, image_path)
         else:
-            body = native_record(call.model or session.model, call.messages, call.sampling,
-                                 call.response, image_path)
+            body = native_record(
+                call.model or session.model, call.messages, call.sampling, call.response, image_path
+            )
         counts.steps += 1
-        yield {"id": f"{session.session_id}:{step.step}", "session_id": session.session_id,
-               "run_id": session.run_id, "task_id": session.task_id, "agent": session.agent,
-               "model": call.model or session.model, "step": step.step,
-               "call_id": call.call_id, **body}
+        yield {
+            "id": f"{session.session_id}:{step.step}",
+            "session_id": session.session_id,
+            "run_id": session.run_id,
+            "task_id": session.task_id,
+            "agent": session.agent,
+            "model": call.model or session.model,
+            "step": step.step,
+            "call_id": call.call_id,
+            **body,
+        }
 
 
 class _Checker:
@@ -189,9 +208,15 @@ class _Checker:
         return self._agents[key]
 
 
-def export_sft(store: Store, selection: Selection, out: str | Path, *,
-               agent_format: str = "chat", per_session: bool = False,
-               parquet: bool = False) -> list[str]:
+def export_sft(
+    store: Store,
+    selection: Selection,
+    out: str | Path,
+    *,
+    agent_format: str = "chat",
+    per_session: bool = False,
+    parquet: bool = False,
+) -> list[str]:
     """Write the selected sessions' steps as SFT records under ``out``; the lines to print.
 
     Args:
@@ -207,8 +232,9 @@ def export_sft(store: Store, selection: Selection, out: str | Path, *,
             folder.
     """
     if agent_format not in AGENT_FORMATS:
-        raise OwnloopError(f"unknown --agent-format {agent_format!r}. Choose one of: "
-                           f"{', '.join(AGENT_FORMATS)}")
+        raise OwnloopError(
+            f"unknown --agent-format {agent_format!r}. Choose one of: {', '.join(AGENT_FORMATS)}"
+        )
     ids = picked(store, selection)
     root = empty_folder(out)
     counts = SftCounts()
@@ -220,8 +246,10 @@ def export_sft(store: Store, selection: Selection, out: str | Path, *,
         _write_parquet(store, ids, target, form, files, counts, checker, per_session)
     else:
         target = root / "sft.jsonl"
-        with target.open("w", encoding="utf-8") as sink, \
-                StepProgress("export sft", "session", len(ids)) as progress:
+        with (
+            target.open("w", encoding="utf-8") as sink,
+            StepProgress("export sft", "session", len(ids)) as progress,
+        ):
             for done, session in enumerate(each_session(store, ids), start=1):
                 records = list(sft_records(session, form, _path_of(files), counts))
                 checker.check(session, {r["step"]: r["call_id"] for r in records})
@@ -233,8 +261,11 @@ def export_sft(store: Store, selection: Selection, out: str | Path, *,
                     counts.records += 1
                 progress.advance(done)
     what = "sessions" if per_session else "steps"
-    return [f"{target}: {counts.records} records ({what}, {form} form)", *counts.lines(),
-            *files.lines("images")]
+    return [
+        f"{target}: {counts.records} records ({what}, {form} form)",
+        *counts.lines(),
+        *files.lines("images"),
+    ]
 
 
 def _per_session(session: Session, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -249,9 +280,16 @@ def _path_of(files: BlobFiles) -> Any:
     return path
 
 
-def _write_parquet(store: Store, ids: list[str], target: Path, form: AgentFormat,
-                   files: BlobFiles, counts: SftCounts, checker: _Checker,
-                   per_session: bool) -> None:
+def _write_parquet(
+    store: Store,
+    ids: list[str],
+    target: Path,
+    form: AgentFormat,
+    files: BlobFiles,
+    counts: SftCounts,
+    checker: _Checker,
+    per_session: bool,
+) -> None:
     import pyarrow as pa  # type: ignore[import-untyped]
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
@@ -268,8 +306,10 @@ def _write_parquet(store: Store, ids: list[str], target: Path, form: AgentFormat
 
     schema = _parquet_schema(pa, form, per_session)
     rows: list[dict[str, Any]] = []
-    with pq.ParquetWriter(str(target), schema) as writer, \
-            StepProgress("export sft", "session", len(ids)) as progress:
+    with (
+        pq.ParquetWriter(str(target), schema) as writer,
+        StepProgress("export sft", "session", len(ids)) as progress,
+    ):
         for done, session in enumerate(each_session(store, ids), start=1):
             records = list(sft_records(session, "chat", embedded, counts))
             checker.check(session, {r["step"]: r["call_id"] for r in records})
@@ -280,8 +320,9 @@ def _write_parquet(store: Store, ids: list[str], target: Path, form: AgentFormat
                 assert call is not None  # sft_records wrote only steps with one
                 record["target"] = call.response
                 if form == "native":
-                    native = native_record(record["model"], call.messages, call.sampling,
-                                           call.response or "", name)
+                    native = native_record(
+                        record["model"], call.messages, call.sampling, call.response or "", name
+                    )
                     record["request"] = json.dumps(native["request"], ensure_ascii=False)
             if per_session and records:
                 records = [_per_session(session, records)]
@@ -301,11 +342,19 @@ def _parquet_schema(pa: Any, form: AgentFormat, per_session: bool) -> Any:
     part = pa.struct([("type", pa.string()), ("text", pa.string())])
     message = pa.struct([("role", pa.string()), ("content", pa.list_(part))])
     image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-    fields = [("id", pa.string()), ("session_id", pa.string()), ("run_id", pa.string()),
-              ("task_id", pa.string()), ("agent", pa.string()), ("model", pa.string()),
-              ("step", pa.int64()), ("call_id", pa.string()),
-              ("messages", pa.list_(message)), ("images", pa.list_(image)),
-              ("target", pa.string())]
+    fields = [
+        ("id", pa.string()),
+        ("session_id", pa.string()),
+        ("run_id", pa.string()),
+        ("task_id", pa.string()),
+        ("agent", pa.string()),
+        ("model", pa.string()),
+        ("step", pa.int64()),
+        ("call_id", pa.string()),
+        ("messages", pa.list_(message)),
+        ("images", pa.list_(image)),
+        ("target", pa.string()),
+    ]
     text = {"dtype": "string", "_type": "Value"}
     features: dict[str, Any] = {name: text for name, _ in fields}
     features["step"] = {"dtype": "int64", "_type": "Value"}
@@ -317,8 +366,7 @@ def _parquet_schema(pa: Any, form: AgentFormat, per_session: bool) -> Any:
     if per_session:
         head = ("id", *_SESSION_KEYS)
         steps = features
-        fields = [*((key, pa.string()) for key in head),
-                  ("steps", pa.list_(pa.struct(fields)))]
+        fields = [*((key, pa.string()) for key in head), ("steps", pa.list_(pa.struct(fields)))]
         features = {key: text for key in head}
         features["steps"] = [steps]
     metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}

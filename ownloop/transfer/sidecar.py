@@ -25,8 +25,18 @@ import msgspec
 from ownloop.replay.fold import Session
 from ownloop.store.events import EvidenceCaptured, SessionGraded, Task
 
-__all__ = ["EVIDENCE_FOLDER", "SIDECAR", "KeptEvidence", "KeptGrade", "Sidecar", "SidecarError",
-           "captured", "graded", "read_sidecar", "sidecar_of"]
+__all__ = [
+    "EVIDENCE_FOLDER",
+    "SIDECAR",
+    "KeptEvidence",
+    "KeptGrade",
+    "Sidecar",
+    "SidecarError",
+    "captured",
+    "graded",
+    "read_sidecar",
+    "sidecar_of",
+]
 
 SIDECAR = "ownloop.json"
 EVIDENCE_FOLDER = "ownloop-evidence"
@@ -73,9 +83,15 @@ def _imported(name: str) -> bool:
 
 
 def _kept_grade(grade: SessionGraded) -> KeptGrade:
-    return KeptGrade(grader=grade.grader, grader_version=grade.grader_version,
-                     score=grade.score, passed=grade.passed, details=grade.details,
-                     source=grade.source, against_seal=grade.against_seal)
+    return KeptGrade(
+        grader=grade.grader,
+        grader_version=grade.grader_version,
+        score=grade.score,
+        passed=grade.passed,
+        details=grade.details,
+        source=grade.source,
+        against_seal=grade.against_seal,
+    )
 
 
 def sidecar_of(session: Session, copy_blob: Callable[[str, str], None]) -> bytes | None:
@@ -94,14 +110,20 @@ def sidecar_of(session: Session, copy_blob: Callable[[str, str], None]) -> bytes
         if item.sha256:
             file = f"{EVIDENCE_FOLDER}/{item.sha256}"
             copy_blob(item.sha256, file)
-        evidence.append(KeptEvidence(name=item.name, value_json=item.value_json, file=file,
-                                     media_type=item.media_type, source=item.source))
+        evidence.append(
+            KeptEvidence(
+                name=item.name,
+                value_json=item.value_json,
+                file=file,
+                media_type=item.media_type,
+                source=item.source,
+            )
+        )
     task = session.task
     from_import = task is None or task.suite.startswith("import:")
     if from_import and not grades and not evidence:
         return None
-    sidecar = Sidecar(task=None if from_import else task, grades=grades,
-                      evidence=tuple(evidence))
+    sidecar = Sidecar(task=None if from_import else task, grades=grades, evidence=tuple(evidence))
     return msgspec.json.format(msgspec.json.encode(sidecar), indent=2) + b"\n"
 
 
@@ -119,15 +141,31 @@ def read_sidecar(data: bytes) -> Sidecar:
 
 def graded(run_id: str, session_id: str, kept: KeptGrade, at: datetime) -> SessionGraded:
     """The ``SessionGraded`` event of a kept grade."""
-    return SessionGraded(at=at, run_id=run_id, session_id=session_id, grader=kept.grader,
-                         grader_version=kept.grader_version, score=kept.score,
-                         passed=kept.passed, details=kept.details, source=kept.source,
-                         against_seal=kept.against_seal)
+    return SessionGraded(
+        at=at,
+        run_id=run_id,
+        session_id=session_id,
+        grader=kept.grader,
+        grader_version=kept.grader_version,
+        score=kept.score,
+        passed=kept.passed,
+        details=kept.details,
+        source=kept.source,
+        against_seal=kept.against_seal,
+    )
 
 
-def captured(run_id: str, session_id: str, kept: KeptEvidence, sha256: str | None,
-             at: datetime) -> EvidenceCaptured:
+def captured(
+    run_id: str, session_id: str, kept: KeptEvidence, sha256: str | None, at: datetime
+) -> EvidenceCaptured:
     """The ``EvidenceCaptured`` event of kept evidence (its blob already stored as ``sha256``)."""
-    return EvidenceCaptured(at=at, run_id=run_id, session_id=session_id, name=kept.name,
-                            value_json=kept.value_json, sha256=sha256,
-                            media_type=kept.media_type, source=kept.source)
+    return EvidenceCaptured(
+        at=at,
+        run_id=run_id,
+        session_id=session_id,
+        name=kept.name,
+        value_json=kept.value_json,
+        sha256=sha256,
+        media_type=kept.media_type,
+        source=kept.source,
+    )

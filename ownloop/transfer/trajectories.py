@@ -80,10 +80,29 @@ __all__ = ["AtifImport", "export_atif", "import_atif", "trajectory_of"]
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 _ORIGIN = "imported_atif"  # evidence: the trajectory's own session id and the file's sha256
-_STATUSES = ("finished", "call_user", "fail", "max_steps", "timeout", "parse_error", "no_action",
-             "endpoint_error", "error", "interrupted", "crashed")
-_KEPT_END = ("status", "agent_status", "answer", "steps", "seconds", "parse_failures",
-             "action_errors", "error")
+_STATUSES = (
+    "finished",
+    "call_user",
+    "fail",
+    "max_steps",
+    "timeout",
+    "parse_error",
+    "no_action",
+    "endpoint_error",
+    "error",
+    "interrupted",
+    "crashed",
+)
+_KEPT_END = (
+    "status",
+    "agent_status",
+    "answer",
+    "steps",
+    "seconds",
+    "parse_failures",
+    "action_errors",
+    "error",
+)
 
 
 # ------------------------------------------------------------------ export
@@ -131,10 +150,16 @@ def _op(effect: BrowserActed) -> dict[str, Any]:
 def _results(step: Step, calls: list[ToolCall]) -> list[ObservationResult]:
     results = []
     for index, call in enumerate(calls):
-        done = [op_text(e.op) + ("" if e.ok else f" failed: {e.error or ''}")
-                for e in step.effects if e.action_idx == index]
-        results.append(ObservationResult(source_call_id=call.tool_call_id,
-                                         content="; ".join(done) or "no browser operation"))
+        done = [
+            op_text(e.op) + ("" if e.ok else f" failed: {e.error or ''}")
+            for e in step.effects
+            if e.action_idx == index
+        ]
+        results.append(
+            ObservationResult(
+                source_call_id=call.tool_call_id, content="; ".join(done) or "no browser operation"
+            )
+        )
     return results
 
 
@@ -147,8 +172,9 @@ def trajectory_of(session: Session, image_path: Callable[[str, str], str]) -> Tr
     """
     task = session.task
     started = session.started_at.isoformat() if session.started_at else None
-    user = AtifStep(step_id=1, source="user", message=task.prompt if task else "",
-                    timestamp=started)
+    user = AtifStep(
+        step_id=1, source="user", message=task.prompt if task else "", timestamp=started
+    )
     steps: list[AtifStep] = [user]
     last: AtifStep | None = None
     version = ""
@@ -172,8 +198,11 @@ def trajectory_of(session: Session, image_path: Callable[[str, str], str]) -> Tr
         parsed = step.parsed
         version = version or (parsed.parser_version if parsed is not None else "")
         calls = [_tool_call(step.step, i, a) for i, a in enumerate(step.actions)]
-        kept: dict[str, Any] = {"step": step.step, "call_id": call.call_id,
-                                "ops": [_op(e) for e in step.effects]}
+        kept: dict[str, Any] = {
+            "step": step.step,
+            "call_id": call.call_id,
+            "ops": [_op(e) for e in step.effects],
+        }
         if parsed is not None:
             kept["parser"] = parsed.parser
             if parsed.error is not None:
@@ -188,27 +217,41 @@ def trajectory_of(session: Session, image_path: Callable[[str, str], str]) -> Tr
                 totals[index] += tokens
                 counted[index] = True
         last = AtifStep(
-            step_id=len(steps) + 1, source="agent", message=call.response or "",
-            timestamp=call.at.isoformat(), model_name=call.model or session.model or None,
-            reasoning_content=step.thought or None, tool_calls=calls or None,
+            step_id=len(steps) + 1,
+            source="agent",
+            message=call.response or "",
+            timestamp=call.at.isoformat(),
+            model_name=call.model or session.model or None,
+            reasoning_content=step.thought or None,
+            tool_calls=calls or None,
             observation=Observation(results=_results(step, calls)),
-            metrics=Metrics(prompt_tokens=call.prompt_tokens,
-                            completion_tokens=call.completion_tokens, extra=extra),
-            extra={"ownloop": kept})
+            metrics=Metrics(
+                prompt_tokens=call.prompt_tokens,
+                completion_tokens=call.completion_tokens,
+                extra=extra,
+            ),
+            extra={"ownloop": kept},
+        )
         steps.append(last)
     for atif_step in steps:  # an observation with nothing in it is left out
         if atif_step.observation is not None and not atif_step.observation.results:
             atif_step.observation = None
     return Trajectory(
-        schema_version=SCHEMA_VERSION, session_id=_origin_id(session),
-        agent=TrajectoryAgent(name=session.agent or "unknown", version=version or "unknown",
-                              model_name=session.model or None),
+        schema_version=SCHEMA_VERSION,
+        session_id=_origin_id(session),
+        agent=TrajectoryAgent(
+            name=session.agent or "unknown",
+            version=version or "unknown",
+            model_name=session.model or None,
+        ),
         steps=steps,
         final_metrics=FinalMetrics(
             total_prompt_tokens=totals[0] if counted[0] else None,
             total_completion_tokens=totals[1] if counted[1] else None,
-            total_steps=len(steps)),
-        extra={"ownloop": _session_extra(session)})
+            total_steps=len(steps),
+        ),
+        extra={"ownloop": _session_extra(session)},
+    )
 
 
 def _session_extra(session: Session) -> dict[str, Any]:
@@ -219,10 +262,21 @@ def _session_extra(session: Session) -> dict[str, Any]:
         end = msgspec.to_builtins(session.outcome)
         kept["end"] = {key: end[key] for key in _KEPT_END if key in end}
         kept["end"]["at"] = end["at"]
-    grades = [msgspec.to_builtins(KeptGrade(
-        grader=g.grader, grader_version=g.grader_version, score=g.score, passed=g.passed,
-        details=g.details, source=g.source, against_seal=g.against_seal)) | {"at": g.at}
-        for g in session.grades]
+    grades = [
+        msgspec.to_builtins(
+            KeptGrade(
+                grader=g.grader,
+                grader_version=g.grader_version,
+                score=g.score,
+                passed=g.passed,
+                details=g.details,
+                source=g.source,
+                against_seal=g.against_seal,
+            )
+        )
+        | {"at": g.at}
+        for g in session.grades
+    ]
     if grades:
         kept["grades"] = msgspec.to_builtins(grades)
     return kept
@@ -263,12 +317,16 @@ class AtifImport(NamedTuple):
     skipped: list[str]  # one line per file, or part of a file, that was not imported
 
     def lines(self) -> list[str]:
-        return [*self.skipped, f"imported {self.sessions} ATIF trajector"
-                f"{'y' if self.sessions == 1 else 'ies'} into run {self.run_id}"]
+        return [
+            *self.skipped,
+            f"imported {self.sessions} ATIF trajector"
+            f"{'y' if self.sessions == 1 else 'ies'} into run {self.run_id}",
+        ]
 
 
-def import_atif(store: Store, path: str | Path, run_id: str | None = None,
-                argv: Sequence[str] = ()) -> AtifImport:
+def import_atif(
+    store: Store, path: str | Path, run_id: str | None = None, argv: Sequence[str] = ()
+) -> AtifImport:
     """Import one ATIF file, or every ``*.json`` file of a folder, as sessions of one run.
 
     A file the run already has (the same bytes, by sha256) is skipped with a line saying so, so
@@ -289,8 +347,9 @@ def import_atif(store: Store, path: str | Path, run_id: str | None = None,
     elif source.is_file():
         paths = [source]
     else:
-        raise OwnloopError(f"no file or folder {source}. Pass an ATIF .json file or a folder "
-                           "of them")
+        raise OwnloopError(
+            f"no file or folder {source}. Pass an ATIF .json file or a folder of them"
+        )
     if not paths:
         raise OwnloopError(f"no .json files in {source}: expected ATIF trajectories")
     run = run_id or "atif-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", source.stem).strip("-") or "in")
@@ -316,11 +375,20 @@ def import_atif(store: Store, path: str | Path, run_id: str | None = None,
             events = reader.events(trajectory)
             if stream is None:
                 stream = store.stream()
-                stream.append([RunStarted(
-                    at=now(), run_id=run, argv=tuple(argv) or tuple(sys.argv),
-                    agent=trajectory.agent.name, agent_settings={"imported": True},
-                    model=trajectory.agent.model_name or "", suite=f"import:{source.name}",
-                    versions=Versions(ownloop=__version__, python=sys.version.split()[0]))])
+                stream.append(
+                    [
+                        RunStarted(
+                            at=now(),
+                            run_id=run,
+                            argv=tuple(argv) or tuple(sys.argv),
+                            agent=trajectory.agent.name,
+                            agent_settings={"imported": True},
+                            model=trajectory.agent.model_name or "",
+                            suite=f"import:{source.name}",
+                            versions=Versions(ownloop=__version__, python=sys.version.split()[0]),
+                        )
+                    ]
+                )
             stream.append(events)
             sessions += 1
             skipped.extend(f"{file.name}: {note}" for note in reader.notes)
@@ -397,32 +465,54 @@ class _Reader:
         task = self._task(kept, trajectory, first_user, body)
         shots = [e for e in body if isinstance(e, ScreenshotTaken)]
         viewport = kept.get("viewport")
-        size = (tuple(viewport) if isinstance(viewport, list) and len(viewport) == 2
-                else (shots[0].width, shots[0].height) if shots else (0, 0))
+        size = (
+            tuple(viewport)
+            if isinstance(viewport, list) and len(viewport) == 2
+            else (shots[0].width, shots[0].height)
+            if shots
+            else (0, 0)
+        )
         start = SessionStarted(
-            at=_when(first_user.timestamp if first_user else None), run_id=self.run_id,
-            session_id=self.session_id, task=task,
-            agent=agent.name, model=agent.model_name or "", viewport=(int(size[0]), int(size[1])),
-            attempt=int(kept.get("attempt", 1)))
+            at=_when(first_user.timestamp if first_user else None),
+            run_id=self.run_id,
+            session_id=self.session_id,
+            task=task,
+            agent=agent.name,
+            model=agent.model_name or "",
+            viewport=(int(size[0]), int(size[1])),
+            attempt=int(kept.get("attempt", 1)),
+        )
         origin = EvidenceCaptured(
-            at=start.at, run_id=self.run_id, session_id=self.session_id,
-            name=_ORIGIN, source=self.file.name,
-            value_json=msgspec.json.encode({"session_id": trajectory.session_id,
-                                            "sha256": self.sha256}).decode())
+            at=start.at,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            name=_ORIGIN,
+            source=self.file.name,
+            value_json=msgspec.json.encode(
+                {"session_id": trajectory.session_id, "sha256": self.sha256}
+            ).decode(),
+        )
         return [start, origin, *body, *self._end(kept, last_actions, last_text, number)]
 
-    def _task(self, kept: dict[str, Any], trajectory: Trajectory, first_user: AtifStep | None,
-              body: list[Event]) -> Task:
+    def _task(
+        self,
+        kept: dict[str, Any],
+        trajectory: Trajectory,
+        first_user: AtifStep | None,
+        body: list[Event],
+    ) -> Task:
         try:
             return msgspec.convert(kept["task"], Task)
         except (KeyError, msgspec.ValidationError):
             url = next((e.url for e in body if isinstance(e, ScreenshotTaken) and e.url), "")
             prompt = _message_text(first_user.message) if first_user else ""
-            return Task(task_id=trajectory.session_id, prompt=prompt, start_url=url,
-                        suite="import:atif")
+            return Task(
+                task_id=trajectory.session_id, prompt=prompt, start_url=url, suite="import:atif"
+            )
 
-    def _agent_step(self, step: AtifStep, extra: dict[str, Any], number: int,
-                    agent: TrajectoryAgent) -> list[Event]:
+    def _agent_step(
+        self, step: AtifStep, extra: dict[str, Any], number: int, agent: TrajectoryAgent
+    ) -> list[Event]:
         at = _when(step.timestamp)
         call_id = str(extra.get("call_id") or new_id())
         metrics = step.metrics or Metrics()
@@ -430,27 +520,46 @@ class _Reader:
         latency = more.get("latency_ms")
         finish = more.get("finish_reason")
         call = ModelCalled(
-            at=at, run_id=self.run_id, session_id=self.session_id, step=number, call_id=call_id,
-            model=step.model_name or agent.model_name or "", response=_message_text(step.message),
-            prompt_tokens=metrics.prompt_tokens, completion_tokens=metrics.completion_tokens,
+            at=at,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            step=number,
+            call_id=call_id,
+            model=step.model_name or agent.model_name or "",
+            response=_message_text(step.message),
+            prompt_tokens=metrics.prompt_tokens,
+            completion_tokens=metrics.completion_tokens,
             latency_ms=float(latency) if isinstance(latency, int | float) else 0.0,
-            finish_reason=finish if isinstance(finish, str) else None, served_by="import")
+            finish_reason=finish if isinstance(finish, str) else None,
+            served_by="import",
+        )
         actions: list[Action] = []
         error = extra.get("parse_error") if isinstance(extra.get("parse_error"), str) else None
         for tool in step.tool_calls or ():
             try:
-                actions.append(msgspec.convert({**tool.arguments, "kind": tool.function_name},
-                                               Action))
+                actions.append(
+                    msgspec.convert({**tool.arguments, "kind": tool.function_name}, Action)
+                )
             except msgspec.ValidationError as problem:
-                error = error or (f"tool call {tool.function_name!r} is not an ownloop action "
-                                  f"({problem})")
+                error = error or (
+                    f"tool call {tool.function_name!r} is not an ownloop action ({problem})"
+                )
         size = extra.get("model_size")
         parsed = ActionParsed(
-            at=at, run_id=self.run_id, session_id=self.session_id, step=number, call_id=call_id,
-            parser=str(extra.get("parser") or agent.name), parser_version=agent.version,
-            thought=step.reasoning_content or "", actions=() if error else tuple(actions),
-            error=error, model_size=(int(size[0]), int(size[1]))
-            if isinstance(size, list) and len(size) == 2 else None)
+            at=at,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            step=number,
+            call_id=call_id,
+            parser=str(extra.get("parser") or agent.name),
+            parser_version=agent.version,
+            thought=step.reasoning_content or "",
+            actions=() if error else tuple(actions),
+            error=error,
+            model_size=(int(size[0]), int(size[1]))
+            if isinstance(size, list) and len(size) == 2
+            else None,
+        )
         events: list[Event] = [call, parsed]
         for op in extra.get("ops", ()):
             try:
@@ -459,8 +568,9 @@ class _Reader:
                 self.notes.append(f"step {step.step_id}: a browser operation not kept")
         return events
 
-    def _screens(self, content: Any, extra: dict[str, Any], number: int,
-                 timestamp: str | None) -> list[Event]:
+    def _screens(
+        self, content: Any, extra: dict[str, Any], number: int, timestamp: str | None
+    ) -> list[Event]:
         if isinstance(content, str):
             return []
         seen: dict[str, Any] = extra.get("screenshot") or {}
@@ -474,17 +584,30 @@ class _Reader:
             if data is None:
                 continue
             width, height = _size(data)
-            events.append(ScreenshotTaken(
-                at=_when(timestamp), run_id=self.run_id, session_id=self.session_id,
-                step=int(seen.get("step", number)),
-                sha256=self.store.put_blob(data), media_type=part.source.media_type,
-                width=width, height=height, url=str(seen.get("url", ""))))
+            events.append(
+                ScreenshotTaken(
+                    at=_when(timestamp),
+                    run_id=self.run_id,
+                    session_id=self.session_id,
+                    step=int(seen.get("step", number)),
+                    sha256=self.store.put_blob(data),
+                    media_type=part.source.media_type,
+                    width=width,
+                    height=height,
+                    url=str(seen.get("url", "")),
+                )
+            )
         return events
 
     def _image(self, path: str) -> bytes | None:
         relative = PurePosixPath(path)
-        if relative.is_absolute() or ".." in relative.parts or "\\" in path or "\0" in path \
-                or ":" in path.split("/")[0]:
+        if (
+            relative.is_absolute()
+            or ".." in relative.parts
+            or "\\" in path
+            or "\0" in path
+            or ":" in path.split("/")[0]
+        ):
             self.notes.append(f"image {path!r} skipped (not a relative path inside the folder)")
             return None
         target = self.file.parent / relative
@@ -493,8 +616,9 @@ class _Reader:
             return None
         return target.read_bytes()
 
-    def _end(self, kept: dict[str, Any], actions: tuple[Action, ...], text: str,
-             steps: int) -> list[Event]:
+    def _end(
+        self, kept: dict[str, Any], actions: tuple[Action, ...], text: str, steps: int
+    ) -> list[Event]:
         end = kept.get("end") if isinstance(kept.get("end"), dict) else None
         events: list[Event] = []
         if end is not None and end.get("status") in _STATUSES:
@@ -505,17 +629,29 @@ class _Reader:
         if not events:
             finish = next((a for a in actions if isinstance(a, Finish)), None)
             ended = finish is not None or not actions
-            events.append(SessionEnded(
-                at=now(), run_id=self.run_id, session_id=self.session_id,
-                status="finished" if ended else "error",
-                agent_status="imported", steps=steps,
-                answer=(finish.answer if finish is not None else text) if ended else None,
-                error=None if ended else "the trajectory ends after a tool call"))
+            events.append(
+                SessionEnded(
+                    at=now(),
+                    run_id=self.run_id,
+                    session_id=self.session_id,
+                    status="finished" if ended else "error",
+                    agent_status="imported",
+                    steps=steps,
+                    answer=(finish.answer if finish is not None else text) if ended else None,
+                    error=None if ended else "the trajectory ends after a tool call",
+                )
+            )
         for grade in kept.get("grades", ()):
             try:
                 when = _when(grade.get("at"))
-                events.append(graded(self.ids["run_id"], self.ids["session_id"],
-                                     msgspec.convert(grade, KeptGrade), when))
+                events.append(
+                    graded(
+                        self.ids["run_id"],
+                        self.ids["session_id"],
+                        msgspec.convert(grade, KeptGrade),
+                        when,
+                    )
+                )
             except (msgspec.ValidationError, AttributeError):
                 self.notes.append("a grade not kept")
         return events

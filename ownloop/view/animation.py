@@ -48,15 +48,21 @@ def _screenshot(store: Store, step: Step, viewport: tuple[int, int]) -> Image.Im
     return frame
 
 
-def _draw_mark(draw: ImageDraw.ImageDraw, mark: Mark, scale: float, r: float,
-               font: ImageFont.ImageFont | ImageFont.FreeTypeFont) -> None:
+def _draw_mark(
+    draw: ImageDraw.ImageDraw,
+    mark: Mark,
+    scale: float,
+    r: float,
+    font: ImageFont.ImageFont | ImageFont.FreeTypeFont,
+) -> None:
     x, y = mark.x * scale, mark.y * scale
     if mark.kind in ("click", "double_click", "right_click"):
         colour = _PURPLE if mark.kind == "right_click" else _RED
         draw.ellipse((x - r, y - r, x + r, y + r), outline=colour, width=3)
         if mark.kind == "double_click":
-            draw.ellipse((x - r * 1.6, y - r * 1.6, x + r * 1.6, y + r * 1.6), outline=colour,
-                         width=2)
+            draw.ellipse(
+                (x - r * 1.6, y - r * 1.6, x + r * 1.6, y + r * 1.6), outline=colour, width=2
+            )
         draw.ellipse((x - r / 3, y - r / 3, x + r / 3, y + r / 3), fill=colour)
     elif mark.kind == "move":
         draw.ellipse((x - r / 2, y - r / 2, x + r / 2, y + r / 2), fill=_ORANGE)
@@ -68,8 +74,14 @@ def _draw_mark(draw: ImageDraw.ImageDraw, mark: Mark, scale: float, r: float,
         draw.line((x, y, x2, y2), fill=colour, width=max(2, int(r / 3)))
         draw.polygon(arrow_head(x, y, x2, y2, r * 1.6), fill=colour)
     if mark.label:
-        draw.text((x + r * 1.4, y + r * 1.2), plain(mark.label, 60), fill=(17, 17, 17),
-                  font=font, stroke_width=3, stroke_fill=(255, 255, 255))
+        draw.text(
+            (x + r * 1.4, y + r * 1.2),
+            plain(mark.label, 60),
+            fill=(17, 17, 17),
+            font=font,
+            stroke_width=3,
+            stroke_fill=(255, 255, 255),
+        )
 
 
 def _caption(step: Step, count: int) -> str:
@@ -81,8 +93,9 @@ def _caption(step: Step, count: int) -> str:
     return plain(f"step {step.step}/{count}  {did or 'no action'}", 140)
 
 
-def render_frames(store: Store, session: Session,
-                  on_frame: Callable[[int], None] | None = None) -> list[Image.Image]:
+def render_frames(
+    store: Store, session: Session, on_frame: Callable[[int], None] | None = None
+) -> list[Image.Image]:
     """One RGB frame per step of ``session``: screenshot, marks, caption; ``on_frame(n)`` after
     the n-th."""
     marks = session_marks(session)
@@ -92,8 +105,9 @@ def render_frames(store: Store, session: Session,
         shot = _screenshot(store, step, session.viewport)
         scale = min(1.0, MAX_WIDTH / shot.width)
         if scale < 1.0:
-            shot = shot.resize((round(shot.width * scale), round(shot.height * scale)),
-                               Image.Resampling.LANCZOS)
+            shot = shot.resize(
+                (round(shot.width * scale), round(shot.height * scale)), Image.Resampling.LANCZOS
+            )
         frame = Image.new("RGB", (shot.width, shot.height + _CAPTION), (29, 35, 48))
         frame.paste(shot, (0, 0))
         draw = ImageDraw.Draw(frame)
@@ -101,16 +115,22 @@ def render_frames(store: Store, session: Session,
         label_font = _font(max(12, int(r * 1.6)))
         for mark in marks[step.step]:
             _draw_mark(draw, mark, scale, r, label_font)
-        draw.text((10, shot.height + 12), _caption(step, count), fill=(255, 255, 255),
-                  font=_font(18))
+        draw.text(
+            (10, shot.height + 12), _caption(step, count), fill=(255, 255, 255), font=_font(18)
+        )
         frames.append(frame)
         if on_frame is not None:
             on_frame(len(frames))
     return frames
 
 
-def write_gif(store: Store, session: Session, out: Path, frame_ms: int = FRAME_MS,
-              on_frame: Callable[[int], None] | None = None) -> Path:
+def write_gif(
+    store: Store,
+    session: Session,
+    out: Path,
+    frame_ms: int = FRAME_MS,
+    on_frame: Callable[[int], None] | None = None,
+) -> Path:
     """Write ``session`` as an animated GIF (looping, ``frame_ms`` per step) to ``out``;
     ``on_frame(n)`` is called as each frame is drawn.
 
@@ -121,8 +141,9 @@ def write_gif(store: Store, session: Session, out: Path, frame_ms: int = FRAME_M
     if not frames:
         raise OwnloopError(f"session {session.session_id} has no steps to animate")
     try:
-        frames[0].save(out, format="GIF", save_all=True, append_images=frames[1:],
-                       duration=frame_ms, loop=0)
+        frames[0].save(
+            out, format="GIF", save_all=True, append_images=frames[1:], duration=frame_ms, loop=0
+        )
     except OSError as exc:
         raise OwnloopError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out

@@ -42,12 +42,18 @@ from ownloop.view.thumbs import THUMB_WIDTHS, Box, ImageCache, content_box, thum
 
 __all__ = ["CSP", "make_app"]
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-       "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
 _BLOB_CSP = "default-src 'none'; sandbox"  # a blob is data: never a document that runs
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_IMAGE_MAGIC = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),
-                (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"))
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
 _LOOPBACK = ("127.0.0.1", "localhost")
 _ANSWERS = 128  # table pages kept
 
@@ -67,10 +73,12 @@ class _SecurityHeaders:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 names = {name.lower() for name, _ in headers}
-                for name, value in ((b"content-security-policy", CSP),
-                                    (b"x-content-type-options", "nosniff"),
-                                    (b"referrer-policy", "no-referrer"),
-                                    (b"x-frame-options", "DENY")):
+                for name, value in (
+                    (b"content-security-policy", CSP),
+                    (b"x-content-type-options", "nosniff"),
+                    (b"referrer-policy", "no-referrer"),
+                    (b"x-frame-options", "DENY"),
+                ):
                     if name not in names:
                         headers.append((name, value.encode()))
                 message = {**message, "headers": headers}
@@ -113,8 +121,11 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
 
     def cached(fn: Callable[[Store, Any], Any], arg: Any) -> Any:
         with reading:
-            key = (fn.__qualname__, repr(sorted(arg.items()) if isinstance(arg, dict) else arg),
-                   store.version())
+            key = (
+                fn.__qualname__,
+                repr(sorted(arg.items()) if isinstance(arg, dict) else arg),
+                store.version(),
+            )
             if key in answers:
                 answers.move_to_end(key)
                 return answers[key]
@@ -125,8 +136,9 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
             return value
 
     def render(request: Request, name: str, code: int = 200, **context: Any) -> Response:
-        return templates.TemplateResponse(request, name, {"report": False, **context},
-                                          status_code=code)
+        return templates.TemplateResponse(
+            request, name, {"report": False, **context}, status_code=code
+        )
 
     def runs(request: Request) -> Response:
         listing = cached(list_runs, dict(request.query_params))
@@ -166,8 +178,11 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
             done = read(lambda: build_grid(store, runs, intervals=True))
         except OwnloopError as exc:
             raise HTTPException(400, str(exc)) from None
-        body = {d.run_id: [d.interval.low, d.interval.high] for d in done.differences
-                if d.interval is not None}
+        body = {
+            d.run_id: [d.interval.low, d.interval.high]
+            for d in done.differences
+            if d.interval is not None
+        }
         return Response(json.dumps(body), media_type="application/json")
 
     def pair(request: Request) -> Response:
@@ -197,20 +212,28 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         text = request.query_params.get("w", "160")
         width = int(text) if text.isdigit() and int(text) in THUMB_WIDTHS else 160
         crop = request.query_params.get("crop") == "1"
-        data = thumbs.get((sha, -width if crop else width),
-                          lambda: thumbnail(_image(sha), width, crop=crop))
+        data = thumbs.get(
+            (sha, -width if crop else width), lambda: thumbnail(_image(sha), width, crop=crop)
+        )
         assert isinstance(data, bytes)
-        return Response(data, media_type="image/webp", headers={
-            "content-security-policy": _BLOB_CSP,
-            "cache-control": "private, max-age=31536000, immutable"})
+        return Response(
+            data,
+            media_type="image/webp",
+            headers={
+                "content-security-policy": _BLOB_CSP,
+                "cache-control": "private, max-age=31536000, immutable",
+            },
+        )
 
     def box(request: Request) -> Response:
         sha = request.path_params["sha256"]
         found = thumbs.get((sha, 0), lambda: content_box(_image(sha)))
         assert isinstance(found, Box)
-        return Response(json.dumps(found._asdict()),
-                        media_type="application/json", headers={
-                            "cache-control": "private, max-age=31536000, immutable"})
+        return Response(
+            json.dumps(found._asdict()),
+            media_type="application/json",
+            headers={"cache-control": "private, max-age=31536000, immutable"},
+        )
 
     def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
@@ -224,8 +247,12 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
                 parent = _fold(folded.parent_session_id)
             except NoSessionEvents:
                 parent = None  # a replay whose parent is in another store: shown alone
-        page = build_page(folded, lambda sha, _media: f"/blob/{sha}", parent=parent,
-                          text_url=lambda sha: f"/blob/{sha}?as=text")
+        page = build_page(
+            folded,
+            lambda sha, _media: f"/blob/{sha}",
+            parent=parent,
+            text_url=lambda sha: f"/blob/{sha}?as=text",
+        )
         trees = {}
         for item in page.evidence:
             if item.sha256 and "html" in item.media_type:
@@ -239,11 +266,19 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
     def blob(request: Request) -> Response:
         sha = request.path_params["sha256"]
         data = _blob(sha)
-        media = ("text/plain; charset=utf-8" if request.query_params.get("as") == "text"
-                 else _media_type(data))
-        return Response(data, media_type=media, headers={
-            "content-security-policy": _BLOB_CSP,
-            "cache-control": "private, max-age=31536000, immutable"})
+        media = (
+            "text/plain; charset=utf-8"
+            if request.query_params.get("as") == "text"
+            else _media_type(data)
+        )
+        return Response(
+            data,
+            media_type=media,
+            headers={
+                "content-security-policy": _BLOB_CSP,
+                "cache-control": "private, max-age=31536000, immutable",
+            },
+        )
 
     def error_page(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -265,7 +300,12 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         Route("/favicon.ico", lambda request: Response(status_code=204)),
         Mount("/static", StaticFiles(packages=[("ownloop.view", "static")]), name="static"),
     ]
-    middleware = [Middleware(_SecurityHeaders),
-                  Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))]
-    return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={HTTPException: error_page, OwnloopError: error_page})
+    middleware = [
+        Middleware(_SecurityHeaders),
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: error_page, OwnloopError: error_page},
+    )

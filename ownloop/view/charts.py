@@ -61,15 +61,25 @@ def _nice(value: float) -> float:
 
 def _y_ticks(top: float, height: float, digits: int = 0) -> list[Tick]:
     plot = height - _BOTTOM - _TOP
-    return [Tick(_LEFT - 6, _TOP + plot * (1 - f), f"{top * f:,.{digits}f}", "end")
-            for f in (0.0, 0.5, 1.0)]
+    return [
+        Tick(_LEFT - 6, _TOP + plot * (1 - f), f"{top * f:,.{digits}f}", "end")
+        for f in (0.0, 0.5, 1.0)
+    ]
 
 
-def _columns(key: str, title: str, labels: Sequence[str],
-             series: Sequence[tuple[str, Sequence[float]]], *, top: float | None = None,
-             unit: str = "",
-             digits: int = 0, label_every: int = 1, height: float = 220.0,
-             legend: Sequence[tuple[str, str]] = ()) -> Chart:
+def _columns(
+    key: str,
+    title: str,
+    labels: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float]]],
+    *,
+    top: float | None = None,
+    unit: str = "",
+    digits: int = 0,
+    label_every: int = 1,
+    height: float = 220.0,
+    legend: Sequence[tuple[str, str]] = (),
+) -> Chart:
     """Vertical bars, one column per label; several series stack."""
     if not labels:
         return Chart(key, title, 600, 60, [], [], [], "nothing recorded")
@@ -88,17 +98,33 @@ def _columns(key: str, title: str, labels: Sequence[str],
             if value:
                 h = plot * value / top
                 y = _TOP + plot - plot * (base + value) / top
-                bars.append(Bar(x, y, step * 0.76, h, kind,
-                                f"{label}: {value:,.{digits}f}{unit} {kind}".strip()))
+                bars.append(
+                    Bar(
+                        x,
+                        y,
+                        step * 0.76,
+                        h,
+                        kind,
+                        f"{label}: {value:,.{digits}f}{unit} {kind}".strip(),
+                    )
+                )
             base += value
         if i % label_every == 0:
             ticks.append(Tick(x + step * 0.38, height - _BOTTOM + 14, label[-14:]))
     return Chart(key, title, width, height, bars, ticks, list(legend))
 
 
-def _rows(key: str, title: str, items: Sequence[tuple[str, float, float | None, float | None]],
-          unit: str, kind: str, digits: int = 0, *, top: float | None = None,
-          whisker_text: str = "") -> Chart:
+def _rows(
+    key: str,
+    title: str,
+    items: Sequence[tuple[str, float, float | None, float | None]],
+    unit: str,
+    kind: str,
+    digits: int = 0,
+    *,
+    top: float | None = None,
+    whisker_text: str = "",
+) -> Chart:
     """Horizontal bars, one row per item (label, value, whisker from, whisker to; None: no
     whisker)."""
     if not items:
@@ -111,17 +137,43 @@ def _rows(key: str, title: str, items: Sequence[tuple[str, float, float | None, 
     ticks = []
     for i, (label, value, low, high) in enumerate(items):
         y = 8 + i * row
-        bars.append(Bar(left, y, max(1.0, plot * value / top), row * 0.8, kind,
-                        f"{label}: {value:,.{digits}f}{unit}"))
+        bars.append(
+            Bar(
+                left,
+                y,
+                max(1.0, plot * value / top),
+                row * 0.8,
+                kind,
+                f"{label}: {value:,.{digits}f}{unit}",
+            )
+        )
         if low is not None and high is not None:
-            bars.append(Bar(left + plot * low / top, y, 0, 0, "whisker",
-                            f"{label}: {whisker_text} {low:,.{digits}f} to {high:,.{digits}f}"
-                            f"{unit}".replace("  ", " "),
-                            (left + plot * low / top, y + row * 0.4,
-                             left + plot * high / top, y + row * 0.4)))
+            bars.append(
+                Bar(
+                    left + plot * low / top,
+                    y,
+                    0,
+                    0,
+                    "whisker",
+                    f"{label}: {whisker_text} {low:,.{digits}f} to {high:,.{digits}f}"
+                    f"{unit}".replace("  ", " "),
+                    (
+                        left + plot * low / top,
+                        y + row * 0.4,
+                        left + plot * high / top,
+                        y + row * 0.4,
+                    ),
+                )
+            )
         ticks.append(Tick(left - 6, y + row * 0.65, label[-34:], "end"))
-        ticks.append(Tick(left + plot * max(value, high or 0) / top + 6, y + row * 0.65,
-                          f"{value:,.{digits}f}{unit}", "start"))
+        ticks.append(
+            Tick(
+                left + plot * max(value, high or 0) / top + 6,
+                y + row * 0.65,
+                f"{value:,.{digits}f}{unit}",
+                "start",
+            )
+        )
     return Chart(key, title, width, 16 + row * len(items), bars, ticks, [])
 
 
@@ -131,8 +183,16 @@ def _task_rates(rates: Sequence[tuple[str, int, int]]) -> Chart:
     for task, n, passes in ordered:
         interval = wilson(passes, n)
         items.append((task, interval.estimate, interval.low, interval.high))
-    return _rows("tasks", "Pass rate per task (95% Wilson interval over its repeats)", items, "",
-                 "rate", 2, top=1.0, whisker_text="95% interval")
+    return _rows(
+        "tasks",
+        "Pass rate per task (95% Wilson interval over its repeats)",
+        items,
+        "",
+        "rate",
+        2,
+        top=1.0,
+        whisker_text="95% interval",
+    )
 
 
 def _steps(figures: RunFigures) -> Chart:
@@ -146,9 +206,14 @@ def _steps(figures: RunFigures) -> Chart:
                 counts[steps] += sessions
         if any(counts):
             series.append((outcome, counts))
-    return _columns("steps", "Steps to the end, by outcome (sessions)", labels if series else [],
-                    series, label_every=max(1, len(labels) // 16),
-                    legend=[(kind, kind) for kind, _ in series])
+    return _columns(
+        "steps",
+        "Steps to the end, by outcome (sessions)",
+        labels if series else [],
+        series,
+        label_every=max(1, len(labels) // 16),
+        legend=[(kind, kind) for kind, _ in series],
+    )
 
 
 def run_charts(rates: Sequence[tuple[str, int, int]], figures: RunFigures) -> list[Chart]:
@@ -165,17 +230,41 @@ def run_charts(rates: Sequence[tuple[str, int, int]], figures: RunFigures) -> li
     return [
         _task_rates(rates),
         _steps(figures),
-        _columns("latency", "Model latency per step (mean ms)", labels,
-                 [("latency", [latency for _, latency, *_ in per_step])], unit=" ms",
-                 label_every=every),
-        _columns("tokens", "Tokens per step (mean, in and out)", labels,
-                 [("tokens-in", [t_in for _, _, t_in, _, _ in per_step]),
-                  ("tokens-out", [t_out for _, _, _, t_out, _ in per_step])],
-                 label_every=every, legend=[("tokens-in", "in"), ("tokens-out", "out")]),
-        _rows("operations", "Browser operations: median duration (whisker to the 90th "
-              "percentile)", [(f"{op} ×{count}", median, median, p90)
-                              for op, count, median, p90, _ in figures.operations],
-              " ms", "operation", whisker_text="median to 90th percentile"),
-        _rows("errors", "Errors by kind", [(kind, float(count), None, None)
-                                          for kind, count in figures.errors], "", "error"),
+        _columns(
+            "latency",
+            "Model latency per step (mean ms)",
+            labels,
+            [("latency", [latency for _, latency, *_ in per_step])],
+            unit=" ms",
+            label_every=every,
+        ),
+        _columns(
+            "tokens",
+            "Tokens per step (mean, in and out)",
+            labels,
+            [
+                ("tokens-in", [t_in for _, _, t_in, _, _ in per_step]),
+                ("tokens-out", [t_out for _, _, _, t_out, _ in per_step]),
+            ],
+            label_every=every,
+            legend=[("tokens-in", "in"), ("tokens-out", "out")],
+        ),
+        _rows(
+            "operations",
+            "Browser operations: median duration (whisker to the 90th percentile)",
+            [
+                (f"{op} ×{count}", median, median, p90)
+                for op, count, median, p90, _ in figures.operations
+            ],
+            " ms",
+            "operation",
+            whisker_text="median to 90th percentile",
+        ),
+        _rows(
+            "errors",
+            "Errors by kind",
+            [(kind, float(count), None, None) for kind, count in figures.errors],
+            "",
+            "error",
+        ),
     ]

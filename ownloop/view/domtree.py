@@ -15,8 +15,21 @@ from typing import NamedTuple
 __all__ = ["MAX_NODES", "DomNode", "DomTree", "parse_dom"]
 
 MAX_NODES = 4000
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-         "track", "wbr"}
+_VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 _TEXT_LIMIT = 300
 
 

@@ -73,8 +73,10 @@ class Grid(NamedTuple):
 
 def _representative(units: Sequence[tuple[int, str, bool]], solved: bool) -> str | None:
     """The first repeat whose outcome is the run's verdict on the task."""
-    return next((session for _, session, passed in units if passed == solved),
-                units[0][1] if units else None)
+    return next(
+        (session for _, session, passed in units if passed == solved),
+        units[0][1] if units else None,
+    )
 
 
 Pairs = tuple[tuple[tuple[bool, ...], tuple[bool, ...]], ...]
@@ -131,8 +133,7 @@ def build_grid(store: Store, run_ids: Sequence[str], *, intervals: bool = False)
         for index, run in enumerate(runs):
             mine = outcomes[run]
             rep = _representative(mine, solved.get(run, False)) if mine else None
-            other = rep if index else _representative(outcomes[runs[1]],
-                                                      solved.get(runs[1], False))
+            other = rep if index else _representative(outcomes[runs[1]], solved.get(runs[1], False))
             left = base if index else rep
             url = f"/pair/{left}/{other}" if left and other else None
             cells.append(Cell(run, len(mine), sum(p for *_, p in mine), rep, url))
@@ -142,14 +143,26 @@ def build_grid(store: Store, run_ids: Sequence[str], *, intervals: bool = False)
     differences = []
     for run in runs[1:]:
         shared = sorted(units[first].keys() & units[run].keys())
-        pairs = tuple((tuple(p for *_, p in units[first][t]), tuple(p for *_, p in units[run][t]))
-                      for t in shared)
+        pairs = tuple(
+            (tuple(p for *_, p in units[first][t]), tuple(p for *_, p in units[run][t]))
+            for t in shared
+        )
         solved_first = [2 * sum(a) > len(a) for a, _ in pairs]
         solved_this = [2 * sum(b) > len(b) for _, b in pairs]
         only_first = sum(a and not b for a, b in zip(solved_first, solved_this, strict=True))
         only_this = sum(b and not a for a, b in zip(solved_first, solved_this, strict=True))
-        estimate = (sum(sum(b) / len(b) - sum(a) / len(a) for a, b in pairs) / len(pairs)
-                    if pairs else 0.0)
-        differences.append(Difference(run, len(pairs), estimate, _interval(pairs, intervals),
-                                      only_first, only_this, mcnemar_exact(only_first, only_this)))
+        estimate = (
+            sum(sum(b) / len(b) - sum(a) / len(a) for a, b in pairs) / len(pairs) if pairs else 0.0
+        )
+        differences.append(
+            Difference(
+                run,
+                len(pairs),
+                estimate,
+                _interval(pairs, intervals),
+                only_first,
+                only_this,
+                mcnemar_exact(only_first, only_this),
+            )
+        )
     return Grid(runs, rows, differences)

@@ -87,13 +87,16 @@ def _page(params: Mapping[str, str]) -> int:
 
 def _values(filters: Mapping[str, str]) -> dict[str, str | None]:
     """The filters as the store's queries take them: ``(none)`` is no value."""
-    return {name: None if value == "(none)" and name != "task" else value
-            for name, value in filters.items()}
+    return {
+        name: None if value == "(none)" and name != "task" else value
+        for name, value in filters.items()
+    }
 
 
 def _shown(choices: dict[str, list[str | None]]) -> dict[str, list[str]]:
-    return {name: ["(none)" if v is None else v for v in values]
-            for name, values in choices.items()}
+    return {
+        name: ["(none)" if v is None else v for v in values] for name, values in choices.items()
+    }
 
 
 def list_sessions(store: Store, params: Mapping[str, str]) -> Listing:
@@ -106,14 +109,24 @@ def list_sessions(store: Store, params: Mapping[str, str]) -> Listing:
     filters = _filters(params, _SESSION_FILTERS)
     sort, descending = _order(params, SESSION_COLUMNS, "started_at")
     page = _page(params)
-    listed = session_listing(store, _values(filters), sort, descending, PAGE_SIZE + 1,
-                             (page - 1) * PAGE_SIZE)
+    listed = session_listing(
+        store, _values(filters), sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE
+    )
     result = listed.page
     rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
     choices = _shown(listed.choices)
     choices["passed"] = ["yes", "no", "ungraded"]
-    return Listing(list(SESSION_COLUMNS), rows[:PAGE_SIZE], filters, sort, descending, choices,
-                   page, len(rows) > PAGE_SIZE, listed.total)
+    return Listing(
+        list(SESSION_COLUMNS),
+        rows[:PAGE_SIZE],
+        filters,
+        sort,
+        descending,
+        choices,
+        page,
+        len(rows) > PAGE_SIZE,
+        listed.total,
+    )
 
 
 def counts_text(counts: Any) -> str:
@@ -132,8 +145,9 @@ def list_runs(store: Store, params: Mapping[str, str]) -> Listing:
     filters = _filters(params, _RUN_FILTERS)
     sort, descending = _order(params, RUN_COLUMNS, "started_at")
     page = _page(params)
-    listed = run_listing(store, _values(filters), sort, descending, PAGE_SIZE + 1,
-                         (page - 1) * PAGE_SIZE)
+    listed = run_listing(
+        store, _values(filters), sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE
+    )
     result = listed.page
     rows = []
     for row in result.rows:
@@ -142,5 +156,14 @@ def list_runs(store: Store, params: Mapping[str, str]) -> Listing:
         record["statuses"] = counts_text(record["statuses"])
         rows.append(record)
     choices = _shown(listed.choices)
-    return Listing(list(RUN_COLUMNS), rows[:PAGE_SIZE], filters, sort, descending, choices, page,
-                   len(rows) > PAGE_SIZE, listed.total)
+    return Listing(
+        list(RUN_COLUMNS),
+        rows[:PAGE_SIZE],
+        filters,
+        sort,
+        descending,
+        choices,
+        page,
+        len(rows) > PAGE_SIZE,
+        listed.total,
+    )

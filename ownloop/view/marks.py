@@ -61,8 +61,15 @@ def _click_kind(button: str, count: int) -> str:
 def _scroll(direction: str, amount: float, x: float, y: float, idx: int, unit: str) -> Mark:
     dx, dy = _DIRECTION.get(direction, (0.0, 1.0))
     shown = f"{amount:g}" + (" px" if unit == "px" else "")
-    return Mark("scroll", x, y, x + dx * _SCROLL_LENGTH, y + dy * _SCROLL_LENGTH,
-                f"scroll {direction} {shown}", idx)
+    return Mark(
+        "scroll",
+        x,
+        y,
+        x + dx * _SCROLL_LENGTH,
+        y + dy * _SCROLL_LENGTH,
+        f"scroll {direction} {shown}",
+        idx,
+    )
 
 
 def _from_action(action: E.Action, idx: int, pointer: _Pointer) -> Mark | None:
@@ -78,8 +85,11 @@ def _from_action(action: E.Action, idx: int, pointer: _Pointer) -> Mark | None:
     if isinstance(action, E.Scroll):
         if action.x is not None and action.y is not None:
             pointer.at(action.x, action.y)
-        x, y = (action.x, action.y) if action.x is not None and action.y is not None else (
-            pointer.x, pointer.y)
+        x, y = (
+            (action.x, action.y)
+            if action.x is not None and action.y is not None
+            else (pointer.x, pointer.y)
+        )
         return _scroll(action.direction, action.amount, x, y, idx, action.unit)
     if isinstance(action, E.TypeText):
         return Mark("type", pointer.x, pointer.y, label=action.text, action_idx=idx)
@@ -113,8 +123,9 @@ def _from_effects(effects: Sequence[E.BrowserActed], pointer: _Pointer) -> list[
         elif isinstance(op, E.MouseWheel) and (op.dx or op.dy):
             vertical = abs(op.dy) >= abs(op.dx)
             amount = abs(op.dy if vertical else op.dx)
-            direction = ("down" if op.dy > 0 else "up") if vertical else (
-                "right" if op.dx > 0 else "left")
+            direction = (
+                ("down" if op.dy > 0 else "up") if vertical else ("right" if op.dx > 0 else "left")
+            )
             marks.append(_scroll(direction, amount, pointer.x, pointer.y, idx, "px"))
         elif isinstance(op, E.KeyboardType):
             marks.append(Mark("type", pointer.x, pointer.y, label=op.text, action_idx=idx))
@@ -123,8 +134,9 @@ def _from_effects(effects: Sequence[E.BrowserActed], pointer: _Pointer) -> list[
     return marks
 
 
-def step_marks(step: Step, pointer: _Pointer | None = None,
-               viewport: tuple[int, int] = (1280, 800)) -> list[Mark]:
+def step_marks(
+    step: Step, pointer: _Pointer | None = None, viewport: tuple[int, int] = (1280, 800)
+) -> list[Mark]:
     """The marks of one step, in the order they happened.
 
     Args:
@@ -157,6 +169,8 @@ def arrow_head(x: float, y: float, x2: float, y2: float, size: float) -> list[tu
     """The three corners of an arrow head at (x2, y2) pointing away from (x, y)."""
     angle = math.atan2(y2 - y, x2 - x)
     spread = math.radians(28)
-    return [(x2, y2),
-            (x2 - size * math.cos(angle - spread), y2 - size * math.sin(angle - spread)),
-            (x2 - size * math.cos(angle + spread), y2 - size * math.sin(angle + spread))]
+    return [
+        (x2, y2),
+        (x2 - size * math.cos(angle - spread), y2 - size * math.sin(angle - spread)),
+        (x2 - size * math.cos(angle + spread), y2 - size * math.sin(angle + spread)),
+    ]

@@ -133,16 +133,16 @@ def _mark_view(mark: Mark, width: int) -> MarkView:
     r = max(8.0, width / 90)
     head = ""
     if mark.x2 is not None and mark.y2 is not None:
-        head = " ".join(f"{x:.1f},{y:.1f}" for x, y in arrow_head(mark.x, mark.y, mark.x2,
-                                                                   mark.y2, r * 1.6))
+        head = " ".join(
+            f"{x:.1f},{y:.1f}" for x, y in arrow_head(mark.x, mark.y, mark.x2, mark.y2, r * 1.6)
+        )
     label = mark.label
     if len(label) > 80:
         label = label[:77] + "..."
     # Labels sit below and right of the point, pulled back inside the screenshot.
     label_x = min(max(mark.x + r * 1.4, 2.0), max(width - 8.0 * len(label), 2.0))
     label_y = max(mark.y + r * 2.4, r * 2)
-    return MarkView(mark.kind, mark.x, mark.y, mark.x2, mark.y2, label, r, head, label_x,
-                    label_y)
+    return MarkView(mark.kind, mark.x, mark.y, mark.x2, mark.y2, label, r, head, label_x, label_y)
 
 
 def _pretty(value_json: str) -> str:
@@ -162,8 +162,12 @@ def _fidelity(fidelity: E.FidelityMeasured | None) -> list[tuple[str, str]]:
     else:
         shot = "differs (other size)"
     element = {True: "same", False: "differs", None: "n/a"}[fidelity.element_equal]
-    return [("screenshot", shot), ("url", "equal" if fidelity.url_equal else "differs"),
-            ("element", element), ("verdict", "diverged" if fidelity.diverged else "same")]
+    return [
+        ("screenshot", shot),
+        ("url", "equal" if fidelity.url_equal else "differs"),
+        ("element", element),
+        ("verdict", "diverged" if fidelity.diverged else "same"),
+    ]
 
 
 def _rung_counts(counts: dict[str, int]) -> str:
@@ -174,16 +178,32 @@ def _op_rungs(fidelity: E.FidelityMeasured | None) -> dict[str, int]:
     """A step's operations by rung, as the fidelity view's columns count them."""
     if fidelity is None or not fidelity.rung:
         return {}
-    return {"exact": fidelity.exact_ops, "same_target": fidelity.same_target_ops,
-            "retargeted": fidelity.retargeted_ops, "diverged": fidelity.diverged_ops,
-            "failed": fidelity.failed_ops}
+    return {
+        "exact": fidelity.exact_ops,
+        "same_target": fidelity.same_target_ops,
+        "retargeted": fidelity.retargeted_ops,
+        "diverged": fidelity.diverged_ops,
+        "failed": fidelity.failed_ops,
+    }
 
 
 def _calls(step: Step) -> list[CallView]:
     errors = {parse.call_id: parse.error for parse in step.parses if parse.error is not None}
-    return [CallView(c.attempt, c.purpose, c.latency_ms, c.prompt_tokens, c.completion_tokens,
-                     c.finish_reason, c.error, c.served_by, c.response, errors.get(c.call_id))
-            for c in step.calls]
+    return [
+        CallView(
+            c.attempt,
+            c.purpose,
+            c.latency_ms,
+            c.prompt_tokens,
+            c.completion_tokens,
+            c.finish_reason,
+            c.error,
+            c.served_by,
+            c.response,
+            errors.get(c.call_id),
+        )
+        for c in step.calls
+    ]
 
 
 def _op(effect: E.BrowserActed) -> OpView:
@@ -194,39 +214,61 @@ def _op(effect: E.BrowserActed) -> OpView:
         extra.append(f"dialog {effect.dialog.type}: {effect.dialog.message}")
     if effect.download:
         extra.append(f"downloaded blob {effect.download[:12]}")
-    return OpView(effect.idx, effect.action_idx, op_text(effect.op), element_text(effect.element),
-                  effect.ok, effect.error, effect.url_before, effect.url_after,
-                  effect.duration_ms, "; ".join(extra))
+    return OpView(
+        effect.idx,
+        effect.action_idx,
+        op_text(effect.op),
+        element_text(effect.element),
+        effect.ok,
+        effect.error,
+        effect.url_before,
+        effect.url_after,
+        effect.duration_ms,
+        "; ".join(extra),
+    )
 
 
 def _step_view(step: Step, marks: list[Mark], image_url: ImageUrl) -> StepView:
     shot = None
     if step.screenshot is not None:
         s = step.screenshot
-        shot = ShotView(s.sha256, image_url(s.sha256, s.media_type), s.width or 1280,
-                        s.height or 800, s.url)
+        shot = ShotView(
+            s.sha256, image_url(s.sha256, s.media_type), s.width or 1280, s.height or 800, s.url
+        )
     width = shot.width if shot is not None else 1280
     actions = [(action_text(a), a.raw) for a in step.actions]
     ops = [_op(e) for e in step.effects]
     parse_error = step.parsed.error if step.parsed is not None else None
     failed = bool(parse_error) or any(not o.ok for o in ops) or any(c.error for c in step.calls)
-    summary = actions[0][0] if actions else (f"parse error: {parse_error}" if parse_error else
-                                             ops[0].text if ops else "no action")
+    summary = (
+        actions[0][0]
+        if actions
+        else (f"parse error: {parse_error}" if parse_error else ops[0].text if ops else "no action")
+    )
     if len(actions) > 1:
         summary += f" +{len(actions) - 1}"
     return StepView(
-        number=step.step, shot=shot, marks=[_mark_view(m, width) for m in marks],
-        thought=step.thought, response=_response(step),
-        parse_error=parse_error, parser=step.parsed.parser if step.parsed is not None else "",
-        actions=actions, calls=_calls(step), ops=ops,
+        number=step.step,
+        shot=shot,
+        marks=[_mark_view(m, width) for m in marks],
+        thought=step.thought,
+        response=_response(step),
+        parse_error=parse_error,
+        parser=step.parsed.parser if step.parsed is not None else "",
+        actions=actions,
+        calls=_calls(step),
+        ops=ops,
         url_after=next((o.url_after for o in reversed(ops) if o.url_after), ""),
         latency_ms=sum(c.latency_ms for c in step.calls),
         prompt_tokens=sum(c.prompt_tokens or 0 for c in step.calls),
         completion_tokens=sum(c.completion_tokens or 0 for c in step.calls),
-        summary=summary, failed=failed, fidelity=_fidelity(step.fidelity),
+        summary=summary,
+        failed=failed,
+        fidelity=_fidelity(step.fidelity),
         diverged=step.fidelity is not None and step.fidelity.diverged,
         rung=step.fidelity.rung if step.fidelity is not None else "",
-        rung_ops=_rung_counts(_op_rungs(step.fidelity)))
+        rung_ops=_rung_counts(_op_rungs(step.fidelity)),
+    )
 
 
 def _response(step: Step) -> str | None:
@@ -238,17 +280,25 @@ def _response(step: Step) -> str | None:
     return step.response
 
 
-def _evidence(item: E.EvidenceCaptured, text_url: Callable[[str], str] | None,
-              blob_text: Callable[[str], str | None] | None) -> EvidenceView:
+def _evidence(
+    item: E.EvidenceCaptured,
+    text_url: Callable[[str], str] | None,
+    blob_text: Callable[[str], str | None] | None,
+) -> EvidenceView:
     value = _pretty(item.value_json) if item.value_json is not None else None
     url = text_url(item.sha256) if item.sha256 and text_url is not None else None
     text = blob_text(item.sha256) if item.sha256 and blob_text is not None else None
     return EvidenceView(item.name, item.source, item.media_type, value, item.sha256, url, text)
 
 
-def build_page(session: Session, image_url: ImageUrl, *, parent: Session | None = None,
-               text_url: Callable[[str], str] | None = None,
-               blob_text: Callable[[str], str | None] | None = None) -> SessionPage:
+def build_page(
+    session: Session,
+    image_url: ImageUrl,
+    *,
+    parent: Session | None = None,
+    text_url: Callable[[str], str] | None = None,
+    blob_text: Callable[[str], str | None] | None = None,
+) -> SessionPage:
     """The page of one session, and of its parent beside it when it is a replay.
 
     Args:
@@ -261,8 +311,11 @@ def build_page(session: Session, image_url: ImageUrl, *, parent: Session | None 
     marks = session_marks(session)
     steps = [_step_view(step, marks[step.step], image_url) for step in session.steps]
     evidence = [_evidence(item, text_url, blob_text) for item in session.evidence]
-    parent_page = (build_page(parent, image_url, text_url=text_url, blob_text=blob_text)
-                   if parent is not None else None)
+    parent_page = (
+        build_page(parent, image_url, text_url=text_url, blob_text=blob_text)
+        if parent is not None
+        else None
+    )
     pairs: list[tuple[StepView | None, StepView | None]] = []
     if parent_page is not None:
         mine = {s.number: s for s in steps}
@@ -272,5 +325,6 @@ def build_page(session: Session, image_url: ImageUrl, *, parent: Session | None 
     for step in session.steps:
         for rung, n in _op_rungs(step.fidelity).items():
             totals[rung] += n
-    return SessionPage(session, steps, evidence, list(session.grades), parent_page, pairs,
-                       _rung_counts(totals))
+    return SessionPage(
+        session, steps, evidence, list(session.grades), parent_page, pairs, _rung_counts(totals)
+    )

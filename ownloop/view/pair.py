@@ -29,8 +29,10 @@ def build_pair(a: Session, b: Session, image_url: ImageUrl) -> PairPage:
     """The pair page of sessions ``a`` (left) and ``b`` (right)."""
     left, right = build_page(a, image_url), build_page(b, image_url)
     divergence = first_divergence(a, b)
-    rows = [(number, mine, theirs) for number, (mine, theirs)
-            in enumerate(zip_longest(left.steps, right.steps), start=1)]
+    rows = [
+        (number, mine, theirs)
+        for number, (mine, theirs) in enumerate(zip_longest(left.steps, right.steps), start=1)
+    ]
     row = None
     if divergence.step_a is not None or divergence.step_b is not None:
         row = divergence.same_before + 1

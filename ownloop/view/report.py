@@ -33,9 +33,12 @@ class ReportWritten(NamedTuple):
 
     def lines(self) -> list[str]:
         """One line per file written."""
-        return [f"wrote {path} ({path.stat().st_size:,} bytes) for session "
-                f"{self.session.session_id} ({self.session.task_id or '?'}, "
-                f"{len(self.session.steps)} steps)" for path in self.paths]
+        return [
+            f"wrote {path} ({path.stat().st_size:,} bytes) for session "
+            f"{self.session.session_id} ({self.session.task_id or '?'}, "
+            f"{len(self.session.steps)} steps)"
+            for path in self.paths
+        ]
 
 
 def _data_url(store: Store, sha256: str, media_type: str) -> str:
@@ -74,11 +77,18 @@ def render_report(store: Store, session: Session) -> str:
             images[sha256] = _data_url(store, sha256, media_type)
         return images[sha256]
 
-    page = build_page(session, image_url, parent=_parent(store, session),
-                      blob_text=lambda sha: _blob_text(store, sha))
+    page = build_page(
+        session,
+        image_url,
+        parent=_parent(store, session),
+        blob_text=lambda sha: _blob_text(store, sha),
+    )
     css = static_text("view.css")
-    return environment().get_template("session.html").render(
-        page=page, report=True, css=css, style_source=style_hash(css))
+    return (
+        environment()
+        .get_template("session.html")
+        .render(page=page, report=True, css=css, style_source=style_hash(css))
+    )
 
 
 def write_report(store: Store, session: Session, out: Path) -> Path:
@@ -95,8 +105,9 @@ def write_report(store: Store, session: Session, out: Path) -> Path:
     return out
 
 
-def write_reports(store: Store, target: str, run_id: str | None, out: str | Path | None,
-                  gif: str | Path | None) -> ReportWritten:
+def write_reports(
+    store: Store, target: str, run_id: str | None, out: str | Path | None, gif: str | Path | None
+) -> ReportWritten:
     """The ``report`` command: the session ``target`` names, as HTML (``out``) and/or a GIF.
 
     Raises:

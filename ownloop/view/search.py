@@ -63,7 +63,7 @@ def _snippet(text: str, query: str) -> tuple[str, str, str]:
         return "", "", text[: 2 * _CONTEXT]
     start, end = max(0, at - _CONTEXT), at + len(query)
     before = ("…" if start else "") + text[start:at]
-    after = text[end:end + _CONTEXT] + ("…" if len(text) > end + _CONTEXT else "")
+    after = text[end : end + _CONTEXT] + ("…" if len(text) > end + _CONTEXT else "")
     return before, text[at:end], after
 
 
@@ -71,21 +71,33 @@ def search(store: Store, params: Mapping[str, str]) -> SearchView:
     """The search page for the query parameters: ``q`` (the text), ``run``, ``agent``,
     ``status`` and ``page``."""
     query = params.get("q", "").strip()
-    filters = {name: params[name].strip() for name in SEARCH_FILTERS
-               if params.get(name, "").strip()}
+    filters = {
+        name: params[name].strip() for name in SEARCH_FILTERS if params.get(name, "").strip()
+    }
     text = params.get("page", "1")
     page = max(1, int(text)) if text.isdigit() and len(text) < 7 else 1
     if not query:
         return SearchView("", filters, [], 0, 1, _shown(session_choices(store)))
-    result = search_steps(store, query, filters, SEARCH_PAGE_SIZE,
-                          (page - 1) * SEARCH_PAGE_SIZE)
+    result = search_steps(store, query, filters, SEARCH_PAGE_SIZE, (page - 1) * SEARCH_PAGE_SIZE)
     hits = []
     for session_id, step, field, found, run_id, task_id, agent, status, shot in result.rows:
         before, match, after = _snippet(str(found), query)
         fields = ", ".join(dict.fromkeys(str(field).split(",")))  # as ranked, each once
-        hits.append(Hit(str(session_id), None if step is None else int(step), fields,
-                        before, match, after, str(run_id), str(task_id or ""), str(agent),
-                        status, shot))
+        hits.append(
+            Hit(
+                str(session_id),
+                None if step is None else int(step),
+                fields,
+                before,
+                match,
+                after,
+                str(run_id),
+                str(task_id or ""),
+                str(agent),
+                status,
+                shot,
+            )
+        )
     return SearchView(query, filters, hits, result.total, page, _shown(result.choices))
 
 

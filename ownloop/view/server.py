@@ -41,13 +41,19 @@ class ViewServer:
             self._socket.listen(128)  # connections wait in the backlog until uvicorn accepts
         except OSError as exc:
             self._socket.close()
-            raise OwnloopError(f"cannot serve on {host}:{port}: {exc.strerror or exc}. "
-                               "Pick another with --port, or --port 0 for a free one") from None
+            raise OwnloopError(
+                f"cannot serve on {host}:{port}: {exc.strerror or exc}. "
+                "Pick another with --port, or --port 0 for a free one"
+            ) from None
         self.host = host
         self.port = int(self._socket.getsockname()[1])
         allowed = ("127.0.0.1", "localhost") if host in _LOOPBACK else ("*",)
-        config = uvicorn.Config(make_app(store, allowed_hosts=allowed), log_level="warning",
-                                access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            make_app(store, allowed_hosts=allowed),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
@@ -66,8 +72,7 @@ class ViewServer:
 
     def start(self, timeout: float = 10.0) -> str:
         """Serve in a background thread; returns the URL once it accepts connections."""
-        self._thread = threading.Thread(target=self.serve_forever, name="ownloop-view",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, name="ownloop-view", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -87,6 +92,10 @@ class ViewServer:
     def __enter__(self) -> str:
         return self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self.stop()

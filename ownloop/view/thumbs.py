@@ -45,8 +45,9 @@ def thumbnail(data: bytes, width: int, *, crop: bool = False) -> bytes:
         box = content_box(data)
         picture = picture.crop((box.x, box.y, box.x + box.width, box.y + box.height))
     if picture.width > width:
-        picture = picture.resize((width, max(1, round(picture.height * width / picture.width))),
-                                 Image.Resampling.LANCZOS)
+        picture = picture.resize(
+            (width, max(1, round(picture.height * width / picture.width))), Image.Resampling.LANCZOS
+        )
     out = io.BytesIO()
     picture.save(out, format="WEBP", quality=70, method=4)
     return out.getvalue()

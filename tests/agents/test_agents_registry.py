@@ -34,8 +34,14 @@ def test_uitars_defaults_follow_the_design() -> None:
     assert (settings.images, settings.calls_per_step, settings.resample_temperature) == (5, 4, 1.0)
     assert settings.max_steps == 40
     assert agent.options() == {
-        "viewport": "1280x800", "frequency_penalty": 0.0, "max_tokens": 500, "images": 5,
-        "scroll_notches": 5.0, "notch_px": 100.0, "drag_steps": 20, "wait_s": 5.0,
+        "viewport": "1280x800",
+        "frequency_penalty": 0.0,
+        "max_tokens": 500,
+        "images": 5,
+        "scroll_notches": 5.0,
+        "notch_px": 100.0,
+        "drag_steps": 20,
+        "wait_s": 5.0,
         "language": "English",
     }
     version = importlib.metadata.version("ui-tars")
@@ -48,7 +54,8 @@ def test_unknown_agent_is_one_line_listing_the_agents() -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("gpt-99")
     assert str(caught.value) == (
-        "unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars")
+        "unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars"
+    )
 
 
 def test_unknown_option_lists_the_options() -> None:
@@ -91,7 +98,10 @@ def test_options_from_the_command_line_are_read() -> None:
     agent = make_agent("uitars", images="3", viewport="1440X900", notch_px="50", wait_s=2)
     assert agent.options()["viewport"] == "1440x900"
     assert (agent.settings.images, agent.options()["notch_px"], agent.options()["wait_s"]) == (
-        3, 50.0, 2.0)
+        3,
+        50.0,
+        2.0,
+    )
     assert make_agent("uitars", viewport=[1024, 768]).settings.viewport == (1024, 768)
 
 
@@ -133,14 +143,22 @@ def test_smart_resize_table(size: tuple[int, int], model: tuple[int, int]) -> No
 
 @pytest.mark.parametrize(
     "module",
-    ["ownloop.agents", "ownloop.agents.base", "ownloop.agents.keys", "ownloop.agents.coordinates",
-     "ownloop.agents.translation", "ownloop.agents.uitars", "ownloop.agents.options"],
+    [
+        "ownloop.agents",
+        "ownloop.agents.base",
+        "ownloop.agents.keys",
+        "ownloop.agents.coordinates",
+        "ownloop.agents.translation",
+        "ownloop.agents.uitars",
+        "ownloop.agents.options",
+    ],
 )
 def test_public_names_are_listed(module: str) -> None:
     mod = importlib.import_module(module)
     assert all(hasattr(mod, name) for name in mod.__all__)
     public = {
-        name for name, value in vars(mod).items()
+        name
+        for name, value in vars(mod).items()
         if not name.startswith("_") and getattr(value, "__module__", None) == module
     }
     assert public <= set(mod.__all__)

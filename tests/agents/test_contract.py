@@ -97,15 +97,54 @@ def test_every_agent_shares_the_contract(name: str) -> None:
 
 # ---------------------------------------------------------------------- only AgentParseError
 
-_FRAGMENTS = st.sampled_from([
-    "Thought: ", "Action: ", "click(", "start_box=", "'(", "100,200", ")'", ")", "\n\n",
-    "<tool_call>\n", "\n</tool_call>", '{"name": "computer_use", "arguments": {', '"action": ',
-    '"left_click"', '"coordinate": [', "1e308", "-1", "]", "}", "}}", '{"thought": "t", ',
-    '"action": {"name": "mouse_click", "x": ', "50", ', "y": ', "## Action\n", "## Code\n",
-    "```python\n", "pyautogui.click(x=", "0.5", ", y=", "\n```", "computer.terminate(",
-    "status='success')", "type(content='", "\\", "'", '"', "NaN", "Infinity", "None",
-    "for _ in range(10**9):", "\x00", "\u202e", "🙂",
-])
+_FRAGMENTS = st.sampled_from(
+    [
+        "Thought: ",
+        "Action: ",
+        "click(",
+        "start_box=",
+        "'(",
+        "100,200",
+        ")'",
+        ")",
+        "\n\n",
+        "<tool_call>\n",
+        "\n</tool_call>",
+        '{"name": "computer_use", "arguments": {',
+        '"action": ',
+        '"left_click"',
+        '"coordinate": [',
+        "1e308",
+        "-1",
+        "]",
+        "}",
+        "}}",
+        '{"thought": "t", ',
+        '"action": {"name": "mouse_click", "x": ',
+        "50",
+        ', "y": ',
+        "## Action\n",
+        "## Code\n",
+        "```python\n",
+        "pyautogui.click(x=",
+        "0.5",
+        ", y=",
+        "\n```",
+        "computer.terminate(",
+        "status='success')",
+        "type(content='",
+        "\\",
+        "'",
+        '"',
+        "NaN",
+        "Infinity",
+        "None",
+        "for _ in range(10**9):",
+        "\x00",
+        "\u202e",
+        "🙂",
+    ]
+)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -186,10 +225,14 @@ def _kind(action: Action) -> str:
     return type(action).__name__
 
 
-@pytest.mark.parametrize(("name", "action"), [
-    pytest.param(name, action, id=f"{name}-{index}-{_kind(action)}")
-    for name in NAMES for index, action in enumerate(_SAMPLES)
-])
+@pytest.mark.parametrize(
+    ("name", "action"),
+    [
+        pytest.param(name, action, id=f"{name}-{index}-{_kind(action)}")
+        for name in NAMES
+        for index, action in enumerate(_SAMPLES)
+    ],
+)
 def test_render_then_parse_gives_the_action_back(name: str, action: Action) -> None:
     agent = agent_for(name)
     try:
@@ -280,8 +323,8 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
     # "exec" is raised by eval() and exec() and by running any code object; the others by every
     # way of starting a process or a shell.
     if getattr(_watch, "events", None) is not None and (
-        event == "exec" or event.startswith(("os.system", "os.exec", "os.posix_spawn",
-                                             "subprocess.", "os.spawn"))
+        event == "exec"
+        or event.startswith(("os.system", "os.exec", "os.posix_spawn", "subprocess.", "os.spawn"))
     ):
         _watch.events.append(event)
 
@@ -298,8 +341,10 @@ def _payloads(target: Path) -> Iterator[str]:
         yield f"Action: click(start_box={code})"
         yield f"Action: type(content='x')\n\n{code}"
         yield f"Action: finished(content=f'{{{code}}}')"
-        yield ('<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
-               f'"coordinate": {code}}}}}\n</tool_call>')
+        yield (
+            '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", '
+            f'"coordinate": {code}}}}}\n</tool_call>'
+        )
         yield f'<tool_call>\n{{"name": "{code}", "arguments": {{}}}}\n</tool_call>'
         yield f'{{"thought": "t", "action": {code}}}'
         yield f'{{"thought": "{code}", "action": {{"name": "{code}"}}}}'
@@ -328,8 +373,7 @@ def test_hostile_text_never_reaches_eval_or_exec(
             _parse(agent, text, (1280, 720))
             for action in _renderable(name):  # as typed text, too
                 if isinstance(action, TypeText):
-                    _parse(agent, agent.render("", [TypeText(text=text)], (1280, 720)),
-                           (1280, 720))
+                    _parse(agent, agent.render("", [TypeText(text=text)], (1280, 720)), (1280, 720))
         events = list(_watch.events)
     finally:
         _watch.events = None
@@ -372,7 +416,7 @@ def test_a_point_off_the_page_is_a_rejected_no_op_or_the_agents_own_clamp(name: 
 def _section(text: str, marker: str) -> str:
     start = text.index(f"<!-- agents:{marker} ")
     start = text.index("\n", start) + 1
-    return text[start:text.index(f"<!-- /agents:{marker} -->")].strip()
+    return text[start : text.index(f"<!-- /agents:{marker} -->")].strip()
 
 
 def test_the_readme_tables_are_the_code() -> None:
@@ -393,13 +437,22 @@ def test_every_released_bug_the_issue_names_is_a_row() -> None:
 
 def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "ownloop", "agents"]
-    listing = subprocess.run(command, capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "OWNLOOP_PATH": str(tmp_path)})
+    listing = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "OWNLOOP_PATH": str(tmp_path)},
+    )
     assert listing.returncode == 0, listing.stderr
     assert [line.split()[0] for line in listing.stdout.splitlines()[:4]] == NAMES
     assert "prompt: built-in (no clone of microsoft/fara found" in listing.stdout
-    one = subprocess.run([*command, "fara7b", "--released", str(tmp_path)], capture_output=True,
-                         text=True, timeout=60)
+    one = subprocess.run(
+        [*command, "fara7b", "--released", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert one.returncode == 0, one.stderr
     for doc in option_docs(Fara7bOptions):
         assert f"  {doc.name} " in one.stdout
@@ -408,7 +461,8 @@ def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Pa
     bad = subprocess.run([*command, "gpt-99"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1
     assert bad.stderr.strip() == (
-        "Error: unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars")
+        "Error: unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars"
+    )
 
 
 def test_a_bad_option_is_one_line_naming_agent_and_option() -> None:
@@ -420,21 +474,44 @@ def test_a_bad_option_is_one_line_naming_agent_and_option() -> None:
     assert str(caught.value) == "opencua: cot must be one of l1, l2, l3, got 'l9'"
 
 
-@pytest.mark.parametrize(("name", "repository"), [
-    ("fara7b", "microsoft/fara"), ("molmoweb", "allenai/molmoweb"),
-    ("opencua", "xlang-ai/OSWorld"),
-])
+@pytest.mark.parametrize(
+    ("name", "repository"),
+    [
+        ("fara7b", "microsoft/fara"),
+        ("molmoweb", "allenai/molmoweb"),
+        ("opencua", "xlang-ai/OSWorld"),
+    ],
+)
 def test_record_without_a_clone_prints_one_notice_line(
     name: str, repository: str, tmp_path: Path
 ) -> None:
     # The notice comes before the endpoint is checked; a dead endpoint then stops the run.
     result = subprocess.run(
-        [sys.executable, "-m", "ownloop", "--store", str(tmp_path / "store"), "record", name,
-         "--suite", "miniwob:click-button", "--endpoint", "http://127.0.0.1:9/v1",
-         "--model", "m", "--released", str(tmp_path / "no-clone")],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "ownloop",
+            "--store",
+            str(tmp_path / "store"),
+            "record",
+            name,
+            "--suite",
+            "miniwob:click-button",
+            "--endpoint",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--released",
+            str(tmp_path / "no-clone"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = result.stderr.splitlines()
-    assert lines[0] == (f"notice: {name}: no clone of {repository} under "
-                        "--released/$OWNLOOP_PATH; using ownloop's built-in prompt")
+    assert lines[0] == (
+        f"notice: {name}: no clone of {repository} under "
+        "--released/$OWNLOOP_PATH; using ownloop's built-in prompt"
+    )
     assert not any("Warning" in line for line in lines)
     assert result.returncode == 1

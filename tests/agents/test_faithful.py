@@ -134,16 +134,20 @@ def test_molmoweb_refuses_a_button_the_released_class_refuses_either_way() -> No
 
 def test_fara_type_without_text_types_none_as_released() -> None:
     parsed = make_agent("fara7b").parse(
-        _fara({"action": "type", "coordinate": [714, 448]}), (1440, 900))
+        _fara({"action": "type", "coordinate": [714, 448]}), (1440, 900)
+    )
     assert _no_raw(parsed.actions) == (
-        Click(x=720.0, y=450.0, model_x=714.0, model_y=448.0), TypeText(text="None"),
-        Hotkey(keys=("Enter",)))
+        Click(x=720.0, y=450.0, model_x=714.0, model_y=448.0),
+        TypeText(text="None"),
+        Hotkey(keys=("Enter",)),
+    )
 
 
 def test_fara_type_none_false_refuses_it() -> None:
     with pytest.raises(AgentParseError, match="^type needs text$"):
         make_agent("fara7b", type_none=False).parse(
-            _fara({"action": "type", "coordinate": [714, 448]}), (1440, 900))
+            _fara({"action": "type", "coordinate": [714, 448]}), (1440, 900)
+        )
 
 
 def test_fara_type_without_a_coordinate_does_nothing_either_way() -> None:
@@ -178,16 +182,20 @@ def test_opencua_fractions_false_reads_it_as_model_pixels() -> None:
 # ---------------------------------------------------------------------- the options are recorded
 
 
-@pytest.mark.parametrize(("agent", "option", "default"), [
-    ("fara7b", "resize_screenshot", True),
-    ("fara7b", "type_none", True),
-    ("molmoweb", "resample_non_json", False),
-    ("molmoweb", "honour_button", False),
-    ("opencua", "fractions", True),
-])
+@pytest.mark.parametrize(
+    ("agent", "option", "default"),
+    [
+        ("fara7b", "resize_screenshot", True),
+        ("fara7b", "type_none", True),
+        ("molmoweb", "resample_non_json", False),
+        ("molmoweb", "honour_button", False),
+        ("opencua", "fractions", True),
+    ],
+)
 def test_each_option_is_recorded_with_its_released_default(
     agent: str, option: str, default: bool
 ) -> None:
     assert make_agent(agent).options()[option] is default
     assert make_agent(agent, **{option: str(not default).lower()}).options()[option] is (
-        not default)
+        not default
+    )

@@ -48,8 +48,10 @@ _watch = threading.local()
 
 def _audit(event: str, args: tuple[object, ...]) -> None:
     if getattr(_watch, "events", None) is not None and (
-        event == "exec" or event.startswith(("os.system", "os.exec", "os.posix_spawn",
-                                             "subprocess.", "os.spawn", "open"))
+        event == "exec"
+        or event.startswith(
+            ("os.system", "os.exec", "os.posix_spawn", "subprocess.", "os.spawn", "open")
+        )
     ):
         _watch.events.append(event)
 
@@ -75,20 +77,60 @@ def _check(text: str) -> Parsed | None:
 
 
 def _call(arguments: object) -> str:
-    return f"t\n<tool_call>\n{json.dumps({'name': 'computer_use', 'arguments': arguments})}" \
-           "\n</tool_call>"
+    return (
+        f"t\n<tool_call>\n{json.dumps({'name': 'computer_use', 'arguments': arguments})}"
+        "\n</tool_call>"
+    )
 
 
 _scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
-_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3)
-                       | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
-_names = st.sampled_from(["left_click", "click", "mouse_move", "hover", "type", "input_text",
-                          "key", "keypress", "scroll", "visit_url", "web_search", "history_back",
-                          "wait", "sleep", "pause_and_memorize_fact", "terminate", "stop",
-                          "refresh", "x"])
-_keys = st.sampled_from(["coordinate", "text", "text_value", "press_enter", "keys", "pixels",
-                         "url", "query", "fact", "time", "duration", "status",
-                         "delete_existing_text"])
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_names = st.sampled_from(
+    [
+        "left_click",
+        "click",
+        "mouse_move",
+        "hover",
+        "type",
+        "input_text",
+        "key",
+        "keypress",
+        "scroll",
+        "visit_url",
+        "web_search",
+        "history_back",
+        "wait",
+        "sleep",
+        "pause_and_memorize_fact",
+        "terminate",
+        "stop",
+        "refresh",
+        "x",
+    ]
+)
+_keys = st.sampled_from(
+    [
+        "coordinate",
+        "text",
+        "text_value",
+        "press_enter",
+        "keys",
+        "pixels",
+        "url",
+        "query",
+        "fact",
+        "time",
+        "duration",
+        "status",
+        "delete_existing_text",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -174,8 +216,9 @@ def _near(a: Action, b: Action) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(point=_point, text=_text, enter=st.booleans(), clear=st.booleans(), thought=_text)
-def test_type_round_trips(point: tuple[int, int], text: str, enter: bool, clear: bool,
-                          thought: str) -> None:
+def test_type_round_trips(
+    point: tuple[int, int], text: str, enter: bool, clear: bool, thought: str
+) -> None:
     actions: list[Action] = [Click(x=point[0], y=point[1])]
     if clear:
         actions += [Hotkey(keys=("ControlOrMeta", "A")), Hotkey(keys=("Backspace",))]
@@ -195,13 +238,21 @@ def test_type_round_trips(point: tuple[int, int], text: str, enter: bool, clear:
         ([Move(x=0, y=0)], None),
         ([Scroll(direction="down", amount=3)], [Scroll(direction="down", amount=400, unit="px")]),
         ([Scroll(direction="up", amount=400, unit="px")], None),
-        ([Hotkey(keys=("ctrl", "shift", "t"))],
-         [KeyDown(key="ctrl"), KeyDown(key="shift"), KeyDown(key="t"), KeyUp(key="t"),
-          KeyUp(key="shift"), KeyUp(key="ctrl")]),
+        (
+            [Hotkey(keys=("ctrl", "shift", "t"))],
+            [
+                KeyDown(key="ctrl"),
+                KeyDown(key="shift"),
+                KeyDown(key="t"),
+                KeyUp(key="t"),
+                KeyUp(key="shift"),
+                KeyUp(key="ctrl"),
+            ],
+        ),
         ([KeyDown(key="Escape"), KeyUp(key="Escape")], None),
         ([Wait(seconds=2.5)], None),
         ([Goto(url="https://a.test/?q=1")], None),
-        ([Search(query="cheap \"flights\" & hotels")], None),
+        ([Search(query='cheap "flights" & hotels')], None),
         ([Back()], None),
         ([Memorize(fact="UA 123 costs $240")], None),
         ([Finish(answer="The answer is 42.")], None),
@@ -218,15 +269,19 @@ def test_render_then_parse(actions: list[Action], expected: list[Action] | None)
 
 def test_finish_writes_its_answer_as_the_thoughts() -> None:
     text = AGENT.render("Done.", [Finish(answer="5533 W Sunset Blvd")], VIEW)
-    assert text == ('5533 W Sunset Blvd\n<tool_call>\n{"name": "computer_use", "arguments": '
-                    '{"action": "terminate", "status": "success"}}\n</tool_call>')
+    assert text == (
+        '5533 W Sunset Blvd\n<tool_call>\n{"name": "computer_use", "arguments": '
+        '{"action": "terminate", "status": "success"}}\n</tool_call>'
+    )
     assert AGENT.ending(AGENT.parse(text, VIEW), []).answer == "5533 W Sunset Blvd"  # type: ignore[union-attr]
 
 
 def test_render_writes_model_space_points() -> None:
     text = AGENT.render("", [Click(x=1083.025, y=37.165)], VIEW)
-    assert text == ('<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click",'
-                    ' "coordinate": [1074, 37]}}\n</tool_call>')
+    assert text == (
+        '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click",'
+        ' "coordinate": [1074, 37]}}\n</tool_call>'
+    )
 
 
 @pytest.mark.parametrize(

@@ -33,11 +33,16 @@ from ownloop.store.events import (
     Wait,
 )
 
-TASK = Task(task_id="click-button-42", prompt="Click the button labelled OK.",
-            start_url="http://127.0.0.1:8000/miniwob/click-button.html?seed=42")
-STATEMENT = ("You are interacting with a web application at "
-             "http://127.0.0.1:8000/miniwob/click-button.html?seed=42. "
-             "Your task: Click the button labelled OK.")
+TASK = Task(
+    task_id="click-button-42",
+    prompt="Click the button labelled OK.",
+    start_url="http://127.0.0.1:8000/miniwob/click-button.html?seed=42",
+)
+STATEMENT = (
+    "You are interacting with a web application at "
+    "http://127.0.0.1:8000/miniwob/click-button.html?seed=42. "
+    "Your task: Click the button labelled OK."
+)
 NEXT = "Here is the next screenshot. Think about what to do next."
 
 
@@ -50,13 +55,17 @@ def _obs(i: int) -> Observation:
 
 
 def _history(n: int) -> list[PastStep]:
-    return [PastStep(_obs(i), f"thought {i}\n<tool_call>\n{{}}\n</tool_call>", Parsed())
-            for i in range(n)]
+    return [
+        PastStep(_obs(i), f"thought {i}\n<tool_call>\n{{}}\n</tool_call>", Parsed())
+        for i in range(n)
+    ]
 
 
 def _layout(messages: tuple[Message, ...]) -> list[str]:
-    return [f"{m.role}:" + "+".join("image" if isinstance(p, ImagePart) else "text"
-                                    for p in m.parts) for m in messages]
+    return [
+        f"{m.role}:" + "+".join("image" if isinstance(p, ImagePart) else "text" for p in m.parts)
+        for m in messages
+    ]
 
 
 def _images(messages: tuple[Message, ...]) -> list[int]:
@@ -74,8 +83,9 @@ def test_first_request_is_system_then_screenshot_and_task(fara: Fara7bAgent) -> 
     system = messages[0].parts[0]
     assert isinstance(system, TextPart)
     tools = json.dumps(tool_schema(1428, 896), ensure_ascii=False)
-    assert system.text == ("You are a helpful assistant.\n\n"
-                           + BUILTIN_TEMPLATE.format(tool_descs=tools))
+    assert system.text == (
+        "You are a helpful assistant.\n\n" + BUILTIN_TEMPLATE.format(tool_descs=tools)
+    )
     assert "1428x896" in system.text and '{"name": <function-name>, "arguments"' in system.text
     assert messages[1].parts == (_shot(0), TextPart(text=STATEMENT))
 
@@ -84,14 +94,49 @@ def test_first_request_is_system_then_screenshot_and_task(fara: Fara7bAgent) -> 
     ("past", "layout", "images"),
     [
         (1, ["system:text", "user:image+text", "assistant:text", "user:image+text"], [0, 1]),
-        (2, ["system:text", "user:image+text", "assistant:text", "user:image+text",
-             "assistant:text", "user:image+text"], [0, 1, 2]),
+        (
+            2,
+            [
+                "system:text",
+                "user:image+text",
+                "assistant:text",
+                "user:image+text",
+                "assistant:text",
+                "user:image+text",
+            ],
+            [0, 1, 2],
+        ),
         # The task turn keeps its text; the turn of screenshot 1 is dropped whole.
-        (3, ["system:text", "user:text", "assistant:text", "user:image+text", "assistant:text",
-             "user:image+text", "assistant:text", "user:image+text"], [1, 2, 3]),
-        (5, ["system:text", "user:text", "assistant:text", "assistant:text", "assistant:text",
-             "user:image+text", "assistant:text", "user:image+text", "assistant:text",
-             "user:image+text"], [3, 4, 5]),
+        (
+            3,
+            [
+                "system:text",
+                "user:text",
+                "assistant:text",
+                "user:image+text",
+                "assistant:text",
+                "user:image+text",
+                "assistant:text",
+                "user:image+text",
+            ],
+            [1, 2, 3],
+        ),
+        (
+            5,
+            [
+                "system:text",
+                "user:text",
+                "assistant:text",
+                "assistant:text",
+                "assistant:text",
+                "user:image+text",
+                "assistant:text",
+                "user:image+text",
+                "assistant:text",
+                "user:image+text",
+            ],
+            [3, 4, 5],
+        ),
     ],
 )
 def test_only_the_last_three_screenshots_and_every_response(
@@ -156,10 +201,15 @@ def test_settings_follow_the_released_harness(fara: Fara7bAgent) -> None:
     assert (settings.images, settings.calls_per_step, settings.resample_temperature) == (3, 1, None)
     assert (settings.pause_s, settings.error_retries) == (3.0, 5)
     assert fara.options() == {
-        "viewport": "1440x900", "images": 3, "max_tokens": None, "pause": 3.0,
-        "scroll_px": 400.0, "wait_s": 3.0,
+        "viewport": "1440x900",
+        "images": 3,
+        "max_tokens": None,
+        "pause": 3.0,
+        "scroll_px": 400.0,
+        "wait_s": 3.0,
         "search_url": "https://www.bing.com/search?q={query}&FORM=QBLH",
-        "resize_screenshot": True, "type_none": True,
+        "resize_screenshot": True,
+        "type_none": True,
     }
     assert agent_options("fara7b")["pause"] == 3.0
     assert (fara.name, fara.parser_name, fara.parser_version) == ("fara7b", "fara7b", "ownloop 1")
@@ -169,8 +219,11 @@ def test_options_from_the_command_line() -> None:
     agent = make_agent("fara7b", pause=0, max_tokens=800, search_url="https://s.test/?q={query}")
     assert agent.settings.pause_s == 0.0
     assert agent.settings.sampling == Sampling(temperature=0.0, max_tokens=800)
-    parsed = agent.parse('<tool_call>\n{"name": "computer_use", "arguments": '
-                         '{"action": "web_search", "query": "a b"}}\n</tool_call>', (1440, 900))
+    parsed = agent.parse(
+        '<tool_call>\n{"name": "computer_use", "arguments": '
+        '{"action": "web_search", "query": "a b"}}\n</tool_call>',
+        (1440, 900),
+    )
     assert agent.translate(parsed.actions[0])[0].url == "https://s.test/?q=a+b"  # type: ignore[union-attr]
 
 
@@ -180,10 +233,14 @@ def test_options_from_the_command_line() -> None:
         ({"images": 0}, "fara7b: images must be a whole number >= 1, got 0"),
         ({"pause": -1}, "fara7b: pause must be a number >= 0.0, got -1"),
         ({"scroll_px": 0}, "fara7b: scroll_px must be a number > 0.0, got 0"),
-        ({"search_url": "https://s.test/"},
-         "fara7b: search_url must contain {query}, e.g. https://duckduckgo.com/?q={query}"),
-        ({"search_url": "https://s.test/{query}{x}"},
-         "fara7b: search_url may hold no placeholder but {query}"),
+        (
+            {"search_url": "https://s.test/"},
+            "fara7b: search_url must contain {query}, e.g. https://duckduckgo.com/?q={query}",
+        ),
+        (
+            {"search_url": "https://s.test/{query}{x}"},
+            "fara7b: search_url may hold no placeholder but {query}",
+        ),
         ({"max_tokens": 0}, "fara7b: max_tokens must be a whole number >= 1, got 0"),
         ({"type_none": "maybe"}, "fara7b: type_none must be true or false, got 'maybe'"),
         ({"viewport": "big"}, "fara7b: viewport must look like 1280x800, got 'big'"),
@@ -200,8 +257,10 @@ def test_bad_options(options: dict[str, object], message: str) -> None:
     [
         ((Click(x=1, y=1),), None),
         ((Wait(seconds=0),), None),
-        ((Finish(answer="5533 W Sunset Blvd"),),
-         Ending("finished", "terminate:success", "5533 W Sunset Blvd")),
+        (
+            (Finish(answer="5533 W Sunset Blvd"),),
+            Ending("finished", "terminate:success", "5533 W Sunset Blvd"),
+        ),
         ((Fail(reason="blocked"),), Ending("fail", "terminate:failure", "blocked")),
     ],
 )
@@ -259,9 +318,13 @@ def test_rendered_requests_differ_only_in_the_wording() -> None:
 
     def shape(tool: dict) -> dict:  # type: ignore[type-arg]
         function = dict(tool["function"], description="")
-        function["parameters"] = dict(function["parameters"], properties={
-            name: dict(spec, description="")
-            for name, spec in function["parameters"]["properties"].items()})
+        function["parameters"] = dict(
+            function["parameters"],
+            properties={
+                name: dict(spec, description="")
+                for name, spec in function["parameters"]["properties"].items()
+            },
+        )
         return dict(tool, function=function)
 
     assert shape(built_in) == shape(released)
@@ -287,13 +350,18 @@ def test_no_clone_under_the_roots_gives_no_texts(tmp_path: Path) -> None:
     ("source", "reason"),
     [
         ("x = 1\n", "no class with name = 'computer_use'"),
-        ("class T:\n    name = 'computer_use'\n    @property\n    def description(self):\n"
-         "        return f'{self.other}'\n",
-         "its description is not an f-string naming only the display size"),
-        ("class T:\n    name = 'computer_use'\n    @property\n    def description(self):\n"
-         "        return 'd'\n    parameters = {'properties': {'action': {'description': 'a'}}}\n",
-         "no description for keys, text, press_enter, delete_existing_text, coordinate, pixels, "
-         "url, query, fact, time, status"),
+        (
+            "class T:\n    name = 'computer_use'\n    @property\n    def description(self):\n"
+            "        return f'{self.other}'\n",
+            "its description is not an f-string naming only the display size",
+        ),
+        (
+            "class T:\n    name = 'computer_use'\n    @property\n    def description(self):\n"
+            "        return 'd'\n    parameters = {'properties': {'action': {'description': "
+            "'a'}}}\n",
+            "no description for keys, text, press_enter, delete_existing_text, coordinate, pixels, "
+            "url, query, fact, time, status",
+        ),
         ("def (:\n", "it does not parse as Python"),
     ],
 )
@@ -307,9 +375,11 @@ def test_an_unreadable_tool_file_is_a_one_line_error(tmp_path: Path) -> None:
     module.write_text("x = 1\n", encoding="utf-8")
     with pytest.raises(OwnloopError) as caught:
         load_fara_texts(str(tmp_path))
-    assert str(caught.value) == (f"fara7b: {module.resolve()}: no class with name = "
-                                 "'computer_use'. Point --released at an unmodified clone of "
-                                 "microsoft/fara")
+    assert str(caught.value) == (
+        f"fara7b: {module.resolve()}: no class with name = "
+        "'computer_use'. Point --released at an unmodified clone of "
+        "microsoft/fara"
+    )
 
 
 def test_a_template_with_other_placeholders_is_a_one_line_error(tmp_path: Path) -> None:
@@ -318,6 +388,8 @@ def test_a_template_with_other_placeholders_is_a_one_line_error(tmp_path: Path) 
     module.write_text('FN_CALL_TEMPLATE = "{tool_descs} {language}"\n', encoding="utf-8")
     with pytest.raises(OwnloopError) as caught:
         make_agent("fara7b", released=load_fara_texts(str(tmp_path / "fara")))
-    assert str(caught.value) == (f"fara7b: {module.resolve()} (tool text built-in) has a "
-                                 "FN_CALL_TEMPLATE with a placeholder other than {tool_descs}: "
-                                 "KeyError('language')")
+    assert str(caught.value) == (
+        f"fara7b: {module.resolve()} (tool text built-in) has a "
+        "FN_CALL_TEMPLATE with a placeholder other than {tool_descs}: "
+        "KeyError('language')"
+    )

@@ -75,53 +75,121 @@ def _ops(fara: Fara7bAgent, parsed: Parsed) -> list[object]:
 
 # (file, thought, actions, operations)
 CASES = [
-    ("readme_click.txt", "To begin locating the closest GameStop store, I will click on the "
-     "'Trade-In' button, which typically leads to a store locator feature on retail websites.",
-     [Click(x=1083.025, y=37.165)], [MouseClick(x=1083.025, y=37.165)]),
-    ("readme_web_search.txt", None, [Search(query="GameStop store locator zip code 90028")],
-     [PageGoto(url=BING.format("GameStop+store+locator+zip+code+90028"))]),
-    ("readme_terminate.txt", None,
-     [Finish(answer="The closest GameStop store to zip code 90028 is located at 5533 W Sunset "
-             "Blvd, Los Angeles, CA 90028. …")], []),
-    ("type_no_enter_clear.txt", None,
-     [Click(x=_px(512, 240)[0], y=_px(512, 240)[1]), Hotkey(keys=("ControlOrMeta", "A")),
-      Hotkey(keys=("Backspace",)), TypeText(text="Seattle")],
-     [MouseClick(x=_px(512, 240)[0], y=_px(512, 240)[1]), KeyboardPress(key="ControlOrMeta+A"),
-      KeyboardPress(key="Backspace"), KeyboardType(text="Seattle")]),
-    ("scroll_down.txt", "…", [Scroll(direction="down", amount=400, unit="px")],
-     [MouseWheel(dx=0.0, dy=400.0)]),
+    (
+        "readme_click.txt",
+        "To begin locating the closest GameStop store, I will click on the "
+        "'Trade-In' button, which typically leads to a store locator feature on retail websites.",
+        [Click(x=1083.025, y=37.165)],
+        [MouseClick(x=1083.025, y=37.165)],
+    ),
+    (
+        "readme_web_search.txt",
+        None,
+        [Search(query="GameStop store locator zip code 90028")],
+        [PageGoto(url=BING.format("GameStop+store+locator+zip+code+90028"))],
+    ),
+    (
+        "readme_terminate.txt",
+        None,
+        [
+            Finish(
+                answer="The closest GameStop store to zip code 90028 is located at 5533 W Sunset "
+                "Blvd, Los Angeles, CA 90028. …"
+            )
+        ],
+        [],
+    ),
+    (
+        "type_no_enter_clear.txt",
+        None,
+        [
+            Click(x=_px(512, 240)[0], y=_px(512, 240)[1]),
+            Hotkey(keys=("ControlOrMeta", "A")),
+            Hotkey(keys=("Backspace",)),
+            TypeText(text="Seattle"),
+        ],
+        [
+            MouseClick(x=_px(512, 240)[0], y=_px(512, 240)[1]),
+            KeyboardPress(key="ControlOrMeta+A"),
+            KeyboardPress(key="Backspace"),
+            KeyboardType(text="Seattle"),
+        ],
+    ),
+    (
+        "scroll_down.txt",
+        "…",
+        [Scroll(direction="down", amount=400, unit="px")],
+        [MouseWheel(dx=0.0, dy=400.0)],
+    ),
     ("memorize.txt", "…", [Memorize(fact="Flight UA 123 costs $240")], []),
-    ("python_literal.txt", None, [Click(x=_px(714, 448)[0], y=450.0)],
-     [MouseClick(x=_px(714, 448)[0], y=450.0)]),
+    (
+        "python_literal.txt",
+        None,
+        [Click(x=_px(714, 448)[0], y=450.0)],
+        [MouseClick(x=_px(714, 448)[0], y=450.0)],
+    ),
     ("no_newlines.txt", "Tags without their newlines.", [Back()], [PageGoBack()]),
-    ("no_closing_tag.txt", None,
-     [KeyDown(key="ctrl"), KeyDown(key="a"), KeyUp(key="a"), KeyUp(key="ctrl")],
-     [KeyboardDown(key="Control"), KeyboardDown(key="a"), KeyboardUp(key="a"),
-      KeyboardUp(key="Control")]),
-    ("terminate_failure.txt", None,
-     [Fail(reason="The site refuses every search; I cannot finish this.")], []),
-    ("type_default_enter.txt", None,
-     [Click(x=_px(100, 50)[0], y=_px(100, 50)[1]), TypeText(text="wireless mouse"),
-      Hotkey(keys=("Enter",))],
-     [MouseClick(x=_px(100, 50)[0], y=_px(100, 50)[1]), KeyboardType(text="wireless mouse"),
-      KeyboardPress(key="Enter")]),
+    (
+        "no_closing_tag.txt",
+        None,
+        [KeyDown(key="ctrl"), KeyDown(key="a"), KeyUp(key="a"), KeyUp(key="ctrl")],
+        [
+            KeyboardDown(key="Control"),
+            KeyboardDown(key="a"),
+            KeyboardUp(key="a"),
+            KeyboardUp(key="Control"),
+        ],
+    ),
+    (
+        "terminate_failure.txt",
+        None,
+        [Fail(reason="The site refuses every search; I cannot finish this.")],
+        [],
+    ),
+    (
+        "type_default_enter.txt",
+        None,
+        [
+            Click(x=_px(100, 50)[0], y=_px(100, 50)[1]),
+            TypeText(text="wireless mouse"),
+            Hotkey(keys=("Enter",)),
+        ],
+        [
+            MouseClick(x=_px(100, 50)[0], y=_px(100, 50)[1]),
+            KeyboardType(text="wireless mouse"),
+            KeyboardPress(key="Enter"),
+        ],
+    ),
     ("type_no_coordinate.txt", None, [Wait(seconds=0.0)], [Sleep(seconds=0.0)]),
-    ("visit_bare_domain.txt", None, [Goto(url="https://arxiv.org/abs/2401.00001")],
-     [PageGoto(url="https://arxiv.org/abs/2401.00001")]),
-    ("visit_with_space.txt", None, [Search(query="cheap flights to Oslo")],
-     [PageGoto(url=BING.format("cheap+flights+to+Oslo"))]),
+    (
+        "visit_bare_domain.txt",
+        None,
+        [Goto(url="https://arxiv.org/abs/2401.00001")],
+        [PageGoto(url="https://arxiv.org/abs/2401.00001")],
+    ),
+    (
+        "visit_with_space.txt",
+        None,
+        [Search(query="cheap flights to Oslo")],
+        [PageGoto(url=BING.format("cheap+flights+to+Oslo"))],
+    ),
     ("wait_duration.txt", None, [Wait(seconds=2.0)], [Sleep(seconds=2.0)]),
     ("wait_default.txt", None, [Wait(seconds=3.0)], [Sleep(seconds=3.0)]),
     ("hover.txt", None, [Move(x=0.0, y=900.0)], [MouseMove(x=0.0, y=900.0)]),
     ("stop_no_thoughts.txt", "", [Finish(answer="")], []),
-    ("two_calls.txt", None, [Scroll(direction="up", amount=400, unit="px")],
-     [MouseWheel(dx=0.0, dy=-400.0)]),
+    (
+        "two_calls.txt",
+        None,
+        [Scroll(direction="up", amount=400, unit="px")],
+        [MouseWheel(dx=0.0, dy=-400.0)],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "thought", "actions", "ops"), CASES, ids=[c[0] for c in CASES])
-def test_reply(fara: Fara7bAgent, name: str, thought: str | None, actions: list[object],
-               ops: list[object]) -> None:
+def test_reply(
+    fara: Fara7bAgent, name: str, thought: str | None, actions: list[object], ops: list[object]
+) -> None:
     text = _read(name)
     parsed = fara.parse(text, VIEW)
     assert _bare(parsed) == actions

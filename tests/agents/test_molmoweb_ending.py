@@ -52,8 +52,13 @@ def test_answer_message_ends_with_the_text_after_the_tag(agent: MolmoWebAgent) -
 def test_exit_ends_with_the_last_answer_given_before(tmp_path: Path) -> None:
     patient = make_agent("molmoweb", end_on_answer=False)
     assert isinstance(patient, MolmoWebAgent)
-    endings = run(patient, say("[ANSWER] first"), say("[ANSWER] second"), click("check"),
-                  say("[EXIT]", "done"))
+    endings = run(
+        patient,
+        say("[ANSWER] first"),
+        say("[ANSWER] second"),
+        click("check"),
+        say("[EXIT]", "done"),
+    )
     assert endings[:3] == [None, None, None]
     assert endings[3] == Ending("finished", "send_msg_to_user:[EXIT]", "second")
 
@@ -64,8 +69,9 @@ def test_exit_without_answer_takes_the_last_plain_message(agent: MolmoWebAgent) 
 
 
 def test_exit_without_messages_takes_the_last_thought(agent: MolmoWebAgent) -> None:
-    endings = run(agent, click("first thought"), click("the last thought"), click(""),
-                  say("[EXIT]"))
+    endings = run(
+        agent, click("first thought"), click("the last thought"), click(""), say("[EXIT]")
+    )
     assert endings[-1] == Ending("finished", "send_msg_to_user:[EXIT]", "the last thought")
 
 
@@ -75,7 +81,8 @@ def test_exit_with_nothing_said_has_no_answer(agent: MolmoWebAgent) -> None:
 
 def test_an_empty_answer_is_an_answer(agent: MolmoWebAgent) -> None:
     assert run(agent, say("[ANSWER] ", "thinking"))[-1] == Ending(
-        "finished", "send_msg_to_user:[ANSWER]", "")
+        "finished", "send_msg_to_user:[ANSWER]", ""
+    )
 
 
 def test_answer_tag_inside_a_message_counts_as_the_benchmark_reads_it(tmp_path: Path) -> None:
@@ -87,13 +94,16 @@ def test_answer_tag_inside_a_message_counts_as_the_benchmark_reads_it(tmp_path: 
     assert endings == [None, Ending("finished", "send_msg_to_user:[EXIT]", "ER] 7")]
 
 
-@pytest.mark.parametrize("text", [
-    say("Working on it."),
-    json.dumps({"name": "report_infeasible", "infeasibility_reason": "blocked"}),
-    json.dumps({"name": "keyboard_press", "key": "PageUp"}),
-    json.dumps({"name": "zoom"}),
-    click("no end"),
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        say("Working on it."),
+        json.dumps({"name": "report_infeasible", "infeasibility_reason": "blocked"}),
+        json.dumps({"name": "keyboard_press", "key": "PageUp"}),
+        json.dumps({"name": "zoom"}),
+        click("no end"),
+    ],
+)
 def test_other_steps_do_not_end_the_episode(agent: MolmoWebAgent, text: str) -> None:
     assert run(agent, text) == [None]
 
@@ -107,4 +117,5 @@ def test_parsed_actions_alone_are_enough_to_end(agent: MolmoWebAgent) -> None:
     shot = ImagePart(sha256="0" * 64)
     history = [PastStep(Observation(0, shot, ""), "", message_step)]
     assert agent.ending(exit_step, history) == Ending(
-        "finished", "send_msg_to_user:[EXIT]", "it is 9")
+        "finished", "send_msg_to_user:[EXIT]", "it is 9"
+    )

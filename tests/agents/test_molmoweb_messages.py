@@ -21,19 +21,25 @@ from ownloop.store.events import ImagePart, Sampling, Task, TextPart
 
 pytestmark = pytest.mark.filterwarnings("ignore:molmoweb. no clone")
 
-TASK = Task(task_id="click-button-42", prompt="Click the button labelled OK.",
-            start_url="http://127.0.0.1:8000/miniwob/click-button.html?seed=42")
-GOAL = ("You are interacting with a web application at "
-        "http://127.0.0.1:8000/miniwob/click-button.html?seed=42. "
-        "Your task: Click the button labelled OK.")
+TASK = Task(
+    task_id="click-button-42",
+    prompt="Click the button labelled OK.",
+    start_url="http://127.0.0.1:8000/miniwob/click-button.html?seed=42",
+)
+GOAL = (
+    "You are interacting with a web application at "
+    "http://127.0.0.1:8000/miniwob/click-button.html?seed=42. "
+    "Your task: Click the button labelled OK."
+)
 
 
 def shot(step: int) -> ImagePart:
     return ImagePart(sha256=f"{step:064x}", width=1280, height=720)
 
 
-def now(step: int, url: str = "http://127.0.0.1:8000/p",
-        title: str = "Click Button") -> Observation:
+def now(
+    step: int, url: str = "http://127.0.0.1:8000/p", title: str = "Click Button"
+) -> Observation:
     return Observation(step, shot(step), url, title)
 
 
@@ -48,8 +54,9 @@ def past(agent_: MolmoWebAgent, step: int, response: str) -> PastStep:
 
 
 def click_reply(i: int) -> str:
-    return json.dumps({"thought": f"step {i}", "action": {"name": "click", "x": float(i),
-                                                          "y": 50.0}})
+    return json.dumps(
+        {"thought": f"step {i}", "action": {"name": "click", "x": float(i), "y": 50.0}}
+    )
 
 
 def test_defaults_follow_the_design(tmp_path: Path) -> None:
@@ -57,33 +64,47 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
     s = a.settings
     assert s.viewport == (1280, 720)
     assert s.sampling == Sampling(temperature=0.7, top_p=0.8, max_tokens=1024)
-    assert (s.images, s.calls_per_step, s.resample_temperature, s.stop_only) == (1, 2, None,
-                                                                                 False)
+    assert (s.images, s.calls_per_step, s.resample_temperature, s.stop_only) == (1, 2, None, False)
     assert (s.pause_s, s.error_retries, s.max_steps) == (0.0, 0, 40)
     assert a.options() == {
-        "viewport": "1280x720", "history": 10, "temperature": 0.7, "top_p": 0.8,
-        "max_tokens": 1024, "calls_per_step": 2, "end_on_answer": True, "image_first": True,
-        "system_message": "molmo_web_think", "noop_s": 5.0,
+        "viewport": "1280x720",
+        "history": 10,
+        "temperature": 0.7,
+        "top_p": 0.8,
+        "max_tokens": 1024,
+        "calls_per_step": 2,
+        "end_on_answer": True,
+        "image_first": True,
+        "system_message": "molmo_web_think",
+        "noop_s": 5.0,
         "resample_non_json": False,
         "honour_button": False,
     }
     assert (a.name, a.parser_name, a.parser_version, a.prompt_source) == (
-        "molmoweb", "molmoweb", "ownloop 1", "built-in")
+        "molmoweb",
+        "molmoweb",
+        "ownloop 1",
+        "built-in",
+    )
     # Recorded options make the same agent again (re-parse and replays rely on it).
     assert make_agent("molmoweb", **a.options()).options() == a.options()
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"history": 0}, "molmoweb: history must be a whole number >= 1, got 0"),
-    ({"top_p": 0}, "molmoweb: top_p must be a number > 0.0, got 0"),
-    ({"temperature": "hot"}, "molmoweb: temperature must be a number, got 'hot'"),
-    ({"end_on_answer": "yes"}, "molmoweb: end_on_answer must be true or false, got 'yes'"),
-    ({"viewport": "big"}, "molmoweb: viewport must look like 1280x800, got 'big'"),
-    ({"calls_per_step": 0}, "molmoweb: calls_per_step must be a whole number >= 1, got 0"),
-    ({"system_message": " "}, "molmoweb: system_message must be a word, e.g. molmo_web_think"),
-])
-def test_bad_options_are_one_line_errors(tmp_path: Path, options: dict[str, object],
-                                         message: str) -> None:
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"history": 0}, "molmoweb: history must be a whole number >= 1, got 0"),
+        ({"top_p": 0}, "molmoweb: top_p must be a number > 0.0, got 0"),
+        ({"temperature": "hot"}, "molmoweb: temperature must be a number, got 'hot'"),
+        ({"end_on_answer": "yes"}, "molmoweb: end_on_answer must be true or false, got 'yes'"),
+        ({"viewport": "big"}, "molmoweb: viewport must look like 1280x800, got 'big'"),
+        ({"calls_per_step": 0}, "molmoweb: calls_per_step must be a whole number >= 1, got 0"),
+        ({"system_message": " "}, "molmoweb: system_message must be a word, e.g. molmo_web_think"),
+    ],
+)
+def test_bad_options_are_one_line_errors(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
     with pytest.raises(OwnloopError) as caught:
         agent(tmp_path, **options)
     assert str(caught.value) == message
@@ -110,19 +131,33 @@ def test_image_first_false_puts_the_text_first(tmp_path: Path) -> None:
 def test_past_actions_are_the_model_dicts_in_python_repr(tmp_path: Path) -> None:
     a = agent(tmp_path)
     history = [
-        past(a, 0, '{"thought": "Click it.", "action": {"name": "click", "x": 81.4, "y": 6,'
-                   ' "button": "left", "click_type": "single"}}'),
-        past(a, 1, '{"thought": "Fill \\"it\'s\\".", "action": {"name": "gemini_type_text_at",'
-                   ' "x": 500, "y": 255, "text": "it\'s", "press_enter": false}}'),
+        past(
+            a,
+            0,
+            '{"thought": "Click it.", "action": {"name": "click", "x": 81.4, "y": 6,'
+            ' "button": "left", "click_type": "single"}}',
+        ),
+        past(
+            a,
+            1,
+            '{"thought": "Fill \\"it\'s\\".", "action": {"name": "gemini_type_text_at",'
+            ' "x": 500, "y": 255, "text": "it\'s", "press_enter": false}}',
+        ),
         past(a, 2, '{"name": "noop"}'),
-        past(a, 3, json.dumps({"thought": "Tell.", "action": {
-            "name": "send_msg_to_user", "msg": "x" * 1200}}, ensure_ascii=False)),
+        past(
+            a,
+            3,
+            json.dumps(
+                {"thought": "Tell.", "action": {"name": "send_msg_to_user", "msg": "x" * 1200}},
+                ensure_ascii=False,
+            ),
+        ),
     ]
     text = a.prompt(TASK, history, now(4))
     assert text.split("# PREVIOUS STEPS\n")[1].split("\n# CURRENTLY")[0] == (
         "## Step 1\nTHOUGHT: Click it.\n"
         "ACTION: {'name': 'click', 'x': 81.4, 'y': 6, 'button': 'left', 'click_type': 'single'}\n"
-        "## Step 2\nTHOUGHT: Fill \"it's\".\n"
+        '## Step 2\nTHOUGHT: Fill "it\'s".\n'
         "ACTION: {'name': 'gemini_type_text_at', 'x': 50.0, 'y': 25.5, 'text': \"it's\", "
         "'press_enter': False}\n"
         "## Step 3\nTHOUGHT: \nACTION: {'name': 'noop'}\n"
@@ -149,7 +184,10 @@ def test_history_option_shows_three_steps(tmp_path: Path) -> None:
     a = agent(tmp_path, history=3)
     text = a.prompt(TASK, [past(a, i, click_reply(i)) for i in range(5)], now(5))
     assert [ln for ln in text.splitlines() if ln.startswith("## Step")] == [
-        "## Step 3", "## Step 4", "## Step 5"]
+        "## Step 3",
+        "## Step 4",
+        "## Step 5",
+    ]
 
 
 def test_a_past_response_it_cannot_read_is_shown_as_the_released_agent_keeps_it(
@@ -239,9 +277,8 @@ def test_a_broken_released_template_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("molmoweb", released=_texts(str(tmp_path)))
     message = str(caught.value)
-    assert message.startswith(f"molmoweb: the prompt template in released:{module.resolve()} "
-                              "is not valid Jinja (")
+    assert message.startswith(
+        f"molmoweb: the prompt template in released:{module.resolve()} is not valid Jinja ("
+    )
     assert message.endswith("Point --released at an unmodified clone of allenai/molmoweb")
     assert "\n" not in message
-
-

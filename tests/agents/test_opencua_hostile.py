@@ -30,7 +30,8 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
     if event == "open" and args and args[0] == "<unknown>":
         return  # the parser looks for the source of a SyntaxError in "<unknown>" (never there)
     if event in ("exec", "open") or event.startswith(
-            ("os.system", "os.exec", "os.posix_spawn", "subprocess.", "os.spawn", "os.remove")):
+        ("os.system", "os.exec", "os.posix_spawn", "subprocess.", "os.spawn", "os.remove")
+    ):
         _watch.events.append(event)
 
 
@@ -87,7 +88,7 @@ def payloads(target: Path) -> list[str]:
         opener,
         f'exec("{opener}")',
         f'eval("{opener}")',
-        f"pyautogui.click(x=exec(\"{opener}\"), y=1)",
+        f'pyautogui.click(x=exec("{opener}"), y=1)',
         f"pyautogui.write(message=open('{target}', 'w'))",
         f"from os import system\nsystem('touch {target}')",
         f"pyautogui.__class__.__init__.__globals__['os'].system('touch {target}')",
@@ -103,8 +104,9 @@ def payloads(target: Path) -> list[str]:
     ]
 
 
-def test_payloads_that_would_create_a_file_create_nothing(agent: OpenCuaAgent,
-                                                          tmp_path: Path) -> None:
+def test_payloads_that_would_create_a_file_create_nothing(
+    agent: OpenCuaAgent, tmp_path: Path
+) -> None:
     target = tmp_path / "pwned"
     for code in payloads(target):
         with watching() as events:
@@ -114,41 +116,45 @@ def test_payloads_that_would_create_a_file_create_nothing(agent: OpenCuaAgent,
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(("code", "reason"), [
-    ("import os", "import os is not allowed"),
-    ("import subprocess, pyautogui", "import subprocess is not allowed"),
-    ("pyautogui.position()", "pyautogui.position() is not allowed"),
-    ("os.getcwd()", "attribute access is allowed only on pyautogui, computer and time"),
-    ("pyautogui.click.__call__(1, 2)", "dunder names are not allowed"),
-    ("pyautogui.click.func(1, 2)", "attribute access is allowed only"),
-    ("pyautogui.__dict__", "the expression Attribute"),
-    ("pyautogui.__getattribute__('click')(1, 2)", "calling a Call is not allowed"),
-    ("pyautogui.__getattribute__('click')", "dunder names are not allowed"),
-    ("pyautogui.click(x=(lambda: 1)(), y=2)", "arguments must be literal values"),
-    ("pyautogui.write(message=lambda: 1)", "lambdas are not allowed"),
-    ("pyautogui.write(message={x for x in 'ab'})", "comprehensions are not allowed"),
-    ("exec('1')", "calling exec() is not allowed"),
-    ("eval('1')", "calling eval() is not allowed"),
-    ("__import__('os')", "dunder names are not allowed"),
-    ("for _ in range(10**9):\n    pass", "literal values"),
-    ("for _ in range(1000000000):\n    pass", "a loop of 1000000000 turns is over the limit"),
-    ("for _ in range(100):\n    for _ in range(100):\n        pyautogui.press('a')",
-     "a loop inside a loop is not allowed"),
-    ("for _ in range(100):\n    pyautogui.press('a', presses=100)", "over 1000 actions"),
-    ("pyautogui.scroll(-10000000)", "over the limit of 200"),
-    ("pyautogui.click(x=1e999, y=2)", "out of range"),
-    ("pyautogui.click(x=10**400, y=2)", "literal values"),
-    ("time.sleep(3600)", "over 60 s of sleep"),
-    ("pyautogui.press('ctrl+c')", "unknown key"),
-    ("pyautogui.click(x=5, y=5, **{'button': 'left'})", "** arguments are not allowed"),
-    ("pyautogui.click(x=5, y=5, foo=1)", "has no argument 'foo'"),
-    ("while True:\n    pass", "a While statement is not allowed"),
-    ("x = 1", "a Assign statement is not allowed"),
-    ("def f():\n    pass", "a FunctionDef statement is not allowed"),
-    ("pyautogui.moveRel(10, 10)", "needs the pointer position"),
-])
-def test_hostile_code_is_refused_with_a_reason(agent: OpenCuaAgent, code: str,
-                                               reason: str) -> None:
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("import os", "import os is not allowed"),
+        ("import subprocess, pyautogui", "import subprocess is not allowed"),
+        ("pyautogui.position()", "pyautogui.position() is not allowed"),
+        ("os.getcwd()", "attribute access is allowed only on pyautogui, computer and time"),
+        ("pyautogui.click.__call__(1, 2)", "dunder names are not allowed"),
+        ("pyautogui.click.func(1, 2)", "attribute access is allowed only"),
+        ("pyautogui.__dict__", "the expression Attribute"),
+        ("pyautogui.__getattribute__('click')(1, 2)", "calling a Call is not allowed"),
+        ("pyautogui.__getattribute__('click')", "dunder names are not allowed"),
+        ("pyautogui.click(x=(lambda: 1)(), y=2)", "arguments must be literal values"),
+        ("pyautogui.write(message=lambda: 1)", "lambdas are not allowed"),
+        ("pyautogui.write(message={x for x in 'ab'})", "comprehensions are not allowed"),
+        ("exec('1')", "calling exec() is not allowed"),
+        ("eval('1')", "calling eval() is not allowed"),
+        ("__import__('os')", "dunder names are not allowed"),
+        ("for _ in range(10**9):\n    pass", "literal values"),
+        ("for _ in range(1000000000):\n    pass", "a loop of 1000000000 turns is over the limit"),
+        (
+            "for _ in range(100):\n    for _ in range(100):\n        pyautogui.press('a')",
+            "a loop inside a loop is not allowed",
+        ),
+        ("for _ in range(100):\n    pyautogui.press('a', presses=100)", "over 1000 actions"),
+        ("pyautogui.scroll(-10000000)", "over the limit of 200"),
+        ("pyautogui.click(x=1e999, y=2)", "out of range"),
+        ("pyautogui.click(x=10**400, y=2)", "literal values"),
+        ("time.sleep(3600)", "over 60 s of sleep"),
+        ("pyautogui.press('ctrl+c')", "unknown key"),
+        ("pyautogui.click(x=5, y=5, **{'button': 'left'})", "** arguments are not allowed"),
+        ("pyautogui.click(x=5, y=5, foo=1)", "has no argument 'foo'"),
+        ("while True:\n    pass", "a While statement is not allowed"),
+        ("x = 1", "a Assign statement is not allowed"),
+        ("def f():\n    pass", "a FunctionDef statement is not allowed"),
+        ("pyautogui.moveRel(10, 10)", "needs the pointer position"),
+    ],
+)
+def test_hostile_code_is_refused_with_a_reason(agent: OpenCuaAgent, code: str, reason: str) -> None:
     assert reason in rejected(agent, code)
 
 
@@ -185,12 +191,42 @@ def test_the_biggest_allowed_loop_is_quick(agent: OpenCuaAgent) -> None:
     assert time.monotonic() - began < 1.0
 
 
-text_pieces = st.sampled_from([
-    "## Thought:\n", "## Action:\n", "## Code:\n", "## Observation:\n", "```python\n", "```code\n",
-    "```", "\n", "pyautogui.click(x=1, y=2)", "pyautogui.", "click", "(", ")", "x=", "'", '"',
-    "computer.terminate(status='success')", "computer.wait()", "fail", "for _ in range(3):\n    ",
-    "import os", "time.sleep(1)", "-", "1e999", "[", "]", ",", "\\", "\x00", "é", "__", "lambda",
-])
+text_pieces = st.sampled_from(
+    [
+        "## Thought:\n",
+        "## Action:\n",
+        "## Code:\n",
+        "## Observation:\n",
+        "```python\n",
+        "```code\n",
+        "```",
+        "\n",
+        "pyautogui.click(x=1, y=2)",
+        "pyautogui.",
+        "click",
+        "(",
+        ")",
+        "x=",
+        "'",
+        '"',
+        "computer.terminate(status='success')",
+        "computer.wait()",
+        "fail",
+        "for _ in range(3):\n    ",
+        "import os",
+        "time.sleep(1)",
+        "-",
+        "1e999",
+        "[",
+        "]",
+        ",",
+        "\\",
+        "\x00",
+        "é",
+        "__",
+        "lambda",
+    ]
+)
 
 
 _AGENT = make_agent("opencua", pause=0)

@@ -22,10 +22,15 @@ def shot(step: int) -> ImagePart:
 
 
 def past(count: int) -> list[PastStep]:
-    return [PastStep(Observation(i + 1, shot(i + 1), "http://x/"),
-                     f"## Thought:\nt{i + 1}\n\n## Action:\nAction {i + 1}.\n\n## Code:\n"
-                     f"```python\npyautogui.click(x={i + 10}, y=5)\n```", Parsed())
-            for i in range(count)]
+    return [
+        PastStep(
+            Observation(i + 1, shot(i + 1), "http://x/"),
+            f"## Thought:\nt{i + 1}\n\n## Action:\nAction {i + 1}.\n\n## Code:\n"
+            f"```python\npyautogui.click(x={i + 10}, y=5)\n```",
+            Parsed(),
+        )
+        for i in range(count)
+    ]
 
 
 def agent(**options: object) -> OpenCuaAgent:
@@ -38,8 +43,10 @@ def layout(messages: tuple[Message, ...]) -> list[tuple[str, list[str]]]:
     """Each message as (role, its parts: 'img:<step>' or the text)."""
     out = []
     for message in messages:
-        parts = [f"img:{int(p.sha256, 16)}" if isinstance(p, ImagePart) else p.text
-                 for p in message.parts]  # type: ignore[union-attr]
+        parts = [
+            f"img:{int(p.sha256, 16)}" if isinstance(p, ImagePart) else p.text
+            for p in message.parts
+        ]  # type: ignore[union-attr]
         out.append((message.role, parts))
     return out
 
@@ -88,8 +95,10 @@ def test_images_option_and_one_image() -> None:
 @pytest.mark.parametrize("cot", ["l1", "l2", "l3"])
 def test_cot_levels_pick_their_system_prompt(cot: str) -> None:
     made = agent(cot=cot)
-    assert made.build_messages(TASK, [], Observation(1, shot(1), ""))[0].parts[0].text == \
-        BUILTIN[cot].system
+    assert (
+        made.build_messages(TASK, [], Observation(1, shot(1), ""))[0].parts[0].text
+        == BUILTIN[cot].system
+    )
     assert made.options()["cot"] == cot
 
 
@@ -110,9 +119,17 @@ def test_settings_follow_osworld() -> None:
     assert s.pause_s == 0.0 and make_agent("opencua").settings.pause_s == 5.0
 
 
-@pytest.mark.parametrize("options", [{"cot": "l4"}, {"images": 0}, {"pause": -1},
-                                     {"scroll_px": 0}, {"viewport": "big"},
-                                     {"fractions": "maybe"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"cot": "l4"},
+        {"images": 0},
+        {"pause": -1},
+        {"scroll_px": 0},
+        {"viewport": "big"},
+        {"fractions": "maybe"},
+    ],
+)
 def test_bad_options_are_one_line_errors(options: dict[str, object]) -> None:
     with pytest.raises(OwnloopError, match="^opencua: "):
         agent(**options)
@@ -150,8 +167,10 @@ def test_released_prompts_are_read_from_a_clone(tmp_path: Path) -> None:
     assert made.prompt_source == f"released:{module.resolve()}"
     got = layout(made.build_messages(TASK, past(1), Observation(2, shot(2), "")))
     assert got[0] == ("system", ['stand-in L2 {"name": "computer.terminate"}'])
-    assert got[-1] == ("user", ["img:2", f"# Task Instruction:\n{task_text(TASK)}\n\n"
-                                         "Stand-in request.\n"])
+    assert got[-1] == (
+        "user",
+        ["img:2", f"# Task Instruction:\n{task_text(TASK)}\n\nStand-in request.\n"],
+    )
     assert agent(released=str(tmp_path / "OSWorld"), cot="l3").texts.system == "stand-in L3"
 
 
@@ -160,8 +179,9 @@ def test_released_prompts_also_found_in_an_opencua_folder(tmp_path: Path) -> Non
     assert agent(released=str(tmp_path)).prompt_source == f"released:{module.resolve()}"
 
 
-def test_without_a_clone_the_prompt_is_built_in(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_clone_the_prompt_is_built_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OWNLOOP_PATH", str(tmp_path))
     made = agent()
     assert made.prompt_source == "built-in"

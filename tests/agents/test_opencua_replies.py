@@ -56,46 +56,95 @@ def plain(actions: tuple[Action, ...]) -> list[dict[str, object]]:
 
 
 EXPECTED: dict[str, tuple[Action, ...]] = {
-    "click_search": (Click(x=640.0, y=110.0, model_x=644.0, model_y=112.0,
-                           raw="pyautogui.click(x=644, y=112)"),),
-    "write_press": (TypeText(text="wireless mouse",
-                             raw="pyautogui.write(message='wireless mouse')"),
-                    Hotkey(keys=("enter",), raw="pyautogui.press('enter')")),
+    "click_search": (
+        Click(x=640.0, y=110.0, model_x=644.0, model_y=112.0, raw="pyautogui.click(x=644, y=112)"),
+    ),
+    "write_press": (
+        TypeText(text="wireless mouse", raw="pyautogui.write(message='wireless mouse')"),
+        Hotkey(keys=("enter",), raw="pyautogui.press('enter')"),
+    ),
     "scroll_down": (Scroll(direction="down", amount=5.0, raw="pyautogui.scroll(-5)"),),
-    "terminate_success": (Finish(
-        answer="The item is in the cart; the task is complete.\n\nTerminate with success.",
-        raw="computer.terminate(status='success')"),),
-    "terminate_answer": (Finish(
-        answer="42 apples",
-        raw="computer.terminate(status=\"success\", answer='''42 apples''')"),),
-    "terminate_failure": (Fail(reason="The page does not exist.\n\nGive up.",
-                               raw="computer.terminate(status='failure')"),),
+    "terminate_success": (
+        Finish(
+            answer="The item is in the cart; the task is complete.\n\nTerminate with success.",
+            raw="computer.terminate(status='success')",
+        ),
+    ),
+    "terminate_answer": (
+        Finish(
+            answer="42 apples", raw="computer.terminate(status=\"success\", answer='''42 apples''')"
+        ),
+    ),
+    "terminate_failure": (
+        Fail(
+            reason="The page does not exist.\n\nGive up.",
+            raw="computer.terminate(status='failure')",
+        ),
+    ),
     # OSWorld's rule looks at the code block only: "failed" in the thought does not matter...
-    "terminate_fail_in_thought": (Finish(answer="Done, nothing failed.\n\nFinish.",
-                                         raw="computer.terminate(status='success')"),),
+    "terminate_fail_in_thought": (
+        Finish(
+            answer="Done, nothing failed.\n\nFinish.", raw="computer.terminate(status='success')"
+        ),
+    ),
     # ...but in the block it does, even inside the answer (a documented OSWorld quirk).
-    "terminate_fail_in_answer": (Fail(
-        reason="the upload failed",
-        raw="computer.terminate(status='success', answer='the upload failed')"),),
-    "l3_drag": (Move(x=298.0, y=494.0, model_x=300.0, model_y=500.0,
-                     raw="pyautogui.moveTo(x=300, y=500)"),
-                Drag(x=298.0, y=494.0, x2=894.0, y2=494.0, model_x2=900.0, model_y2=500.0,
-                     raw="pyautogui.dragTo(x=900, y=500, button='left')")),
+    "terminate_fail_in_answer": (
+        Fail(
+            reason="the upload failed",
+            raw="computer.terminate(status='success', answer='the upload failed')",
+        ),
+    ),
+    "l3_drag": (
+        Move(x=298.0, y=494.0, model_x=300.0, model_y=500.0, raw="pyautogui.moveTo(x=300, y=500)"),
+        Drag(
+            x=298.0,
+            y=494.0,
+            x2=894.0,
+            y2=494.0,
+            model_x2=900.0,
+            model_y2=500.0,
+            raw="pyautogui.dragTo(x=900, y=500, button='left')",
+        ),
+    ),
     "l1_hotkey_keys": (Hotkey(keys=("ctrl", "a"), raw="pyautogui.hotkey(keys=['ctrl', 'a'])"),),
     "wait": (Wait(seconds=5.0, raw="computer.wait()"),),
-    "triple_click": (Click(x=960.0, y=540.0, count=3, model_x=966.0, model_y=546.0,
-                           raw="computer.triple_click(x=966, y=546)"),),
-    "loop_press": (Hotkey(keys=("down",), raw="pyautogui.press(keys=['down'])"),
-                   Wait(seconds=0.5, raw="time.sleep(0.5)")) * 3,
+    "triple_click": (
+        Click(
+            x=960.0,
+            y=540.0,
+            count=3,
+            model_x=966.0,
+            model_y=546.0,
+            raw="computer.triple_click(x=966, y=546)",
+        ),
+    ),
+    "loop_press": (
+        Hotkey(keys=("down",), raw="pyautogui.press(keys=['down'])"),
+        Wait(seconds=0.5, raw="time.sleep(0.5)"),
+    )
+    * 3,
     "rejected_import": (
         Click(x=960.0, y=540.0, model_x=966.0, model_y=546.0, raw="pyautogui.click(x=966, y=546)"),
-        Rejected(reason="line 2: import os is not allowed (only import pyautogui and import time)",
-                 raw="import os")),
-    "keyword_variants": (TypeText(text="hello", raw="pyautogui.typewrite(text='hello')"),
-                         Hotkey(keys=("tab",), raw="pyautogui.press(key='tab')"),
-                         Hotkey(keys=("ctrl", "s"), raw="pyautogui.hotkey(key1='ctrl', key2='s')")),
-    "two_blocks": (Click(x=1920.0, y=1080.0, button="right", model_x=1932.0, model_y=1092.0,
-                         raw="pyautogui.rightClick(x=1932, y=1092)"),),
+        Rejected(
+            reason="line 2: import os is not allowed (only import pyautogui and import time)",
+            raw="import os",
+        ),
+    ),
+    "keyword_variants": (
+        TypeText(text="hello", raw="pyautogui.typewrite(text='hello')"),
+        Hotkey(keys=("tab",), raw="pyautogui.press(key='tab')"),
+        Hotkey(keys=("ctrl", "s"), raw="pyautogui.hotkey(key1='ctrl', key2='s')"),
+    ),
+    "two_blocks": (
+        Click(
+            x=1920.0,
+            y=1080.0,
+            button="right",
+            model_x=1932.0,
+            model_y=1092.0,
+            raw="pyautogui.rightClick(x=1932, y=1092)",
+        ),
+    ),
 }
 
 ERRORS = {
@@ -136,7 +185,8 @@ def test_the_grounding_readme_code_maps_to_the_page(agent: OpenCuaAgent) -> None
 
 def test_thought_and_sections(agent: OpenCuaAgent) -> None:
     assert agent.parse(read("click_search"), SIZE).thought == (
-        "The search page is open and the input is empty. I should focus it first.")
+        "The search page is open and the input is empty. I should focus it first."
+    )
     assert agent.parse(read("l3_drag"), SIZE).thought == "Drag the handle right."
     assert agent.parse(read("l1_hotkey_keys"), SIZE).thought == ""
 
@@ -156,11 +206,15 @@ OPS = [
     (Click(x=1.0, y=2.0, count=3), [MouseClick(x=1.0, y=2.0, click_count=3)]),
     (Click(x=1.0, y=2.0, button="middle"), [MouseClick(x=1.0, y=2.0, button="middle")]),
     (Move(x=3.0, y=4.0), [MouseMove(x=3.0, y=4.0)]),
-    (Drag(x=1.0, y=2.0, x2=3.0, y2=4.0),
-     [MouseMove(x=1.0, y=2.0), MouseDown(), MouseMove(x=3.0, y=4.0, steps=20), MouseUp()]),
+    (
+        Drag(x=1.0, y=2.0, x2=3.0, y2=4.0),
+        [MouseMove(x=1.0, y=2.0), MouseDown(), MouseMove(x=3.0, y=4.0, steps=20), MouseUp()],
+    ),
     (Scroll(direction="down", amount=2.0), [MouseWheel(dy=100.0), MouseWheel(dy=100.0)]),
-    (Scroll(direction="left", amount=1.0, x=5.0, y=6.0),
-     [MouseMove(x=5.0, y=6.0), MouseWheel(dx=-100.0)]),
+    (
+        Scroll(direction="left", amount=1.0, x=5.0, y=6.0),
+        [MouseMove(x=5.0, y=6.0), MouseWheel(dx=-100.0)],
+    ),
     (TypeText(text="hi\n"), [KeyboardType(text="hi"), KeyboardPress(key="Enter")]),
     (TypeText(text="a\\n"), [KeyboardType(text="a\\n")]),  # a literal backslash-n is typed
     (Hotkey(keys=("ctrl", "a")), [KeyboardPress(key="Control+a")]),

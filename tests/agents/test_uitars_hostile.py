@@ -21,8 +21,10 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
     # "exec" is raised by eval() and exec() (and by running any code object); the others by
     # every way of starting a process or a shell.
     if getattr(_watch, "events", None) is not None and (
-        event == "exec" or event.startswith(("os.system", "os.exec", "os.posix_spawn",
-                                             "subprocess.", "os.spawn", "os.startfile"))
+        event == "exec"
+        or event.startswith(
+            ("os.system", "os.exec", "os.posix_spawn", "subprocess.", "os.spawn", "os.startfile")
+        )
     ):
         _watch.events.append(event)
 
@@ -56,10 +58,10 @@ def _check(agent: UiTarsAgent, text: str) -> Parsed | None:
 def _payloads(target: Path) -> Iterator[str]:
     touch = f"__import__('os').system('touch {target}')"
     opener = f"open('{target}', 'w').write('x')"
-    for code in (touch, opener, f"exec(\"{opener}\")", f"eval(\"{opener}\")"):
+    for code in (touch, opener, f'exec("{opener}")', f'eval("{opener}")'):
         yield f"Action: click(start_box={code})"
         yield f"Action: click(start_box='{code}')"
-        yield f"Action: click(start_box=\"{code}\")"
+        yield f'Action: click(start_box="{code}")'
         yield f"Action: click(start_box='({code},1)')"
         yield f"Action: click(start_box='[{code}, 1, 2, 3]')"
         yield f"Action: {code}"
@@ -99,16 +101,77 @@ def test_hostile_text_is_typed_as_text_not_run(uitars: UiTarsAgent, tmp_path: Pa
 
 # ---------------------------------------------------------------- property tests
 
-_FRAGMENTS = st.sampled_from([
-    "Thought: ", "Reflection: ", "Action_Summary: ", "Action: ", "Action:", "\n", "\n\n", ")\n\n",
-    "click(", "left_double(", "right_single(", "hover(", "drag(", "select(", "hotkey(", "press(",
-    "keydown(", "keyup(", "release(", "type(", "scroll(", "wait(", "finished(", "call_user(",
-    "open_app(", "start_box=", "end_box=", "point=", "start_point=", "end_point=", "key=",
-    "content=", "direction=", "'", '"', "(", ")", "[", "]", ",", " ", "<point>", "</point>",
-    "<|box_start|>", "<|box_end|>", "1", "644", "-3", "1e308", "1e999", "nan", "inf", "0.5",
-    "'(644,406)'", "'[1, 2, 3, 4]'", "'ctrl c'", "'down'", "'\\n'", "\\", "\\'", "__import__",
-    "需要", "[EOS]", "**", "lambda: 0", "\x00", "\r\n",
-])
+_FRAGMENTS = st.sampled_from(
+    [
+        "Thought: ",
+        "Reflection: ",
+        "Action_Summary: ",
+        "Action: ",
+        "Action:",
+        "\n",
+        "\n\n",
+        ")\n\n",
+        "click(",
+        "left_double(",
+        "right_single(",
+        "hover(",
+        "drag(",
+        "select(",
+        "hotkey(",
+        "press(",
+        "keydown(",
+        "keyup(",
+        "release(",
+        "type(",
+        "scroll(",
+        "wait(",
+        "finished(",
+        "call_user(",
+        "open_app(",
+        "start_box=",
+        "end_box=",
+        "point=",
+        "start_point=",
+        "end_point=",
+        "key=",
+        "content=",
+        "direction=",
+        "'",
+        '"',
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        " ",
+        "<point>",
+        "</point>",
+        "<|box_start|>",
+        "<|box_end|>",
+        "1",
+        "644",
+        "-3",
+        "1e308",
+        "1e999",
+        "nan",
+        "inf",
+        "0.5",
+        "'(644,406)'",
+        "'[1, 2, 3, 4]'",
+        "'ctrl c'",
+        "'down'",
+        "'\\n'",
+        "\\",
+        "\\'",
+        "__import__",
+        "需要",
+        "[EOS]",
+        "**",
+        "lambda: 0",
+        "\x00",
+        "\r\n",
+    ]
+)
 
 
 @settings(max_examples=200, deadline=None)

@@ -104,8 +104,9 @@ def test_agents_patch_nothing_and_set_no_warning_filter() -> None:
         "agents = [make_agent(name) for name in AGENTS]\n"
         "print(warnings.filters == before, 'print' in vars(package))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert result.stdout.split() == ["True", "False"]
 
 
@@ -156,7 +157,10 @@ def test_python_dash_o_still_requires_action_and_the_command_keeps_warnings_quie
     )
     result = subprocess.run(
         [sys.executable, "-O", "-W", "default", "-c", code],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     assert result.stdout.splitlines()[-3:] == [
         "refused: no 'Action:' in the response",

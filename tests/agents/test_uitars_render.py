@@ -96,8 +96,9 @@ def pointer_actions(draw: st.DrawFn) -> tuple[tuple[int, int], Action]:
     elif kind == "move":
         action = Move(x=x, y=y)
     elif kind == "scroll":
-        action = Scroll(direction=draw(st.sampled_from(["up", "down", "left", "right"])),
-                        amount=5.0, x=x, y=y)
+        action = Scroll(
+            direction=draw(st.sampled_from(["up", "down", "left", "right"])), amount=5.0, x=x, y=y
+        )
     else:
         button, count = {"click": ("left", 1), "double": ("left", 2), "right": ("right", 1)}[kind]
         action = Click(x=x, y=y, button=button, count=count)  # type: ignore[arg-type]
@@ -134,19 +135,44 @@ def test_any_text_round_trips_through_type_and_finished(text: str) -> None:
     assert finished == Finish(answer=kept or None, raw=finished.raw)
 
 
-_THOUGHT = st.text(
-    alphabet=st.characters(categories=["L", "N", "Zs"], include_characters=".,!?'()-\n"),
-    max_size=60,
-).map(str.strip).filter(lambda t: t and "point" not in t)
+_THOUGHT = (
+    st.text(
+        alphabet=st.characters(categories=["L", "N", "Zs"], include_characters=".,!?'()-\n"),
+        max_size=60,
+    )
+    .map(str.strip)
+    .filter(lambda t: t and "point" not in t)
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(_THOUGHT, st.lists(st.sampled_from(["ctrl", "shift", "alt", "a", "enter", "f5", "pagedown",
-                                           "esc", "tab", "space", "1", "/"]), min_size=1,
-                          max_size=3))
+@given(
+    _THOUGHT,
+    st.lists(
+        st.sampled_from(
+            [
+                "ctrl",
+                "shift",
+                "alt",
+                "a",
+                "enter",
+                "f5",
+                "pagedown",
+                "esc",
+                "tab",
+                "space",
+                "1",
+                "/",
+            ]
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
 def test_thoughts_and_keys_round_trip(thought: str, keys: list[str]) -> None:
-    parsed = AGENT.parse(AGENT.render(thought, [Hotkey(keys=tuple(keys))], (1280, 800)),
-                         (1280, 800))
+    parsed = AGENT.parse(
+        AGENT.render(thought, [Hotkey(keys=tuple(keys))], (1280, 800)), (1280, 800)
+    )
     assert parsed.thought == thought
     assert [msgspec.structs.replace(a, raw="") for a in parsed.actions] == [
         Hotkey(keys=tuple(keys))

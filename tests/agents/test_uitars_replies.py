@@ -49,8 +49,9 @@ def click(mx: float, my: float, **kw: object) -> Click:
 
 def drag(a: tuple[int, int], b: tuple[int, int]) -> Drag:
     end = px(*b)
-    return Drag(**px(*a), x2=end["x"], y2=end["y"], model_x2=end["model_x"],
-                model_y2=end["model_y"])
+    return Drag(
+        **px(*a), x2=end["x"], y2=end["y"], model_x2=end["model_x"], model_y2=end["model_y"]
+    )
 
 
 def scroll(direction: str, at: tuple[int, int] | None = None) -> Scroll:

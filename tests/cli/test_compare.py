@@ -41,14 +41,23 @@ def two_runs(store: Store, record_session: Callable[..., str]) -> Store:  # noqa
         for run, outcomes in zip(("A", "B"), sides, strict=True):
             for repeat, passed in enumerate(outcomes, start=1):
                 hits = _B_HITS.get((task, repeat), _A_HITS) if run == "B" else _A_HITS
-                record_session(f"{run}-{task}-{repeat}", run_id=run, task=task, repeat=repeat,
-                               counted=True, score=float(passed), hits=hits, t=t)
+                record_session(
+                    f"{run}-{task}-{repeat}",
+                    run_id=run,
+                    task=task,
+                    repeat=repeat,
+                    counted=True,
+                    score=float(passed),
+                    hits=hits,
+                    t=t,
+                )
                 t += 10
     return store
 
 
 def test_compare_pairs_tasks_and_finds_each_flip_and_its_first_divergent_step(
-        two_runs: Store) -> None:
+    two_runs: Store,
+) -> None:
     result = compare_runs(two_runs, "A", "B")
     assert [t.task_id for t in result.flipped] == ["t2", "t4", "t5"]
     assert (result.only_a, result.only_b) == (2, 1)
@@ -71,7 +80,8 @@ def test_compare_pairs_tasks_and_finds_each_flip_and_its_first_divergent_step(
     assert (t4.rejoined, t4.same_before) == ((2, 3), 1)
     assert t4.line() == (
         "first divergent step B step 2 has no counterpart in A: click button#help 'HELP' "
-        "[role=button]; they agree again from A step 2 / B step 3 (A-t4-1 vs B-t4-2)")
+        "[role=button]; they agree again from A step 2 / B step 3 (A-t4-1 vs B-t4-2)"
+    )
     # same steps, different outcome
     assert (t5.step_a, t5.step_b, t5.same_before) == (None, None, 3)
     assert "only the outcome differs" in t5.line()
@@ -83,13 +93,15 @@ def test_a_run_without_graded_sessions_is_a_one_line_error(two_runs: Store) -> N
     assert result.exit_code == 1
     assert result.output == (
         f"Error: run 'nope' has no graded scored sessions in {two_runs.root}. List runs with: "
-        f"ownloop --store {two_runs.root} sql \"select run_id, sessions from runs\"\n")
+        f'ownloop --store {two_runs.root} sql "select run_id, sessions from runs"\n'
+    )
 
 
 def test_compare_formats(two_runs: Store) -> None:
     def run(*args: str) -> str:
-        result = CliRunner().invoke(cli, ["--store", str(two_runs.root), "compare", "A", "B",
-                                          *args])
+        result = CliRunner().invoke(
+            cli, ["--store", str(two_runs.root), "compare", "A", "B", *args]
+        )
         assert result.exit_code == 0, result.output
         return result.output
 
@@ -106,13 +118,17 @@ def test_compare_formats(two_runs: Store) -> None:
 
 
 def test_fail_if_worse_trips_only_when_b_is_confidently_worse(
-        store: Store, record_session: Callable[..., str]) -> None:  # noqa: F811
+    store: Store,  # noqa: F811 - the fixtures imported above
+    record_session: Callable[..., str],  # noqa: F811
+) -> None:
     # A passes all 8 tasks, B fails all: B - A = -1 in every replicate
     for number in range(8):
-        record_session(f"a{number}", run_id="A", task=f"t{number}", counted=True, score=1.0,
-                       t=number)
-        record_session(f"b{number}", run_id="B", task=f"t{number}", counted=True, score=0.0,
-                       t=number + 100)
+        record_session(
+            f"a{number}", run_id="A", task=f"t{number}", counted=True, score=1.0, t=number
+        )
+        record_session(
+            f"b{number}", run_id="B", task=f"t{number}", counted=True, score=0.0, t=number + 100
+        )
     base = ["--store", str(store.root), "compare"]
     worse = CliRunner().invoke(cli, [*base, "A", "B", "--fail-if-worse", "0.1"])
     assert worse.exit_code == 1
@@ -122,8 +138,20 @@ def test_fail_if_worse_trips_only_when_b_is_confidently_worse(
 
 
 def test_compare_through_the_real_cli(two_runs: Store, tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "ownloop", "--store", str(two_runs.root), "compare", "A", "B",
-            "--format", "json", "--fail-if-worse", "0.9"]
+    argv = [
+        sys.executable,
+        "-m",
+        "ownloop",
+        "--store",
+        str(two_runs.root),
+        "compare",
+        "A",
+        "B",
+        "--format",
+        "json",
+        "--fail-if-worse",
+        "0.9",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["flipped"] == ["t2", "t4", "t5"]

@@ -24,8 +24,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ownloop", *args, "--store", str(store)],
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ownloop", *args, "--store", str(store)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +38,32 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = tmp_path_factory.mktemp("targets") / "store"
     with make_server("miniwob", "uitars") as url:
         done = subprocess.run(
-            [sys.executable, "-m", "ownloop", "--store", str(root), "record", "uitars",
-             "--suite", "miniwob:click-button,enter-text", "--endpoint", url, "--model",
-             "expert", "--run", "r1", "--settle", "0.1", "--workers", "2"],
-            capture_output=True, text=True, timeout=300, check=False)
+            [
+                sys.executable,
+                "-m",
+                "ownloop",
+                "--store",
+                str(root),
+                "record",
+                "uitars",
+                "--suite",
+                "miniwob:click-button,enter-text",
+                "--endpoint",
+                url,
+                "--model",
+                "expert",
+                "--run",
+                "r1",
+                "--settle",
+                "0.1",
+                "--workers",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     assert done.returncode == 0 and "2 finished" in done.stdout, done.stdout + done.stderr
     yield root
 
@@ -48,9 +75,15 @@ def store(recorded: Path, tmp_path: Path) -> Path:
 
 
 def _recorded_id(store: Path, task: str) -> str:
-    rows = open_store(store).sql(
-        "select session_id from sessions where starts_with(task_id, $t) and run_id = 'r1' "
-        "and parent_session_id is null", {"t": task + "-"}).rows
+    rows = (
+        open_store(store)
+        .sql(
+            "select session_id from sessions where starts_with(task_id, $t) and run_id = 'r1' "
+            "and parent_session_id is null",
+            {"t": task + "-"},
+        )
+        .rows
+    )
     assert len(rows) == 1
     return str(rows[0][0])
 
@@ -63,8 +96,9 @@ def _shown(store: Path, *args: str) -> str:
 
 def test_a_task_id_is_its_latest_recorded_session(store: Path, tmp_path: Path) -> None:
     parent = _recorded_id(store, "click-button")
-    replayed = ownloop(store, "replay", "click-button", "--execute", "ops", "--settle", "0.1",
-                       "--format", "json")
+    replayed = ownloop(
+        store, "replay", "click-button", "--execute", "ops", "--settle", "0.1", "--format", "json"
+    )
     assert replayed.returncode == 0, replayed.stderr
     child = json.loads(replayed.stdout)["child"]["session_id"]
     assert json.loads(replayed.stdout)["parent"]["session_id"] == parent
@@ -73,8 +107,7 @@ def test_a_task_id_is_its_latest_recorded_session(store: Path, tmp_path: Path) -
     # an imported copy of the run, newer than r1, is not what the bare task id means
     exported = ownloop(store, "export", "--run", "r1", "--out", str(tmp_path / "out"))
     assert exported.returncode == 0, exported.stderr
-    imported = ownloop(store, "import", str(tmp_path / "out"), "--agent", "uitars", "--run",
-                       "copy")
+    imported = ownloop(store, "import", str(tmp_path / "out"), "--agent", "uitars", "--run", "copy")
     assert imported.returncode == 0, imported.stderr
     assert _shown(store, "click-button") == parent
     copy = _shown(store, "click-button", "--run", "copy")
@@ -91,8 +124,13 @@ def test_re_executing_an_ops_replay_names_its_parent(store: Path) -> None:
     child = replayed.stdout.splitlines()[0].rsplit(" ", 1)[1]
     hint = replayed.stdout.splitlines()[-1].removeprefix("query: ")
     assert hint.startswith(f"ownloop --store {store} sql ")
-    pasted = subprocess.run([sys.executable, "-m", "ownloop", *shlex.split(hint)[1:]],
-                            capture_output=True, text=True, timeout=120, check=False)
+    pasted = subprocess.run(
+        [sys.executable, "-m", "ownloop", *shlex.split(hint)[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert pasted.returncode == 0 and child in pasted.stdout, pasted.stderr
     for mode, what in (("actions", "actions"), ("responses", "model responses")):
         refused = ownloop(store, "replay", child, "--execute", mode)
@@ -100,12 +138,16 @@ def test_re_executing_an_ops_replay_names_its_parent(store: Path) -> None:
         assert refused.stderr == (
             f"Error: session {child} is an ops replay of {parent} and has no recorded {what} to "
             f"re-execute. Replay its parent: ownloop --store {store} replay {parent} --execute "
-            f"{mode}\n")
-    rows = ownloop(store, "replay", parent, "--execute", "actions", "--settle", "0.1",
-                   "--format", "csv")
+            f"{mode}\n"
+        )
+    rows = ownloop(
+        store, "replay", parent, "--execute", "actions", "--settle", "0.1", "--format", "csv"
+    )
     assert rows.returncode == 0, rows.stderr
     lines = rows.stdout.splitlines()
-    assert lines[0] == ("session_id,step,diverged,screenshot_identical,pixel_diff,url_equal,"
-                        "element_equal,actions")
-    assert len(lines) == 1 + len(open_store(store).sql(
-        "select step from steps where session_id = $s", {"s": parent}).rows)
+    assert lines[0] == (
+        "session_id,step,diverged,screenshot_identical,pixel_diff,url_equal,element_equal,actions"
+    )
+    assert len(lines) == 1 + len(
+        open_store(store).sql("select step from steps where session_id = $s", {"s": parent}).rows
+    )

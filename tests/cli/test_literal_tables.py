@@ -42,10 +42,22 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     step = StepSpec(actions=[click()], thought=f"I see {ANSWER}", url="http://site.test/\x1b[2J")
     write_sessions(
         open_store(root),
-        SessionSpec(session_id="s-evil", task_id=TASK, run_id="r1", answer=ANSWER,
-                    steps=[step, StepSpec(actions=[finish(ANSWER)])]),
-        SessionSpec(session_id="s-other", task_id="task-2", run_id="r1", answer="fine",
-                    start=10.0, steps=[StepSpec(actions=[click()])]))
+        SessionSpec(
+            session_id="s-evil",
+            task_id=TASK,
+            run_id="r1",
+            answer=ANSWER,
+            steps=[step, StepSpec(actions=[finish(ANSWER)])],
+        ),
+        SessionSpec(
+            session_id="s-other",
+            task_id="task-2",
+            run_id="r1",
+            answer="fine",
+            start=10.0,
+            steps=[StepSpec(actions=[click()])],
+        ),
+    )
     return root
 
 
@@ -54,8 +66,14 @@ def _ownloop(store: Path, *args: str, color: bool = False, status: int = 0) -> s
     env.update(COLUMNS="400", LINES="100", TERM="xterm-256color")
     if color:
         env["FORCE_COLOR"] = "1"
-    done = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(store), *args],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert (done.returncode, done.stderr) == (status, ""), done.stderr
     return done.stdout
 
@@ -80,8 +98,9 @@ def test_a_piped_command_prints_recorded_text_literally(store: Path, args: list[
 
 
 @pytest.mark.parametrize("args", COMMANDS[:3], ids=[args[0] for args in COMMANDS[:3]])
-def test_a_styled_terminal_gets_no_link_and_no_foreign_sequence(store: Path,
-                                                                 args: list[str]) -> None:
+def test_a_styled_terminal_gets_no_link_and_no_foreign_sequence(
+    store: Path, args: list[str]
+) -> None:
     out = _ownloop(store, *args, color=True)
     assert "\x1b[" in out  # Rich did style its own table: the terminal path is the one tested
     assert "\x1b]8;" not in out  # no hyperlink

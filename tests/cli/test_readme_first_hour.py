@@ -10,14 +10,20 @@ import sys
 from pathlib import Path
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SHELL_LINES = [line for block in re.findall(r"```sh\n(.*?)```", README, re.DOTALL)
-               for line in block.splitlines()]
+SHELL_LINES = [
+    line
+    for block in re.findall(r"```sh\n(.*?)```", README, re.DOTALL)
+    for line in block.splitlines()
+]
 
 
 def test_every_glob_in_a_shell_line_is_quoted() -> None:
-    unquoted = [line for line in SHELL_LINES
-                if re.search(r"(?<!['\"\w])[\w:.,-]*\*[\w:.,*-]*(?!['\"\w])", line)
-                and not re.search(r"'[^']*\*[^']*'|\"[^\"]*\*[^\"]*\"", line)]
+    unquoted = [
+        line
+        for line in SHELL_LINES
+        if re.search(r"(?<!['\"\w])[\w:.,-]*\*[\w:.,*-]*(?!['\"\w])", line)
+        and not re.search(r"'[^']*\*[^']*'|\"[^\"]*\*[^\"]*\"", line)
+    ]
     assert unquoted == []
     assert "--suite 'miniwob:click-*'" in README
     assert not re.search(r"--suite miniwob:[^\s`']*\*", README)
@@ -35,9 +41,16 @@ def test_ownloop_chromium_and_limit_are_documented() -> None:
 
 def test_a_bad_ownloop_chromium_is_a_one_line_error(tmp_path: Path) -> None:
     env = {**os.environ, "OWNLOOP_CHROMIUM": str(tmp_path / "no-chromium")}
-    done = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(tmp_path / "s"),
-                           "demo", "--tasks", "1"], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(tmp_path / "s"), "demo", "--tasks", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1
-    assert done.stderr == (f"Error: no Chromium at {tmp_path / 'no-chromium'}. Set "
-                           "$OWNLOOP_CHROMIUM to a browser, or unset it\n")
+    assert done.stderr == (
+        f"Error: no Chromium at {tmp_path / 'no-chromium'}. Set "
+        "$OWNLOOP_CHROMIUM to a browser, or unset it\n"
+    )

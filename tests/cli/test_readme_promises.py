@@ -20,6 +20,8 @@ def test_every_command_is_in_the_commands_table() -> None:
 def test_ci_runs_the_readme_test_command_and_the_first_command_is_the_demo() -> None:
     first_screen = README.split("## ", 1)[0]
     commands = re.findall(r"^(\./setup\.sh.*?)\s+#", first_screen, flags=re.M)
-    assert commands == ["./setup.sh && .venv/bin/ownloop demo",
-                        "./setup.sh --test && .venv/bin/python -m pytest"]
+    assert commands == [
+        "./setup.sh && .venv/bin/ownloop demo",
+        "./setup.sh --test && .venv/bin/python -m pytest",
+    ]
     assert commands[1] in (ROOT / ".ci" / "run").read_text()

@@ -32,9 +32,23 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Three MiniWoB tasks recorded with the expert (about 20 s), run 'r1'."""
     root = tmp_path_factory.mktemp("recorded") / "store"
     with make_server("miniwob", "uitars") as url:
-        code, out = _run(root, "record", "uitars", "--suite", f"miniwob:{TASKS}", "--endpoint",
-                         url, "--model", "expert", "--run", "r1", "--settle", "0.1",
-                         "--workers", "2")
+        code, out = _run(
+            root,
+            "record",
+            "uitars",
+            "--suite",
+            f"miniwob:{TASKS}",
+            "--endpoint",
+            url,
+            "--model",
+            "expert",
+            "--run",
+            "r1",
+            "--settle",
+            "0.1",
+            "--workers",
+            "2",
+        )
     assert code == 0 and "3 finished" in out, out
     open_store(root).sync()
     yield root
@@ -60,9 +74,12 @@ def test_show_and_replay_print_the_recorded_thoughts_and_actions(store: Path) ->
     assert code == 0, out
     sid = _session_of(store, "enter-text")
     assert f"Session {sid}" in out
-    for thought, kind, text in _rows(store, "select s.thought, a.kind, a.text from steps s join "
-                                     f"actions a using (session_id, step) where session_id = "
-                                     f"'{sid}' order by step"):
+    for thought, kind, text in _rows(
+        store,
+        "select s.thought, a.kind, a.text from steps s join "
+        f"actions a using (session_id, step) where session_id = "
+        f"'{sid}' order by step",
+    ):
         assert f"Thought: {thought}" in out
         assert f"action 0: {kind}(" in out
         if text:
@@ -93,23 +110,36 @@ def test_regrade_with_a_stricter_grader_flips_and_is_idempotent(store: Path) -> 
     focus = _session_of(store, "focus-text")  # it answers nothing: the stricter grader fails it
     assert "passed before: 3   passed after: 2   flipped: 1" in out
     assert f"  {focus}  focus-text-" in out and "pass 1.00 -> fail 0.00" in out
-    after = _rows(store, "select session_id, passed, score, grader from sessions "
-                  "order by session_id")
+    after = _rows(
+        store, "select session_id, passed, score, grader from sessions order by session_id"
+    )
     assert [(s, p) for s, p, _, _ in after] == [(s, s != focus) for s, _ in before]
     grades = _rows(store, "select source, count(*) from grades group by all order by source")
     assert grades == [("record", 3), ("regrade", 3)]  # the old grades are kept
     code, out = _run(store, "regrade", "--run", "r1", "--grader", r"answer:regex:\S")
     assert code == 0 and "passed before: 2   passed after: 2   flipped: 0" in out
-    assert _rows(store, "select session_id, passed, score, grader from sessions "
-                 "order by session_id") == after
+    assert (
+        _rows(store, "select session_id, passed, score, grader from sessions order by session_id")
+        == after
+    )
 
 
 @pytest.mark.browser
 def test_regrade_with_graders_from_a_tasks_file(store: Path, tmp_path: Path) -> None:
     button = _rows(store, "select task_id from sessions where task_id like 'click-button-%'")[0][0]
     path = tmp_path / "tasks.json"
-    path.write_text(json.dumps([{"task_id": button, "prompt": "p", "start": "{BASE}/x",
-                                 "grader": "answer:exact:surely not"}]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "task_id": button,
+                    "prompt": "p",
+                    "start": "{BASE}/x",
+                    "grader": "answer:exact:surely not",
+                }
+            ]
+        )
+    )
     code, out = _run(store, "regrade", "--tasks", str(path))
     assert code == 0, out
     assert "regraded 1 of 3 sessions" in out and "flipped: 1" in out and button in out
@@ -120,8 +150,9 @@ def test_reparse_of_a_run_without_scrolls_changes_nothing(store: Path) -> None:
     steps = _rows(store, "select count(*) from steps")[0][0]
     code, out = _run(store, "replay", "--run", "r1", "--reparse", "-o", "notch_px=50")
     assert code == 0, out
-    assert out == (f"0 of {steps} steps changed (0 of {steps} responses) in 3 sessions; "
-                   "nothing was written\n")
+    assert out == (
+        f"0 of {steps} steps changed (0 of {steps} responses) in 3 sessions; nothing was written\n"
+    )
 
 
 @pytest.mark.browser
@@ -137,11 +168,15 @@ def test_bad_targets_are_one_line(store: Path) -> None:
     for command in (["show", "nope"], ["replay", "nope"], ["diff", "click-button", "nope"]):
         code, out = _run(store, *command)
         assert (code, out) == (
-            1, f"Error: no session or task 'nope' in {store}. List them with: ownloop --store "
-               f"{store} sessions\n")
+            1,
+            f"Error: no session or task 'nope' in {store}. List them with: ownloop --store "
+            f"{store} sessions\n",
+        )
     code, out = _run(store, "replay", "click-button", "--run", "r9")
-    assert out == (f"Error: no session or task 'click-button' in run 'r9' of {store}. "
-                   f"List them with: ownloop --store {store} sessions --run r9\n")
+    assert out == (
+        f"Error: no session or task 'click-button' in run 'r9' of {store}. "
+        f"List them with: ownloop --store {store} sessions --run r9\n"
+    )
 
 
 # ---------------------------------------------------------------- synthetic, no browser
@@ -150,8 +185,10 @@ def test_bad_targets_are_one_line(store: Path) -> None:
 @pytest.fixture
 def synthetic(tmp_path: Path) -> Path:
     store = open_store(tmp_path / "syn", fsync=False)
-    write_sessions(store, SessionSpec("s1", steps=(
-        StepSpec([click()]), StepSpec([scroll()]), StepSpec([finish()]))))
+    write_sessions(
+        store,
+        SessionSpec("s1", steps=(StepSpec([click()]), StepSpec([scroll()]), StepSpec([finish()]))),
+    )
     return store.root
 
 
@@ -160,8 +197,9 @@ def test_reparse_lists_exactly_the_changed_steps(synthetic: Path) -> None:
     assert code == 0, out
     lines = out.splitlines()
     assert lines[0] == "s1  task-1  step 2  call s1-2-1: actions and ops"
-    assert lines[-1] == ("1 of 3 steps changed (1 of 3 responses) in 1 sessions; "
-                         "nothing was written")
+    assert lines[-1] == (
+        "1 of 3 steps changed (1 of 3 responses) in 1 sessions; nothing was written"
+    )
     code, out = _run(synthetic, "replay", "s1", "--reparse", "--json", "-o", "notch_px=50")
     assert code == 0 and [c["step"] for c in json.loads(out)["changes"]] == [2]
 
@@ -171,15 +209,28 @@ def test_cli_errors_are_one_line(synthetic: Path) -> None:
     assert code == 1 and out.startswith("Error: agent 'uitars' has no option 'bogus'")
     assert out.count("\n") == 1
     code, out = _run(synthetic, "replay")
-    assert out == ("Error: give a TARGET: a session id or a task id. List them with: "
-                   f"ownloop --store {synthetic} sessions\n")
+    assert out == (
+        "Error: give a TARGET: a session id or a task id. List them with: "
+        f"ownloop --store {synthetic} sessions\n"
+    )
     code, out = _run(synthetic, "regrade", "--grader", "answer:nope:1")
     assert code == 1 and out.startswith("Error: bad grader spec") and out.count("\n") == 1
 
 
 def test_replay_declares_the_execute_options() -> None:
     code, out = _run(Path("unused"), "replay", "--help")
-    for option in ("--reparse", "--execute [ops|actions|responses]", "--fork-at", "--endpoint",
-                   "--model", "--api-key", "--settle", "--chromium", "-o, --agent-option",
-                   "--on-miss [stop|forward|force]", "--json", "--run"):
+    for option in (
+        "--reparse",
+        "--execute [ops|actions|responses]",
+        "--fork-at",
+        "--endpoint",
+        "--model",
+        "--api-key",
+        "--settle",
+        "--chromium",
+        "-o, --agent-option",
+        "--on-miss [stop|forward|force]",
+        "--json",
+        "--run",
+    ):
         assert option in out, option

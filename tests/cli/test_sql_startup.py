@@ -18,20 +18,34 @@ def _imported(store: Path, *args: str) -> tuple[str, set[str]]:
     """The output of ``ownloop sql`` run with ``-X importtime`` and the top-level packages that it
     imported."""
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "ownloop", "--store", str(store), "sql",
-         *args], capture_output=True, text=True, timeout=120)
+        [sys.executable, "-X", "importtime", "-m", "ownloop", "--store", str(store), "sql", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
-    packages = {line.split("|")[-1].strip().split(".")[0]
-                for line in result.stderr.splitlines() if line.startswith("import time:")}
+    packages = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     return result.stdout, packages
 
 
 def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) -> None:
     store = open_store(tmp_path, fsync=False)
     with store.stream() as stream:
-        stream.append([E.RunStarted(at=_AT, run_id="r1"), E.SessionStarted(
-            at=_AT, run_id="r1", session_id="s1",
-            task=E.Task(task_id="t", prompt="p", start_url="http://x/"))])
+        stream.append(
+            [
+                E.RunStarted(at=_AT, run_id="r1"),
+                E.SessionStarted(
+                    at=_AT,
+                    run_id="r1",
+                    session_id="s1",
+                    task=E.Task(task_id="t", prompt="p", start_url="http://x/"),
+                ),
+            ]
+        )
     store.sync()
     index = (tmp_path / "index.duckdb").stat().st_mtime_ns
     out, packages = _imported(tmp_path, "--format", "csv", "select session_id from sessions")
@@ -40,7 +54,15 @@ def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) 
     assert (tmp_path / "index.duckdb").stat().st_mtime_ns == index  # no sync wrote to it
     # New lines are ingested (with pyarrow) before the query sees them.
     with store.stream() as stream:
-        stream.append([E.SessionStarted(at=_AT, run_id="r1", session_id="s2",
-                                        task=E.Task(task_id="t", prompt="p", start_url="x"))])
+        stream.append(
+            [
+                E.SessionStarted(
+                    at=_AT,
+                    run_id="r1",
+                    session_id="s2",
+                    task=E.Task(task_id="t", prompt="p", start_url="x"),
+                )
+            ]
+        )
     out, _ = _imported(tmp_path, "--format", "csv", "select session_id from sessions order by 1")
     assert out.splitlines() == ["session_id", "s1", "s2"]

@@ -34,15 +34,17 @@ from tests.transfer.conftest import step_lines, summary, write_folder
 pytestmark = pytest.mark.filterwarnings("error")
 
 _AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-_FULL = ("is full. Free some space, then run the same command again (what is already recorded "
-         "is kept)")
+_FULL = (
+    "is full. Free some space, then run the same command again (what is already recorded is kept)"
+)
 
 
 def _noise_png(seed: int, size: tuple[int, int] = (160, 160)) -> bytes:
     """A PNG that does not compress (~75 KB): one screenshot that cannot fit a full disk."""
     rng = random.Random(seed)
-    image = Image.frombytes("RGB", size, bytes(rng.getrandbits(8) for _ in range(size[0] *
-                                                                                   size[1] * 3)))
+    image = Image.frombytes(
+        "RGB", size, bytes(rng.getrandbits(8) for _ in range(size[0] * size[1] * 3))
+    )
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()
@@ -53,30 +55,44 @@ def _make_store(root: Path) -> Path:
     store = open_store(root, fsync=False)
     sha = store.put_blob(b"not really a png")
     with store.stream("s1") as stream:
-        stream.append([
-            E.RunStarted(at=_AT, run_id="r1", agent="uitars", model="m"),
-            E.SessionStarted(at=_AT, run_id="r1", session_id="a", agent="uitars",
-                             task=E.Task(task_id="t", prompt="p", start_url="http://x/")),
-            E.ScreenshotTaken(at=_AT, run_id="r1", session_id="a", step=1, sha256=sha),
-            E.SessionEnded(at=_AT, run_id="r1", session_id="a", status="finished", steps=1,
-                           answer="41"),
-            E.SessionGraded(at=_AT, run_id="r1", session_id="a", grader="g", score=0.5),
-        ])
+        stream.append(
+            [
+                E.RunStarted(at=_AT, run_id="r1", agent="uitars", model="m"),
+                E.SessionStarted(
+                    at=_AT,
+                    run_id="r1",
+                    session_id="a",
+                    agent="uitars",
+                    task=E.Task(task_id="t", prompt="p", start_url="http://x/"),
+                ),
+                E.ScreenshotTaken(at=_AT, run_id="r1", session_id="a", step=1, sha256=sha),
+                E.SessionEnded(
+                    at=_AT, run_id="r1", session_id="a", status="finished", steps=1, answer="41"
+                ),
+                E.SessionGraded(at=_AT, run_id="r1", session_id="a", grader="g", score=0.5),
+            ]
+        )
     return root
 
 
 def _harness_folder(root: Path, screens: int = 3) -> Path:
     """A uitars result folder (the form ``ownloop import`` reads) with incompressible screens."""
-    write_folder(root / "task-1", summary("task-1", score=1.0),
-                 step_lines("uitars", "http://127.0.0.1:8312/shop"),
-                 {n: _noise_png(n) for n in range(1, screens + 1)})
+    write_folder(
+        root / "task-1",
+        summary("task-1", score=1.0),
+        step_lines("uitars", "http://127.0.0.1:8312/shop"),
+        {n: _noise_png(n) for n in range(1, screens + 1)},
+    )
     return root
 
 
 def _files(root: Path) -> dict[str, bytes]:
     """Every file of the store but the index's own, with its bytes."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.name.startswith("index.")}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith("index.")
+    }
 
 
 def _leftovers(root: Path) -> list[str]:
@@ -147,17 +163,23 @@ def test_rebuilding_the_index_of_a_read_only_store_is_one_line(read_only: Path) 
         run(read_only, "index", "--rebuild"),
         f"the store {read_only} is read-only and its index cannot be rebuilt there: run "
         f"`ownloop --store {read_only} index` where the store is writable, or copy it to a "
-        "writable folder and pass --store DIR")
+        "writable folder and pass --store DIR",
+    )
     assert _files(read_only) == before
     assert run(read_only, "sql", "select count(*) from sessions").exit_code == 0
 
 
-@pytest.mark.parametrize("args", [
-    ("regrade", "--run", "r1", "--grader", "answer:exact:42"),
-    ("import", "{src}", "--agent", "uitars", "--run", "imp"),
-], ids=["regrade", "import"])
-def test_writes_to_a_read_only_store_are_one_line(read_only: Path, tmp_path: Path,
-                                                  args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("regrade", "--run", "r1", "--grader", "answer:exact:42"),
+        ("import", "{src}", "--agent", "uitars", "--run", "imp"),
+    ],
+    ids=["regrade", "import"],
+)
+def test_writes_to_a_read_only_store_are_one_line(
+    read_only: Path, tmp_path: Path, args: tuple[str, ...]
+) -> None:
     source = _harness_folder(tmp_path / "src", screens=1)
     line = assert_one_line_error(run(read_only, *(a.format(src=source) for a in args)))
     assert "read-only" in line.lower() and str(read_only) in line
@@ -165,13 +187,30 @@ def test_writes_to_a_read_only_store_are_one_line(read_only: Path, tmp_path: Pat
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("args", [
-    ("record", "uitars", "--suite", "miniwob:click-button", "--endpoint",
-     "{endpoint}", "--model", "m", "--workers", "1", "--retries", "0"),
-    ("demo", "--tasks", "1", "--workers", "1"),
-], ids=["record", "demo"])
-def test_recording_into_a_read_only_store_is_one_line(read_only: Path,
-                                                      args: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        (
+            "record",
+            "uitars",
+            "--suite",
+            "miniwob:click-button",
+            "--endpoint",
+            "{endpoint}",
+            "--model",
+            "m",
+            "--workers",
+            "1",
+            "--retries",
+            "0",
+        ),
+        ("demo", "--tasks", "1", "--workers", "1"),
+    ],
+    ids=["record", "demo"],
+)
+def test_recording_into_a_read_only_store_is_one_line(
+    read_only: Path, args: tuple[str, ...]
+) -> None:
     # An endpoint that answers: record checks it before it writes anything.
     with ModelServer(lambda request: Reply("Action: finished(content='')")) as endpoint:
         result = run(read_only, *(a.format(endpoint=endpoint) for a in args))
@@ -190,19 +229,36 @@ def test_an_out_of_date_index_on_a_read_only_store_says_so(tmp_path: Path) -> No
                 run(root, *args),
                 f"the store {root} is read-only and its index is out of date: run `ownloop "
                 f"--store {root} index` where the store is writable, or copy it to a writable "
-                "folder and pass --store DIR")
+                "folder and pass --store DIR",
+            )
         assert run(root, "verify").exit_code == 0  # the journal is still readable
 
 
 # --- a store path that cannot be a folder ----------------------------------------------------
 
 ALL = [
-    ("sessions",), ("sql", "select 1"), ("verify",), ("index",), ("index", "--rebuild"),
-    ("show", "a"), ("replay", "a"), ("regrade", "--run", "r1"), ("diff", "a", "b"),
-    ("import", "{src}", "--agent", "uitars"), ("export", "--run", "r1", "--out", "{out}"),
+    ("sessions",),
+    ("sql", "select 1"),
+    ("verify",),
+    ("index",),
+    ("index", "--rebuild"),
+    ("show", "a"),
+    ("replay", "a"),
+    ("regrade", "--run", "r1"),
+    ("diff", "a", "b"),
+    ("import", "{src}", "--agent", "uitars"),
+    ("export", "--run", "r1", "--out", "{out}"),
     ("report", "a", "--out", "{out}.html"),
-    ("record", "uitars", "--suite", "miniwob", "--endpoint", "http://127.0.0.1:9/v1", "--model",
-     "m"),
+    (
+        "record",
+        "uitars",
+        "--suite",
+        "miniwob",
+        "--endpoint",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+    ),
     ("demo", "--tasks", "1"),
 ]
 
@@ -220,28 +276,33 @@ def test_a_store_under_a_file_is_one_line(tmp_path: Path, args: tuple[str, ...])
     assert_one_line_error(
         run(tmp_path / "somefile" / "sub", *_args(args, tmp_path)),
         f"{tmp_path}/somefile/sub cannot be a folder: {tmp_path}/somefile is a file. Pass --store "
-        "DIR naming a folder")
+        "DIR naming a folder",
+    )
     assert (tmp_path / "somefile").read_text() == "not a folder"
 
 
 @pytest.mark.parametrize("args", ALL, ids=lambda a: " ".join(a[:2]))
 def test_a_store_that_is_a_file_is_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
     (tmp_path / "somefile").write_text("not a folder")
-    assert_one_line_error(run(tmp_path / "somefile", *_args(args, tmp_path)),
-                          f"{tmp_path}/somefile is a file, not a store directory. Pass --store DIR")
+    assert_one_line_error(
+        run(tmp_path / "somefile", *_args(args, tmp_path)),
+        f"{tmp_path}/somefile is a file, not a store directory. Pass --store DIR",
+    )
 
 
 @pytest.mark.parametrize("part", ["journal", "blobs"])
 @pytest.mark.parametrize("args", ALL, ids=lambda a: " ".join(a[:2]))
-def test_a_journal_that_is_a_file_is_an_error(tmp_path: Path, args: tuple[str, ...],
-                                              part: str) -> None:
+def test_a_journal_that_is_a_file_is_an_error(
+    tmp_path: Path, args: tuple[str, ...], part: str
+) -> None:
     root = tmp_path / "store"
     root.mkdir()
     (root / part).write_text("where did the folder go?")
     assert_one_line_error(
         run(root, *_args(args, tmp_path)),
         f"{root}/{part} is a file, but a store keeps a folder there: {root} is damaged or not an "
-        "ownloop store. Move that file away, or pass --store DIR")
+        "ownloop store. Move that file away, or pass --store DIR",
+    )
 
 
 # --- a full disk (a small tmpfs filled to ENOSPC) ---------------------------------------------
@@ -258,7 +319,8 @@ def full_disk(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 
 def test_import_on_a_full_disk_is_one_line_and_leaves_no_temp_file(
-        full_disk: tuple[Path, Path], tmp_path: Path) -> None:
+    full_disk: tuple[Path, Path], tmp_path: Path
+) -> None:
     root, filler = full_disk
     source = _harness_folder(tmp_path / "src")
     before = _files(root)
@@ -274,19 +336,26 @@ def test_import_on_a_full_disk_is_one_line_and_leaves_no_temp_file(
     assert run(root, "verify", "--strict").exit_code == 0
     again = run(root, "import", str(source), "--agent", "uitars")
     assert again.exit_code == 0, again.output
-    imported = run(root, "sql", "--format", "csv",
-                   "select count(*) as n from sessions where run_id = 'import-src'")
+    imported = run(
+        root,
+        "sql",
+        "--format",
+        "csv",
+        "select count(*) as n from sessions where run_id = 'import-src'",
+    )
     assert imported.output == "n\n1\n"
     assert run(root, "verify", "--strict").exit_code == 0
 
 
 def test_rebuilding_the_index_on_a_full_disk_is_one_line_and_leaves_nothing(
-        full_disk: tuple[Path, Path]) -> None:
+    full_disk: tuple[Path, Path],
+) -> None:
     root, filler = full_disk
     (root / "index.duckdb").unlink()  # free the old index's space: the rebuild needs it back
     fill(filler)
-    assert_one_line_error(run(root, "index", "--rebuild"), f"the disk holding {root}/index.duckdb "
-                          f"{_FULL}")
+    assert_one_line_error(
+        run(root, "index", "--rebuild"), f"the disk holding {root}/index.duckdb {_FULL}"
+    )
     assert _leftovers(root) == []
     assert sorted(p.name for p in root.iterdir()) == ["blobs", "index.lock", "journal"]
     filler.unlink()
@@ -295,7 +364,8 @@ def test_rebuilding_the_index_on_a_full_disk_is_one_line_and_leaves_nothing(
 
 
 def test_a_query_on_a_full_disk_still_answers_and_leaves_no_manifest_temp(
-        full_disk: tuple[Path, Path]) -> None:
+    full_disk: tuple[Path, Path],
+) -> None:
     root, filler = full_disk
     (root / "index.manifest").unlink()  # the cache is gone: the query must ask the database
     fill(filler)
@@ -342,8 +412,21 @@ def chmodded(tmp_path: Path) -> Iterator[Path]:
 def _as_nobody(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     ownloop = Path(sys.executable).with_name("ownloop")
     return subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(ownloop), "--store",
-         str(root), *args], capture_output=True, text=True, timeout=120, check=False)
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            str(ownloop),
+            "--store",
+            str(root),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.slow
@@ -356,11 +439,16 @@ def test_a_chmodded_store_reads_and_refuses_writes_in_one_line(chmodded: Path) -
     assert (sessions.returncode, sessions.stdout) == (0, "session_id\na\n"), sessions.stderr
     rebuild = _as_nobody(chmodded, "index", "--rebuild")
     assert (rebuild.returncode, rebuild.stdout, rebuild.stderr) == (
-        1, "", f"Error: the store {chmodded} is read-only and its index cannot be rebuilt there: "
+        1,
+        "",
+        f"Error: the store {chmodded} is read-only and its index cannot be rebuilt there: "
         f"run `ownloop --store {chmodded} index` where the store is writable, or copy it to a "
-        "writable folder and pass --store DIR\n")
-    for args in (("import", str(chmodded.parent / "src"), "--agent", "uitars"),
-                 ("regrade", "--run", "r1", "--grader", "answer:exact:42")):
+        "writable folder and pass --store DIR\n",
+    )
+    for args in (
+        ("import", str(chmodded.parent / "src"), "--agent", "uitars"),
+        ("regrade", "--run", "r1", "--grader", "answer:exact:42"),
+    ):
         refused = _as_nobody(chmodded, *args)
         assert refused.returncode == 1 and refused.stdout == "", refused.stderr
         assert len(refused.stderr.splitlines()) == 1, refused.stderr
@@ -370,17 +458,31 @@ def test_a_chmodded_store_reads_and_refuses_writes_in_one_line(chmodded: Path) -
 # --- the messages themselves -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("code", "expected"), [
-    (errno.EROFS, "/s/x is on a read-only file system. Remount it read-write, or pass --store DIR "
-     "with a writable folder"),
-    (errno.EACCES, "permission denied: /s/x. Give your user write access to it (chmod/chown), or "
-     "pass --store DIR with a writable folder"),
-    (errno.ENOSPC, f"the disk holding /s/x {_FULL}"),
-    (errno.EDQUOT, "the disk holding /s/x is over its quota. Free some space, then run the same "
-     "command again (what is already recorded is kept)"),
-    (errno.ENOTDIR, "/s/x cannot be a folder: a part of it is a file. Pass --store DIR naming a "
-     "folder"),
-])
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (
+            errno.EROFS,
+            "/s/x is on a read-only file system. Remount it read-write, or pass --store DIR "
+            "with a writable folder",
+        ),
+        (
+            errno.EACCES,
+            "permission denied: /s/x. Give your user write access to it (chmod/chown), or "
+            "pass --store DIR with a writable folder",
+        ),
+        (errno.ENOSPC, f"the disk holding /s/x {_FULL}"),
+        (
+            errno.EDQUOT,
+            "the disk holding /s/x is over its quota. Free some space, then run the same "
+            "command again (what is already recorded is kept)",
+        ),
+        (
+            errno.ENOTDIR,
+            "/s/x cannot be a folder: a part of it is a file. Pass --store DIR naming a folder",
+        ),
+    ],
+)
 def test_disk_errors_say_what_and_where_and_the_fix(code: int, expected: str) -> None:
     error = disk_error(OSError(code, os.strerror(code), "/s/x"))
     assert error is not None and (str(error), error.errno) == (expected, code)

@@ -27,21 +27,41 @@ HINT = "All of them: --max-rows 0, or --format csv|json"
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("table-rows") / "store"
-    write_sessions(open_store(root), *(
-        SessionSpec(session_id=f"s{i:02d}", task_id=f"task-{i}", run_id="r1", answer="ok",
-                    start=float(i), steps=[StepSpec(actions=[click()])]) for i in range(12)))
+    write_sessions(
+        open_store(root),
+        *(
+            SessionSpec(
+                session_id=f"s{i:02d}",
+                task_id=f"task-{i}",
+                run_id="r1",
+                answer="ok",
+                start=float(i),
+                steps=[StepSpec(actions=[click()])],
+            )
+            for i in range(12)
+        ),
+    )
     return root
 
 
 def ownloop(store: Path, *args: str, terminal_lines: int | None = None) -> list[str]:
     """Output lines of ``ownloop ARGS``: to a pipe, or (``terminal_lines``) to a terminal of that
     height as Rich sees one (FORCE_COLOR)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES", "OWNLOOP_STORE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES", "OWNLOOP_STORE")
+    }
     if terminal_lines is not None:
         env.update(FORCE_COLOR="1", COLUMNS="120", LINES=str(terminal_lines))
-    done = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(store), *args],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     return done.stdout.splitlines()
 
@@ -111,9 +131,13 @@ def test_a_wide_cell_keeps_the_columns_aligned(store: Path) -> None:
 
 
 def test_the_piped_table_is_drawn_as_rich_draws_it() -> None:
-    result = QueryResult(["word", "text", "n"], ["VARCHAR", "VARCHAR", "INTEGER"], [
-        ("é漢字", "two\nlines", 1), (None, "[/x] \x1b[31m", 2), ("a" * 30, "", None)])
-    console = Console(file=io.StringIO(), width=100_000, soft_wrap=True, markup=False,
-                      highlight=False)
+    result = QueryResult(
+        ["word", "text", "n"],
+        ["VARCHAR", "VARCHAR", "INTEGER"],
+        [("é漢字", "two\nlines", 1), (None, "[/x] \x1b[31m", 2), ("a" * 30, "", None)],
+    )
+    console = Console(
+        file=io.StringIO(), width=100_000, soft_wrap=True, markup=False, highlight=False
+    )
     console.print(result.to_rich())
     assert list(result.to_text()) == console.file.getvalue().splitlines()  # type: ignore[attr-defined]

@@ -29,8 +29,9 @@ def test_golden_line_decodes_and_encodes_back_to_the_same_bytes(line: bytes) -> 
 def test_golden_lines_cover_every_event_action_and_op_kind() -> None:
     events = [_decoder.decode(line) for line in _LINES]
     assert {e.__struct_config__.tag for e in events} == _tags(E.Event)
-    actions = {a.__struct_config__.tag for e in events if isinstance(e, E.ActionParsed)
-               for a in e.actions}
+    actions = {
+        a.__struct_config__.tag for e in events if isinstance(e, E.ActionParsed) for a in e.actions
+    }
     assert actions == _tags(E.Action)
     ops = {e.op.__struct_config__.tag for e in events if isinstance(e, E.BrowserActed)}
     assert ops == _tags(E.Op)

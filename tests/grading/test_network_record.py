@@ -19,20 +19,39 @@ from ownloop.store import open_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-BLUE = {"type": "network", "method": "POST", "url": "{BASE}/api/cart", "status": 200,
-        "request": {"product": "blue-mug"}, "response": {"ok": True}}
+BLUE = {
+    "type": "network",
+    "method": "POST",
+    "url": "{BASE}/api/cart",
+    "status": 200,
+    "request": {"product": "blue-mug"},
+    "response": {"ok": True},
+}
 
 
 def tasks_file(path: Path, blue: dict[str, Any]) -> Path:
-    path.write_text(json.dumps({
-        "setup": ["{BASE}/_admin/session-flags"],
-        "tasks": [
-            {"task_id": "blue", "prompt": "Add the blue mug to the cart",
-             "start": "{BASE}/pages/shop.html", "grader": blue},
-            # The agent adds the red mug here: the same grader fails.
-            {"task_id": "red", "prompt": "Add the red mug to the cart",
-             "start": "{BASE}/pages/shop.html", "grader": BLUE},
-        ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "setup": ["{BASE}/_admin/session-flags"],
+                "tasks": [
+                    {
+                        "task_id": "blue",
+                        "prompt": "Add the blue mug to the cart",
+                        "start": "{BASE}/pages/shop.html",
+                        "grader": blue,
+                    },
+                    # The agent adds the red mug here: the same grader fails.
+                    {
+                        "task_id": "red",
+                        "prompt": "Add the red mug to the cart",
+                        "start": "{BASE}/pages/shop.html",
+                        "grader": BLUE,
+                    },
+                ],
+            }
+        )
+    )
     return path
 
 
@@ -44,16 +63,24 @@ def reply(request: dict[str, Any]) -> Reply:
 
 
 def ownloop(store: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(store), *args],
-                            capture_output=True, text=True, cwd=cwd, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
     assert result.returncode == 0, (result.stdout, result.stderr)
     return result
 
 
 def events(store: Path, kind: str) -> list[dict[str, Any]]:
-    return [event for path in sorted((store / "journal").glob("*.jsonl"))
-            for line in path.read_text().splitlines()
-            if (event := json.loads(line)["event"])["kind"] == kind]
+    return [
+        event
+        for path in sorted((store / "journal").glob("*.jsonl"))
+        for line in path.read_text().splitlines()
+        if (event := json.loads(line)["event"])["kind"] == kind
+    ]
 
 
 def by_task(store: Path) -> dict[str, str]:
@@ -64,9 +91,26 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
     store = tmp_path / "store"
     tasks = tasks_file(tmp_path / "tasks.json", BLUE)
     with ModelServer(reply) as url:
-        ownloop(store, "record", "uitars", "--tasks", str(tasks), "--base", site.base,
-                "--endpoint", url, "--model", "m", "--settle", "0.3", "--retries", "0",
-                "--run", "shop", cwd=tmp_path)
+        ownloop(
+            store,
+            "record",
+            "uitars",
+            "--tasks",
+            str(tasks),
+            "--base",
+            site.base,
+            "--endpoint",
+            url,
+            "--model",
+            "m",
+            "--settle",
+            "0.3",
+            "--retries",
+            "0",
+            "--run",
+            "shop",
+            cwd=tmp_path,
+        )
     tasks_of = by_task(store)
     recorded = {tasks_of[g["session_id"]]: g for g in events(store, "session_graded")}
     assert recorded["blue"]["passed"] is True, recorded["blue"]["details"]
@@ -74,21 +118,29 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
     assert recorded["blue"]["details"].startswith(f"POST {site.base}/api/cart")
     blue_checks = {c["name"]: c for c in recorded["blue"]["checks"]}
     assert blue_checks["request $.product"] == {
-        "name": "request $.product", "passed": True, "expected": '"blue-mug"',
-        "actual": '"blue-mug"', "actual_normalized": '"blue-mug"'}
+        "name": "request $.product",
+        "passed": True,
+        "expected": '"blue-mug"',
+        "actual": '"blue-mug"',
+        "actual_normalized": '"blue-mug"',
+    }
     red_checks = {c["name"]: c for c in recorded["red"]["checks"]}
     assert red_checks["request $.product"]["actual"] == '"red-mug"'
     assert red_checks["status"]["passed"] is True
 
     # The HAR: the API call with both bodies, and neither its bearer token nor its API key.
-    [har_piece] = [e for e in events(store, "evidence_captured")
-                   if e["name"] == "network" and tasks_of[e["session_id"]] == "blue"]
+    [har_piece] = [
+        e
+        for e in events(store, "evidence_captured")
+        if e["name"] == "network" and tasks_of[e["session_id"]] == "blue"
+    ]
     har = open_store(store).get_blob(har_piece["sha256"])
     entries = json.loads(har)["log"]["entries"]
     [post] = [e for e in entries if e["request"]["method"] == "POST"]
     assert json.loads(post["request"]["postData"]["text"]) == {"product": "blue-mug", "qty": 1}
     assert json.loads(post["response"]["content"]["text"])["items"] == [
-        {"product": "blue-mug", "qty": 1}]
+        {"product": "blue-mug", "qty": 1}
+    ]
     headers = {h["name"]: h["value"] for h in post["request"]["headers"]}
     assert headers["authorization"] == "***"
     for secret in (b"tok-abcdef123456", b"k-12345678"):
@@ -97,8 +149,11 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
     # Offline, from the HAR: the same verdicts, checks and grader versions; nothing flips.
     result = ownloop(store, "regrade", "--run", "shop", "--tasks", str(tasks), cwd=tmp_path)
     assert "flipped: 0" in result.stdout, result.stdout
-    regraded = {tasks_of[g["session_id"]]: g for g in events(store, "session_graded")
-                if g.get("source") == "regrade"}
+    regraded = {
+        tasks_of[g["session_id"]]: g
+        for g in events(store, "session_graded")
+        if g.get("source") == "regrade"
+    }
     for task in ("blue", "red"):
         for field in ("passed", "score", "details", "checks", "grader", "grader_version"):
             assert regraded[task].get(field) == recorded[task].get(field), (task, field)

@@ -19,8 +19,9 @@ def test_the_same_spec_has_the_same_version_and_another_spec_another() -> None:
     assert one != grader_version(make_grader("answer:exact:42"))
 
 
-def test_a_plugin_edited_on_disk_changes_the_version(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plugin_edited_on_disk_changes_the_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     module = tmp_path / "k_graders_version.py"
     module.write_text("def check(answer, evidence):\n    return answer == '42'\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -22,26 +22,37 @@ def _kinds(facts: PageFacts) -> list[str]:
 
 
 def test_click_button_clicks_the_centre_of_the_named_button():
-    facts = PageFacts(task="click-button", query='Click on the "Okay" button.', widgets=(
-        Widget(tag="button", text="No", box=(0, 50, 30, 20)),
-        Widget(tag="button", text="Okay", box=(40, 50, 50, 20)),
-    ))
+    facts = PageFacts(
+        task="click-button",
+        query='Click on the "Okay" button.',
+        widgets=(
+            Widget(tag="button", text="No", box=(0, 50, 30, 20)),
+            Widget(tag="button", text="Okay", box=(40, 50, 50, 20)),
+        ),
+    )
     steps = plan_episode(facts)
     assert steps[0].actions == (Click(x=65.0, y=60.0),)
     assert steps[-1].actions == (Finish(answer="Okay"),)
 
 
 def test_click_link_uses_the_link_with_the_text_not_another_span():
-    facts = PageFacts(task="click-link", query='Click on the link "ut".', widgets=(
-        Widget(tag="span", cls="alink", text="sed", box=(0, 60, 20, 10)),
-        Widget(tag="span", cls="alink", text="ut", box=(30, 80, 10, 10)),
-    ))
+    facts = PageFacts(
+        task="click-link",
+        query='Click on the link "ut".',
+        widgets=(
+            Widget(tag="span", cls="alink", text="sed", box=(0, 60, 20, 10)),
+            Widget(tag="span", cls="alink", text="ut", box=(30, 80, 10, 10)),
+        ),
+    )
     assert plan_episode(facts)[0].actions == (Click(x=35.0, y=85.0),)
 
 
 def test_enter_text_clicks_types_and_submits():
-    facts = PageFacts(task="enter-text", query='Enter "Anna" into the text field and press Submit.',
-                      widgets=(Widget(tag="input", id="tt", box=(10, 60, 100, 20)), SUBMIT))
+    facts = PageFacts(
+        task="enter-text",
+        query='Enter "Anna" into the text field and press Submit.',
+        widgets=(Widget(tag="input", id="tt", box=(10, 60, 100, 20)), SUBMIT),
+    )
     steps = plan_episode(facts)
     assert _kinds(facts) == ["Click", "TypeText", "Click", "Finish"]
     assert steps[1].actions == (TypeText(text="Anna"),)
@@ -53,12 +64,14 @@ def test_click_checkboxes_ticks_exactly_the_named_boxes():
         Widget(tag="label", type="checkbox", text=name, box=(5, 60 + 20 * i, 50, 15))
         for i, name in enumerate(["ab", "cd", "ef"])
     )
-    facts = PageFacts(task="click-checkboxes", query="Select ab, ef and click Submit.",
-                      widgets=(*boxes, SUBMIT))
+    facts = PageFacts(
+        task="click-checkboxes", query="Select ab, ef and click Submit.", widgets=(*boxes, SUBMIT)
+    )
     clicks = [s.actions[0] for s in plan_episode(facts) if isinstance(s.actions[0], Click)]
     assert [c.y for c in clicks] == [67.5, 107.5, 160.0]
-    nothing = PageFacts(task="click-checkboxes", query="Select nothing and click Submit.",
-                        widgets=(*boxes, SUBMIT))
+    nothing = PageFacts(
+        task="click-checkboxes", query="Select nothing and click Submit.", widgets=(*boxes, SUBMIT)
+    )
     assert _kinds(nothing) == ["Click", "Finish"]
 
 
@@ -66,10 +79,12 @@ def test_login_user_types_both_fields():
     facts = PageFacts(
         task="login-user",
         query='Enter the username "kanesha" and the password "Xt9" into the text fields and '
-              "press login.",
-        widgets=(Widget(tag="input", id="username", box=(60, 60, 100, 20)),
-                 Widget(tag="input", id="password", type="password", box=(60, 90, 100, 20)),
-                 SUBMIT),
+        "press login.",
+        widgets=(
+            Widget(tag="input", id="username", box=(60, 60, 100, 20)),
+            Widget(tag="input", id="password", type="password", box=(60, 90, 100, 20)),
+            SUBMIT,
+        ),
     )
     texts = [a.text for s in plan_episode(facts) for a in s.actions if isinstance(a, TypeText)]
     assert texts == ["kanesha", "Xt9"]
@@ -80,13 +95,20 @@ def test_an_unknown_task_or_a_missing_element_is_unplannable():
         plan_episode(PageFacts(task="book-flight", query="Book."))
     hidden = Widget(tag="button", text="Okay", box=(0, 0, 0, 0), visible=False)
     with pytest.raises(UnplannableTask, match='no visible "Okay" button'):
-        plan_episode(PageFacts(task="click-button", query='Click on the "Okay" button.',
-                               widgets=(hidden,)))
+        plan_episode(
+            PageFacts(task="click-button", query='Click on the "Okay" button.', widgets=(hidden,))
+        )
 
 
 def test_the_expert_knows_at_least_six_task_types():
-    assert {"click-button", "click-link", "enter-text", "focus-text", "click-checkboxes",
-            "login-user"} <= set(PLANNED_TASKS)
+    assert {
+        "click-button",
+        "click-link",
+        "enter-text",
+        "focus-text",
+        "click-checkboxes",
+        "login-user",
+    } <= set(PLANNED_TASKS)
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (1280, 720), (1366, 768)])
@@ -94,8 +116,11 @@ def test_rendered_steps_parse_back_to_the_planned_page_points(size):
     """Through the agent's own render and parse, a click lands within a pixel of its target."""
     agent = make_agent("uitars")
     query = 'Enter "it\'s" into the text field and press Submit.'
-    facts = PageFacts(task="enter-text", query=query,
-                      widgets=(Widget(tag="input", id="tt", box=(13, 61, 101, 21)), SUBMIT))
+    facts = PageFacts(
+        task="enter-text",
+        query=query,
+        widgets=(Widget(tag="input", id="tt", box=(13, 61, 101, 21)), SUBMIT),
+    )
     for step in plan_episode(facts):
         parsed = agent.parse(agent.render(step.thought, step.actions, size), size)
         for planned, got in zip(step.actions, parsed.actions, strict=True):

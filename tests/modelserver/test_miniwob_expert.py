@@ -59,8 +59,9 @@ class _Episode:
         shot = self.session.screenshot()
         sha = hashlib.sha256(shot.png).hexdigest()
         self.blobs[sha] = shot.png
-        now = Observation(len(self.history), ImagePart(sha256=sha, width=shot.width,
-                                                       height=shot.height), shot.url)
+        now = Observation(
+            len(self.history), ImagePart(sha256=sha, width=shot.width, height=shot.height), shot.url
+        )
         messages = self.agent.build_messages(self.task, self.history, now)
         wire = wire_messages(messages, self._data_url)
         reply = self.api.chat.completions.create(model="expert", messages=wire, temperature=0)
@@ -111,16 +112,27 @@ def test_click_button_lands_inside_the_right_button(miniwob, api, new_session):
     )
     left, top, right, bottom = box
     assert left < click.x < right and top < click.y < bottom
-    under = session.evaluate("([x, y]) => document.elementFromPoint(x, y).innerText",
-                             [click.x, click.y])
+    under = session.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y).innerText", [click.x, click.y]
+    )
     assert under == label
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize(
     "name",
-    ["click-button", "click-link", "enter-text", "focus-text", "click-checkboxes", "login-user",
-     "click-dialog", "click-tab", "enter-password", "click-option"],
+    [
+        "click-button",
+        "click-link",
+        "enter-text",
+        "focus-text",
+        "click-checkboxes",
+        "login-user",
+        "click-dialog",
+        "click-tab",
+        "enter-password",
+        "click-option",
+    ],
 )
 def test_the_expert_plan_earns_a_reward_in_a_real_page(miniwob, api, new_session, name):
     session = new_session((1280, 800))
@@ -139,8 +151,9 @@ def test_the_screenshot_size_in_the_request_sets_the_coordinate_space(miniwob, a
     _, parsed, size = episode.ask()
     assert size == (1024, 768)
     (click,) = parsed.actions
-    under = session.evaluate("([x, y]) => document.elementFromPoint(x, y).tagName",
-                             [click.x, click.y])
+    under = session.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y).tagName", [click.x, click.y]
+    )
     assert under == "BUTTON"
 
 
@@ -154,7 +167,9 @@ def test_plans_are_made_once_per_episode_and_viewport(miniwob, expert):
 
 
 def test_a_request_for_an_unknown_task_is_a_400_that_says_why(api):
-    prompt = ("You are interacting with a web application at "
-              "http://127.0.0.1:9/miniwob/book-flight.html?seed=1. Your task: Book a flight.")
+    prompt = (
+        "You are interacting with a web application at "
+        "http://127.0.0.1:9/miniwob/book-flight.html?seed=1. Your task: Book a flight."
+    )
     with pytest.raises(openai.BadRequestError, match="cannot do 'book-flight'; it knows"):
         api.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])

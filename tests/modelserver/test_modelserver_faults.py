@@ -34,7 +34,9 @@ def _ask(api: openai.OpenAI) -> Any:
 
 def test_parse_faults_reads_phases():
     assert parse_faults("500:2,hang=8:1,429=3") == (
-        FaultPhase("500", None, 2), FaultPhase("hang", 8.0, 1), FaultPhase("429", 3.0, None),
+        FaultPhase("500", None, 2),
+        FaultPhase("hang", 8.0, 1),
+        FaultPhase("429", 3.0, None),
     )
 
 
@@ -54,10 +56,20 @@ def test_parse_faults_rejects_bad_specs_with_the_fix(spec, needle):
 @pytest.mark.parametrize(
     ("mode", "check"),
     [
-        ("garbage", lambda r: "Action: " not in r.choices[0].message.content
-         or "teleport" in r.choices[0].message.content),
-        ("truncated", lambda r: r.choices[0].finish_reason == "length"
-         and r.choices[0].message.content.endswith("start_box='(31")),
+        (
+            "garbage",
+            lambda r: (
+                "Action: " not in r.choices[0].message.content
+                or "teleport" in r.choices[0].message.content
+            ),
+        ),
+        (
+            "truncated",
+            lambda r: (
+                r.choices[0].finish_reason == "length"
+                and r.choices[0].message.content.endswith("start_box='(31")
+            ),
+        ),
         ("huge", lambda r: len(r.choices[0].message.content) > 100_000),
         ("hostile", lambda r: "__import__" in r.choices[0].message.content),
     ],

@@ -37,18 +37,31 @@ def _png_data_url(width: int, height: int) -> str:
 def _request_with_image(width: int, height: int) -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "You are a helpful assistant."},
-        {"role": "user", "content": [
-            {"type": "text", "text": "You are interacting with a web application at "
-             "http://127.0.0.1:9/miniwob/click-button.html?seed=7. Your task: Click on OK.\nMore."},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "You are interacting with a web application at "
+                    "http://127.0.0.1:9/miniwob/click-button.html?seed=7. Your task: Click on "
+                    "OK.\nMore.",
+                },
+            ],
+        },
         {"role": "assistant", "content": "Thought: a\nAction: wait()"},
-        {"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": _png_data_url(64, 32)}},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": _png_data_url(64, 32)}},
+            ],
+        },
         {"role": "assistant", "content": "Thought: b\nAction: wait()"},
-        {"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": _png_data_url(width, height)}},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": _png_data_url(width, height)}},
+            ],
+        },
     ]
 
 
@@ -68,8 +81,11 @@ def test_chat_completion_round_trip_gives_the_responder_the_request(serve, clien
 
     url = serve(responder)
     reply = client(url).chat.completions.create(
-        model="uitars15-7b", messages=_request_with_image(1280, 800),
-        temperature=0, top_p=0.9, max_tokens=500,
+        model="uitars15-7b",
+        messages=_request_with_image(1280, 800),
+        temperature=0,
+        top_p=0.9,
+        max_tokens=500,
     )
     assert reply.choices[0].message.content == "turns=2 size=(1280, 800)"
     assert reply.choices[0].finish_reason == "stop"
@@ -87,7 +103,9 @@ def test_streaming_sends_the_text_in_chunks_and_usage(serve, client):
     text = "Thought: a long enough thought to need several chunks.\nAction: wait()"
     url = serve(lambda request: Reply(text, finish_reason="length"))
     stream = client(url).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}], stream=True,
+        model="m",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
@@ -114,8 +132,9 @@ def test_raw_http_has_content_length_and_keeps_the_connection(serve):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
     for _ in range(2):
-        connection.request("POST", "/v1/chat/completions", body,
-                           {"Content-Type": "application/json"})
+        connection.request(
+            "POST", "/v1/chat/completions", body, {"Content-Type": "application/json"}
+        )
         response = connection.getresponse()
         payload = response.read()
         assert response.status == 200
@@ -130,9 +149,13 @@ def test_raw_http_has_content_length_and_keeps_the_connection(serve):
         ("GET", "/v1/nothing", None, 404, "no route GET /v1/nothing"),
         ("POST", "/v1/chat/completions", b"{not json", 400, "not JSON"),
         ("POST", "/v1/chat/completions", b'{"messages": []}', 400, "non-empty list"),
-        ("POST", "/v1/chat/completions",
-         b'{"messages": [{"role": "user", "content": [{"type": "audio"}]}]}', 400,
-         "text or image_url part"),
+        (
+            "POST",
+            "/v1/chat/completions",
+            b'{"messages": [{"role": "user", "content": [{"type": "audio"}]}]}',
+            400,
+            "text or image_url part",
+        ),
     ],
 )
 def test_bad_requests_get_openai_shaped_errors(serve, method, path, body, status, needle):

@@ -19,14 +19,31 @@ MESSAGES = [{"role": "user", "content": "hello"}]
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_serve_model_prints_its_url_serves_faults_then_the_expert_and_stops(client, stop):
     process = subprocess.Popen(
-        [sys.executable, "-W", "error", "-c", "from ownloop.cli import main; main()",
-         "serve-model", "--port", "0", "--expert", "miniwob", "--agent", "uitars",
-         "--faults", "500:1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-c",
+            "from ownloop.cli import main; main()",
+            "serve-model",
+            "--port",
+            "0",
+            "--expert",
+            "miniwob",
+            "--agent",
+            "uitars",
+            "--faults",
+            "500:1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         first = process.stdout.readline()
-        assert first.startswith("ownloop serve-model: miniwob expert for uitars at http://127.0.0.1:")
+        assert first.startswith(
+            "ownloop serve-model: miniwob expert for uitars at http://127.0.0.1:"
+        )
         url = first.split(" at ", 1)[1].strip()
         assert url.endswith("/v1")
         api = client(url)

@@ -32,9 +32,13 @@ _BIN = Path(sys.executable).parent
 PORT = 6379  # any port is free in a fresh network namespace
 
 # A dead node is noticed in ~3 s instead of ~30 s (Ray's system config, read from the env).
-_FAST_FAILURE = {"RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "1000",
-                 "RAY_health_check_failure_threshold": "3", "RAY_AUTH_MODE": "disabled",
-                 "RAY_USAGE_STATS_ENABLED": "0"}
+_FAST_FAILURE = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
 
 
 def ray_env() -> dict[str, str]:
@@ -52,10 +56,29 @@ def reexec_in_netns(request: Any, timeout: float = 300) -> bool:
     if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.skip("needs root, unshare and ip for a network namespace")
     root = Path(__file__).resolve().parents[2]
-    command = ["unshare", "--net", "--pid", "--fork", "--mount-proc", sys.executable, "-m",
-               "pytest", request.node.nodeid, "-q", "-x", "-p", "no:cacheprovider"]
-    done = subprocess.run(command, cwd=root, env={**ray_env(), _INSIDE: "1"},
-                          capture_output=True, text=True, timeout=timeout)
+    command = [
+        "unshare",
+        "--net",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        sys.executable,
+        "-m",
+        "pytest",
+        request.node.nodeid,
+        "-q",
+        "-x",
+        "-p",
+        "no:cacheprovider",
+    ]
+    done = subprocess.run(
+        command,
+        cwd=root,
+        env={**ray_env(), _INSIDE: "1"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
     assert " passed" in done.stdout, done.stdout[-3000:]
     return True
@@ -71,20 +94,29 @@ class RayCluster:
 
     def __enter__(self) -> RayCluster:
         common = ["--num-cpus", str(self.cpus), "--disable-usage-stats"]
-        self._ray("start", "--head", "--port", str(PORT), "--temp-dir", str(self.dir / "h"),
-                  "--include-dashboard=false", *common)
-        self._ray("start", "--address", self.address, "--temp-dir", str(self.dir / "w"),
-                  *common)
+        self._ray(
+            "start",
+            "--head",
+            "--port",
+            str(PORT),
+            "--temp-dir",
+            str(self.dir / "h"),
+            "--include-dashboard=false",
+            *common,
+        )
+        self._ray("start", "--address", self.address, "--temp-dir", str(self.dir / "w"), *common)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        subprocess.run([str(_BIN / "ray"), "stop", "--force"], env=ray_env(),
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [str(_BIN / "ray"), "stop", "--force"], env=ray_env(), capture_output=True, timeout=120
+        )
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _ray(self, *args: str) -> None:
-        done = subprocess.run([str(_BIN / "ray"), *args], env=ray_env(), capture_output=True,
-                              text=True, timeout=180)
+        done = subprocess.run(
+            [str(_BIN / "ray"), *args], env=ray_env(), capture_output=True, text=True, timeout=180
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     def worker_node_pids(self) -> set[int]:
@@ -126,7 +158,7 @@ class RayCluster:
         return len(pids)
 
     def node_of(self, pid: int) -> str | None:
-        """"head" or "worker": the node whose logs name a worker process with this pid."""
+        """ "head" or "worker": the node whose logs name a worker process with this pid."""
         for node in ("h", "w"):
             if any((self.dir / node).glob(f"session_*/logs/worker-*-{pid}.out")):
                 return "head" if node == "h" else "worker"

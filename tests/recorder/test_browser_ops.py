@@ -41,7 +41,11 @@ def test_click_hits_the_point_and_names_the_button(ops):
     assert [(e["x"], e["y"], e["detail"]) for e in events(ops, "click")] == [(60, 40, 1)]
     element = effect.element
     assert (element.tag, element.id, element.role, element.name) == (
-        "button", "click", "button", "Click me")
+        "button",
+        "click",
+        "button",
+        "Click me",
+    )
     assert element.css_path == "button#click" and element.bbox == (10, 10, 100, 60)
 
 
@@ -66,7 +70,9 @@ def test_drag_is_down_move_up_at_the_pointer(ops):
     ops.execute(MouseMove(x=300, y=160, steps=5))
     up = ops.execute(MouseUp())
     assert [(e["kind"], e["x"], e["y"]) for e in ops.evaluate("window.events")] == [
-        ("mousedown", 50, 150), ("mouseup", 300, 160)]
+        ("mousedown", 50, 150),
+        ("mouseup", 300, 160),
+    ]
     assert down.element.id == "drag" and up.element.id == "drag"
 
 
@@ -159,4 +165,3 @@ def test_a_click_does_not_wait_for_a_download_that_settle_picks_up(new_session, 
     assert effect.ok and effect.download is None
     assert session.settle() == DOWNLOAD_BODY
     assert session.settle() is None
-

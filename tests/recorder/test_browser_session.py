@@ -17,8 +17,15 @@ def test_context_is_set_as_design_says(new_session, site):
         w: innerWidth, h: innerHeight, dpr: devicePixelRatio, lang: navigator.language,
         tz: Intl.DateTimeFormat().resolvedOptions().timeZone, focus: document.hasFocus(),
         webdriver: navigator.webdriver})""")
-    assert seen == {"w": 1000, "h": 700, "dpr": 1, "lang": "en-US", "tz": "UTC", "focus": True,
-                    "webdriver": False}
+    assert seen == {
+        "w": 1000,
+        "h": 700,
+        "dpr": 1,
+        "lang": "en-US",
+        "tz": "UTC",
+        "focus": True,
+        "webdriver": False,
+    }
 
 
 def test_screenshot_is_a_lossless_png_of_the_viewport(new_session, site):

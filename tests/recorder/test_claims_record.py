@@ -24,8 +24,13 @@ TASKS = "click-button,click-link,focus-text"
 def _ownloop(store: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "OWNLOOP_CLAIM_LEASE": "5"}
     return subprocess.Popen(
-        [sys.executable, "-m", "ownloop", "--store", str(store), *args], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _events(journal: Path) -> list[dict]:
@@ -64,14 +69,29 @@ def _wait(what: str, check, timeout: float = 120):  # noqa: ANN001, ANN202 - a t
 def test_two_recorders_on_one_run_one_killed_every_task_counted_once(tmp_path: Path) -> None:
     journal = tmp_path / "journal"
     with make_server("miniwob", "uitars", "slow=1.5") as url:
-        command = ["record", "uitars", "--model", "m", "--endpoint", url, "--run", "both",
-                   "--suite", f"miniwob:{TASKS}", "--workers", "1", "--settle", "0"]
+        command = [
+            "record",
+            "uitars",
+            "--model",
+            "m",
+            "--endpoint",
+            url,
+            "--run",
+            "both",
+            "--suite",
+            f"miniwob:{TASKS}",
+            "--workers",
+            "1",
+            "--settle",
+            "0",
+        ]
         first = _ownloop(tmp_path, *command)
         _wait("session of the first recorder", lambda: _open_session_of(journal, first.pid))
         second = _ownloop(tmp_path, *command)
         _wait("session of the second recorder", lambda: _open_session_of(journal, second.pid))
-        killed = _wait("session of the first recorder in flight",
-                       lambda: _open_session_of(journal, first.pid))
+        killed = _wait(
+            "session of the first recorder in flight", lambda: _open_session_of(journal, first.pid)
+        )
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
         out, _ = second.communicate(timeout=180)
@@ -82,12 +102,15 @@ def test_two_recorders_on_one_run_one_killed_every_task_counted_once(tmp_path: P
     assert "nothing to do" in rerun and "3 tasks were done already" in rerun, rerun
 
     store = open_store(tmp_path)
-    counted = store.sql("select task_id, count(*) filter (where counted) from sessions "
-                        "group by task_id order by task_id").rows
+    counted = store.sql(
+        "select task_id, count(*) filter (where counted) from sessions "
+        "group by task_id order by task_id"
+    ).rows
     assert len(counted) == 3 and all(n == 1 for _, n in counted), counted
     # The killed recorder's session in flight ended crashed, once, and its task was taken over.
-    assert store.sql("select status from sessions where session_id = $s",
-                     {"s": killed}).rows == [("crashed",)]
+    assert store.sql("select status from sessions where session_id = $s", {"s": killed}).rows == [
+        ("crashed",)
+    ]
     assert store.sql("select count(*) from session_ended where status = 'crashed'").rows == [(1,)]
     took = store.sql("select took_over from task_claimed where took_over is not null").rows
     assert len(took) == 1 and f":{first.pid}:" in took[0][0], took

@@ -25,23 +25,61 @@ _CLICK = "Thought: Fetch the file.\nAction: click(start_box='(50,30)')"
 _DONE = "Thought: Done.\nAction: finished(content='ok')"
 
 
-def test_a_late_download_is_recorded_on_the_click_that_started_it(tmp_path: Path,
-                                                                  site: Any) -> None:
+def test_a_late_download_is_recorded_on_the_click_that_started_it(
+    tmp_path: Path, site: Any
+) -> None:
     tasks = tmp_path / "tasks.json"
-    tasks.write_text(json.dumps([{"task_id": "late", "prompt": "Download the report",
-                                  "start": "{BASE}/pages/late-download.html", "grader": "none"}]))
+    tasks.write_text(
+        json.dumps(
+            [
+                {
+                    "task_id": "late",
+                    "prompt": "Download the report",
+                    "start": "{BASE}/pages/late-download.html",
+                    "grader": "none",
+                }
+            ]
+        )
+    )
     replies = itertools.chain([_CLICK], itertools.repeat(_DONE))
     store = tmp_path / "store"
     with ModelServer(lambda request: Reply(next(replies))) as url:
         result = subprocess.run(
-            [sys.executable, "-m", "ownloop", "--store", str(store), "record", "uitars",
-             "--tasks", str(tasks), "--base", site.base, "--endpoint", url, "--model", "m",
-             "--settle", "1.5", "--retries", "0", "--run", "d1"],
-            capture_output=True, text=True, cwd=tmp_path, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "ownloop",
+                "--store",
+                str(store),
+                "record",
+                "uitars",
+                "--tasks",
+                str(tasks),
+                "--base",
+                site.base,
+                "--endpoint",
+                url,
+                "--model",
+                "m",
+                "--settle",
+                "1.5",
+                "--retries",
+                "0",
+                "--run",
+                "d1",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=300,
+        )
     assert result.returncode == 0, (result.stdout, result.stderr)
-    acted = [event for path in (store / "journal").glob("*.jsonl")
-             for line in path.read_text().splitlines()
-             if (event := json.loads(line)["event"])["kind"] == "browser_acted"]
+    acted = [
+        event
+        for path in (store / "journal").glob("*.jsonl")
+        for line in path.read_text().splitlines()
+        if (event := json.loads(line)["event"])["kind"] == "browser_acted"
+    ]
     clicks = [e for e in acted if e["op"]["op"] == "mouse.click"]
     assert len(clicks) == 1 and clicks[0]["step"] == 1, acted
     assert clicks[0].get("download"), clicks[0]

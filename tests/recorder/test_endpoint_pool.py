@@ -66,29 +66,76 @@ def test_a_failing_endpoint_is_taken_out_of_the_pool_and_recorded(tmp_path: Path
     dead = _dead_url()
     with make_server("miniwob", "uitars") as url:
         done = subprocess.run(
-            [sys.executable, "-m", "ownloop", "--store", str(tmp_path), "record", "uitars",
-             "--model", "m", "--endpoint", url, "--endpoint", dead, "--run", "pool",
-             "--suite", "miniwob:click-button,click-link,focus-text,click-checkboxes",
-             "--workers", "1", "--settle", "0", "--retries", "0"],
-            capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "ownloop",
+                "--store",
+                str(tmp_path),
+                "record",
+                "uitars",
+                "--model",
+                "m",
+                "--endpoint",
+                url,
+                "--endpoint",
+                dead,
+                "--run",
+                "pool",
+                "--suite",
+                "miniwob:click-button,click-link,focus-text,click-checkboxes",
+                "--workers",
+                "1",
+                "--settle",
+                "0",
+                "--retries",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 3, done.stdout + done.stderr  # a session ended endpoint_error
     assert f"notice: the endpoint {dead} refused the connection" in done.stderr, done.stderr
     store = open_store(tmp_path)
-    rows = store.sql("select s.endpoint, e.status from session_started s join session_ended e "
-                     "using (session_id) order by s.time").rows
-    assert rows == [(url, "finished"), (dead, "endpoint_error"), (url, "finished"),
-                    (url, "finished")], rows
+    rows = store.sql(
+        "select s.endpoint, e.status from session_started s join session_ended e "
+        "using (session_id) order by s.time"
+    ).rows
+    assert rows == [
+        (url, "finished"),
+        (dead, "endpoint_error"),
+        (url, "finished"),
+        (url, "finished"),
+    ], rows
     assert store.sql("select endpoint, seconds from endpoint_benched").rows == [(dead, 60.0)]
-    assert store.sql("select endpoint from runs where run_id = 'pool'").rows == [
-        (f"{url} {dead}",)]
+    assert store.sql("select endpoint from runs where run_id = 'pool'").rows == [(f"{url} {dead}",)]
 
 
 def test_a_pool_with_no_endpoint_that_answers_is_refused(tmp_path: Path) -> None:
     first, second = _dead_url(), _dead_url()
     done = subprocess.run(
-        [sys.executable, "-m", "ownloop", "--store", str(tmp_path / "s"), "record", "uitars",
-         "--model", "m", "--endpoint", first, "--endpoint", second,
-         "--suite", "miniwob:click-button"], capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "ownloop",
+            "--store",
+            str(tmp_path / "s"),
+            "record",
+            "uitars",
+            "--model",
+            "m",
+            "--endpoint",
+            first,
+            "--endpoint",
+            second,
+            "--suite",
+            "miniwob:click-button",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.startswith(f"Error: the endpoint {first} refused the connection")
     assert not (tmp_path / "s").exists()

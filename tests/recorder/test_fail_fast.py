@@ -33,27 +33,59 @@ _DONE = "Thought: Done.\nAction: finished(content='42')"
 def _ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ownloop", "--store", str(store), *args],
-        capture_output=True, text=True, cwd=store.parent, timeout=300)
+        capture_output=True,
+        text=True,
+        cwd=store.parent,
+        timeout=300,
+    )
 
 
-def _record(store: Path, tasks: Path, endpoint: str, *args: str,
-            base: str = "http://127.0.0.1:1") -> subprocess.CompletedProcess[str]:
-    return _ownloop(store, "record", "uitars", "--tasks", str(tasks), "--base", base,
-                    "--endpoint", endpoint, "--settle", "0", "--retries", "0", *args)
+def _record(
+    store: Path, tasks: Path, endpoint: str, *args: str, base: str = "http://127.0.0.1:1"
+) -> subprocess.CompletedProcess[str]:
+    return _ownloop(
+        store,
+        "record",
+        "uitars",
+        "--tasks",
+        str(tasks),
+        "--base",
+        base,
+        "--endpoint",
+        endpoint,
+        "--settle",
+        "0",
+        "--retries",
+        "0",
+        *args,
+    )
 
 
 def _tasks(tmp_path: Path, count: int, page: str = "form") -> Path:
     path = tmp_path / "tasks.json"
-    path.write_text(json.dumps([
-        {"task_id": f"task-{n:02d}", "prompt": "Fill the form", "start": f"{{BASE}}/{page}",
-         "grader": "none"} for n in range(count)]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "task_id": f"task-{n:02d}",
+                    "prompt": "Fill the form",
+                    "start": f"{{BASE}}/{page}",
+                    "grader": "none",
+                }
+                for n in range(count)
+            ]
+        )
+    )
     return path
 
 
 def _written(store: Path) -> list[str]:
     """Every file in the store (a refusal writes none)."""
-    return sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file()) \
-        if store.exists() else []
+    return (
+        sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file())
+        if store.exists()
+        else []
+    )
 
 
 def _ends(store: Path) -> Counter[str]:
@@ -87,16 +119,28 @@ def _one_error_line(result: subprocess.CompletedProcess[str]) -> str:
 
 # --- the endpoint check before the run ---------------------------------------------------------
 
+
 def test_a_dead_endpoint_with_30_tasks_is_one_line_at_once_and_writes_nothing(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = tmp_path / "store"
     began = time.monotonic()
-    result = _record(store, _tasks(tmp_path, 30), "http://alice:hunter22@127.0.0.1:9/v1",
-                     "--model", "m", "--retries", "3", "--retry-wait", "5")
+    result = _record(
+        store,
+        _tasks(tmp_path, 30),
+        "http://alice:hunter22@127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--retries",
+        "3",
+        "--retry-wait",
+        "5",
+    )
     took = time.monotonic() - began
     assert _one_error_line(result) == (
         "Error: the endpoint http://127.0.0.1:9/v1 refused the connection (nothing listens on "
-        "127.0.0.1:9): start the model server, or check --endpoint")
+        "127.0.0.1:9): start the model server, or check --endpoint"
+    )
     assert took < 10, took
     assert not store.exists()  # not even an empty store folder is left behind
 
@@ -111,8 +155,9 @@ def test_a_refusal_keeps_a_store_that_was_there(tmp_path: Path) -> None:
 
 def test_a_miniwob_suite_is_refused_before_its_browser_reads_the_prompts(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    result = _ownloop(store, "record", "uitars", "--suite", "miniwob", "--endpoint", _DEAD,
-                      "--model", "m")
+    result = _ownloop(
+        store, "record", "uitars", "--suite", "miniwob", "--endpoint", _DEAD, "--model", "m"
+    )
     assert "refused the connection" in _one_error_line(result)
     assert _written(store) == []
 
@@ -122,7 +167,8 @@ def test_a_host_name_not_found_says_dns(tmp_path: Path) -> None:
     result = _record(store, _tasks(tmp_path, 1), "http://no-such-host.invalid/v1", "--model", "m")
     assert _one_error_line(result) == (
         "Error: the endpoint http://no-such-host.invalid/v1 cannot be reached: the host name "
-        "'no-such-host.invalid' was not found (DNS). Check --endpoint")
+        "'no-such-host.invalid' was not found (DNS). Check --endpoint"
+    )
 
 
 def test_an_endpoint_that_never_answers_says_so_within_the_call_timeout(tmp_path: Path) -> None:
@@ -131,12 +177,14 @@ def test_an_endpoint_that_never_answers_says_so_within_the_call_timeout(tmp_path
     with socket.create_server(("127.0.0.1", 0)) as silent:  # connections wait, never answered
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
         began = time.monotonic()
-        result = _record(tmp_path / "store", _tasks(tmp_path, 1), url, "--model", "m",
-                         "--call-timeout", "1")
+        result = _record(
+            tmp_path / "store", _tasks(tmp_path, 1), url, "--model", "m", "--call-timeout", "1"
+        )
         took = time.monotonic() - began
     assert _one_error_line(result) == (
         f"Error: the endpoint {url} did not answer GET /models within 1 s: check the server is "
-        "up and reachable, or raise --call-timeout")
+        "up and reachable, or raise --call-timeout"
+    )
     assert took < 30
 
 
@@ -146,42 +194,63 @@ def test_a_model_not_served_names_the_served_models(tmp_path: Path) -> None:
         result = _record(store, _tasks(tmp_path, 3), url, "--model", "uitars-15-7b")
     assert _one_error_line(result) == (
         f"Error: the endpoint {url} does not serve the model 'uitars-15-7b'; it serves: "
-        "uitars15-7b. Pass one of them with --model")
+        "uitars15-7b. Pass one of them with --model"
+    )
     assert _written(store) == []
 
 
 def test_a_url_that_is_not_the_api_base_says_so(tmp_path: Path) -> None:
     with make_server("miniwob", "uitars") as url:
-        result = _record(tmp_path / "store", _tasks(tmp_path, 1), url.removesuffix("/v1"),
-                         "--model", "m")
+        result = _record(
+            tmp_path / "store", _tasks(tmp_path, 1), url.removesuffix("/v1"), "--model", "m"
+        )
     assert _one_error_line(result).endswith(
-        "has no GET /models (HTTP 404): is it the API's base URL? It usually ends in /v1")
+        "has no GET /models (HTTP 404): is it the API's base URL? It usually ends in /v1"
+    )
 
 
 @pytest.mark.parametrize("key", ["wrong-key-1234", None], ids=["wrong key", "no key"])
 def test_a_key_the_endpoint_refuses_says_the_key(tmp_path: Path, key: str | None) -> None:
     store = tmp_path / "store"
     with make_server("miniwob", "uitars", api_key="right-key-5678") as url:
-        result = _record(store, _tasks(tmp_path, 1), url, "--model", "m",
-                         *(["--api-key", key] if key else []))
+        result = _record(
+            store, _tasks(tmp_path, 1), url, "--model", "m", *(["--api-key", key] if key else [])
+        )
     line = _one_error_line(result)
     if key:
-        assert line == (f"Error: the endpoint {url} refused the API key (HTTP 401 on GET "
-                        "/models): pass the right one with --api-key or $OPENAI_API_KEY")
+        assert line == (
+            f"Error: the endpoint {url} refused the API key (HTTP 401 on GET "
+            "/models): pass the right one with --api-key or $OPENAI_API_KEY"
+        )
     else:
-        assert line == (f"Error: the endpoint {url} needs an API key (HTTP 401 on GET /models): "
-                        "pass it with --api-key or $OPENAI_API_KEY")
+        assert line == (
+            f"Error: the endpoint {url} needs an API key (HTTP 401 on GET /models): "
+            "pass it with --api-key or $OPENAI_API_KEY"
+        )
     assert _written(store) == []
 
 
 def test_serve_model_lists_its_model_and_refuses_others_and_a_wrong_key(
-        tmp_path: Path, spawned: list[subprocess.Popen[bytes]]) -> None:
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
     """``ownloop serve-model --model NAME --api-key KEY`` behaves as a real server does."""
     import openai
 
     server = subprocess.Popen(
-        [sys.executable, "-m", "ownloop", "serve-model", "--model", "served-1", "--api-key",
-         "k-1234", "--quiet"], stdout=subprocess.PIPE, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "ownloop",
+            "serve-model",
+            "--model",
+            "served-1",
+            "--api-key",
+            "k-1234",
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        cwd=tmp_path,
+    )
     spawned.append(server)
     assert server.stdout is not None
     with server.stdout:
@@ -196,8 +265,9 @@ def test_serve_model_lists_its_model_and_refuses_others_and_a_wrong_key(
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=url, api_key="nope", max_retries=0).models.list()
     # The CLI says which model to pass.
-    result = _record(tmp_path / "store", _tasks(tmp_path, 1), url, "--model", "other",
-                     "--api-key", "k-1234")
+    result = _record(
+        tmp_path / "store", _tasks(tmp_path, 1), url, "--model", "other", "--api-key", "k-1234"
+    )
     assert _one_error_line(result).endswith("it serves: served-1. Pass one of them with --model")
 
 
@@ -224,40 +294,55 @@ def test_a_server_without_a_model_list_is_let_through_unchecked() -> None:
 
 # --- during the run ----------------------------------------------------------------------------
 
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_an_endpoint_that_dies_stops_the_run_and_a_resume_runs_the_rest(
-        tmp_path: Path, site: Any) -> None:
+    tmp_path: Path, site: Any
+) -> None:
     store, tasks = tmp_path / "store", _tasks(tmp_path, 8)
     # Two good answers, then every connection dropped: the endpoint died after two sessions.
     dying = ModelServer(FaultyResponder(lambda request: Reply(_DONE), "ok:2,drop"))
     with dying as url:
-        result = _record(store, tasks, url, "--model", "m", "--run", "r1", "--workers", "1",
-                         base=site.base)
+        result = _record(
+            store, tasks, url, "--model", "m", "--run", "r1", "--workers", "1", base=site.base
+        )
     assert result.returncode == 4, (result.stdout, result.stderr)
     assert "2 finished" in result.stdout and "3 endpoint_error" in result.stdout, result.stdout
     assert "stopped early: 3 sessions in a row ended endpoint_error (the last: " in result.stdout
-    assert ("3 tasks not started: run the same command again to run them (and the sessions that "
-            "did not end)") in result.stdout
+    assert (
+        "3 tasks not started: run the same command again to run them (and the sessions that "
+        "did not end)"
+    ) in result.stdout
     assert _statuses(store) == Counter({"finished": 2, "endpoint_error": 3})
     # The resume runs the three endpoint_error tasks again and the three never started.
     with ModelServer(lambda request: Reply(_DONE)) as url:
-        again = _record(store, tasks, url, "--model", "m", "--run", "r1", "--workers", "1",
-                        base=site.base)
+        again = _record(
+            store, tasks, url, "--model", "m", "--run", "r1", "--workers", "1", base=site.base
+        )
     assert again.returncode == 0, (again.stdout, again.stderr)
     assert "6 finished" in again.stdout and "2 tasks were done already" in again.stdout
 
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_a_stop_lets_the_other_workers_sessions_end_as_they_will(
-        tmp_path: Path, site: Any) -> None:
+def test_a_stop_lets_the_other_workers_sessions_end_as_they_will(tmp_path: Path, site: Any) -> None:
     """Two workers: the session in flight when the run stops is not cut short (not interrupted);
     every task is either recorded or counted as not started."""
     store = tmp_path / "store"
     with ModelServer(FaultyResponder(lambda request: Reply(_DONE), "drop")) as url:
-        result = _record(store, _tasks(tmp_path, 8), url, "--model", "m", "--workers", "2",
-                         "--max-endpoint-errors", "2", base=site.base)
+        result = _record(
+            store,
+            _tasks(tmp_path, 8),
+            url,
+            "--model",
+            "m",
+            "--workers",
+            "2",
+            "--max-endpoint-errors",
+            "2",
+            base=site.base,
+        )
     assert result.returncode == 4, (result.stdout, result.stderr)
     statuses = _statuses(store)
     assert set(statuses) == {"endpoint_error"} and statuses["endpoint_error"] >= 2, statuses
@@ -269,28 +354,42 @@ def test_a_stop_lets_the_other_workers_sessions_end_as_they_will(
 def test_max_endpoint_errors_zero_never_stops_and_exits_3(tmp_path: Path, site: Any) -> None:
     store = tmp_path / "store"
     with ModelServer(FaultyResponder(lambda request: Reply(_DONE), "drop")) as url:
-        result = _record(store, _tasks(tmp_path, 4), url, "--model", "m", "--workers", "1",
-                         "--max-endpoint-errors", "0", base=site.base)
+        result = _record(
+            store,
+            _tasks(tmp_path, 4),
+            url,
+            "--model",
+            "m",
+            "--workers",
+            "1",
+            "--max-endpoint-errors",
+            "0",
+            base=site.base,
+        )
     assert result.returncode == 3, (result.stdout, result.stderr)
     assert "4 endpoint_error" in result.stdout and "stopped early" not in result.stdout
 
 
 @pytest.mark.browser
 def test_a_session_that_ends_error_exits_3_and_all_finished_exits_0(
-        tmp_path: Path, site: Any) -> None:
+    tmp_path: Path, site: Any
+) -> None:
     store = tmp_path / "store"
     with ModelServer(lambda request: Reply(_DONE)) as url:
         # The page's server is gone: opening it fails, the session ends error.
-        failed = _record(store, _tasks(tmp_path, 1), url, "--model", "m", "--run", "bad",
-                         "--error-retries", "0")
+        failed = _record(
+            store, _tasks(tmp_path, 1), url, "--model", "m", "--run", "bad", "--error-retries", "0"
+        )
         assert failed.returncode == 3, (failed.stdout, failed.stderr)
         assert "1 error" in failed.stdout
-        fine = _record(store, _tasks(tmp_path, 2), url, "--model", "m", "--run", "good",
-                       base=site.base)
+        fine = _record(
+            store, _tasks(tmp_path, 2), url, "--model", "m", "--run", "good", base=site.base
+        )
     assert fine.returncode == 0 and "2 finished" in fine.stdout, (fine.stdout, fine.stderr)
 
 
 # --- what a run shows, and Ctrl-C --------------------------------------------------------------
+
 
 class _Lines:
     """A child's stdout lines as they arrive, with a deadline."""
@@ -326,17 +425,41 @@ class _Lines:
 @pytest.mark.browser
 @pytest.mark.slow
 def test_steps_reach_a_pipe_and_ctrl_c_counts_each_session_once(
-        tmp_path: Path, site: Any, spawned: list[subprocess.Popen[bytes]]) -> None:
+    tmp_path: Path, site: Any, spawned: list[subprocess.Popen[bytes]]
+) -> None:
     store, tasks = tmp_path / "store", _tasks(tmp_path, 6)
     scroll = "Thought: Look further.\nAction: scroll(start_box='(100,100)', direction='down')"
     # Every answer takes a second and never ends the task: sessions are mid-way at the Ctrl-C.
     with ModelServer(FaultyResponder(lambda request: Reply(scroll), "slow=1")) as url:
         recorder = subprocess.Popen(
-            [sys.executable, "-m", "ownloop", "--store", str(store), "record", "uitars",
-             "--tasks", str(tasks), "--base", site.base, "--endpoint", url, "--model", "m",
-             "--settle", "0", "--workers", "2", "--run", "c1"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path,
-            env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"})
+            [
+                sys.executable,
+                "-m",
+                "ownloop",
+                "--store",
+                str(store),
+                "record",
+                "uitars",
+                "--tasks",
+                str(tasks),
+                "--base",
+                site.base,
+                "--endpoint",
+                url,
+                "--model",
+                "m",
+                "--settle",
+                "0",
+                "--workers",
+                "2",
+                "--run",
+                "c1",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+            env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+        )
         spawned.append(recorder)
         lines = _Lines(recorder)
         # Into a pipe, the step each session is at, one line at most every few seconds.

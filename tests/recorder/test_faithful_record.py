@@ -63,10 +63,29 @@ def first_click(expert: MiniwobExpert, request: dict[str, Any]) -> Click:
 
 def _record(store: Path, agent: str, responder: Scripted, *args: str) -> str:
     with ModelServer(responder) as url:
-        result = CliRunner().invoke(cli, [
-            "--store", str(store), "record", agent, "--suite", TASK, "--endpoint", url,
-            "--model", "scripted", "--settle", "0.1", "--run", "r", "--error-retries", "0",
-            *args], catch_exceptions=False)
+        result = CliRunner().invoke(
+            cli,
+            [
+                "--store",
+                str(store),
+                "record",
+                agent,
+                "--suite",
+                TASK,
+                "--endpoint",
+                url,
+                "--model",
+                "scripted",
+                "--settle",
+                "0.1",
+                "--run",
+                "r",
+                "--error-retries",
+                "0",
+                *args,
+            ],
+            catch_exceptions=False,
+        )
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -92,8 +111,7 @@ def _plan_only(expert: MiniwobExpert, request: dict[str, Any]) -> str | None:
 
 
 def _sent_sizes(store: Path) -> set[tuple[int, int]]:
-    shas = {sha for (row,) in _rows(store, "select image_sha256s from model_calls")
-            for sha in row}
+    shas = {sha for (row,) in _rows(store, "select image_sha256s from model_calls") for sha in row}
     blobs = open_store(store)
     sizes = set()
     for sha in shas:
@@ -102,10 +120,13 @@ def _sent_sizes(store: Path) -> set[tuple[int, int]]:
     return sizes
 
 
-@pytest.mark.parametrize(("options", "sent"), [
-    ((), {(1428, 896)}),  # released: resized to the model's size
-    (("-o", "resize_screenshot=false"), {(1440, 900)}),
-])
+@pytest.mark.parametrize(
+    ("options", "sent"),
+    [
+        ((), {(1428, 896)}),  # released: resized to the model's size
+        (("-o", "resize_screenshot=false"), {(1440, 900)}),
+    ],
+)
 def test_fara_sends_the_resized_screenshot_and_keeps_the_original(
     store: Path, options: tuple[str, ...], sent: set[tuple[int, int]]
 ) -> None:
@@ -114,14 +135,18 @@ def test_fara_sends_the_resized_screenshot_and_keeps_the_original(
     assert _rows(store, "select distinct width, height from screenshots") == [(1440, 900)]
     assert _sent_sizes(store) == sent
     # Coordinates map from 1428x896 to the page either way.
-    mapped = _rows(store, "select count(*) from actions where kind = 'click' "
-                   "and abs(x - model_x * 1440 / 1428) < 0.01")
+    mapped = _rows(
+        store,
+        "select count(*) from actions where kind = 'click' "
+        "and abs(x - model_x * 1440 / 1428) < 0.01",
+    )
     assert mapped == [(1,)]
 
 
 def test_fara_tool_text_comes_from_the_released_clone(store: Path) -> None:
-    _record(store, "fara7b", Scripted("fara7b", _plan_only), "-o", "pause=0",
-            "--released", str(CLONE))
+    _record(
+        store, "fara7b", Scripted("fara7b", _plan_only), "-o", "pause=0", "--released", str(CLONE)
+    )
     assert _session(store)[:2] == ("finished", 1.0)
     (source,) = _rows(store, "select prompt_source from runs")[0]
     assert source.startswith("released:") and source.endswith("_prompts.py")
@@ -133,8 +158,10 @@ def test_fara_tool_text_comes_from_the_released_clone(store: Path) -> None:
 def _type_without_text(expert: MiniwobExpert, request: dict[str, Any]) -> str | None:
     if steps_taken(request) > 0:
         return None
-    return ('I type.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "type", '
-            '"coordinate": [700, 800], "press_enter": false}}\n</tool_call>')
+    return (
+        'I type.\n<tool_call>\n{"name": "computer_use", "arguments": {"action": "type", '
+        '"coordinate": [700, 800], "press_enter": false}}\n</tool_call>'
+    )
 
 
 def test_fara_type_without_text_types_none_then_goes_on(store: Path) -> None:
@@ -145,8 +172,15 @@ def test_fara_type_without_text_types_none_then_goes_on(store: Path) -> None:
 
 
 def test_fara_type_none_false_ends_the_session_with_a_parse_error(store: Path) -> None:
-    _record(store, "fara7b", Scripted("fara7b", _type_without_text, skip=1), "-o", "pause=0",
-            "-o", "type_none=false")
+    _record(
+        store,
+        "fara7b",
+        Scripted("fara7b", _type_without_text, skip=1),
+        "-o",
+        "pause=0",
+        "-o",
+        "type_none=false",
+    )
     assert _session(store) == ("parse_error", 0.0, 1, 1)
     assert _rows(store, "select count(*) from effects where op = 'keyboard.type'") == [(0,)]
 
@@ -167,11 +201,14 @@ def test_molmoweb_text_that_is_not_json_is_a_no_op_and_the_episode_goes_on(store
 
 
 def test_molmoweb_resample_non_json_re_samples_then_ends_with_a_parse_error(store: Path) -> None:
-    _record(store, "molmoweb", Scripted("molmoweb", _not_json, skip=1),
-            "-o", "resample_non_json=true")
+    _record(
+        store, "molmoweb", Scripted("molmoweb", _not_json, skip=1), "-o", "resample_non_json=true"
+    )
     assert _session(store)[0] == "parse_error"
     assert _rows(store, "select purpose from model_calls order by attempt") == [
-        ("step",), ("resample",)]
+        ("step",),
+        ("resample",),
+    ]
 
 
 def _right_click(expert: MiniwobExpert, request: dict[str, Any]) -> str | None:
@@ -183,16 +220,22 @@ def _right_click(expert: MiniwobExpert, request: dict[str, Any]) -> str | None:
     return writer.render("Open the menu.", [right], writer.settings.viewport)
 
 
-@pytest.mark.parametrize(("options", "button", "score"), [
-    ((), "left", 1.0),  # released: the executor clicks left, so the button is clicked
-    (("-o", "honour_button=true"), "right", 0.0),
-])
+@pytest.mark.parametrize(
+    ("options", "button", "score"),
+    [
+        ((), "left", 1.0),  # released: the executor clicks left, so the button is clicked
+        (("-o", "honour_button=true"), "right", 0.0),
+    ],
+)
 def test_molmoweb_right_click_is_a_left_click_unless_honour_button(
     store: Path, options: tuple[str, ...], button: str, score: float
 ) -> None:
     _record(store, "molmoweb", Scripted("molmoweb", _right_click), *options)
-    assert _rows(store, "select coalesce(operation ->> 'button', 'left') from effects "
-                 "where step = 1 and op = 'mouse.click'") == [(button,)]
+    assert _rows(
+        store,
+        "select coalesce(operation ->> 'button', 'left') from effects "
+        "where step = 1 and op = 'mouse.click'",
+    ) == [(button,)]
     assert _session(store)[1] == score
 
 
@@ -202,20 +245,27 @@ def test_molmoweb_right_click_is_a_left_click_unless_honour_button(
 def _unit_click(expert: MiniwobExpert, request: dict[str, Any]) -> str | None:
     if steps_taken(request) > 0:
         return None
-    return ("## Thought:\nThe corner.\n\n## Action:\nClick the corner.\n\n## Code:\n"
-            "```python\npyautogui.click(x=1, y=1)\n```")
+    return (
+        "## Thought:\nThe corner.\n\n## Action:\nClick the corner.\n\n## Code:\n"
+        "```python\npyautogui.click(x=1, y=1)\n```"
+    )
 
 
-@pytest.mark.parametrize(("options", "point"), [
-    ((), (1919.0, 1079.0)),  # released: a fraction of the screen, the bottom-right corner
-    (("-o", "fractions=false"), (0.0, 0.0)),  # the 7B's pixels: the top-left pixel
-])
+@pytest.mark.parametrize(
+    ("options", "point"),
+    [
+        ((), (1919.0, 1079.0)),  # released: a fraction of the screen, the bottom-right corner
+        (("-o", "fractions=false"), (0.0, 0.0)),  # the 7B's pixels: the top-left pixel
+    ],
+)
 def test_opencua_click_1_1_lands_where_the_option_says(
     store: Path, options: tuple[str, ...], point: tuple[float, float]
 ) -> None:
-    _record(store, "opencua", Scripted("opencua", _unit_click, skip=1), "-o", "pause=0",
-            *options)
+    _record(store, "opencua", Scripted("opencua", _unit_click, skip=1), "-o", "pause=0", *options)
     assert _session(store)[:2] == ("finished", 1.0)
-    clicked = _rows(store, "select (operation ->> 'x')::double, (operation ->> 'y')::double "
-                    "from effects where step = 1 and op = 'mouse.click'")
+    clicked = _rows(
+        store,
+        "select (operation ->> 'x')::double, (operation ->> 'y')::double "
+        "from effects where step = 1 and op = 'mouse.click'",
+    )
     assert clicked == [point]

@@ -39,9 +39,24 @@ def test_four_agents_on_the_same_tasks_side_by_side(tmp_path: Path) -> None:
         # Only the agents that wait between steps have a pause to switch off.
         options = ["-o", "pause=0"] if "pause" in agent_options(agent) else []
         with make_server("miniwob", agent) as url:
-            out = _invoke(store, "record", agent, "--suite", "miniwob:click-button,enter-text",
-                          "--endpoint", url, "--model", "expert", "--settle", "0.1",
-                          "--workers", "1", "--released", str(tmp_path / "no-clone"), *options)
+            out = _invoke(
+                store,
+                "record",
+                agent,
+                "--suite",
+                "miniwob:click-button,enter-text",
+                "--endpoint",
+                url,
+                "--model",
+                "expert",
+                "--settle",
+                "0.1",
+                "--workers",
+                "1",
+                "--released",
+                str(tmp_path / "no-clone"),
+                *options,
+            )
         assert "2 finished" in out, (agent, out)
     rows = list(csv.reader(io.StringIO(_invoke(store, "sql", QUERY, "--format", "csv"))))
     assert rows[0] == ["agent", "count_star()", "avg(score)"]

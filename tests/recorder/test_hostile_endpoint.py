@@ -75,8 +75,15 @@ def store(tmp_path: Path) -> Store:
 
 
 def _call(client: ModelClient) -> CallOutcome:
-    return client.call(MESSAGES, Sampling(temperature=0.0), run_id="r", session_id="s", step=1,
-                       attempt=1, purpose="step")
+    return client.call(
+        MESSAGES,
+        Sampling(temperature=0.0),
+        run_id="r",
+        session_id="s",
+        step=1,
+        attempt=1,
+        purpose="step",
+    )
 
 
 def _record(store: Store, events: list[ModelCalled]) -> None:
@@ -109,8 +116,10 @@ SHAPES = {
     "html": (None, "bad response: body is not JSON (text/html, 159 bytes): '<!DOCTYPE html>"),
     "badutf8": ("\ufffd\ufffd" + GOOD, "bad response: body is not valid UTF-8 (byte 0xff"),
     "surrogate": ("\ufffd" + GOOD, "bad response: 1 lone surrogate(s) in content replaced"),
-    "bigbody": ("Thought: " + "x" * (MAX_RESPONSE_CHARS - 9),
-                f"the first {MAX_RESPONSE_CHARS} kept (the blob has the whole body)"),
+    "bigbody": (
+        "Thought: " + "x" * (MAX_RESPONSE_CHARS - 9),
+        f"the first {MAX_RESPONSE_CHARS} kept (the blob has the whole body)",
+    ),
 }
 
 
@@ -118,8 +127,7 @@ SHAPES = {
 def test_each_hostile_shape_is_one_recorded_call_that_decodes(store: Store, mode: str) -> None:
     capture = Capture(FaultyResponder(good, mode))
     with ModelServer(capture) as url:
-        client = ModelClient(url, "m", load_blob=store.get_blob, put_blob=store.put_blob,
-                             retries=0)
+        client = ModelClient(url, "m", load_blob=store.get_blob, put_blob=store.put_blob, retries=0)
         outcome = _call(client)
     text, error = SHAPES[mode]
     [event] = outcome.events
@@ -150,8 +158,7 @@ def test_every_shape_in_one_stream_decodes_and_reaches_the_index(store: Store) -
     capture = Capture(FaultyResponder(good, ",".join(f"{m}:1" for m in modes)))
     events: list[ModelCalled] = []
     with ModelServer(capture) as url:
-        client = ModelClient(url, "m", load_blob=store.get_blob, put_blob=store.put_blob,
-                             retries=0)
+        client = ModelClient(url, "m", load_blob=store.get_blob, put_blob=store.put_blob, retries=0)
         for _ in modes:
             events += _call(client).events
     _record(store, events)
@@ -159,14 +166,16 @@ def test_every_shape_in_one_stream_decodes_and_reaches_the_index(store: Store) -
     assert [store.get_blob(e.response_blob or "") for e in events] == capture.bodies
     assert store.verify().problems == []
     store.sync()
-    assert store.sql("select count(*) from model_called where error like 'bad response: %'"
-                     ).rows == [(len(modes),)]
+    assert store.sql(
+        "select count(*) from model_called where error like 'bad response: %'"
+    ).rows == [(len(modes),)]
 
 
 def test_a_body_that_is_no_completion_is_retried_then_fails_the_call(store: Store) -> None:
     with ModelServer(FaultyResponder(good, "html:1,nonjson:1")) as url:
-        client = ModelClient(url, "m", load_blob=store.get_blob, put_blob=store.put_blob,
-                             retries=2, retry_wait_s=0)
+        client = ModelClient(
+            url, "m", load_blob=store.get_blob, put_blob=store.put_blob, retries=2, retry_wait_s=0
+        )
         recovered = _call(client)
     assert [e.purpose for e in recovered.events] == ["step", "retry", "retry"]
     assert [e.response for e in recovered.events] == [None, None, GOOD]
@@ -180,8 +189,9 @@ def test_a_body_that_is_no_completion_is_retried_then_fails_the_call(store: Stor
 
 def test_retry_after_on_a_429_is_honoured_and_recorded(store: Store) -> None:
     with ModelServer(FaultyResponder(good, "429=1.5:1")) as url:
-        client = ModelClient(url, "m", load_blob=store.get_blob, put_blob=store.put_blob,
-                             retries=1, retry_wait_s=0)
+        client = ModelClient(
+            url, "m", load_blob=store.get_blob, put_blob=store.put_blob, retries=1, retry_wait_s=0
+        )
         began = time.monotonic()
         outcome = _call(client)
         took = time.monotonic() - began
@@ -196,8 +206,9 @@ def test_retry_after_on_a_429_is_honoured_and_recorded(store: Store) -> None:
 
 def test_retry_after_is_bounded_by_the_call_timeout(store: Store) -> None:
     with ModelServer(FaultyResponder(good, "429=3600:1")) as url:
-        client = ModelClient(url, "m", load_blob=store.get_blob, retries=1, retry_wait_s=0,
-                             timeout_s=1.0)
+        client = ModelClient(
+            url, "m", load_blob=store.get_blob, retries=1, retry_wait_s=0, timeout_s=1.0
+        )
         began = time.monotonic()
         outcome = _call(client)
         took = time.monotonic() - began
@@ -226,14 +237,31 @@ class _EchoHandler(BaseHTTPRequestHandler):
         self.seen.append(auth)
         if "/ok/" in self.path:
             payload: dict[str, Any] = {
-                "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": f"{GOOD}\nI was sent Authorization: {auth}"}}]}
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {
+                            "role": "assistant",
+                            "content": f"{GOOD}\nI was sent Authorization: {auth}",
+                        },
+                    }
+                ],
+            }
             status = 200
         else:
-            payload = {"error": {"message": f"bad credentials in Authorization: {auth} "
-                                 f"(sent to {self.path}, headers {dict(self.headers)})",
-                                 "type": "auth_error", "echo": auth}}
+            payload = {
+                "error": {
+                    "message": f"bad credentials in Authorization: {auth} "
+                    f"(sent to {self.path}, headers {dict(self.headers)})",
+                    "type": "auth_error",
+                    "echo": auth,
+                }
+            }
             status = 401
         body = json.dumps(payload).encode()
         self.send_response(status)
@@ -265,12 +293,18 @@ def _secret_free(store: Store, *secrets: str) -> None:
 
 @pytest.mark.parametrize("route", ["v1", "ok/v1"])
 def test_userinfo_is_sent_as_basic_auth_and_never_recorded(
-        store: Store, echo: tuple[int, list[str]], route: str) -> None:
+    store: Store, echo: tuple[int, list[str]], route: str
+) -> None:
     port, seen = echo
     basic = base64.b64encode(f"user:{PASSWORD}".encode()).decode()
-    client = ModelClient(f"http://user:{PASSWORD}@127.0.0.1:{port}/{route}", "m",
-                         load_blob=store.get_blob, put_blob=store.put_blob, api_key=KEY,
-                         retries=0)
+    client = ModelClient(
+        f"http://user:{PASSWORD}@127.0.0.1:{port}/{route}",
+        "m",
+        load_blob=store.get_blob,
+        put_blob=store.put_blob,
+        api_key=KEY,
+        retries=0,
+    )
     assert client.endpoint == f"http://127.0.0.1:{port}/{route}"
     outcome = _call(client)
     assert seen == [f"Basic {basic}"]
@@ -288,10 +322,17 @@ def test_userinfo_is_sent_as_basic_auth_and_never_recorded(
 
 
 def test_the_api_key_is_sent_as_bearer_and_never_recorded(
-        store: Store, echo: tuple[int, list[str]]) -> None:
+    store: Store, echo: tuple[int, list[str]]
+) -> None:
     port, seen = echo
-    client = ModelClient(f"http://127.0.0.1:{port}/v1", "m", load_blob=store.get_blob,
-                         put_blob=store.put_blob, api_key=KEY, retries=0)
+    client = ModelClient(
+        f"http://127.0.0.1:{port}/v1",
+        "m",
+        load_blob=store.get_blob,
+        put_blob=store.put_blob,
+        api_key=KEY,
+        retries=0,
+    )
     outcome = _call(client)
     assert seen == [f"Bearer {KEY}"]
     blob = store.get_blob(outcome.events[0].response_blob or "")
@@ -303,16 +344,39 @@ def test_the_api_key_is_sent_as_bearer_and_never_recorded(
 def test_redact_argv_scrubs_userinfo_and_tokens() -> None:
     from ownloop.recorder.runner import redact_argv
 
-    assert redact_argv(["ownloop", "record", "--endpoint", f"http://user:{PASSWORD}@h:8000/v1",
-                        "--api-key", KEY, "--tasks", "t.json", "--base", "http://h/?token=abc"]) \
-        == ("ownloop", "record", "--endpoint", "http://***@h:8000/v1", "--api-key", "***",
-            "--tasks", "t.json", "--base", "http://h/?token=***")
+    assert redact_argv(
+        [
+            "ownloop",
+            "record",
+            "--endpoint",
+            f"http://user:{PASSWORD}@h:8000/v1",
+            "--api-key",
+            KEY,
+            "--tasks",
+            "t.json",
+            "--base",
+            "http://h/?token=abc",
+        ]
+    ) == (
+        "ownloop",
+        "record",
+        "--endpoint",
+        "http://***@h:8000/v1",
+        "--api-key",
+        "***",
+        "--tasks",
+        "t.json",
+        "--base",
+        "http://h/?token=***",
+    )
 
 
 # ------------------------------------------------------------------ end to end
 
-HOSTILE_RUN = "intcontent:1,nonjson:1,listcontent:1,html:1,intfinish:1,badutf8:1,strtokens:1," \
-              "surrogate:1,bigbody:1"
+HOSTILE_RUN = (
+    "intcontent:1,nonjson:1,listcontent:1,html:1,intfinish:1,badutf8:1,strtokens:1,"
+    "surrogate:1,bigbody:1"
+)
 
 
 @pytest.mark.browser
@@ -323,11 +387,32 @@ def test_record_against_a_hostile_endpoint_records_every_call(tmp_path: Path) ->
     served: list[str] = []
     with make_server("miniwob", "uitars", HOSTILE_RUN, log=served.append) as url:
         done = subprocess.run(
-            [sys.executable, "-m", "ownloop", "--store", str(tmp_path), "record", "uitars",
-             "--suite", "miniwob:login-user", "--endpoint",
-             url.replace("http://", f"http://user:{PASSWORD}@"), "--model", "m", "--run", "h",
-             "--settle", "0", "--retry-wait", "0"],
-            capture_output=True, text=True, timeout=300, check=False)
+            [
+                sys.executable,
+                "-m",
+                "ownloop",
+                "--store",
+                str(tmp_path),
+                "record",
+                "uitars",
+                "--suite",
+                "miniwob:login-user",
+                "--endpoint",
+                url.replace("http://", f"http://user:{PASSWORD}@"),
+                "--model",
+                "m",
+                "--run",
+                "h",
+                "--settle",
+                "0",
+                "--retry-wait",
+                "0",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "Traceback" not in output, output

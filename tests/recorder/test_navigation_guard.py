@@ -28,29 +28,43 @@ _BIG = "display:block;width:700px;height:500px"  # a link filling the viewport's
 
 @pytest.mark.parametrize(
     ("url", "scheme"),
-    [("file:///etc/passwd", "file"), ("FILE:///etc/passwd", "file"),
-     ("\t fi\nle:///etc/passwd", "file"), ("chrome://version", "chrome"),
-     ("view-source:http://127.0.0.1/", "view-source"), ("javascript:alert(1)", "javascript"),
-     ("data:text/html,<a href=file:///etc/passwd>x</a>", "data"), ("about:config", "about"),
-     ("ftp://127.0.0.1/", "ftp"), ("blob:http://127.0.0.1/1", "blob")],
+    [
+        ("file:///etc/passwd", "file"),
+        ("FILE:///etc/passwd", "file"),
+        ("\t fi\nle:///etc/passwd", "file"),
+        ("chrome://version", "chrome"),
+        ("view-source:http://127.0.0.1/", "view-source"),
+        ("javascript:alert(1)", "javascript"),
+        ("data:text/html,<a href=file:///etc/passwd>x</a>", "data"),
+        ("about:config", "about"),
+        ("ftp://127.0.0.1/", "ftp"),
+        ("blob:http://127.0.0.1/1", "blob"),
+    ],
 )
 def test_every_scheme_but_http_is_refused_with_its_name(url: str, scheme: str) -> None:
     expected = f"refused: {scheme}: URLs are not allowed; the model may only open http(s) pages"
     assert navigation_refusal(url) == expected
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/x", "https://example.com",
-                                 "about:blank", " ABOUT:BLANK\n"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8000/x", "https://example.com", "about:blank", " ABOUT:BLANK\n"]
+)
 def test_http_https_and_about_blank_are_allowed(url: str) -> None:
     assert navigation_refusal(url) is None
 
 
 @pytest.mark.parametrize(
     ("url", "allowed"),
-    [("http://shop.example.com/a", True), ("https://EXAMPLE.com", True),
-     ("http://example.com.evil.net/", False), ("http://evil.net/?example.com", False),
-     ("http://example.com@evil.net/", False), ("http://evil.net\\@example.com/", False),
-     ("http://127.0.0.1:8000/", True), ("http://127.0.0.1:9000/", False)],
+    [
+        ("http://shop.example.com/a", True),
+        ("https://EXAMPLE.com", True),
+        ("http://example.com.evil.net/", False),
+        ("http://evil.net/?example.com", False),
+        ("http://example.com@evil.net/", False),
+        ("http://evil.net\\@example.com/", False),
+        ("http://127.0.0.1:8000/", True),
+        ("http://127.0.0.1:9000/", False),
+    ],
 )
 def test_allow_host_globs_match_the_host_chromium_would_open(url: str, allowed: bool) -> None:
     hosts = ("*.example.com", "example.com", "127.0.0.1:8000")
@@ -58,8 +72,9 @@ def test_allow_host_globs_match_the_host_chromium_would_open(url: str, allowed: 
     assert (refusal is None) == allowed, refusal
     if not allowed:
         assert refusal is not None and refusal.startswith("refused: host ")
-        assert refusal.endswith("is not allowed by --allow-host *.example.com example.com "
-                                "127.0.0.1:8000")
+        assert refusal.endswith(
+            "is not allowed by --allow-host *.example.com example.com 127.0.0.1:8000"
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -119,12 +134,18 @@ def _shows_passwd(session: Any) -> bool:
 
 
 @pytest.mark.browser
-def test_goto_file_is_refused_and_recorded_as_a_failed_effect(new_session: Any,
-                                                             server: str) -> None:
+def test_goto_file_is_refused_and_recorded_as_a_failed_effect(
+    new_session: Any, server: str
+) -> None:
     session = new_session()
     session.goto(server + "/start")
-    for url in ("file:///etc/passwd", "view-source:file:///etc/passwd", "chrome://version",
-                "javascript:document.write('x')", "data:text/html,<b>x</b>"):
+    for url in (
+        "file:///etc/passwd",
+        "view-source:file:///etc/passwd",
+        "chrome://version",
+        "javascript:document.write('x')",
+        "data:text/html,<b>x</b>",
+    ):
         effect = session.execute(PageGoto(url=url))
         assert not effect.ok and effect.error is not None and effect.error.startswith("refused: ")
         assert effect.url_after == server + "/start"
@@ -134,8 +155,9 @@ def test_goto_file_is_refused_and_recorded_as_a_failed_effect(new_session: Any,
 
 
 @pytest.mark.browser
-def test_links_redirects_and_popups_to_file_never_show_the_file(new_session: Any,
-                                                                server: str) -> None:
+def test_links_redirects_and_popups_to_file_never_show_the_file(
+    new_session: Any, server: str
+) -> None:
     session = new_session()
     session.goto(server + "/file-link")
     effect = session.execute(MouseClick(x=100, y=100))  # Chromium itself blocks http -> file
@@ -176,20 +198,32 @@ def test_allow_host_confines_goto_links_and_redirects(new_session: Any, server: 
 
 
 def _reply(content: str) -> bytes:
-    return json.dumps({
-        "id": "x", "object": "chat.completion", "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }).encode()
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode()
 
 
 @pytest.fixture
 def hostile_model(server: str) -> Iterator[str]:
     """A molmoweb endpoint that tries file:, then another host, then answers."""
     other = server.replace("127.0.0.1", "localhost")
-    replies = [{"name": "goto", "url": "file:///etc/passwd"}, {"name": "goto", "url": other},
-               {"name": "send_msg_to_user", "msg": "[ANSWER] done"}]
+    replies = [
+        {"name": "goto", "url": "file:///etc/passwd"},
+        {"name": "goto", "url": other},
+        {"name": "send_msg_to_user", "msg": "[ANSWER] done"},
+    ]
     calls: list[int] = []
 
     class Model(BaseHTTPRequestHandler):
@@ -217,21 +251,56 @@ def hostile_model(server: str) -> Iterator[str]:
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:molmoweb. no clone")
-def test_record_with_allow_host_records_each_refusal(tmp_path: Path, server: str,
-                                                      hostile_model: str) -> None:
+def test_record_with_allow_host_records_each_refusal(
+    tmp_path: Path, server: str, hostile_model: str
+) -> None:
     tasks = tmp_path / "tasks.json"
-    tasks.write_text(json.dumps([{"task_id": "t1", "prompt": "read the page",
-                                  "start": server + "/start", "grader": "answer:contains:done"}]))
-    result = CliRunner().invoke(cli, [
-        "--store", str(tmp_path / "store"), "record", "molmoweb", "--tasks", str(tasks),
-        "--endpoint", hostile_model, "--model", "m", "--run", "r", "--workers", "1",
-        "--settle", "0", "--allow-host", "127.0.0.1", "--released", str(tmp_path / "none")])
+    tasks.write_text(
+        json.dumps(
+            [
+                {
+                    "task_id": "t1",
+                    "prompt": "read the page",
+                    "start": server + "/start",
+                    "grader": "answer:contains:done",
+                }
+            ]
+        )
+    )
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--store",
+            str(tmp_path / "store"),
+            "record",
+            "molmoweb",
+            "--tasks",
+            str(tasks),
+            "--endpoint",
+            hostile_model,
+            "--model",
+            "m",
+            "--run",
+            "r",
+            "--workers",
+            "1",
+            "--settle",
+            "0",
+            "--allow-host",
+            "127.0.0.1",
+            "--released",
+            str(tmp_path / "none"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     store = open_store(tmp_path / "store")
     rows = store.sql("select ok, error, url_after from effects order by step").rows
     assert rows == [
         (False, _FILE, server + "/start"),
-        (False, "refused: host localhost is not allowed by --allow-host 127.0.0.1",
-         server + "/start"),
+        (
+            False,
+            "refused: host localhost is not allowed by --allow-host 127.0.0.1",
+            server + "/start",
+        ),
     ]
     assert store.sql("select status from sessions").rows == [("finished",)]

@@ -69,8 +69,9 @@ def test_progress_lines_are_flushed_into_a_pipe(spawned: list[subprocess.Popen[b
         print("after the bar")
         time.sleep(600)
     """)
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, cwd=_ROOT,
-                               env=_ENV)
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, cwd=_ROOT, env=_ENV
+    )
     spawned.append(process)
     pipe = _Pipe(process)
     pipe.until("after the bar", timeout=30)
@@ -78,21 +79,45 @@ def test_progress_lines_are_flushed_into_a_pipe(spawned: list[subprocess.Popen[b
     process.wait(10)
     pipe.rest()
     assert [line for line in pipe.lines if line] == [  # the bar leaves an empty line when off
-        "before the bar", "run r1: 2 tasks",
-        "task-1 [s1] finished steps=2 1.5s score=1 passed answer='42'", "after the bar"]
+        "before the bar",
+        "run r1: 2 tasks",
+        "task-1 [s1] finished steps=2 1.5s score=1 passed answer='42'",
+        "after the bar",
+    ]
 
 
 @pytest.mark.browser
 @pytest.mark.slow
 def test_a_recorder_killed_after_its_first_result_lost_no_printed_line(
-        tmp_path: Path, spawned: list[subprocess.Popen[bytes]]) -> None:
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
     root = tmp_path / "store"
     with make_server("miniwob", "uitars") as endpoint:
         recorder = subprocess.Popen(
-            [str(_ROOT / ".venv" / "bin" / "ownloop"), "--store", str(root), "record", "uitars",
-             "--suite", "miniwob:click-button,click-link,focus-text,enter-text", "--endpoint",
-             endpoint, "--model", "expert", "--run", "piped", "--workers", "1", "--settle", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp_path, env=_ENV)
+            [
+                str(_ROOT / ".venv" / "bin" / "ownloop"),
+                "--store",
+                str(root),
+                "record",
+                "uitars",
+                "--suite",
+                "miniwob:click-button,click-link,focus-text,enter-text",
+                "--endpoint",
+                endpoint,
+                "--model",
+                "expert",
+                "--run",
+                "piped",
+                "--workers",
+                "1",
+                "--settle",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=tmp_path,
+            env=_ENV,
+        )
         spawned.append(recorder)
         pipe = _Pipe(recorder)
         pipe.until("run piped: 4 tasks", timeout=120)
@@ -104,7 +129,11 @@ def test_a_recorder_killed_after_its_first_result_lost_no_printed_line(
     results = [line for line in pipe.lines if " steps=" in line]
     assert pipe.lines[0] == "run piped: 4 tasks" and results, pipe.lines
     # Every line received is whole, and names a session the journal has ended.
-    ended = {row[0] for row in open_store(root).sql(
-        "select session_id from sessions where status is not null and run_id = 'piped'").rows}
+    ended = {
+        row[0]
+        for row in open_store(root)
+        .sql("select session_id from sessions where status is not null and run_id = 'piped'")
+        .rows
+    }
     for line in results:
         assert line.split(" [")[1].split("]")[0] in ended, line

@@ -24,14 +24,37 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TASKS = "click-button,click-link,focus-text,click-checkboxes"
 
 
-def _record(store: Path, url: str, run: str, *extra: str, lease: str = "5",
-            suite: str = f"miniwob:{TASKS}") -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "ownloop", "--store", str(store), "record", "uitars",
-               "--model", "m", "--endpoint", url, "--run", run, "--suite", suite,
-               "--settle", "0", *extra]
-    return subprocess.Popen(command, env={**ray_env(), "OWNLOOP_CLAIM_LEASE": lease},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+def _record(
+    store: Path, url: str, run: str, *extra: str, lease: str = "5", suite: str = f"miniwob:{TASKS}"
+) -> subprocess.Popen[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "ownloop",
+        "--store",
+        str(store),
+        "record",
+        "uitars",
+        "--model",
+        "m",
+        "--endpoint",
+        url,
+        "--run",
+        run,
+        "--suite",
+        suite,
+        "--settle",
+        "0",
+        *extra,
+    ]
+    return subprocess.Popen(
+        command,
+        env={**ray_env(), "OWNLOOP_CLAIM_LEASE": lease},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _finish(process: subprocess.Popen[str], timeout: float = 240) -> str:
@@ -41,37 +64,72 @@ def _finish(process: subprocess.Popen[str], timeout: float = 240) -> str:
 
 
 def _counted(store: Path, run: str) -> dict[str, tuple[Any, ...]]:
-    rows = open_store(store).sql(
-        "select task_id, count(*) filter (where counted), "
-        "max(score) filter (where counted), max(status) filter (where counted) "
-        "from sessions where run_id = $run group by task_id", {"run": run}).rows
+    rows = (
+        open_store(store)
+        .sql(
+            "select task_id, count(*) filter (where counted), "
+            "max(score) filter (where counted), max(status) filter (where counted) "
+            "from sessions where run_id = $run group by task_id",
+            {"run": run},
+        )
+        .rows
+    )
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
 def _holders(store: Path, run: str) -> list[str]:
-    return [row[0] for row in open_store(store).sql(
-        "select holder from task_claimed where run_id = $run", {"run": run}).rows]
+    return [
+        row[0]
+        for row in open_store(store)
+        .sql("select holder from task_claimed where run_id = $run", {"run": run})
+        .rows
+    ]
 
 
 def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers_too(
-        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     if reexec_in_netns(request):
         return
-    with make_server("miniwob", "uitars") as url, make_server("miniwob", "uitars") as url2, \
-            RayCluster() as cluster:
+    with (
+        make_server("miniwob", "uitars") as url,
+        make_server("miniwob", "uitars") as url2,
+        RayCluster() as cluster,
+    ):
         threads = _finish(_record(tmp_path, url, "threads", "--workers", "2"))
-        ray = _finish(_record(tmp_path, url, "ray", "--executor", "ray", "--ray-address",
-                              cluster.address, "--workers", "2"))
+        ray = _finish(
+            _record(
+                tmp_path,
+                url,
+                "ray",
+                "--executor",
+                "ray",
+                "--ray-address",
+                cluster.address,
+                "--workers",
+                "2",
+            )
+        )
         # the same progress lines as threads: one per task
         assert ray.count(" finished steps=") == 4, ray
-        nodes = {cluster.node_of(int(holder.split(":")[1]))
-                 for holder in _holders(tmp_path, "ray")}
-        again = _finish(_record(tmp_path, url, "ray", "--executor", "ray", "--ray-address",
-                                "127.0.0.1:1"))
+        nodes = {cluster.node_of(int(holder.split(":")[1])) for holder in _holders(tmp_path, "ray")}
+        again = _finish(
+            _record(tmp_path, url, "ray", "--executor", "ray", "--ray-address", "127.0.0.1:1")
+        )
         # a double submit: two drivers on one run id at once, each with a pool of two endpoints,
         # two repeats of each task
-        command = ("--executor", "ray", "--ray-address", cluster.address, "--workers", "1",
-                   "--endpoint", url2, "--repeat", "2")
+        command = (
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster.address,
+            "--workers",
+            "1",
+            "--endpoint",
+            url2,
+            "--repeat",
+            "2",
+        )
         first = _record(tmp_path, url, "twice", *command)
         second = _record(tmp_path, url, "twice", *command)
         outs = [_finish(first), _finish(second)]
@@ -80,19 +138,31 @@ def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers
     assert len(by_ray) == 4 and all(n == 1 for n, _, _ in by_ray.values()), by_ray
     assert by_ray == by_threads, threads
     for step in (["seal", "--run", "ray"], ["verify", "--run", "ray"]):
-        sealed = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(tmp_path),
-                                 *step], capture_output=True, text=True, timeout=120)
+        sealed = subprocess.run(
+            [sys.executable, "-m", "ownloop", "--store", str(tmp_path), *step],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert sealed.returncode == 0, sealed.stdout + sealed.stderr
     assert nodes == {"head", "worker"}, nodes  # the actors ran on both nodes
     assert "nothing to do" in again and "4 tasks were done already" in again, again
-    units = open_store(tmp_path).sql(
-        "select task_id, repeat, count(*), count(*) filter (where counted) from sessions "
-        "where run_id = 'twice' group by all order by all").rows
+    units = (
+        open_store(tmp_path)
+        .sql(
+            "select task_id, repeat, count(*), count(*) filter (where counted) from sessions "
+            "where run_id = 'twice' group by all order by all"
+        )
+        .rows
+    )
     # every (task, repeat) ran once and counts: the claims kept the drivers apart
     assert [(n, c) for _, _, n, c in units] == [(1, 1)] * 8, (units, outs)
     assert {repeat for _, repeat, _, _ in units} == {1, 2}
-    served = open_store(tmp_path).sql(
-        "select distinct endpoint from session_started where run_id = 'twice'").rows
+    served = (
+        open_store(tmp_path)
+        .sql("select distinct endpoint from session_started where run_id = 'twice'")
+        .rows
+    )
     assert sorted(served) == sorted([(url,), (url2,)]), served
 
 
@@ -111,9 +181,11 @@ def _open_sessions(store: Path, run: str) -> list[str]:
     """The run's sessions that started and have not ended."""
     events = _events(store)
     ended = {e["session_id"] for e in events if e["kind"] == "session_ended"}
-    return [e["session_id"] for e in events
-            if e["kind"] == "session_started" and e["run_id"] == run
-            and e["session_id"] not in ended]
+    return [
+        e["session_id"]
+        for e in events
+        if e["kind"] == "session_started" and e["run_id"] == run and e["session_id"] not in ended
+    ]
 
 
 def _in_flight_on_worker(store: Path, cluster: RayCluster) -> str | None:
@@ -130,49 +202,97 @@ def _in_flight_on_worker(store: Path, cluster: RayCluster) -> str | None:
 
 
 def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_stops(
-        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     if reexec_in_netns(request):
         return
     # slow answers: the head node's actor must not finish every task before the worker
     # node's actor (a second Python, Ray worker and Chromium) has started one
     with make_server("miniwob", "uitars", "slow=2") as url, RayCluster() as cluster:
-        driver = _record(tmp_path, url, "k", "--executor", "ray", "--ray-address",
-                         cluster.address, "--workers", "2")
-        lost = wait_for("session on the worker node", lambda: _in_flight_on_worker(
-            tmp_path, cluster) or driver.poll() is not None and "driver ended")
+        driver = _record(
+            tmp_path,
+            url,
+            "k",
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster.address,
+            "--workers",
+            "2",
+        )
+        lost = wait_for(
+            "session on the worker node",
+            lambda: (
+                _in_flight_on_worker(tmp_path, cluster)
+                or driver.poll() is not None
+                and "driver ended"
+            ),
+        )
         assert lost != "driver ended", driver.communicate()[0]
         assert cluster.kill_worker_node() > 0
         out = _finish(driver)
 
         # --error-retries (on the head node alone): a parse_error is handed out again
         with make_server("miniwob", "uitars", "garbage:4") as garbled:
-            _finish(_record(tmp_path, garbled, "retry", "--executor", "ray", "--ray-address",
-                            cluster.address, "--workers", "1", "--error-retries", "1",
-                            suite="miniwob:click-button"))
+            _finish(
+                _record(
+                    tmp_path,
+                    garbled,
+                    "retry",
+                    "--executor",
+                    "ray",
+                    "--ray-address",
+                    cluster.address,
+                    "--workers",
+                    "1",
+                    "--error-retries",
+                    "1",
+                    suite="miniwob:click-button",
+                )
+            )
 
         # Ctrl-C on a driver: its session ends interrupted
-        stopping = _record(tmp_path, url, "stop", "--executor", "ray", "--ray-address",
-                           cluster.address, "--workers", "1")
+        stopping = _record(
+            tmp_path,
+            url,
+            "stop",
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster.address,
+            "--workers",
+            "1",
+        )
         wait_for("a session in flight", lambda: _open_sessions(tmp_path, "stop"))
         os.kill(stopping.pid, signal.SIGINT)
         stopped, _ = stopping.communicate(timeout=120)
     assert stopping.returncode == 130, stopped
-    statuses = [row[0] for row in open_store(tmp_path).sql(
-        "select status from sessions where run_id = 'stop'").rows]
+    statuses = [
+        row[0]
+        for row in open_store(tmp_path)
+        .sql("select status from sessions where run_id = 'stop'")
+        .rows
+    ]
     assert "interrupted" in statuses and None not in statuses, (statuses, stopped)
     assert open_store(tmp_path).sql(
         "select attempt, status, counted from sessions where run_id = 'retry' order by attempt"
     ).rows == [(1, "parse_error", False), (2, "finished", True)]
     store = open_store(tmp_path)
-    assert store.sql("select status from sessions where session_id = $s",
-                     {"s": lost}).rows == [("crashed",)], out
+    assert store.sql("select status from sessions where session_id = $s", {"s": lost}).rows == [
+        ("crashed",)
+    ], out
     task = store.sql("select task_id from sessions where session_id = $s", {"s": lost}).rows[0][0]
-    rows = store.sql("select status, counted from sessions where task_id = $t and run_id = 'k' "
-                     "order by attempt", {"t": task}).rows
+    rows = store.sql(
+        "select status, counted from sessions where task_id = $t and run_id = 'k' order by attempt",
+        {"t": task},
+    ).rows
     assert rows == [("crashed", None), ("finished", True)], rows
     counted = _counted(tmp_path, "k")
     assert len(counted) == 4 and all(n == 1 for n, _, _ in counted.values()), counted
     assert "1 sessions left by a stopped recorder marked crashed" in out, out
-    verify = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(tmp_path),
-                             "verify"], capture_output=True, text=True)
+    verify = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(tmp_path), "verify"],
+        capture_output=True,
+        text=True,
+    )
     assert verify.returncode == 0, verify.stdout + verify.stderr

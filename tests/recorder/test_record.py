@@ -36,8 +36,10 @@ def expert() -> Iterator[str]:
 
 def _record(store: Path, *args: str, status: int = 0) -> str:
     result = CliRunner().invoke(
-        cli, ["--store", str(store), "record", "uitars", "--model", "expert", "--settle", "0.1",
-              *args], catch_exceptions=False)
+        cli,
+        ["--store", str(store), "record", "uitars", "--model", "expert", "--settle", "0.1", *args],
+        catch_exceptions=False,
+    )
     assert result.exit_code == status, result.output  # 3: a session ended endpoint_error
     return result.output
 
@@ -47,19 +49,39 @@ def _rows(store: Path, sql: str) -> list[tuple]:
 
 
 def test_six_task_types_finish_with_reward_and_fill_every_view(tmp_path: Path, expert: str) -> None:
-    out = _record(tmp_path, "--suite", f"miniwob:{SIX}", "--endpoint", expert, "--run", "r1",
-                  "--api-key", SECRET, "--workers", "2")
+    out = _record(
+        tmp_path,
+        "--suite",
+        f"miniwob:{SIX}",
+        "--endpoint",
+        expert,
+        "--run",
+        "r1",
+        "--api-key",
+        SECRET,
+        "--workers",
+        "2",
+    )
     assert "6 finished" in out
-    rows = _rows(tmp_path, "select task_id, status, passed, score, agent, attempt "
-                 "from sessions where run_id = 'r1' order by task_id")
+    rows = _rows(
+        tmp_path,
+        "select task_id, status, passed, score, agent, attempt "
+        "from sessions where run_id = 'r1' order by task_id",
+    )
     assert sorted(r[0].rsplit("-", 1)[0] for r in rows) == sorted(SIX.split(","))
     assert all(r[1:] == ("finished", True, 1.0, "uitars", 1) for r in rows), rows
     # Every view is filled: calls, actions, effects with the element clicked, screenshots.
-    calls = _rows(tmp_path, "select count(*), min(temperature), max(latency_ms) > 0 "
-                  "from model_calls where error is null")
+    calls = _rows(
+        tmp_path,
+        "select count(*), min(temperature), max(latency_ms) > 0 "
+        "from model_calls where error is null",
+    )
     assert calls[0][0] >= 6 and calls[0][1] == 0 and calls[0][2]
-    clicked = _rows(tmp_path, "select count(*) from effects e join sessions s using (session_id) "
-                    "where s.task_id like 'click-button-%' and e.ok and e.element_tag = 'button'")
+    clicked = _rows(
+        tmp_path,
+        "select count(*) from effects e join sessions s using (session_id) "
+        "where s.task_id like 'click-button-%' and e.ok and e.element_tag = 'button'",
+    )
     assert clicked[0][0] >= 1
     shots = _rows(tmp_path, "select min(width), min(height) from screenshots")
     assert shots == [(1280, 800)]
@@ -76,19 +98,29 @@ def test_six_task_types_finish_with_reward_and_fill_every_view(tmp_path: Path, e
 def test_endpoint_down_then_resume_finishes_the_task(tmp_path: Path, expert: str) -> None:
     # The endpoint answers record's check, then goes down for good at the first call.
     with make_server("miniwob", "uitars", "down") as down:
-        out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", down,
-                      "--run", "r2", "--retries", "1", "--retry-wait", "0.1", status=3)
+        out = _record(
+            tmp_path,
+            "--suite",
+            "miniwob:click-button",
+            "--endpoint",
+            down,
+            "--run",
+            "r2",
+            "--retries",
+            "1",
+            "--retry-wait",
+            "0.1",
+            status=3,
+        )
     assert "1 endpoint_error" in out
     calls = _rows(tmp_path, "select count(*), count(error) from model_calls")
     assert calls == [(2, 2)]  # the call and its one retry, both recorded with their error
-    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", expert,
-                  "--run", "r2")
+    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", expert, "--run", "r2")
     assert "1 finished" in out
     rows = _rows(tmp_path, "select attempt, status, passed from sessions order by attempt")
     assert rows == [(1, "endpoint_error", None), (2, "finished", True)]
     # A third run of the same command has nothing left to do.
-    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", expert,
-                  "--run", "r2")
+    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", expert, "--run", "r2")
     assert "nothing to do" in out
 
 
@@ -105,8 +137,20 @@ def test_garbage_ends_in_parse_error_after_three_resamples(tmp_path: Path) -> No
 def test_a_hanging_endpoint_costs_bounded_time(tmp_path: Path) -> None:
     with make_server("miniwob", "uitars", "hang=20") as url:
         began = time.monotonic()
-        out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", url,
-                      "--call-timeout", "1", "--retries", "1", "--retry-wait", "0", status=3)
+        out = _record(
+            tmp_path,
+            "--suite",
+            "miniwob:click-button",
+            "--endpoint",
+            url,
+            "--call-timeout",
+            "1",
+            "--retries",
+            "1",
+            "--retry-wait",
+            "0",
+            status=3,
+        )
         took = time.monotonic() - began
     assert "1 endpoint_error" in out
     assert took < 15
@@ -115,7 +159,11 @@ def test_a_hanging_endpoint_costs_bounded_time(tmp_path: Path) -> None:
 def _ownloop(store: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-X", "faulthandler", "-m", "ownloop", "--store", str(store), *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _descendants(pid: int) -> list[int]:
@@ -156,9 +204,21 @@ def _wait_for(journal: Path, marker: bytes, count: int, timeout: float = 90) -> 
 def test_chromium_killed_mid_session_errors_that_session_only(tmp_path: Path) -> None:
     # Slow answers (2 s) leave time to kill the browser while login-user (6 steps) runs.
     with make_server("miniwob", "uitars", "slow=2") as url:
-        proc = _ownloop(tmp_path, "record", "uitars", "--model", "m", "--endpoint", url,
-                        "--suite", "miniwob:login-user,focus-text", "--workers", "1",
-                        "--settle", "0.1")
+        proc = _ownloop(
+            tmp_path,
+            "record",
+            "uitars",
+            "--model",
+            "m",
+            "--endpoint",
+            url,
+            "--suite",
+            "miniwob:login-user,focus-text",
+            "--workers",
+            "1",
+            "--settle",
+            "0.1",
+        )
         _wait_for(tmp_path / "journal", b'"screenshot_taken"', 1)
         browsers = [p for p in _descendants(proc.pid) if _is_browser(p)]
         assert browsers, "no Chromium under the recorder"
@@ -173,9 +233,22 @@ def test_chromium_killed_mid_session_errors_that_session_only(tmp_path: Path) ->
 
 def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
     with make_server("miniwob", "uitars", "slow=1") as url:
-        command = ["record", "uitars", "--model", "m", "--endpoint", url, "--run", "k",
-                   "--suite", "miniwob:click-button,click-link,focus-text", "--workers", "1",
-                   "--settle", "0.1"]
+        command = [
+            "record",
+            "uitars",
+            "--model",
+            "m",
+            "--endpoint",
+            url,
+            "--run",
+            "k",
+            "--suite",
+            "miniwob:click-button,click-link,focus-text",
+            "--workers",
+            "1",
+            "--settle",
+            "0.1",
+        ]
         proc = _ownloop(tmp_path, *command, "--api-key", SECRET)
         _wait_for(tmp_path / "journal", b'"session_ended"', 1)  # one task done,
         _wait_for(tmp_path / "journal", b'"session_started"', 2)  # the next one under way
@@ -192,8 +265,12 @@ def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
     assert "crashed" in statuses[rows[1][0]], rows
     assert all(s[-1] == "finished" for s in statuses.values()), rows
     assert all(s.count("finished") == 1 for s in statuses.values()), rows
-    assert json.loads(open_store(tmp_path).sql(
-        "select to_json(list(status)) from sessions").rows[0][0]).count("crashed") == 1
+    assert (
+        json.loads(
+            open_store(tmp_path).sql("select to_json(list(status)) from sessions").rows[0][0]
+        ).count("crashed")
+        == 1
+    )
     # The key given on the command line is recorded as *** in argv, and nowhere else.
     argv = _rows(tmp_path, "select argv from runs where run_id = 'k'")[0][0]
     assert SECRET not in str(argv) and "***" in str(argv)
@@ -205,16 +282,31 @@ def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
 def test_redact_argv_hides_keys_in_both_spellings() -> None:
     from ownloop.recorder.runner import redact_argv
 
-    assert redact_argv(["ownloop", "record", "--api-key", "k1", "--api-key=k2", "--model", "m"]) \
-        == ("ownloop", "record", "--api-key", "***", "--api-key=***", "--model", "m")
+    assert redact_argv(
+        ["ownloop", "record", "--api-key", "k1", "--api-key=k2", "--model", "m"]
+    ) == ("ownloop", "record", "--api-key", "***", "--api-key=***", "--model", "m")
 
 
 def test_ctrl_c_ends_the_sessions_in_flight_as_interrupted_then_resume_finishes(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     with make_server("miniwob", "uitars", "slow=1") as url:
-        command = ["record", "uitars", "--model", "m", "--endpoint", url, "--run", "c",
-                   "--suite", "miniwob:login-user,focus-text", "--workers", "2",
-                   "--settle", "0.1"]
+        command = [
+            "record",
+            "uitars",
+            "--model",
+            "m",
+            "--endpoint",
+            url,
+            "--run",
+            "c",
+            "--suite",
+            "miniwob:login-user,focus-text",
+            "--workers",
+            "2",
+            "--settle",
+            "0.1",
+        ]
         proc = _ownloop(tmp_path, *command)
         _wait_for(tmp_path / "journal", b'"screenshot_taken"', 1)
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
@@ -231,8 +323,9 @@ def test_ctrl_c_ends_the_sessions_in_flight_as_interrupted_then_resume_finishes(
         again = _ownloop(tmp_path, *command)
         out, _ = again.communicate(timeout=120)
     assert again.returncode == 0, out
-    latest = _rows(tmp_path, "select task_id, arg_max(status, started_at) from sessions "
-                   "group by task_id")
+    latest = _rows(
+        tmp_path, "select task_id, arg_max(status, started_at) from sessions group by task_id"
+    )
     assert sorted(status for _, status in latest) == ["finished", "finished"], latest
     finished = _rows(tmp_path, "select count(*) from sessions where status = 'finished'")
     assert finished == [(2,)]  # nothing finished was run again
@@ -241,8 +334,9 @@ def test_ctrl_c_ends_the_sessions_in_flight_as_interrupted_then_resume_finishes(
 def test_error_retries_rerun_a_parse_error_and_keep_every_attempt(tmp_path: Path) -> None:
     # Four garbage answers use up the first session's call and its three re-samples.
     with make_server("miniwob", "uitars", "garbage:4") as url:
-        out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", url,
-                      "--error-retries", "1")
+        out = _record(
+            tmp_path, "--suite", "miniwob:click-button", "--endpoint", url, "--error-retries", "1"
+        )
     assert "1 finished, 1 parse_error" in out
     rows = _rows(tmp_path, "select attempt, status, passed from sessions order by attempt")
     assert rows == [(1, "parse_error", False), (2, "finished", True)]

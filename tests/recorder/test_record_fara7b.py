@@ -41,19 +41,40 @@ def _rows(store: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
 def test_six_task_types_earn_rewards_and_replay_reproduces_them(
     tmp_path: Path, expert: str
 ) -> None:
-    out = _invoke(tmp_path, "record", "fara7b", "--model", "expert", "--settle", "0.1",
-                  "--suite", f"miniwob:{SIX}", "--endpoint", expert, "--run", "f1",
-                  "--workers", "2", "-o", "pause=0")
+    out = _invoke(
+        tmp_path,
+        "record",
+        "fara7b",
+        "--model",
+        "expert",
+        "--settle",
+        "0.1",
+        "--suite",
+        f"miniwob:{SIX}",
+        "--endpoint",
+        expert,
+        "--run",
+        "f1",
+        "--workers",
+        "2",
+        "-o",
+        "pause=0",
+    )
     assert "6 finished" in out, out
-    rows = _rows(tmp_path, "select task_id, status, score, agent from sessions "
-                 "where run_id = 'f1' order by task_id")
+    rows = _rows(
+        tmp_path,
+        "select task_id, status, score, agent from sessions where run_id = 'f1' order by task_id",
+    )
     assert sorted(r[0].rsplit("-", 1)[0] for r in rows) == sorted(SIX.split(","))
     assert all(r[1:] == ("finished", 1.0, "fara7b") for r in rows), rows
     assert _rows(tmp_path, "select distinct width, height from screenshots") == [(1440, 900)]
     # Model space 1428x896: what the model wrote differs from the page point it became.
-    mapped = _rows(tmp_path, "select count(*) from actions where kind = 'click' "
-                   "and model_x is not null and abs(x - model_x * 1440 / 1428) < 0.01 "
-                   "and abs(y - model_y * 900 / 896) < 0.01 and x <> model_x")
+    mapped = _rows(
+        tmp_path,
+        "select count(*) from actions where kind = 'click' "
+        "and model_x is not null and abs(x - model_x * 1440 / 1428) < 0.01 "
+        "and abs(y - model_y * 900 / 896) < 0.01 and x <> model_x",
+    )
     assert mapped[0][0] >= 6
     typed = _rows(tmp_path, "select count(*) from effects where op = 'keyboard.type'")
     assert typed[0][0] == 3  # enter-text once, login-user twice; never an Enter after them
@@ -63,9 +84,13 @@ def test_six_task_types_earn_rewards_and_replay_reproduces_them(
 
     task_ids = [row[0] for row in rows]
     for task_id in task_ids:
-        _invoke(tmp_path, "replay", task_id, "--run", "f1", "--execute", "responses",
-                "--settle", "0.1")
-    replayed = _rows(tmp_path, "select task_id, status, score from sessions "
-                     "where replay_mode = 'responses' order by task_id")
+        _invoke(
+            tmp_path, "replay", task_id, "--run", "f1", "--execute", "responses", "--settle", "0.1"
+        )
+    replayed = _rows(
+        tmp_path,
+        "select task_id, status, score from sessions "
+        "where replay_mode = 'responses' order by task_id",
+    )
     assert [r[0] for r in replayed] == task_ids
     assert all(r[1:] == ("finished", 1.0) for r in replayed), replayed

@@ -40,23 +40,46 @@ def _rows(store: Path, sql: str) -> list[tuple]:
 
 
 def test_six_task_types_finish_with_reward_then_replay_reproduces_them(
-        tmp_path: Path, expert: str) -> None:
-    out = _invoke(tmp_path, "record", "opencua", "--model", "expert", "--settle", "0.1",
-                  "--suite", f"miniwob:{SIX}", "--endpoint", expert, "--run", "oc",
-                  "--workers", "2", "-o", "pause=0")
+    tmp_path: Path, expert: str
+) -> None:
+    out = _invoke(
+        tmp_path,
+        "record",
+        "opencua",
+        "--model",
+        "expert",
+        "--settle",
+        "0.1",
+        "--suite",
+        f"miniwob:{SIX}",
+        "--endpoint",
+        expert,
+        "--run",
+        "oc",
+        "--workers",
+        "2",
+        "-o",
+        "pause=0",
+    )
     assert "6 finished" in out, out
-    rows = _rows(tmp_path, "select task_id, status, score, agent, session_id, steps "
-                 "from sessions where run_id = 'oc' order by task_id")
+    rows = _rows(
+        tmp_path,
+        "select task_id, status, score, agent, session_id, steps "
+        "from sessions where run_id = 'oc' order by task_id",
+    )
     assert sorted(r[0].rsplit("-", 1)[0] for r in rows) == sorted(SIX.split(","))
     assert all(r[1:4] == ("finished", 1.0, "opencua") for r in rows), rows
     # OSWorld's loop settings reached the wire and the journal.
-    calls = _rows(tmp_path, "select min(temperature), max(temperature), min(top_p), "
-                  "max(max_tokens) from model_calls")
+    calls = _rows(
+        tmp_path,
+        "select min(temperature), max(temperature), min(top_p), max(max_tokens) from model_calls",
+    )
     assert calls == [(0.0, 0.0, 0.9, 2048)]
     shots = _rows(tmp_path, "select distinct width, height from screenshots")
     assert shots == [(1920, 1080)]
-    clicks = _rows(tmp_path, "select count(*), min(model_x > x) from actions "
-                   "where kind = 'click' and x > 0")
+    clicks = _rows(
+        tmp_path, "select count(*), min(model_x > x) from actions where kind = 'click' and x > 0"
+    )
     assert clicks[0][0] >= 6 and clicks[0][1]  # model space (1932 wide) is wider than the page
     source = _rows(tmp_path, "select distinct prompt_source from runs")
     assert source == [("built-in",)] or source[0][0].startswith("released:")

@@ -11,7 +11,7 @@ import pytest
 from ownloop.recorder.suites import Suite, load_suite
 from ownloop.store.errors import OwnloopError
 
-PLUGIN = '''
+PLUGIN = """
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,7 +33,7 @@ def serve():
 def environment(argument, *, base, seeds):
     CALLS.append((argument, base, seeds))
     return served_tasks(Path(__file__).with_name("env_tasks.json"), serve, name="demo")
-'''
+"""
 
 
 @pytest.fixture
@@ -43,11 +43,18 @@ def installed(tmp_path, monkeypatch):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ownloop-demo-env\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
-        "[ownloop.environments]\ndemo = ownloop_demo_env:environment\n")
+        "[ownloop.environments]\ndemo = ownloop_demo_env:environment\n"
+    )
     (tmp_path / "ownloop_demo_env.py").write_text(textwrap.dedent(PLUGIN))
-    (tmp_path / "env_tasks.json").write_text(json.dumps({
-        "setup": ["{BASE}/_admin/session-flags"], "capture": ["{BASE}/_admin/record"],
-        "tasks": [{"task_id": "t1", "prompt": "Open the form", "start": "{BASE}/form"}]}))
+    (tmp_path / "env_tasks.json").write_text(
+        json.dumps(
+            {
+                "setup": ["{BASE}/_admin/session-flags"],
+                "capture": ["{BASE}/_admin/record"],
+                "tasks": [{"task_id": "t1", "prompt": "Open the form", "start": "{BASE}/form"}],
+            }
+        )
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     import sys
@@ -75,4 +82,5 @@ def test_an_unknown_suite_names_the_ways_to_get_one(installed):
         load_suite(suite="shop")
     assert str(caught.value) == (
         "unknown suite 'shop'. Use miniwob[:GLOB], --tasks FILE, or install a package with an "
-        "'ownloop.environments' entry point (found: demo)")
+        "'ownloop.environments' entry point (found: demo)"
+    )

@@ -86,8 +86,13 @@ def test_same_seed_gives_same_utterance_and_layout_in_fresh_contexts(suite, new_
     for _ in range(2):
         session = new_session()
         utterance = start_episode(session.page, SEED, url=task.start_url)  # a Playwright Page
-        layouts.append((utterance, session.evaluate(_BUTTONS),
-                        session.evaluate("document.getElementById('area').innerHTML")))
+        layouts.append(
+            (
+                utterance,
+                session.evaluate(_BUTTONS),
+                session.evaluate("document.getElementById('area').innerHTML"),
+            )
+        )
     assert layouts[0] == layouts[1] and layouts[0][0] == task.prompt
     other = new_session()
     assert start_episode(other, SEED + 1, url=task.start_url) != task.prompt
@@ -117,7 +122,10 @@ def test_glob_selects_tasks_and_default_seeds_are_stable():
     own = MiniwobSuite("click-b*")
     assert own.names == ["click-button", "click-button-sequence"]
     assert MiniwobSuite("enter-text, click-b*").names == [
-        "enter-text", "click-button", "click-button-sequence"]
+        "enter-text",
+        "click-button",
+        "click-button-sequence",
+    ]
     assert default_seed("click-button") == default_seed("click-button") == 44284
     assert own.tasks_sha256 == MiniwobSuite("click-b*").tasks_sha256
     assert own.tasks_sha256 != MiniwobSuite("click-b*", "1").tasks_sha256
@@ -127,19 +135,32 @@ def test_seeds_parse_lists_and_ranges():
     assert parse_seeds("3,1-4, 9") == [3, 1, 2, 4, 9]
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"suite": "miniwob:click-*,nothing-*"},
-     "no MiniWoB task matches 'nothing-*' (e.g. miniwob:click-*)"),
-    ({"suite": "miniwob", "seeds": "1,x"},
-     "bad --seeds '1,x': use integers and ranges, e.g. 1,2,10-19"),
-    ({"suite": "miniwob", "seeds": "9-2"},
-     "bad --seeds range '9-2': at most 10000 seeds, low-high"),
-    ({"suite": "miniwob", "base": "http://x"},
-     "--base applies to --tasks files; miniwob serves its own pages"),
-    ({}, "pass either --suite NAME or --tasks FILE (exactly one)"),
-    ({"suite": "miniwob", "tasks_file": "t.json"},
-     "pass either --suite NAME or --tasks FILE (exactly one)"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"suite": "miniwob:click-*,nothing-*"},
+            "no MiniWoB task matches 'nothing-*' (e.g. miniwob:click-*)",
+        ),
+        (
+            {"suite": "miniwob", "seeds": "1,x"},
+            "bad --seeds '1,x': use integers and ranges, e.g. 1,2,10-19",
+        ),
+        (
+            {"suite": "miniwob", "seeds": "9-2"},
+            "bad --seeds range '9-2': at most 10000 seeds, low-high",
+        ),
+        (
+            {"suite": "miniwob", "base": "http://x"},
+            "--base applies to --tasks files; miniwob serves its own pages",
+        ),
+        ({}, "pass either --suite NAME or --tasks FILE (exactly one)"),
+        (
+            {"suite": "miniwob", "tasks_file": "t.json"},
+            "pass either --suite NAME or --tasks FILE (exactly one)",
+        ),
+    ],
+)
 def test_bad_suite_options_are_one_line_errors(kwargs, message):
     with pytest.raises(OwnloopError) as caught:
         load_suite(**kwargs)

@@ -12,15 +12,23 @@ from ownloop.recorder.suites import TasksFileSuite, load_suite
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import EvidenceCaptured, KeyboardType, MouseClick, now
 
-GRADER = {"type": "json", "capture": "/_admin/record", "path": "record.title",
-          "equals": "Quarterly report"}
+GRADER = {
+    "type": "json",
+    "capture": "/_admin/record",
+    "path": "record.title",
+    "equals": "Quarterly report",
+}
 FILE = {
     "setup": ["{BASE}/_admin/session-flags{LOGOUT}", "{BASE}/pages/page2.html"],
     "capture": ["{BASE}/_admin/record", "{BASE}/_admin/log"],
     "grader": "none",
     "tasks": [
-        {"task_id": "new-record", "prompt": "Save a record", "start": "{BASE}/form",
-         "grader": GRADER},
+        {
+            "task_id": "new-record",
+            "prompt": "Save a record",
+            "start": "{BASE}/form",
+            "grader": GRADER,
+        },
         {"task_id": "login", "prompt": "Sign in", "start": "{BASE}/form", "needs_login": True},
     ],
 }
@@ -62,13 +70,23 @@ def test_missing_file_and_seeds_are_errors(tmp_path):
 
 
 def as_events(pieces):
-    return [EvidenceCaptured(at=now(), run_id="r", name=p.name, value_json=p.value_json,
-                             media_type=p.media_type, source=p.source) for p in pieces]
+    return [
+        EvidenceCaptured(
+            at=now(),
+            run_id="r",
+            name=p.name,
+            value_json=p.value_json,
+            media_type=p.media_type,
+            source=p.source,
+        )
+        for p in pieces
+    ]
 
 
 def field_centre(session, element_id):
-    box = session.evaluate(f"document.getElementById('{element_id}').getBoundingClientRect()"
-                           ".toJSON()")
+    box = session.evaluate(
+        f"document.getElementById('{element_id}').getBoundingClientRect().toJSON()"
+    )
     return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
 
 
@@ -95,7 +113,8 @@ def test_setup_ops_and_captures_grade_a_record(tmp_path, site, new_session):
         pieces = suite.capture(session, task)
     assert [p.source for p in pieces] == list(task.capture_urls)  # in the file's order
     assert json.loads(pieces[0].value_json) == {
-        "record": {"title": "Quarterly report", "amount": "42"}}
+        "record": {"title": "Quarterly report", "amount": "42"}
+    }
     log = [entry["path"] for entry in json.loads(pieces[1].value_json)["log"]]
     assert log == ["/pages/page2.html", "/form", "/form"]  # setup, start, then the POST
     grade = grade_session(task.grader, None, as_events(pieces))
@@ -134,4 +153,10 @@ def test_end_state_evidence(tmp_path, site, new_session):
     session.page.close()
     after = capture_end_state(session)
     assert [p.name for p in after] == [  # the context (cookies) outlives its page
-        "final_url", "capture_error", "capture_error", "cookies", "capture_error", "network"]
+        "final_url",
+        "capture_error",
+        "capture_error",
+        "cookies",
+        "capture_error",
+        "network",
+    ]

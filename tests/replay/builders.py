@@ -58,54 +58,133 @@ def session_events(spec: SessionSpec, sha: str) -> list[E.Event]:
     agent = make_agent("uitars", **spec.agent_options)
     ids = {"run_id": spec.run_id, "session_id": spec.session_id}
     t = spec.start
-    task = E.Task(task_id=spec.task_id, prompt=f"Do {spec.task_id}",
-                  start_url="http://site.test/start", grader=spec.grader)
-    events: list[E.Event] = [E.SessionStarted(at=at(t), **ids, task=task, agent="uitars",
-                                              model="synthetic", viewport=SIZE)]
+    task = E.Task(
+        task_id=spec.task_id,
+        prompt=f"Do {spec.task_id}",
+        start_url="http://site.test/start",
+        grader=spec.grader,
+    )
+    events: list[E.Event] = [
+        E.SessionStarted(
+            at=at(t), **ids, task=task, agent="uitars", model="synthetic", viewport=SIZE
+        )
+    ]
     for number, step in enumerate(spec.steps, 1):
         t += 1
-        events.append(E.ScreenshotTaken(at=at(t), **ids, step=number, sha256=sha,
-                                        width=SIZE[0], height=SIZE[1], url=step.url))
+        events.append(
+            E.ScreenshotTaken(
+                at=at(t),
+                **ids,
+                step=number,
+                sha256=sha,
+                width=SIZE[0],
+                height=SIZE[1],
+                url=step.url,
+            )
+        )
         attempt = 1
         if step.failed_first is not None:
             call = f"{spec.session_id}-{number}-0"
-            events.append(E.ModelCalled(at=at(t + 0.1), **ids, step=number, call_id=call,
-                                        response=step.failed_first))
-            events.append(E.ActionParsed(at=at(t + 0.2), **ids, step=number, call_id=call,
-                                         parser="uitars", error="could not parse"))
+            events.append(
+                E.ModelCalled(
+                    at=at(t + 0.1), **ids, step=number, call_id=call, response=step.failed_first
+                )
+            )
+            events.append(
+                E.ActionParsed(
+                    at=at(t + 0.2),
+                    **ids,
+                    step=number,
+                    call_id=call,
+                    parser="uitars",
+                    error="could not parse",
+                )
+            )
             attempt = 2
         response = agent.render(step.thought, step.actions, SIZE)
         parsed = agent.parse(response, SIZE)
         call = f"{spec.session_id}-{number}-1"
-        events.append(E.ModelCalled(
-            at=at(t + 0.3), **ids, step=number, call_id=call, attempt=attempt,
-            purpose="step" if attempt == 1 else "resample", response=response,
-            finish_reason="stop", latency_ms=12.0))
+        events.append(
+            E.ModelCalled(
+                at=at(t + 0.3),
+                **ids,
+                step=number,
+                call_id=call,
+                attempt=attempt,
+                purpose="step" if attempt == 1 else "resample",
+                response=response,
+                finish_reason="stop",
+                latency_ms=12.0,
+            )
+        )
         if step.recorded_error is not None:
-            events.append(E.ActionParsed(at=at(t + 0.4), **ids, step=number, call_id=call,
-                                         parser="uitars", error=step.recorded_error))
+            events.append(
+                E.ActionParsed(
+                    at=at(t + 0.4),
+                    **ids,
+                    step=number,
+                    call_id=call,
+                    parser="uitars",
+                    error=step.recorded_error,
+                )
+            )
             continue
         actions = tuple(step.recorded_actions or parsed.actions)
-        events.append(E.ActionParsed(at=at(t + 0.4), **ids, step=number, call_id=call,
-                                     parser="uitars", thought=parsed.thought, actions=actions,
-                                     model_size=parsed.model_size))
+        events.append(
+            E.ActionParsed(
+                at=at(t + 0.4),
+                **ids,
+                step=number,
+                call_id=call,
+                parser="uitars",
+                thought=parsed.thought,
+                actions=actions,
+                model_size=parsed.model_size,
+            )
+        )
         index = 0
         for action_idx, action in enumerate(actions):
             for op in agent.translate(action):
-                events.append(E.BrowserActed(
-                    at=at(t + 0.5 + index / 100), **ids, step=number, idx=index,
-                    action_idx=action_idx, op=op, ok=step.op_error is None,
-                    error=step.op_error, url_before=step.url, url_after=step.url,
-                    element=E.Element(tag="button", id="go", name="Go", role="button")))
+                events.append(
+                    E.BrowserActed(
+                        at=at(t + 0.5 + index / 100),
+                        **ids,
+                        step=number,
+                        idx=index,
+                        action_idx=action_idx,
+                        op=op,
+                        ok=step.op_error is None,
+                        error=step.op_error,
+                        url_before=step.url,
+                        url_after=step.url,
+                        element=E.Element(tag="button", id="go", name="Go", role="button"),
+                    )
+                )
                 index += 1
     t += 1
     for name, value in spec.evidence:
         events.append(E.EvidenceCaptured(at=at(t), **ids, name=name, value_json=value))
-    events.append(E.SessionEnded(at=at(t), **ids, status=spec.status,  # type: ignore[arg-type]
-                                 answer=spec.answer, steps=len(spec.steps), seconds=t - spec.start))
+    events.append(
+        E.SessionEnded(
+            at=at(t),
+            **ids,
+            status=spec.status,  # type: ignore[arg-type]
+            answer=spec.answer,
+            steps=len(spec.steps),
+            seconds=t - spec.start,
+        )
+    )
     for offset, (grader, score, passed) in enumerate(spec.grades):
-        events.append(E.SessionGraded(at=at(t + 0.1 + offset / 10), **ids, grader=grader,
-                                      score=score, passed=passed, source="record"))
+        events.append(
+            E.SessionGraded(
+                at=at(t + 0.1 + offset / 10),
+                **ids,
+                grader=grader,
+                score=score,
+                passed=passed,
+                source="record",
+            )
+        )
     return events
 
 
@@ -118,8 +197,16 @@ def write_sessions(store: Store, *specs: SessionSpec) -> None:
     for run_id, first in runs.items():
         settings = make_agent("uitars", **first.agent_options).options()
         with store.stream(f"run-{run_id}") as stream:
-            stream.append([E.RunStarted(at=at(first.start - 0.5), run_id=run_id, agent="uitars",
-                                        agent_settings=settings)])
+            stream.append(
+                [
+                    E.RunStarted(
+                        at=at(first.start - 0.5),
+                        run_id=run_id,
+                        agent="uitars",
+                        agent_settings=settings,
+                    )
+                ]
+            )
     for spec in specs:
         with store.stream(spec.session_id) as stream:
             stream.append(session_events(spec, sha))

@@ -74,8 +74,23 @@ def invoke(store: Path, *args: str) -> str:
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory: pytest.TempPathFactory, expert: Live) -> Recorded:
     path = tmp_path_factory.mktemp("recorded") / "store"
-    invoke(path, "record", "uitars", "--suite", f"miniwob:{TASKS}", "--endpoint", expert.url,
-           "--model", "expert", "--run", "rec", "--workers", "1", "--settle", "0.1")
+    invoke(
+        path,
+        "record",
+        "uitars",
+        "--suite",
+        f"miniwob:{TASKS}",
+        "--endpoint",
+        expert.url,
+        "--model",
+        "expert",
+        "--run",
+        "rec",
+        "--workers",
+        "1",
+        "--settle",
+        "0.1",
+    )
     rows = open_store(path).sql("select task_id, session_id, status from sessions").rows
     errors = open_store(path).sql("select error from model_calls where error is not null").rows
     assert all(status == "finished" for _, _, status in rows), (rows, errors[:3])

@@ -38,8 +38,12 @@ def _calls(store: Store, session_id: str) -> list[ModelCalled]:
 def _wire(store: Store, call: ModelCalled) -> list[dict[str, Any]]:
     import base64
 
-    return wire_messages(call.messages, lambda part: "data:image/png;base64,"
-                         + base64.b64encode(store.get_blob(part.sha256)).decode())
+    return wire_messages(
+        call.messages,
+        lambda part: (
+            "data:image/png;base64," + base64.b64encode(store.get_blob(part.sha256)).decode()
+        ),
+    )
 
 
 def test_wire_and_in_process_requests_have_the_same_keys(recorded: Recorded) -> None:
@@ -58,16 +62,20 @@ def test_a_changed_screenshot_matches_by_step_and_a_miss_stops(recorded: Recorde
     outcome = client.call(first.messages, Sampling(temperature=1.0), step=1, **ids)
     assert (outcome.text, outcome.events[0].served_by) == (first.response, "cassette:exact")
     last = second.messages[-1]
-    changed = (*second.messages[:-1], msgspec.structs.replace(
-        last, parts=(ImagePart(sha256="0" * 64, width=1280, height=800),)))
+    changed = (
+        *second.messages[:-1],
+        msgspec.structs.replace(last, parts=(ImagePart(sha256="0" * 64, width=1280, height=800),)),
+    )
     outcome = client.call(changed, Sampling(), step=2, **ids)
     assert (outcome.text, outcome.events[0].served_by) == (second.response, "cassette:step")
     stranger = (msgspec.structs.replace(first.messages[0], parts=first.messages[1].parts),)
     outcome = client.call(stranger, Sampling(), step=9, **ids)
     assert outcome.text is None and outcome.events[0].served_by == "cassette:miss"
-    assert outcome.error == ("cassette miss at step 9: no recorded response matches this "
-                             "request; replay with --on-miss force (next recorded response) or "
-                             "forward (live model)")
+    assert outcome.error == (
+        "cassette miss at step 9: no recorded response matches this "
+        "request; replay with --on-miss force (next recorded response) or "
+        "forward (live model)"
+    )
     forced = CassetteClient(Cassette([session]), on_miss="force")
     forced.call(first.messages, Sampling(), step=1, **ids)
     outcome = forced.call(stranger, Sampling(), step=9, **ids)
@@ -79,8 +87,20 @@ def served(recorded: Recorded) -> Iterator[tuple[Store, str, str]]:
     """``ownloop serve-model --cassette SESSION`` in a subprocess: (store, session id, URL)."""
     session_id = recorded.sessions["enter-text"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "ownloop", "--store", str(recorded.path), "serve-model",
-         "--cassette", session_id, "--quiet"], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "ownloop",
+            "--store",
+            str(recorded.path),
+            "serve-model",
+            "--cassette",
+            session_id,
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = process.stdout.readline() if process.stdout else ""
         assert f"cassette of {session_id} at http://" in line, line
@@ -91,14 +111,15 @@ def served(recorded: Recorded) -> Iterator[tuple[Store, str, str]]:
 
 
 def test_serve_model_cassette_answers_a_plain_openai_client_in_order(
-    served: tuple[Store, str, str]
+    served: tuple[Store, str, str],
 ) -> None:
     store, session_id, url = served
     client = openai.OpenAI(base_url=url, api_key="unused")
     calls = _calls(store, session_id)
     for call in calls:
         raw = client.chat.completions.with_raw_response.create(
-            model="anything", messages=_wire(store, call), temperature=0.3)  # type: ignore[arg-type]
+            model="anything", messages=_wire(store, call), temperature=0.3
+        )  # type: ignore[arg-type]
         reply = raw.parse()
         assert reply.choices[0].message.content == call.response
         assert raw.headers["x-ownloop-match"] == "cassette:exact"
@@ -117,17 +138,20 @@ def test_a_miss_is_forced_or_forwarded_by_policy(recorded: Recorded) -> None:
     stranger = [{"role": "user", "content": "Something never recorded"}]
     with make_cassette_server(store, target, "force") as url:
         client = openai.OpenAI(base_url=url, api_key="unused")
-        texts = [client.chat.completions.create(model="m", messages=stranger)  # type: ignore[arg-type]
-                 for _ in calls]
+        texts = [
+            client.chat.completions.create(model="m", messages=stranger)  # type: ignore[arg-type]
+            for _ in calls
+        ]
         assert [t.choices[0].message.content for t in texts] == [c.response for c in calls]
         assert {t.system_fingerprint for t in texts} == {"cassette:force"}
-    with ModelServer(lambda request: Reply("Action: wait()")) as live, \
-            make_cassette_server(store, target, "forward", live) as url:
+    with (
+        ModelServer(lambda request: Reply("Action: wait()")) as live,
+        make_cassette_server(store, target, "forward", live) as url,
+    ):
         client = openai.OpenAI(base_url=url, api_key="unused")
         answer = client.chat.completions.create(model="m", messages=stranger)  # type: ignore[arg-type]
         assert answer.choices[0].message.content == "Action: wait()"
-        exact = client.chat.completions.create(
-            model="m", messages=_wire(store, calls[0]))  # type: ignore[arg-type]
+        exact = client.chat.completions.create(model="m", messages=_wire(store, calls[0]))  # type: ignore[arg-type]
         assert exact.choices[0].message.content == calls[0].response
 
 
@@ -154,10 +178,28 @@ def molmoweb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, str]:
 
     path = tmp_path_factory.mktemp("molmoweb") / "store"
     with make_server("miniwob", "molmoweb") as url:  # its Chromium closes before the tests run
-        result = CliRunner().invoke(cli, [
-            "--store", str(path), "record", "molmoweb", "--suite", "miniwob:enter-text",
-            "--endpoint", url, "--model", "expert", "--settle", "0.1", "--workers", "1",
-            "--released", str(path.parent / "no-clone")], catch_exceptions=False)
+        result = CliRunner().invoke(
+            cli,
+            [
+                "--store",
+                str(path),
+                "record",
+                "molmoweb",
+                "--suite",
+                "miniwob:enter-text",
+                "--endpoint",
+                url,
+                "--model",
+                "expert",
+                "--settle",
+                "0.1",
+                "--workers",
+                "1",
+                "--released",
+                str(path.parent / "no-clone"),
+            ],
+            catch_exceptions=False,
+        )
     assert result.exit_code == 0 and "1 finished" in result.output, result.output
     store = open_store(path)
     [(session_id,)] = store.sql("select session_id from sessions").rows
@@ -168,24 +210,32 @@ def _changed_screenshots(store: Store, call: ModelCalled) -> list[dict[str, Any]
     import base64
 
     # The same PNG with one byte more: its header (and size) stays, its sha256 changes.
-    return wire_messages(call.messages, lambda part: "data:image/png;base64,"
-                         + base64.b64encode(store.get_blob(part.sha256) + b"\0").decode())
+    return wire_messages(
+        call.messages,
+        lambda part: (
+            "data:image/png;base64,"
+            + base64.b64encode(store.get_blob(part.sha256) + b"\0").decode()
+        ),
+    )
 
 
 @pytest.mark.filterwarnings("ignore:molmoweb. no clone")
 def test_a_molmoweb_session_is_served_over_http_in_order_and_a_miss_names_its_step(
-    molmoweb: tuple[Store, str]
+    molmoweb: tuple[Store, str],
 ) -> None:
     store, session_id = molmoweb
     calls = _calls(store, session_id)
     steps = sorted({call.step for call in calls})
-    assert len(steps) >= 2 and all(not any(m.role == "assistant" for m in c.messages)
-                                   for c in calls)
+    assert len(steps) >= 2 and all(
+        not any(m.role == "assistant" for m in c.messages) for c in calls
+    )
     for wire, how in ((_wire, "cassette:exact"), (_changed_screenshots, "cassette:step")):
         with make_cassette_server(store, session_id, "force") as url:
             client = openai.OpenAI(base_url=url, api_key="unused")
-            answers = [client.chat.completions.create(
-                model="m", messages=wire(store, call)) for call in calls]  # type: ignore[arg-type]
+            answers = [
+                client.chat.completions.create(model="m", messages=wire(store, call))
+                for call in calls
+            ]  # type: ignore[arg-type]
         assert [a.choices[0].message.content for a in answers] == [c.response for c in calls]
         assert [a.system_fingerprint for a in answers] == [how] * len(calls)
     # A miss at the last step (its start URL moved to another port) names that step, read from

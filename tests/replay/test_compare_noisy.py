@@ -26,17 +26,41 @@ from ownloop.store import open_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-_TASKS = ("click-button", "click-link", "enter-text", "focus-text", "click-checkboxes",
-          "login-user")
+_TASKS = (
+    "click-button",
+    "click-link",
+    "enter-text",
+    "focus-text",
+    "click-checkboxes",
+    "login-user",
+)
 _RUNS = {"A": (0.3, 19), "B": (0.3, 3), "NOISY": (0.7, 12)}  # run -> (--noise, --noise-seed)
 # run -> task type -> the outcomes of its three repeats, as the seeds decide them
 _OUTCOMES = {
-    "A": {"click-button": [1, 1, 1], "click-checkboxes": [1, 1, 1], "click-link": [1, 1, 1],
-          "enter-text": [1, 0, 0], "focus-text": [1, 1, 1], "login-user": [1, 0, 0]},
-    "B": {"click-button": [1, 1, 1], "click-checkboxes": [1, 0, 1], "click-link": [1, 1, 1],
-          "enter-text": [0, 1, 1], "focus-text": [1, 0, 0], "login-user": [0, 1, 0]},
-    "NOISY": {"click-button": [0, 0, 0], "click-checkboxes": [0, 0, 0], "click-link": [0, 0, 1],
-              "enter-text": [0, 0, 0], "focus-text": [0, 0, 0], "login-user": [0, 0, 0]},
+    "A": {
+        "click-button": [1, 1, 1],
+        "click-checkboxes": [1, 1, 1],
+        "click-link": [1, 1, 1],
+        "enter-text": [1, 0, 0],
+        "focus-text": [1, 1, 1],
+        "login-user": [1, 0, 0],
+    },
+    "B": {
+        "click-button": [1, 1, 1],
+        "click-checkboxes": [1, 0, 1],
+        "click-link": [1, 1, 1],
+        "enter-text": [0, 1, 1],
+        "focus-text": [1, 0, 0],
+        "login-user": [0, 1, 0],
+    },
+    "NOISY": {
+        "click-button": [0, 0, 0],
+        "click-checkboxes": [0, 0, 0],
+        "click-link": [0, 0, 1],
+        "enter-text": [0, 0, 0],
+        "focus-text": [0, 0, 0],
+        "login-user": [0, 0, 0],
+    },
 }
 
 
@@ -46,9 +70,23 @@ def _ownloop(*args: str) -> list[str]:
 
 def _serve(noise: float, seed: int, spawned: list[subprocess.Popen[bytes]]) -> str:
     process = subprocess.Popen(
-        _ownloop("serve-model", "--port", "0", "--expert", "miniwob", "--agent", "uitars",
-                 "--quiet", "--noise", str(noise), "--noise-seed", str(seed)),
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        _ownloop(
+            "serve-model",
+            "--port",
+            "0",
+            "--expert",
+            "miniwob",
+            "--agent",
+            "uitars",
+            "--quiet",
+            "--noise",
+            str(noise),
+            "--noise-seed",
+            str(seed),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     spawned.append(process)
     assert process.stdout is not None
     first = process.stdout.readline().decode()
@@ -57,37 +95,73 @@ def _serve(noise: float, seed: int, spawned: list[subprocess.Popen[bytes]]) -> s
 
 
 def _compare(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_ownloop("--store", str(store), "compare", *args),
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        _ownloop("--store", str(store), "compare", *args),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_repeats_of_a_noisy_expert_flip_and_compare_finds_them_and_a_noisier_run_fails(
-        tmp_path: Path, spawned: list[subprocess.Popen[bytes]]) -> None:
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
     store = tmp_path / "store"
     records = []
     for run, (noise, seed) in _RUNS.items():
         endpoint = _serve(noise, seed, spawned)
-        records.append(subprocess.Popen(
-            _ownloop("--store", str(store), "record", "uitars", "--model", "expert",
-                     "--suite", "miniwob:" + ",".join(_TASKS), "--endpoint", endpoint,
-                     "--run", run, "--repeat", "3", "--workers", "1", "--settle", "0.05",
-                     "--max-steps", "8"),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+        records.append(
+            subprocess.Popen(
+                _ownloop(
+                    "--store",
+                    str(store),
+                    "record",
+                    "uitars",
+                    "--model",
+                    "expert",
+                    "--suite",
+                    "miniwob:" + ",".join(_TASKS),
+                    "--endpoint",
+                    endpoint,
+                    "--run",
+                    run,
+                    "--repeat",
+                    "3",
+                    "--workers",
+                    "1",
+                    "--settle",
+                    "0.05",
+                    "--max-steps",
+                    "8",
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+        )
         spawned.append(records[-1])
     for process in records:
         out, _ = process.communicate(timeout=600)
         assert process.returncode == 0, out.decode()[-2000:]
 
     index = open_store(store)
-    rows = index.sql("select run_id, task_id, list(score::int order by repeat) from sessions "
-                     "group by all").rows
+    rows = index.sql(
+        "select run_id, task_id, list(score::int order by repeat) from sessions group by all"
+    ).rows
     outcomes = {(run, task.rsplit("-", 1)[0]): scores for run, task, scores in rows}
-    assert outcomes == {(run, task): scores for run, tasks in _OUTCOMES.items()
-                        for task, scores in tasks.items()}
+    assert outcomes == {
+        (run, task): scores for run, tasks in _OUTCOMES.items() for task, scores in tasks.items()
+    }
     flips = index.sql("select run_id, task_id, outcomes from flips order by all").rows
     assert [(run, task.rsplit("-", 1)[0]) for run, task, _ in flips] == [
-        ("A", "enter-text"), ("A", "login-user"), ("B", "click-checkboxes"),
-        ("B", "enter-text"), ("B", "focus-text"), ("B", "login-user"), ("NOISY", "click-link")]
+        ("A", "enter-text"),
+        ("A", "login-user"),
+        ("B", "click-checkboxes"),
+        ("B", "enter-text"),
+        ("B", "focus-text"),
+        ("B", "login-user"),
+        ("NOISY", "click-link"),
+    ]
 
     # A and B are equally noisy: two tasks flip (solved in most repeats by one run only)
     same = _compare(store, "A", "B", "--format", "json", "--fail-if-worse", "0.5")
@@ -109,10 +183,14 @@ def test_repeats_of_a_noisy_expert_flip_and_compare_finds_them_and_a_noisier_run
     table = _compare(store, "A", "B")
     assert table.returncode == 0, table.stderr
     assert "2 tasks flipped" in table.stdout
-    assert "enter-text-13592: solved by B only; first divergent step A step 2 / B step 2: " \
+    assert (
+        "enter-text-13592: solved by B only; first divergent step A step 2 / B step 2: "
         "type " in table.stdout
-    assert "focus-text-7393: solved by A only; first divergent step A step 1 / B step 1: " \
+    )
+    assert (
+        "focus-text-7393: solved by A only; first divergent step A step 1 / B step 1: "
         "click input#tt [role=textbox] vs click " in table.stdout
+    )
 
     worse = _compare(store, "A", "NOISY", "--fail-if-worse", "0.1")
     assert worse.returncode == 1, worse.stdout + worse.stderr

@@ -17,8 +17,9 @@ def _session(spec: SessionSpec, sha: str = SHA_A) -> Session:
     return fold(session_events(spec, sha))
 
 
-BASE = SessionSpec("s1", steps=(StepSpec([click()]), StepSpec([click(100, 200)]),
-                                StepSpec([finish()])))
+BASE = SessionSpec(
+    "s1", steps=(StepSpec([click()]), StepSpec([click(100, 200)]), StepSpec([finish()]))
+)
 
 
 def _printed(diff: object) -> str:
@@ -32,33 +33,43 @@ def test_a_session_with_itself_is_identical() -> None:
     diff = diff_sessions(session, session)
     assert diff.identical and diff.first_difference is None
     assert [s.same for s in diff.steps] == [True, True, True]
-    assert diff.summary() == ("identical: 3 steps with the same actions, URLs and screenshots, "
-                              "and the same outcome")
+    assert diff.summary() == (
+        "identical: 3 steps with the same actions, URLs and screenshots, and the same outcome"
+    )
     text = _printed(diff)
     assert "s1  vs  s1" in text and "identical: 3 steps" in text and "≠" not in text
 
 
 def test_different_action_url_screenshot_and_outcome() -> None:
-    other = SessionSpec("s2", steps=(StepSpec([click()]), StepSpec([click(300, 300)],
-                                                                   url="http://site.test/other"),
-                                     StepSpec([finish("nope")]), StepSpec([finish()])),
-                        answer="nope", grades=(("answer:contains:done", 0.0, False),))
+    other = SessionSpec(
+        "s2",
+        steps=(
+            StepSpec([click()]),
+            StepSpec([click(300, 300)], url="http://site.test/other"),
+            StepSpec([finish("nope")]),
+            StepSpec([finish()]),
+        ),
+        answer="nope",
+        grades=(("answer:contains:done", 0.0, False),),
+    )
     diff = diff_sessions(_session(BASE), _session(other, SHA_B))
     assert not diff.identical and diff.first_difference == 1  # every screenshot differs
     step2 = diff.steps[1]
     assert (step2.same_actions, step2.same_url, step2.same_screenshot) == (False, False, False)
     assert diff.steps[3].actions_a == "" and not diff.steps[3].same
     assert not diff.same_outcome
-    assert diff.summary() == ("different: 4 of 4 steps differ, first at step 1 (screenshot); "
-                              "the outcome differs")
+    assert diff.summary() == (
+        "different: 4 of 4 steps differ, first at step 1 (screenshot); the outcome differs"
+    )
     text = _printed(diff)
     assert "http://site.test/other" in text and "(no step)" in text
     assert "finished pass 1.00 answer='done'" in text and "finished fail 0.00 answer='nope'" in text
 
 
 def test_same_screenshots_different_action() -> None:
-    other = SessionSpec("s3", steps=(StepSpec([click()]), StepSpec([click(101, 200)]),
-                                     StepSpec([finish()])))
+    other = SessionSpec(
+        "s3", steps=(StepSpec([click()]), StepSpec([click(101, 200)]), StepSpec([finish()]))
+    )
     diff = diff_sessions(_session(BASE), _session(other))
     assert diff.first_difference == 2
     assert diff.steps[1].what_differs() == ["actions"]

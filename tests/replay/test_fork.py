@@ -18,17 +18,30 @@ def test_fork_at_step_2_finishes_live_and_serves_step_1_from_the_cassette(
 ) -> None:
     parent = recorded.sessions["enter-text"]
     before = expert.calls()
-    out = invoke(store_copy, "replay", parent, "--fork-at", "2", "--endpoint", expert.url,
-                 "--model", "expert-live", "--settle", "0.1")
+    out = invoke(
+        store_copy,
+        "replay",
+        parent,
+        "--fork-at",
+        "2",
+        "--endpoint",
+        expert.url,
+        "--model",
+        "expert-live",
+        "--settle",
+        "0.1",
+    )
     assert "child:  finished, pass 1.00 (miniwob)" in out, out
     assert "forked at step 2" in out and "steps identical: 1/1" in out, out
     store = open_store(store_copy)
     child, mode, fork_step, model = store.sql(
         "select session_id, replay_mode, fork_step, model from sessions "
-        f"where parent_session_id = '{parent}'").rows[0]
+        f"where parent_session_id = '{parent}'"
+    ).rows[0]
     assert (mode, fork_step, model) == ("fork", 2, "expert-live")
-    calls = store.sql(f"select step, served_by from model_calls where session_id = '{child}' "
-                      "order by step").rows
+    calls = store.sql(
+        f"select step, served_by from model_calls where session_id = '{child}' order by step"
+    ).rows
     assert calls[0] == (1, "cassette:exact")
     live = [step for step, served_by in calls if served_by == ""]
     assert live == [2, 3, 4]
@@ -41,8 +54,12 @@ def test_fork_needs_the_live_model(recorded: Recorded, store_copy: Path) -> None
 
     from ownloop.cli import cli
 
-    result = CliRunner().invoke(cli, ["--store", str(store_copy), "replay",
-                                      recorded.sessions["focus-text"], "--fork-at", "2"])
+    result = CliRunner().invoke(
+        cli,
+        ["--store", str(store_copy), "replay", recorded.sessions["focus-text"], "--fork-at", "2"],
+    )
     assert result.exit_code == 1
-    assert "Error: --fork-at needs the live model: pass --endpoint URL and --model NAME" \
+    assert (
+        "Error: --fork-at needs the live model: pass --endpoint URL and --model NAME"
         in result.output
+    )

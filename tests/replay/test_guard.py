@@ -11,24 +11,48 @@ from PIL import Image, ImageDraw
 from ownloop.replay.guard import PERCEPTUAL_TOLERANCE, element_difference, perceptual_distance
 from ownloop.store.events import Element
 
-SAVE = Element(tag="button", id="save", role="button", name="Save", text="Save",
-               css_path="button#save", bbox=(10.0, 10.0, 120.0, 40.0))
+SAVE = Element(
+    tag="button",
+    id="save",
+    role="button",
+    name="Save",
+    text="Save",
+    css_path="button#save",
+    bbox=(10.0, 10.0, 120.0, 40.0),
+)
 BOX = Element(tag="div", css_path="body > div:nth-of-type(2)", bbox=(0.0, 0.0, 100.0, 100.0))
 
 
-@pytest.mark.parametrize(("found", "reason"), [
-    (SAVE, ""),
-    (Element(tag="button", role="button", name="Save", text="Save", css_path="form > button",
-             bbox=(600.0, 300.0, 120.0, 40.0)), ""),  # moved, same element: the same target
-    (None, "no element there"),
-    (Element(tag="div", name="Banner", text="Banner"), "div 'Banner' is there instead"),
-    (Element(tag="button", role="button", name="Cancel", text="Cancel"),
-     "its name 'Save' is now 'Cancel'"),
-    (Element(tag="button", role="button", name="Save", text="Save!"),
-     "its text 'Save' is now 'Save!'"),
-])
+@pytest.mark.parametrize(
+    ("found", "reason"),
+    [
+        (SAVE, ""),
+        (
+            Element(
+                tag="button",
+                role="button",
+                name="Save",
+                text="Save",
+                css_path="form > button",
+                bbox=(600.0, 300.0, 120.0, 40.0),
+            ),
+            "",
+        ),  # moved, same element: the same target
+        (None, "no element there"),
+        (Element(tag="div", name="Banner", text="Banner"), "div 'Banner' is there instead"),
+        (
+            Element(tag="button", role="button", name="Cancel", text="Cancel"),
+            "its name 'Save' is now 'Cancel'",
+        ),
+        (
+            Element(tag="button", role="button", name="Save", text="Save!"),
+            "its text 'Save' is now 'Save!'",
+        ),
+    ],
+)
 def test_a_named_element_is_told_by_tag_role_name_and_text(
-        found: Element | None, reason: str) -> None:
+    found: Element | None, reason: str
+) -> None:
     assert element_difference(SAVE, found) == reason
 
 
@@ -36,7 +60,8 @@ def test_an_unnamed_element_is_told_by_its_css_path_and_size() -> None:
     assert element_difference(BOX, BOX) == ""
     moved = Element(tag="div", css_path="body > div:nth-of-type(3)", bbox=(0, 0, 100, 100))
     assert element_difference(BOX, moved) == (
-        "its css path 'body > div:nth-of-type(2)' is now 'body > div:nth-of-type(3)'")
+        "its css path 'body > div:nth-of-type(2)' is now 'body > div:nth-of-type(3)'"
+    )
     resized = Element(tag="div", css_path=BOX.css_path, bbox=(0.0, 0.0, 100.0, 300.0))
     assert element_difference(BOX, resized).startswith("its box ")
 

@@ -16,8 +16,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(store), *args],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -28,13 +33,40 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     serve-model printed on stderr."""
     store = tmp_path_factory.mktemp("progress") / "store"
     server = subprocess.Popen(
-        [sys.executable, "-m", "ownloop", "serve-model", "--port", "0", "--expert", "miniwob",
-         "--agent", "uitars"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "ownloop",
+            "serve-model",
+            "--port",
+            "0",
+            "--expert",
+            "miniwob",
+            "--agent",
+            "uitars",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         url = server.stdout.readline().split(" at ", 1)[1].strip()
-        _ownloop(store, "record", "uitars", "--suite", "miniwob:click-button", "--endpoint", url,
-                 "--model", "ownloop-miniwob-uitars", "--settle", "0.1", "--run", "r1")
+        _ownloop(
+            store,
+            "record",
+            "uitars",
+            "--suite",
+            "miniwob:click-button",
+            "--endpoint",
+            url,
+            "--model",
+            "ownloop-miniwob-uitars",
+            "--settle",
+            "0.1",
+            "--run",
+            "r1",
+        )
     finally:
         server.terminate()
         _, err = server.communicate(timeout=30)
@@ -44,17 +76,23 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def test_serve_model_says_the_first_plan_takes_a_while(served: tuple[Path, str]) -> None:
     _, err = served
     lines = err.splitlines()
-    assert re.fullmatch(r"expert: planning click-button \(seed \d+\), the first plan: it starts "
-                        r"a headless Chromium and solves the episode there, a few seconds",
-                        lines[0])
-    assert re.fullmatch(r"expert: plan for click-button \(seed \d+\) ready in \d+\.\ds: "
-                        r"\d+ steps, rehearsal reward [0-9.]+", lines[1])
+    assert re.fullmatch(
+        r"expert: planning click-button \(seed \d+\), the first plan: it starts "
+        r"a headless Chromium and solves the episode there, a few seconds",
+        lines[0],
+    )
+    assert re.fullmatch(
+        r"expert: plan for click-button \(seed \d+\) ready in \d+\.\ds: "
+        r"\d+ steps, rehearsal reward [0-9.]+",
+        lines[1],
+    )
 
 
 def test_replay_execute_says_each_step_on_stderr(served: tuple[Path, str]) -> None:
     store, _ = served
-    done = _ownloop(store, "replay", "click-button", "--run", "r1", "--execute", "ops",
-                    "--settle", "0")
+    done = _ownloop(
+        store, "replay", "click-button", "--run", "r1", "--execute", "ops", "--settle", "0"
+    )
     steps = re.findall(r"^replay \w+: step (\d+) of (\d+)$", done.stderr, re.MULTILINE)
     assert steps and steps[0][0] == "1"
     assert steps[-1][0] == steps[-1][1]  # the last step is always said

@@ -19,8 +19,13 @@ PASS = (("answer:contains:done", 1.0, True),)
 
 
 def _spec(sid: str, answer: str | None, **kw: object) -> SessionSpec:
-    return SessionSpec(sid, task_id=f"task-{sid}", answer=answer, steps=STEPS,  # type: ignore[arg-type]
-                       **kw)
+    return SessionSpec(
+        sid,
+        task_id=f"task-{sid}",
+        answer=answer,
+        steps=STEPS,  # type: ignore[arg-type]
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +54,9 @@ def store(built: Path, tmp_path: Path) -> Store:
 
 
 def _sessions(store: Store) -> list[tuple]:
-    return store.sql("select session_id, score, passed, grader from sessions "
-                     "order by session_id").rows
+    return store.sql(
+        "select session_id, score, passed, grader from sessions order by session_id"
+    ).rows
 
 
 def test_stricter_grader_flips_the_expected_sessions_and_keeps_old_grades(store: Store) -> None:
@@ -62,10 +68,14 @@ def test_stricter_grader_flips_the_expected_sessions_and_keeps_old_grades(store:
     rows = dict((r[0], r[1:]) for r in _sessions(store))
     assert rows["p2"] == (0.0, False, "answer:exact:done")
     assert rows["q1"] == (1.0, True, "answer:contains:done")  # other run untouched
-    grades = store.sql("select session_id, grader, source, latest from grades "
-                       "where session_id = 'p2' order by graded_at").rows
-    assert grades == [("p2", "answer:contains:done", "record", False),
-                      ("p2", "answer:exact:done", "regrade", True)]
+    grades = store.sql(
+        "select session_id, grader, source, latest from grades "
+        "where session_id = 'p2' order by graded_at"
+    ).rows
+    assert grades == [
+        ("p2", "answer:contains:done", "record", False),
+        ("p2", "answer:exact:done", "regrade", True),
+    ]
 
 
 def test_regrading_twice_with_the_same_grader_is_idempotent_in_sessions(store: Store) -> None:
@@ -118,14 +128,28 @@ def test_flip_from_fail_to_pass_and_from_ungraded(store: Store) -> None:
 
 def test_graders_from_a_tasks_file(store: Store, tmp_path: Path) -> None:
     path = tmp_path / "tasks.json"
-    path.write_text(json.dumps({"tasks": [
-        {"task_id": "task-p1", "prompt": "p", "start": "{BASE}/a", "grader": "answer:exact:x"},
-        {"task_id": "task-p2", "prompt": "p", "start": "{BASE}/b",
-         "grader": {"type": "answer", "contains": "all"}},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "tasks": [
+                    {
+                        "task_id": "task-p1",
+                        "prompt": "p",
+                        "start": "{BASE}/a",
+                        "grader": "answer:exact:x",
+                    },
+                    {
+                        "task_id": "task-p2",
+                        "prompt": "p",
+                        "start": "{BASE}/b",
+                        "grader": {"type": "answer", "contains": "all"},
+                    },
+                ]
+            }
+        )
+    )
     graders = graders_from_tasks_file(path)
-    assert graders == {"task-p1": "answer:exact:x",
-                       "task-p2": '{"contains":"all","type":"answer"}'}
+    assert graders == {"task-p1": "answer:exact:x", "task-p2": '{"contains":"all","type":"answer"}'}
     result = regrade(store, tasks=graders)
     assert result.graded == 2  # the other tasks are not in the file
     assert [f.session_id for f in result.flips] == ["p1"]

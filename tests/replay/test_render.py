@@ -26,30 +26,54 @@ def _text(spec: SessionSpec, tmp_path: Path) -> str:
 
 
 def test_every_recorded_fact_is_shown(tmp_path: Path) -> None:
-    spec = SessionSpec("s1", steps=(
-        StepSpec([click(), TypeText(text="hello")], thought="Click then type.",
-                 failed_first="Thought: ?\nAction: nothing(", url="http://site.test/form",
-                 op_error="Timeout 500ms exceeded"),
-        StepSpec([finish("done")], thought="All done."),
-    ), answer="done")
+    spec = SessionSpec(
+        "s1",
+        steps=(
+            StepSpec(
+                [click(), TypeText(text="hello")],
+                thought="Click then type.",
+                failed_first="Thought: ?\nAction: nothing(",
+                url="http://site.test/form",
+                op_error="Timeout 500ms exceeded",
+            ),
+            StepSpec([finish("done")], thought="All done."),
+        ),
+        answer="done",
+    )
     text = _text(spec, tmp_path)
     for expected in (
-        "Session s1", "task task-1", "Task: Do task-1", "Start: http://site.test/start",
-        "Step 1", "http://site.test/form", "call 1 (step)", "parse error: could not parse",
-        "response: 'Thought: ?\\nAction: nothing('", "call 2 (resample)",
-        "Thought: Click then type.", "action 0: click(x=", "op 0: mouse.click(x=",
-        "on button#go 'Go' [role=button]", "ERROR Timeout 500ms exceeded",
-        "action 1: type(text='hello')", "keyboard.type(text='hello')",
-        "Step 2", "action 0: finish(answer='done')",
-        "Outcome: finished", "answer 'done'", "evidence final_url",
-        "Grades:", "pass 1.00  answer:contains:done", "(record)", "latest",
+        "Session s1",
+        "task task-1",
+        "Task: Do task-1",
+        "Start: http://site.test/start",
+        "Step 1",
+        "http://site.test/form",
+        "call 1 (step)",
+        "parse error: could not parse",
+        "response: 'Thought: ?\\nAction: nothing('",
+        "call 2 (resample)",
+        "Thought: Click then type.",
+        "action 0: click(x=",
+        "op 0: mouse.click(x=",
+        "on button#go 'Go' [role=button]",
+        "ERROR Timeout 500ms exceeded",
+        "action 1: type(text='hello')",
+        "keyboard.type(text='hello')",
+        "Step 2",
+        "action 0: finish(answer='done')",
+        "Outcome: finished",
+        "answer 'done'",
+        "evidence final_url",
+        "Grades:",
+        "pass 1.00  answer:contains:done",
+        "(record)",
+        "latest",
     ):
         assert expected in text, expected
 
 
 def test_model_text_is_data(tmp_path: Path) -> None:
-    spec = SessionSpec("s2", steps=(StepSpec([finish(HOSTILE)], thought=HOSTILE),),
-                       answer=HOSTILE)
+    spec = SessionSpec("s2", steps=(StepSpec([finish(HOSTILE)], thought=HOSTILE),), answer=HOSTILE)
     text = _text(spec, tmp_path)
     assert "\x1b" not in text and "\u202e" not in text
     assert "[bold red]fake[/]" in text  # printed as written, not as markup
@@ -57,8 +81,7 @@ def test_model_text_is_data(tmp_path: Path) -> None:
 
 
 def test_unfinished_and_ungraded(tmp_path: Path) -> None:
-    events = session_events(SessionSpec("s3", steps=(StepSpec([click()]),), grades=()),
-                            "0" * 64)
+    events = session_events(SessionSpec("s3", steps=(StepSpec([click()]),), grades=()), "0" * 64)
     session = fold(e for e in events if e.__struct_config__.tag != "session_ended")
     console = Console(record=True, width=200, file=io.StringIO())
     console.print(session_view(session))
@@ -66,13 +89,16 @@ def test_unfinished_and_ungraded(tmp_path: Path) -> None:
     assert "unfinished (no SessionEnded)" in text and "Grades: none" in text
 
 
-@pytest.mark.parametrize(("action", "expected"), [
-    (Click(x=10, y=20.5, model_x=3, raw="click(...)"), "click(x=10, y=20.5)"),
-    (Click(x=1, y=2, button="right", count=2), "click(x=1, y=2, button='right', count=2)"),
-    (Scroll(direction="up", amount=3, x=5, y=6), "scroll(direction='up', amount=3, x=5, y=6)"),
-    (Finish(), "finish()"),
-    (TypeText(text="a\nb"), "type(text='a\\nb')"),
-])
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        (Click(x=10, y=20.5, model_x=3, raw="click(...)"), "click(x=10, y=20.5)"),
+        (Click(x=1, y=2, button="right", count=2), "click(x=1, y=2, button='right', count=2)"),
+        (Scroll(direction="up", amount=3, x=5, y=6), "scroll(direction='up', amount=3, x=5, y=6)"),
+        (Finish(), "finish()"),
+        (TypeText(text="a\nb"), "type(text='a\\nb')"),
+    ],
+)
 def test_action_text(action: object, expected: str) -> None:
     assert action_text(action) == expected  # type: ignore[arg-type]
 
@@ -98,5 +124,15 @@ def test_replay_modules_public_names_and_imports(name: str) -> None:
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not {m for m in imported if m.split(".")[0] in ("duckdb", "playwright")}
     ours = {m for m in imported if m.startswith("ownloop")}
-    assert all(m.startswith(("ownloop.store", "ownloop.agents", "ownloop.grading",
-                             "ownloop.recorder.suites", "ownloop.replay")) for m in ours), ours
+    assert all(
+        m.startswith(
+            (
+                "ownloop.store",
+                "ownloop.agents",
+                "ownloop.grading",
+                "ownloop.recorder.suites",
+                "ownloop.replay",
+            )
+        )
+        for m in ours
+    ), ours

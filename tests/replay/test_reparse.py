@@ -16,10 +16,19 @@ from ownloop.store.events import Click
 from tests.replay.builders import SessionSpec, StepSpec, click, drag, finish, scroll, write_sessions
 
 # s1: click, scroll, drag, scroll, finish.  s2: click, finish (nothing there scrolls or drags).
-S1 = SessionSpec("s1", steps=(StepSpec([click()]), StepSpec([scroll()]), StepSpec([drag()]),
-                              StepSpec([scroll("up")]), StepSpec([finish()])))
-S2 = SessionSpec("s2", task_id="task-2", steps=(StepSpec([click()]), StepSpec([finish()])),
-                 start=100)
+S1 = SessionSpec(
+    "s1",
+    steps=(
+        StepSpec([click()]),
+        StepSpec([scroll()]),
+        StepSpec([drag()]),
+        StepSpec([scroll("up")]),
+        StepSpec([finish()]),
+    ),
+)
+S2 = SessionSpec(
+    "s2", task_id="task-2", steps=(StepSpec([click()]), StepSpec([finish()])), start=100
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +50,15 @@ def test_same_code_same_options_changes_nothing(store: Store) -> None:
     assert report.changes == ()
     assert (report.sessions, report.steps, report.responses) == (2, 7, 7)
     assert report.lines()[-1] == (
-        "0 of 7 steps changed (0 of 7 responses) in 2 sessions; nothing was written")
+        "0 of 7 steps changed (0 of 7 responses) in 2 sessions; nothing was written"
+    )
 
 
 def test_scroll_notches_changes_exactly_the_scroll_steps_actions_and_ops(store: Store) -> None:
     assert _changed(store, scroll_notches=3) == [
-        ("s1", 2, "actions and ops"), ("s1", 4, "actions and ops")]
+        ("s1", 2, "actions and ops"),
+        ("s1", 4, "actions and ops"),
+    ]
     change = reparse(store, run_id="r1", overrides={"scroll_notches": 3}).changes[0]
     assert "amount=5" in change.old_actions and "amount=3" in change.new_actions
     assert change.old_ops.count("mouse.wheel") == 5 and change.new_ops.count("mouse.wheel") == 3
@@ -67,8 +79,9 @@ def test_drag_steps_changes_only_the_drag_step(store: Store) -> None:
 
 def test_the_recorded_settings_are_the_base(tmp_path: Path) -> None:
     store = open_store(tmp_path / "store", fsync=False)
-    spec = SessionSpec("s3", run_id="r3", steps=(StepSpec([scroll()]),),
-                       agent_options={"scroll_notches": 3})
+    spec = SessionSpec(
+        "s3", run_id="r3", steps=(StepSpec([scroll()]),), agent_options={"scroll_notches": 3}
+    )
     write_sessions(store, spec)
     assert reparse(store, run_id="r3").changes == ()  # recorded with 3, re-parsed with 3
     changed = reparse(store, run_id="r3", overrides={"scroll_notches": 5}).changes
@@ -78,16 +91,22 @@ def test_the_recorded_settings_are_the_base(tmp_path: Path) -> None:
 def test_a_parser_fix_shows_up_as_now_parses_and_changed_actions(tmp_path: Path) -> None:
     store = open_store(tmp_path / "store", fsync=False)
     old_click = Click(x=1, y=2)  # what an older parser read from the same response
-    spec = SessionSpec("s4", run_id="r4", steps=(
-        StepSpec([click()], recorded_error="old parser failed"),
-        StepSpec([click(10, 20)], recorded_actions=[old_click]),
-        StepSpec([click()], failed_first="Thought: hmm\nAction: no_such_thing("),
-        StepSpec([finish()]),
-    ))
+    spec = SessionSpec(
+        "s4",
+        run_id="r4",
+        steps=(
+            StepSpec([click()], recorded_error="old parser failed"),
+            StepSpec([click(10, 20)], recorded_actions=[old_click]),
+            StepSpec([click()], failed_first="Thought: hmm\nAction: no_such_thing("),
+            StepSpec([finish()]),
+        ),
+    )
     write_sessions(store, spec)
     report = reparse(store, run_id="r4")
     assert [(c.step, c.change) for c in report.changes] == [
-        (1, "now parses"), (2, "actions and ops")]
+        (1, "now parses"),
+        (2, "actions and ops"),
+    ]
     first, second = report.changes
     assert first.old_actions == "parse error: old parser failed"
     assert first.new_actions.startswith("click(x=6") and first.new_ops.startswith("mouse.click")
@@ -113,13 +132,18 @@ def test_lines_show_old_and_new(store: Store) -> None:
     assert lines[0].startswith("s1  task-1  step 3  call s1-3-1: ops")
     assert lines[1].startswith("  ops:     mouse.move") and lines[2].startswith("       ->  ")
     assert lines[-1] == (
-        "1 of 7 steps changed (1 of 7 responses) in 2 sessions; nothing was written")
+        "1 of 7 steps changed (1 of 7 responses) in 2 sessions; nothing was written"
+    )
 
 
 def test_overrides_are_read_like_record_options() -> None:
     # Values stay text; the agent's options Struct reads each as its option's type.
     assert parse_overrides(["notch_px=50", "drag-steps=3", "language=Chinese", "x=true"]) == {
-        "notch_px": "50", "drag_steps": "3", "language": "Chinese", "x": "true"}
+        "notch_px": "50",
+        "drag_steps": "3",
+        "language": "Chinese",
+        "x": "true",
+    }
     agent = make_agent("uitars", **parse_overrides(["notch_px=50", "drag-steps=3"]))
     assert (agent.options()["notch_px"], agent.options()["drag_steps"]) == (50.0, 3)
     with pytest.raises(OwnloopError, match="is not KEY=VALUE"):

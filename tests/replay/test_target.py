@@ -61,7 +61,8 @@ def test_unknown_target_is_one_line_with_the_fix(store: Store) -> None:
     with pytest.raises(TargetNotFound) as caught:
         resolve_target(store, "x")
     assert str(caught.value) == (
-        f"no session or task 'x' in {store.root}. List them with: ownloop sessions")
+        f"no session or task 'x' in {store.root}. List them with: ownloop sessions"
+    )
 
 
 def test_unknown_in_a_run_names_the_run(store: Store) -> None:
@@ -69,7 +70,8 @@ def test_unknown_in_a_run_names_the_run(store: Store) -> None:
         resolve_target(store, "enter-text-3", "r2")
     assert str(caught.value) == (
         f"no session or task 'enter-text-3' in run 'r2' of {store.root}. "
-        "List them with: ownloop sessions --run r2")
+        "List them with: ownloop sessions --run r2"
+    )
 
 
 def test_quotes_in_a_target_are_data_not_sql(store: Store) -> None:

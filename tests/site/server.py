@@ -203,12 +203,13 @@ def start_site(layout: str = "a") -> SiteServer:
                     session.user = "demo"
                     self._redirect("/form")
                 else:
-                    self._html(login_page.replace("<h1>Sign in</h1>",
-                                                  "<h1>Wrong password</h1>"))
+                    self._html(login_page.replace("<h1>Sign in</h1>", "<h1>Wrong password</h1>"))
             elif self.path == "/form" and session is not None and session.user is not None:
                 with lock:
-                    session.record = {"title": fields.get("title", ""),
-                                      "amount": fields.get("amount", "")}
+                    session.record = {
+                        "title": fields.get("title", ""),
+                        "amount": fields.get("amount", ""),
+                    }
                 self._html("<title>Saved</title><h1>Saved</h1>")
             else:
                 self._html("<title>Forbidden</title><h1>Sign in first</h1>", 403)

@@ -34,11 +34,24 @@ time.sleep(600)
 """
 
 
-def _claimant(root: Path, tasks: list[str], *, lease: float = 60.0, holder: str = "",
-              start: float = 0.0) -> subprocess.Popen[str]:
+def _claimant(
+    root: Path, tasks: list[str], *, lease: float = 60.0, holder: str = "", start: float = 0.0
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", _CLAIMANT, str(root), "r1", str(lease), holder, ",".join(tasks),
-         str(start)], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            _CLAIMANT,
+            str(root),
+            "r1",
+            str(lease),
+            holder,
+            ",".join(tasks),
+            str(start),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _won(proc: subprocess.Popen[str]) -> list[dict[str, object]]:
@@ -56,8 +69,7 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
-def test_a_claim_is_exclusive_until_released_then_the_next_attempt_takes_it(
-        tmp_path: Path) -> None:
+def test_a_claim_is_exclusive_until_released_then_the_next_attempt_takes_it(tmp_path: Path) -> None:
     a = Claims(tmp_path, "r1", lease_s=60, holder=this_holder())
     b = Claims(tmp_path, "r1", lease_s=60, holder=this_holder())
     first = a.claim("t1", 1, "s1", attempt=1)
@@ -123,8 +135,11 @@ def test_a_killed_claimant_on_this_host_is_taken_over_at_once(tmp_path: Path) ->
     assert [w["task"] for w in _won(proc)] == ["t1"]
     claims = Claims(tmp_path, "r1", lease_s=600)
     assert claims.claim("t1", 1, "s2") is None  # its holder runs
-    holder = json.loads((claims.dir / next(
-        p.name for p in claims.dir.iterdir() if p.name.endswith(".1.claim"))).read_text())["holder"]
+    holder = json.loads(
+        (
+            claims.dir / next(p.name for p in claims.dir.iterdir() if p.name.endswith(".1.claim"))
+        ).read_text()
+    )["holder"]
     assert holder_alive(holder) is True
     _kill(proc)
     assert holder_alive(holder) is False
@@ -171,7 +186,8 @@ def test_crash_marks_and_the_contract_are_written_once(tmp_path: Path) -> None:
 
 
 def test_the_lease_is_the_task_timeout_plus_a_margin_unless_set(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("OWNLOOP_CLAIM_LEASE", raising=False)
     assert lease_seconds(1800) == 1860
     monkeypatch.setenv("OWNLOOP_CLAIM_LEASE", "2.5")

@@ -19,12 +19,12 @@ _AT = datetime(2026, 11, 30, tzinfo=UTC)
 
 
 def _evidence(n: int, size: int) -> EvidenceCaptured:
-    return EvidenceCaptured(at=_AT, run_id="r1", session_id="s1", name=f"piece-{n}",
-                            value_json='"' + "x" * size + '"')
+    return EvidenceCaptured(
+        at=_AT, run_id="r1", session_id="s1", name=f"piece-{n}", value_json='"' + "x" * size + '"'
+    )
 
 
-def test_enospc_cuts_the_stream_back_and_appends_again_once_space_is_freed(
-        tmp_path: Path) -> None:
+def test_enospc_cuts_the_stream_back_and_appends_again_once_space_is_freed(tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "fs", size="512k") as fs:
         store = open_store(fs / "store")
         filler = fs / "filler"
@@ -40,10 +40,12 @@ def test_enospc_cuts_the_stream_back_and_appends_again_once_space_is_freed(
                     failures += 1
                     assert str(exc) == (
                         f"the disk holding {writer.path} is full. Free some space, then run the "
-                        "same command again (what is already recorded is kept)")
+                        "same command again (what is already recorded is kept)"
+                    )
                     # The cut-back: the file holds exactly what was acknowledged.
                     assert writer.path.stat().st_size == sum(
-                        line.end - line.offset for line in read_lines(writer.path))
+                        line.end - line.offset for line in read_lines(writer.path)
+                    )
                     assert [line.event for line in read_lines(writer.path)] == acknowledged
                     break
                 acknowledged.extend(batch)
@@ -77,14 +79,20 @@ def test_a_second_writer_of_a_stream_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_event_that_would_not_decode_is_refused_before_anything_is_written(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     store = open_store(tmp_path / "store")
     with store.stream("s1") as writer:
         good = SessionEnded(at=_AT, run_id="r1", session_id="s1", status="finished")
         writer.append([good])
         with pytest.raises(ValueError, match="would not decode"):
-            writer.append([SessionEnded(at=_AT, run_id="r1", session_id="s1",
-                                        status="finished", answer="\ud800")])
+            writer.append(
+                [
+                    SessionEnded(
+                        at=_AT, run_id="r1", session_id="s1", status="finished", answer="\ud800"
+                    )
+                ]
+            )
         writer.append([good])
     assert [line.event for line in read_lines(writer.path)] == [good, good]
     assert verify_stream(writer.path) == []

@@ -26,8 +26,12 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def _started(session: str) -> E.SessionStarted:
-    return E.SessionStarted(at=_AT, run_id="r1", session_id=session,
-                            task=E.Task(task_id="t", prompt="p", start_url="http://x/"))
+    return E.SessionStarted(
+        at=_AT,
+        run_id="r1",
+        session_id=session,
+        task=E.Task(task_id="t", prompt="p", start_url="http://x/"),
+    )
 
 
 def _journal(root: Path) -> dict[str, int]:
@@ -54,7 +58,8 @@ def test_a_writer_that_never_appends_leaves_no_file(tmp_path: Path) -> None:
 
 
 def test_a_writer_killed_before_its_first_append_leaves_no_file(
-        tmp_path: Path, spawned: list[subprocess.Popen[bytes]]) -> None:
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
     root = tmp_path / "store"
     code = textwrap.dedent(f"""
         import sys, time
@@ -74,8 +79,9 @@ def test_a_writer_killed_before_its_first_append_leaves_no_file(
     store = open_store(root, fsync=False)
     with store.stream("doomed") as stream:
         stream.append([_started("s1")])
-    assert [line.event for line in read_lines(root / "journal" / "doomed.jsonl")] == \
-        [_started("s1")]
+    assert [line.event for line in read_lines(root / "journal" / "doomed.jsonl")] == [
+        _started("s1")
+    ]
 
 
 def test_a_second_writer_of_a_written_stream_fails_at_once(tmp_path: Path) -> None:
@@ -105,7 +111,8 @@ def test_two_writers_made_before_either_appends_cannot_interleave(tmp_path: Path
 
 @pytest.mark.slow
 def test_a_recorder_killed_before_its_first_session_leaves_no_empty_stream(
-        tmp_path: Path, spawned: list[subprocess.Popen[bytes]]) -> None:
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
     """``ownloop record`` stuck starting its browser (a Chromium that never answers), kill -9."""
     root, marker = tmp_path / "store", tmp_path / "browser.pid"
     chromium = tmp_path / "chromium"
@@ -114,10 +121,27 @@ def test_a_recorder_killed_before_its_first_session_leaves_no_empty_stream(
     # An endpoint that answers: record checks it before any browser starts.
     endpoint = ModelServer(lambda request: Reply("Action: finished(content='')"))
     recorder = subprocess.Popen(
-        [str(_ROOT / ".venv" / "bin" / "ownloop"), "--store", str(root), "record", "uitars",
-         "--suite", "miniwob:click-button", "--endpoint", endpoint.start(), "--model", "m",
-         "--workers", "1", "--chromium", str(chromium)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+        [
+            str(_ROOT / ".venv" / "bin" / "ownloop"),
+            "--store",
+            str(root),
+            "record",
+            "uitars",
+            "--suite",
+            "miniwob:click-button",
+            "--endpoint",
+            endpoint.start(),
+            "--model",
+            "m",
+            "--workers",
+            "1",
+            "--chromium",
+            str(chromium),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
     spawned.append(recorder)
     try:
         _wait_for(lambda: marker.exists() and marker.read_text().strip(), "the browser to start")

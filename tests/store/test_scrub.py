@@ -27,12 +27,16 @@ BASIC = base64.b64encode(b"user:pw-4711").decode()
     [
         ("--endpoint http://user:pw@host:8000/v1", "--endpoint http://***@host:8000/v1"),
         ("https://u%40x:p%3Aw@h/v1?q=1", "https://***@h/v1?q=1"),
-        ("connect to socks5://me:secret@proxy:1080 failed",
-         "connect to socks5://***@proxy:1080 failed"),
+        (
+            "connect to socks5://me:secret@proxy:1080 failed",
+            "connect to socks5://***@proxy:1080 failed",
+        ),
         ("Authorization: Basic " + BASIC, "Authorization: ***"),
         ("proxy-authorization: Bearer abc.def-ghi", "proxy-authorization: ***"),
-        ("{'authorization': 'Bearer abcdefgh', 'host': 'x'}",
-         "{'authorization': '***', 'host': 'x'}"),
+        (
+            "{'authorization': 'Bearer abcdefgh', 'host': 'x'}",
+            "{'authorization': '***', 'host': 'x'}",
+        ),
         ('{"Authorization":"Basic ' + BASIC + '"}', '{"Authorization":"***"}'),
         ('{\\"authorization\\": \\"Bearer abcdefgh\\"}', '{\\"authorization\\": \\"***\\"}'),
         ("header Authorization=xyz&a=1", "header Authorization=***&a=1"),
@@ -41,8 +45,10 @@ BASIC = base64.b64encode(b"user:pw-4711").decode()
         ("GET /v1?api_key=abcd1234&x=1", "GET /v1?api_key=***&x=1"),
         ("--api-key=k2 --token=t --password=p", "--api-key=*** --token=*** --password=***"),
         ("access_token=qq; refresh_token=rr", "access_token=***; refresh_token=***"),
-        ('{"api_key": "zzzz", "x_access_token": "abc"}',
-         '{"api_key": "***", "x_access_token": "***"}'),
+        (
+            '{"api_key": "zzzz", "x_access_token": "abc"}',
+            '{"api_key": "***", "x_access_token": "***"}',
+        ),
         ("key sk-proj-abcdefghijklmnop1234 leaked", "key *** leaked"),
     ],
 )
@@ -73,24 +79,37 @@ def test_given_secrets_are_masked_anywhere_but_short_ones_are_not() -> None:
 
 def test_scrub_url_removes_userinfo_and_masks_secret_query_values() -> None:
     assert scrub_url("http://user:pw@host:8000/v1") == "http://host:8000/v1"
-    assert scrub_url("http://user@[::1]:8000/v1?token=abc&x=1") == "http://[::1]:8000/v1?token=***&x=1"
+    assert (
+        scrub_url("http://user@[::1]:8000/v1?token=abc&x=1") == "http://[::1]:8000/v1?token=***&x=1"
+    )
     assert scrub_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
 
 
 def test_url_secrets_cover_raw_decoded_and_basic_forms() -> None:
     secrets = url_secrets("http://user:p%40ss-1@host/v1")
-    assert {"p%40ss-1", "p@ss-1", "user:p@ss-1",
-            base64.b64encode(b"user:p@ss-1").decode()} <= set(secrets)
+    assert {"p%40ss-1", "p@ss-1", "user:p@ss-1", base64.b64encode(b"user:p@ss-1").decode()} <= set(
+        secrets
+    )
     assert url_secrets("http://host/v1") == ()
     assert url_secrets("http://[bad") == ()
 
 
 def test_scrubbed_json_stays_json_with_the_same_keys() -> None:
-    body = json.dumps({"error": {"message": f"Authorization: Basic {BASIC} at http://u:p@h/x",
-                                 "api_key": "k" * 20, "url": "http://a:b@c/d?token=e&f=g"}})
+    body = json.dumps(
+        {
+            "error": {
+                "message": f"Authorization: Basic {BASIC} at http://u:p@h/x",
+                "api_key": "k" * 20,
+                "url": "http://a:b@c/d?token=e&f=g",
+            }
+        }
+    )
     scrubbed = json.loads(scrub_text(body))
-    assert scrubbed["error"] == {"message": "Authorization: *** at http://***@h/x",
-                                 "api_key": REDACTED, "url": "http://***@c/d?token=***&f=g"}
+    assert scrubbed["error"] == {
+        "message": "Authorization: *** at http://***@h/x",
+        "api_key": REDACTED,
+        "url": "http://***@c/d?token=***&f=g",
+    }
 
 
 def test_scrub_bytes_keeps_invalid_utf8_exactly() -> None:
@@ -123,5 +142,6 @@ def test_mask_secrets_masks_only_the_given_secrets() -> None:
     # A model's answer: its own URL and token= are data; our key is not.
     answer = "goto(url='http://shop/?token=abc123') and key sk-live-0123456789abcdef9"
     assert mask_secrets(answer, ["sk-live-0123456789abcdef9", "ab"]) == (
-        "goto(url='http://shop/?token=abc123') and key ***")
+        "goto(url='http://shop/?token=abc123') and key ***"
+    )
     assert scrub_text(answer) != answer  # the generic forms would have changed the answer

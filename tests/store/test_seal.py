@@ -24,34 +24,68 @@ from tests.store.conftest import at, step_events
 _OWNLOOP = str(Path(sys.executable).with_name("ownloop"))
 
 
-def write_run(store: Store, run_id: str = "r1", tasks: tuple[str, ...] = ("t1", "t2", "t3"),
-              *, budget: int = 5, counted: Callable[[str], bool] = lambda task: True,
-              end_run: bool = True, budgets: dict[str, int] | None = None) -> None:
+def write_run(
+    store: Store,
+    run_id: str = "r1",
+    tasks: tuple[str, ...] = ("t1", "t2", "t3"),
+    *,
+    budget: int = 5,
+    counted: Callable[[str], bool] = lambda task: True,
+    end_run: bool = True,
+    budgets: dict[str, int] | None = None,
+) -> None:
     """A finished run of ``tasks``: each one session of 2 steps, graded and counted."""
     run = store.stream(f"run-{run_id}")
-    run.append([E.RunStarted(at=at(0), run_id=run_id, agent="uitars", model="m",
-                             task_ids=tasks, max_steps=budget)])
+    run.append(
+        [
+            E.RunStarted(
+                at=at(0), run_id=run_id, agent="uitars", model="m", task_ids=tasks, max_steps=budget
+            )
+        ]
+    )
     for n, task in enumerate(tasks):
         session = f"{run_id}-{task}"
         sha = store.put_blob(f"png {session}".encode())
-        events: list[E.Event] = [E.SessionStarted(
-            at=at(n * 10 + 1), run_id=run_id, session_id=session,
-            task=E.Task(task_id=task, prompt="do it", start_url="http://x/"),
-            budget=(budgets or {}).get(task, budget))]
+        events: list[E.Event] = [
+            E.SessionStarted(
+                at=at(n * 10 + 1),
+                run_id=run_id,
+                session_id=session,
+                task=E.Task(task_id=task, prompt="do it", start_url="http://x/"),
+                budget=(budgets or {}).get(task, budget),
+            )
+        ]
         for step in (1, 2):
             events += step_events(run_id, session, step, sha, n * 10 + 1 + step)
         events += [
-            E.SessionEnded(at=at(n * 10 + 5), run_id=run_id, session_id=session,
-                           status="finished", steps=2, answer="42"),
-            E.SessionGraded(at=at(n * 10 + 6), run_id=run_id, session_id=session,
-                            grader="answer", score=1.0, passed=True),
-            E.SessionCounted(at=at(n * 10 + 6), run_id=run_id, session_id=session,
-                             task_id=task, counted=counted(task), winner=session),
+            E.SessionEnded(
+                at=at(n * 10 + 5),
+                run_id=run_id,
+                session_id=session,
+                status="finished",
+                steps=2,
+                answer="42",
+            ),
+            E.SessionGraded(
+                at=at(n * 10 + 6),
+                run_id=run_id,
+                session_id=session,
+                grader="answer",
+                score=1.0,
+                passed=True,
+            ),
+            E.SessionCounted(
+                at=at(n * 10 + 6),
+                run_id=run_id,
+                session_id=session,
+                task_id=task,
+                counted=counted(task),
+                winner=session,
+            ),
         ]
         with store.stream(session) as writer:
             writer.append(events)
-        run.append([E.StreamsCataloged(at=at(n * 10 + 7), run_id=run_id,
-                                       heads=(writer.head(),))])
+        run.append([E.StreamsCataloged(at=at(n * 10 + 7), run_id=run_id, heads=(writer.head(),))])
     if end_run:
         run.append([E.RunEnded(at=at(99), run_id=run_id, counts={"finished": len(tasks)})])
     run.close()
@@ -75,14 +109,28 @@ def test_a_complete_run_is_sealed_with_a_fingerprint(sealed: tuple[Store, str]) 
 
 
 def test_the_audit_fails_closed_with_every_reason(store: Store) -> None:
-    write_run(store, tasks=("t1", "t2", "t3", "t4"), end_run=False,
-              counted=lambda task: task != "t2", budgets={"t3": 9})
+    write_run(
+        store,
+        tasks=("t1", "t2", "t3", "t4"),
+        end_run=False,
+        counted=lambda task: task != "t2",
+        budgets={"t3": 9},
+    )
     with store.stream("extra") as writer:  # t4 counted twice
-        writer.append([E.SessionStarted(at=at(60), run_id="r1", session_id="extra",
-                                        task=E.Task(task_id="t4", prompt="", start_url=""),
-                                        budget=5),
-                       E.SessionCounted(at=at(61), run_id="r1", session_id="extra",
-                                        task_id="t4", counted=True)])
+        writer.append(
+            [
+                E.SessionStarted(
+                    at=at(60),
+                    run_id="r1",
+                    session_id="extra",
+                    task=E.Task(task_id="t4", prompt="", start_url=""),
+                    budget=5,
+                ),
+                E.SessionCounted(
+                    at=at(61), run_id="r1", session_id="extra", task_id="t4", counted=True
+                ),
+            ]
+        )
     result = seal_run(store, "r1")
     assert result.seal is None and sealed_fingerprint(store, "r1") is None
     assert result.reasons == [
@@ -117,13 +165,19 @@ def test_a_sealed_run_takes_nothing_more(sealed: tuple[Store, str]) -> None:
 
     regrade(store, run_id="r1", grader="answer:exact:nope")
     assert store.sql("select distinct score from sessions where run_id = 'r1'").rows == [(1.0,)]
-    assert store.sql("select count(*) from grades where against_seal = $f",
-                     {"f": fingerprint}).rows == [(3,)]
+    assert store.sql(
+        "select count(*) from grades where against_seal = $f", {"f": fingerprint}
+    ).rows == [(3,)]
     assert store.verify(run_id="r1").problems == []
     # Anything else is found.
     with store.stream("late") as writer:
-        writer.append([E.SessionGraded(at=at(200), run_id="r1", session_id="r1-t1",
-                                       grader="answer", score=0.0)])
+        writer.append(
+            [
+                E.SessionGraded(
+                    at=at(200), run_id="r1", session_id="r1-t1", grader="answer", score=0.0
+                )
+            ]
+        )
     assert [p.kind for p in store.verify(run_id="r1").problems] == ["appended after the seal"]
 
 
@@ -131,11 +185,13 @@ def _rechain(path: Path, old: bytes, new: bytes) -> None:
     """Edit a line and recompute every sum after it: the stream's own chain is valid again."""
     out, prev = [], ""
     for line in read_lines(path):
-        raw = path.read_bytes()[line.offset:line.end - 1]
-        body = raw[raw.index(b',"event":') + len(b',"event":'):-1].replace(old, new)
+        raw = path.read_bytes()[line.offset : line.end - 1]
+        body = raw[raw.index(b',"event":') + len(b',"event":') : -1].replace(old, new)
         total = _checksum(prev, line.seq, body)
-        out.append(b'{"seq":%d,"prev":"%s","sum":"%s","event":%s}\n' % (
-            line.seq, prev.encode(), total.encode(), body))
+        out.append(
+            b'{"seq":%d,"prev":"%s","sum":"%s","event":%s}\n'
+            % (line.seq, prev.encode(), total.encode(), body)
+        )
         prev = total
     path.write_bytes(b"".join(out))
 
@@ -156,16 +212,19 @@ _TAMPERING: dict[str, Callable[[Store], None]] = {
     "truncate at a line boundary": lambda s: _keep(s.journal_dir / "r1-t2.jsonl", slice(0, 4)),
     "empty a stream": lambda s: (s.journal_dir / "r1-t2.jsonl").write_bytes(b""),
     "delete a stream": lambda s: (s.journal_dir / "r1-t2.jsonl").unlink(),
-    "swap two streams": lambda s: _swap(s.journal_dir / "r1-t1.jsonl",
-                                        s.journal_dir / "r1-t3.jsonl"),
+    "swap two streams": lambda s: _swap(
+        s.journal_dir / "r1-t1.jsonl", s.journal_dir / "r1-t3.jsonl"
+    ),
     "delete the run stream": lambda s: (s.journal_dir / "run-r1.jsonl").unlink(),
     "delete the last line of the run stream": lambda s: _keep(
-        s.journal_dir / "run-r1.jsonl", slice(None, -1)),
+        s.journal_dir / "run-r1.jsonl", slice(None, -1)
+    ),
     "delete a blob": lambda s: s.blobs.path(next(iter(s.blobs))).unlink(),
     "corrupt a blob": lambda s: _flip(s.blobs.path(next(iter(s.blobs)))),
     "re-chain an edit": lambda s: _rechain(s.journal_dir / "r1-t2.jsonl", b'"42"', b'"43"'),
     "re-chain the run stream": lambda s: _rechain(
-        s.journal_dir / "run-r1.jsonl", b'"finished":3', b'"finished":2'),
+        s.journal_dir / "run-r1.jsonl", b'"finished":3', b'"finished":2'
+    ),
     "delete the seal": lambda s: _seal_stream(s).unlink(),
     "re-chain an edit and re-seal it": lambda s: _forge_seal(s),
 }
@@ -184,7 +243,7 @@ def _keep(path: Path, part: slice) -> None:
 
 def _drop(path: Path, index: int) -> None:
     lines = _lines(path)
-    path.write_bytes(b"".join(lines[:index] + lines[index + 1:]))
+    path.write_bytes(b"".join(lines[:index] + lines[index + 1 :]))
 
 
 def _swap(a: Path, b: Path) -> None:
@@ -199,8 +258,9 @@ def _forge_seal(store: Store) -> None:
     before = check_stream(path).sums[-1]
     _rechain(path, b'"42"', b'"43"')
     # ... and the run stream's catalog entry for it, re-chained too.
-    _rechain(store.journal_dir / "run-r1.jsonl", before.encode(),
-             check_stream(path).sums[-1].encode())
+    _rechain(
+        store.journal_dir / "run-r1.jsonl", before.encode(), check_stream(path).sums[-1].encode()
+    )
     seal_path = _seal_stream(store)
     seal_path.unlink()
     store.rebuild_index()
@@ -224,11 +284,19 @@ def test_every_tampering_of_a_sealed_run_is_found(tmp_path: Path, how: str) -> N
 # covers its session streams; the run stream's own tail and a re-chained run stream need the
 # seal, and a deleted run stream is only a warning.
 _UNSEALED_FOUND = {
-    "flip a byte": "error", "delete the first line": "error", "delete a middle line": "error",
-    "delete the last line": "error", "truncate at a line boundary": "error",
-    "empty a stream": "error", "delete a stream": "error", "swap two streams": "error",
-    "delete the run stream": "warning", "delete the last line of the run stream": None,
-    "delete a blob": "error", "corrupt a blob": "error", "re-chain an edit": "error",
+    "flip a byte": "error",
+    "delete the first line": "error",
+    "delete a middle line": "error",
+    "delete the last line": "error",
+    "truncate at a line boundary": "error",
+    "empty a stream": "error",
+    "delete a stream": "error",
+    "swap two streams": "error",
+    "delete the run stream": "warning",
+    "delete the last line of the run stream": None,
+    "delete a blob": "error",
+    "corrupt a blob": "error",
+    "re-chain an edit": "error",
     "re-chain the run stream": None,
 }
 
@@ -245,27 +313,65 @@ def test_what_verify_finds_in_an_unsealed_run(tmp_path: Path, how: str) -> None:
 
 def test_seal_and_verify_from_the_command_line(store: Store) -> None:
     write_run(store)
-    done = subprocess.run([_OWNLOOP, "--store", str(store.root), "seal", "--run", "r1"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [_OWNLOOP, "--store", str(store.root), "seal", "--run", "r1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "sealed run r1: 3 sessions (3 counted), 4 streams, 3 blobs, budget 5"
     fingerprint = lines[1].split()[1]
     [seal] = store.sql("select fingerprint from run_sealed").rows
     assert seal == (fingerprint,)
-    check = subprocess.run([_OWNLOOP, "--store", str(store.root), "verify", "--run", "r1",
-                            "--fingerprint", fingerprint[:12]],
-                           capture_output=True, text=True, timeout=120, check=False)
+    check = subprocess.run(
+        [
+            _OWNLOOP,
+            "--store",
+            str(store.root),
+            "verify",
+            "--run",
+            "r1",
+            "--fingerprint",
+            fingerprint[:12],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert check.returncode == 0, check.stdout
-    other = subprocess.run([_OWNLOOP, "--store", str(store.root), "verify", "--run", "r1",
-                            "--fingerprint", hashlib.sha256(b"x").hexdigest()],
-                           capture_output=True, text=True, timeout=120, check=False)
+    other = subprocess.run(
+        [
+            _OWNLOOP,
+            "--store",
+            str(store.root),
+            "verify",
+            "--run",
+            "r1",
+            "--fingerprint",
+            hashlib.sha256(b"x").hexdigest(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert other.returncode == 1 and "other fingerprint" in other.stdout
-    again = subprocess.run([_OWNLOOP, "--store", str(store.root), "seal", "--run", "r1"],
-                           capture_output=True, text=True, timeout=120, check=False)
+    again = subprocess.run(
+        [_OWNLOOP, "--store", str(store.root), "seal", "--run", "r1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert again.returncode == 1
-    assert again.stderr == (f"Error: run r1 is sealed already ({fingerprint[:16]}). Check it "
-                            f"with: ownloop --store {store.root} verify --run r1\n")
+    assert again.stderr == (
+        f"Error: run r1 is sealed already ({fingerprint[:16]}). Check it "
+        f"with: ownloop --store {store.root} verify --run r1\n"
+    )
 
 
 def test_import_into_a_sealed_run_is_refused(sealed: tuple[Store, str], tmp_path: Path) -> None:
@@ -273,10 +379,26 @@ def test_import_into_a_sealed_run_is_refused(sealed: tuple[Store, str], tmp_path
     folder = tmp_path / "results" / "task-1"
     folder.mkdir(parents=True)
     (folder / "session.json").write_text('{"task_id": "task-1", "status": "finished"}')
-    done = subprocess.run([_OWNLOOP, "--store", str(store.root), "import",
-                           str(tmp_path / "results"), "--agent", "uitars", "--run", "r1"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            _OWNLOOP,
+            "--store",
+            str(store.root),
+            "import",
+            str(tmp_path / "results"),
+            "--agent",
+            "uitars",
+            "--run",
+            "r1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1
-    assert done.stderr == (f"Error: run r1 is sealed ({fingerprint[:16]}) and takes no more "
-                           "events: import into another run with --run NAME\n")
+    assert done.stderr == (
+        f"Error: run r1 is sealed ({fingerprint[:16]}) and takes no more "
+        "events: import into another run with --run NAME\n"
+    )
     assert store.verify(run_id="r1").problems == []

@@ -16,27 +16,62 @@ np = pytest.importorskip("numpy")
 
 # Outcomes of 40 tasks with 1 to 4 repeats, and the intervals the bootstraps gave for them
 # before they drew in bulk (computed by the one-at-a-time loops, ownloop 0627d53).
-TASKS = [[False], [False, False], [False, False, False], [True, False, False, False], [False],
-         [True, True], [True, False, False], [True, True, True, False], [False], [True, False],
-         [True, False, True], [True, False, True, True], [False], [False, True],
-         [False, True, True], [True, False, False, False], [False], [True, True],
-         [True, True, True], [True, False, True, False], [True], [False, False],
-         [True, True, True], [False, True, False, True], [False], [False, True],
-         [False, True, True], [True, True, True, False], [True], [False, False],
-         [False, False, False], [False, False, True, False], [False], [False, True],
-         [False, True, True], [True, False, True, False], [False], [True, True],
-         [True, True, True], [False, False, True, True]]
+TASKS = [
+    [False],
+    [False, False],
+    [False, False, False],
+    [True, False, False, False],
+    [False],
+    [True, True],
+    [True, False, False],
+    [True, True, True, False],
+    [False],
+    [True, False],
+    [True, False, True],
+    [True, False, True, True],
+    [False],
+    [False, True],
+    [False, True, True],
+    [True, False, False, False],
+    [False],
+    [True, True],
+    [True, True, True],
+    [True, False, True, False],
+    [True],
+    [False, False],
+    [True, True, True],
+    [False, True, False, True],
+    [False],
+    [False, True],
+    [False, True, True],
+    [True, True, True, False],
+    [True],
+    [False, False],
+    [False, False, False],
+    [False, False, True, False],
+    [False],
+    [False, True],
+    [False, True, True],
+    [True, False, True, False],
+    [False],
+    [True, True],
+    [True, True, True],
+    [False, False, True, True],
+]
 PAIRS = [(TASKS[i], TASKS[(i * 7) % 40]) for i in range(40)]
 
 
 def test_the_intervals_are_the_ones_given_before_bulk_drawing() -> None:
     assert clustered_bootstrap(TASKS) == Interval(0.5, 0.37623535289308746, 0.6296296296296297)
     assert clustered_bootstrap(TASKS, seed=11, resamples=500, level=0.9) == Interval(
-        0.5, 0.3978725452445129, 0.5937794811320755)
+        0.5, 0.3978725452445129, 0.5937794811320755
+    )
     assert paired_bootstrap(PAIRS) == Interval(
-        -2.7755575615628915e-18, -0.17083333333333334, 0.17291666666666666)
+        -2.7755575615628915e-18, -0.17083333333333334, 0.17291666666666666
+    )
     assert paired_bootstrap(PAIRS, seed=3, resamples=700) == Interval(
-        -2.7755575615628915e-18, -0.14791666666666664, 0.16776041666666663)
+        -2.7755575615628915e-18, -0.14791666666666664, 0.16776041666666663
+    )
 
 
 def _shapes(seed: int) -> list[list[list[bool]]]:
@@ -46,8 +81,12 @@ def _shapes(seed: int) -> list[list[list[bool]]]:
     runs = []
     for n in range(24):
         even = rng.randint(1, 7) if n % 2 else 0
-        runs.append([[rng.random() < rate for _ in range(even or rng.randint(1, 7))]
-                     for rate in [rng.random() for _ in range(rng.randint(1, 60))]])
+        runs.append(
+            [
+                [rng.random() < rate for _ in range(even or rng.randint(1, 7))]
+                for rate in [rng.random() for _ in range(rng.randint(1, 60))]
+            ]
+        )
     # skewed: one task with many repeats among tasks with one (a chunk ends early)
     runs.append([[rng.random() < 0.5 for _ in range(300)]] + [[True], [False]] * 20)
     return runs
@@ -55,28 +94,35 @@ def _shapes(seed: int) -> list[list[list[bool]]]:
 
 @pytest.mark.parametrize("chunk", [1 << 20, 5000, 64])
 def test_bulk_replicates_equal_the_one_at_a_time_loops(
-        chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every replicate, bit for bit, also when a chunk holds a single replicate."""
     monkeypatch.setattr(stats, "_CHUNK", chunk)
     runs = _shapes(chunk)
     for n, tasks in enumerate(runs):
         seed = n * 13
-        assert stats._clustered_replicates_numpy(np, tasks, 300, seed) == \
-            stats._clustered_replicates(tasks, 300, seed)
+        assert stats._clustered_replicates_numpy(
+            np, tasks, 300, seed
+        ) == stats._clustered_replicates(tasks, 300, seed)
         other = runs[(n + 2) % len(runs)]  # with one repeat count too when this run has
         pairs = [(a, other[i % len(other)]) for i, a in enumerate(tasks)]
-        assert stats._paired_replicates_numpy(np, pairs, 300, seed) == \
-            stats._paired_replicates(pairs, 300, seed)
+        assert stats._paired_replicates_numpy(np, pairs, 300, seed) == stats._paired_replicates(
+            pairs, 300, seed
+        )
 
 
 def test_a_sync_recomputes_only_the_runs_whose_units_changed(
-        store: Store, record_session: Callable[..., str]) -> None:
+    store: Store, record_session: Callable[..., str]
+) -> None:
     for run in ("r1", "r2"):
         for task in range(4):
-            record_session(f"{run}-{task}", run_id=run, task=f"t{task}",
-                           score=float(task % 2), t=task)
-    query = ("select run_id, ci_low, ci_high from run_scores where method = 'task_bootstrap' "
-             "order by run_id")
+            record_session(
+                f"{run}-{task}", run_id=run, task=f"t{task}", score=float(task % 2), t=task
+            )
+    query = (
+        "select run_id, ci_low, ci_high from run_scores where method = 'task_bootstrap' "
+        "order by run_id"
+    )
     before = store.sql(query).rows
     outcomes = [[False], [True], [False], [True]]
     assert before == [(run, *clustered_bootstrap(outcomes)[1:]) for run in ("r1", "r2")]

@@ -126,7 +126,11 @@ def append_foreign_line(path: Path, event: bytes) -> None:
     sums = check_stream(path).sums
     seq, prev = len(sums) + 1, sums[-1]
     line = b'{"seq":%d,"prev":"%s","sum":"%s","event":%s}\n' % (
-        seq, prev.encode(), checksum(prev, seq, event).encode(), event)
+        seq,
+        prev.encode(),
+        checksum(prev, seq, event).encode(),
+        event,
+    )
     with open(path, "ab") as f:
         f.write(line)
 
@@ -337,10 +341,23 @@ def test_a_held_index_lock_is_a_bounded_wait_then_one_line(
 
 def test_actions_view_reads_button_and_rejected_actions(store: Store) -> None:
     with store.stream() as stream:
-        stream.append([E.ActionParsed(
-            at=at(0), run_id="r", session_id="s", step=1, call_id="c", parser="p",
-            actions=(E.ButtonDown(x=1.0, y=2.0), E.ButtonUp(button="right"),
-                     E.Rejected(reason="import os is not allowed", raw="import os")))])
+        stream.append(
+            [
+                E.ActionParsed(
+                    at=at(0),
+                    run_id="r",
+                    session_id="s",
+                    step=1,
+                    call_id="c",
+                    parser="p",
+                    actions=(
+                        E.ButtonDown(x=1.0, y=2.0),
+                        E.ButtonUp(button="right"),
+                        E.Rejected(reason="import os is not allowed", raw="import os"),
+                    ),
+                )
+            ]
+        )
     assert store.sql("select kind, x, button, text, raw from actions order by idx").rows == [
         ("button_down", 1.0, "left", None, ""),
         ("button_up", None, "right", None, ""),
@@ -372,8 +389,10 @@ ACTION_TEXTS: list[tuple[E.Action, str | None]] = [
     (E.Fail(), ""),
     (E.ButtonDown(), None),
     (E.ButtonUp(), None),
-    (E.Rejected(reason="subprocess is not allowed", raw="import subprocess"),
-     "subprocess is not allowed"),
+    (
+        E.Rejected(reason="subprocess is not allowed", raw="import subprocess"),
+        "subprocess is not allowed",
+    ),
     (E.Rejected(), ""),
 ]
 
@@ -382,9 +401,19 @@ def test_actions_view_text_of_every_action_kind(store: Store) -> None:
     tags = {msgspec.inspect.type_info(kind).tag for kind in typing.get_args(E.Action)}
     assert {type(action).__struct_config__.tag for action, _ in ACTION_TEXTS} == tags
     with store.stream() as stream:
-        stream.append([E.ActionParsed(
-            at=at(0), run_id="r", session_id="s", step=1, call_id="c", parser="p",
-            actions=tuple(action for action, _ in ACTION_TEXTS))])
+        stream.append(
+            [
+                E.ActionParsed(
+                    at=at(0),
+                    run_id="r",
+                    session_id="s",
+                    step=1,
+                    call_id="c",
+                    parser="p",
+                    actions=tuple(action for action, _ in ACTION_TEXTS),
+                )
+            ]
+        )
     rows = store.sql("select kind, text from actions order by idx").rows
     assert rows == [(type(action).__struct_config__.tag, text) for action, text in ACTION_TEXTS]
 
@@ -394,7 +423,8 @@ def test_a_single_event_is_ingested(store: Store) -> None:
         stream.append([E.RunStarted(at=at(0), run_id="r1", agent="uitars")])
     assert store.sync().events == 1
     assert store.sql("select stream, seq, kind, run_id, time from journal").rows == [
-        ("only", 1, "run_started", "r1", at(0).replace(tzinfo=None))]
+        ("only", 1, "run_started", "r1", at(0).replace(tzinfo=None))
+    ]
 
 
 def test_interleaved_kinds_keep_journal_order_and_byte_spans(store: Store) -> None:
@@ -403,26 +433,60 @@ def test_interleaved_kinds_keep_journal_order_and_byte_spans(store: Store) -> No
     for name in ("a", "b"):
         with store.stream(name) as stream:
             for step in range(1, 4):
-                stream.append([
-                    E.ScreenshotTaken(at=at(step), run_id="r", session_id=name, step=step,
-                                      sha256="ab" * 32, width=1, height=1, url=f"http://x/{step}"),
-                    E.BrowserActed(at=at(step), run_id="r", session_id=name, step=step, idx=0,
-                                   op=E.MouseMove(x=float(step), y=2.0)),
-                ])
+                stream.append(
+                    [
+                        E.ScreenshotTaken(
+                            at=at(step),
+                            run_id="r",
+                            session_id=name,
+                            step=step,
+                            sha256="ab" * 32,
+                            width=1,
+                            height=1,
+                            url=f"http://x/{step}",
+                        ),
+                        E.BrowserActed(
+                            at=at(step),
+                            run_id="r",
+                            session_id=name,
+                            step=step,
+                            idx=0,
+                            op=E.MouseMove(x=float(step), y=2.0),
+                        ),
+                    ]
+                )
     append_foreign_line(store.journal_dir / "a.jsonl", b'{"kind":"nope"}')
     with store.stream("a2") as stream:
-        stream.append([E.BrowserActed(at=at(9), run_id="r", session_id="a", step=9, idx=0,
-                                      op=E.MouseMove(x=9.0, y=2.0))])
+        stream.append(
+            [
+                E.BrowserActed(
+                    at=at(9),
+                    run_id="r",
+                    session_id="a",
+                    step=9,
+                    idx=0,
+                    op=E.MouseMove(x=9.0, y=2.0),
+                )
+            ]
+        )
     result = store.sync()
     assert (result.events, result.skipped) == (13, 1)
     assert store.sql("select stream, seq, step from browser_acted").rows == [
-        ("a", 2, 1), ("a", 4, 2), ("a", 6, 3), ("a2", 1, 9), ("b", 2, 1), ("b", 4, 2),
-        ("b", 6, 3)]
+        ("a", 2, 1),
+        ("a", 4, 2),
+        ("a", 6, 3),
+        ("a2", 1, 9),
+        ("b", 2, 1),
+        ("b", 4, 2),
+        ("b", 6, 3),
+    ]
     assert store.sql("select seq, op from browser_acted where stream = 'b'").rows == [
         (2 * s, json.dumps({"op": "mouse.move", "x": float(s), "y": 2.0}, separators=(",", ":")))
-        for s in range(1, 4)]
-    spans = store.sql("select stream, byte_offset, byte_length, seq, kind from journal "
-                      "order by stream, seq").rows
+        for s in range(1, 4)
+    ]
+    spans = store.sql(
+        "select stream, byte_offset, byte_length, seq, kind from journal order by stream, seq"
+    ).rows
     for stream, offset, length, seq, kind in spans:
         with open(store.journal_dir / f"{stream}.jsonl", "rb") as f:
             f.seek(offset)
@@ -445,7 +509,8 @@ def test_a_tampered_line_is_quarantined_not_projected(
     result = store.rebuild_index()
     assert result.damaged == 1 and "1 damaged lines quarantined, not projected" in result.summary()
     assert store.sql("select stream, byte_offset, kind, projected from damage").rows == [
-        ("a", offset, "bad checksum", False)]
+        ("a", offset, "bad checksum", False)
+    ]
     assert store.sql("select status, answer from sessions").rows == [(None, None)]
     accepted = store.rebuild_index(accept_damaged=True)
     assert accepted.damaged == 1 and "projected all the same" in accepted.summary()
@@ -468,9 +533,9 @@ def test_a_removed_line_quarantines_the_line_after_it(
     result = store.rebuild_index()
     assert result.damaged == 1
     assert store.sql("select kind, byte_offset from damage").rows == [
-        ("broken chain", sum(map(len, lines[:3])))]
-    assert store.sql("select count(*) from journal where stream = 'a'").rows == [
-        (len(lines) - 2,)]
+        ("broken chain", sum(map(len, lines[:3])))
+    ]
+    assert store.sql("select count(*) from journal where stream = 'a'").rows == [(len(lines) - 2,)]
 
 
 def test_a_sync_checks_the_link_to_lines_ingested_before(
@@ -482,8 +547,10 @@ def test_a_sync_checks_the_link_to_lines_ingested_before(
     # A line appended by hand that does not link to the stream's last line.
     with open(path, "ab") as f:
         body = b'{"kind":"run_ended","at":"2026-03-01T12:00:09Z","run_id":"r1"}'
-        f.write(b'{"seq":99,"prev":"","sum":"%s","event":%s}\n' % (
-            checksum("", 99, body).encode(), body))
+        f.write(
+            b'{"seq":99,"prev":"","sum":"%s","event":%s}\n'
+            % (checksum("", 99, body).encode(), body)
+        )
     assert store.sync().damaged == 1
     assert store.sql("select kind from damage").rows == [("broken chain",)]
     assert store.sql("select count(*) from run_ended").rows == [(0,)]

@@ -23,8 +23,14 @@ _OWNLOOP = str(Path(sys.executable).with_name("ownloop"))
 
 
 def start_writer(
-    root: Path, session: str, events: int, batch: int, fsync: bool, payload: int,
-    *, blobs: bool = False,
+    root: Path,
+    session: str,
+    events: int,
+    batch: int,
+    fsync: bool,
+    payload: int,
+    *,
+    blobs: bool = False,
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -134,8 +140,7 @@ def test_steps_killed_at_random_moments_name_only_blobs_that_are_there(tmp_path:
     # fsync'd first. Killed anywhere, no line names a blob that is missing or cut short.
     root = tmp_path / "store"
     store = open_store(root)
-    assert store.blobs.synced_with_journal is (
-        file_system(tmp_path) in ("ext4", "ext3", "xfs"))
+    assert store.blobs.synced_with_journal is (file_system(tmp_path) in ("ext4", "ext3", "xfs"))
     rng = random.Random(os.getpid())
     acked: dict[str, int] = {}
     for i in range(12):

@@ -47,20 +47,29 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     write_sessions(
         store,
         SessionSpec("s1", task_id="b-task", run_id=RUN, steps=STEPS, start=0),
-        SessionSpec("s2", task_id="a-task", run_id=RUN, steps=STEPS, start=10, status="fail",
-                    grades=(("answer:contains:x", 0.0, False),)),
-        SessionSpec("s3", task_id="b-task", run_id=RUN, steps=STEPS, start=20,
-                    evidence=(FOLDER,)),
+        SessionSpec(
+            "s2",
+            task_id="a-task",
+            run_id=RUN,
+            steps=STEPS,
+            start=10,
+            status="fail",
+            grades=(("answer:contains:x", 0.0, False),),
+        ),
+        SessionSpec("s3", task_id="b-task", run_id=RUN, steps=STEPS, start=20, evidence=(FOLDER,)),
         SessionSpec("s4", task_id="x' or '1'='1", run_id="r2", steps=STEPS, start=100),
     )
     task = E.Task(task_id="b-task", prompt="Do b", start_url="http://site.test/")
     with store.stream("extra") as stream:
-        stream.append([
-            # an attempt still open, and a replay of s1 that shares the run id
-            E.SessionStarted(at=at(30), run_id=RUN, session_id="s5", task=task, attempt=2),
-            E.SessionStarted(at=at(40), run_id=RUN, session_id="s6", task=task,
-                             parent_session_id="s1"),
-        ])
+        stream.append(
+            [
+                # an attempt still open, and a replay of s1 that shares the run id
+                E.SessionStarted(at=at(30), run_id=RUN, session_id="s5", task=task, attempt=2),
+                E.SessionStarted(
+                    at=at(40), run_id=RUN, session_id="s6", task=task, parent_session_id="s1"
+                ),
+            ]
+        )
     store.sync()
     return store
 
@@ -69,10 +78,17 @@ def test_run_sessions_leave_replays_out_in_start_or_task_order(store: Store) -> 
     started = run_sessions(store, RUN)
     assert [s.session_id for s in started] == ["s1", "s2", "s3", "s5"]
     assert [(s.task_id, s.attempt, s.status) for s in started] == [
-        ("b-task", 1, "finished"), ("a-task", 1, "fail"), ("b-task", 1, "finished"),
-        ("b-task", 2, None)]
+        ("b-task", 1, "finished"),
+        ("a-task", 1, "fail"),
+        ("b-task", 1, "finished"),
+        ("b-task", 2, None),
+    ]
     assert [s.session_id for s in run_sessions(store, RUN, by_task=True)] == [
-        "s2", "s1", "s3", "s5"]
+        "s2",
+        "s1",
+        "s3",
+        "s5",
+    ]
     assert run_sessions(store, "o'k") == [] and run_sessions(store, "' or '1'='1") == []
 
 
@@ -114,29 +130,34 @@ def test_a_selection_binds_run_and_task_and_wraps_the_users_condition(store: Sto
     assert places.num_rows == 2
 
 
-@pytest.mark.parametrize("condition", [
-    "true) or (true",  # balanced at the end, but closes the parentheses around it first
-    "1=1) union select session_id from steps where (1",
-    "status = 'fail')",
-    "(status = 'fail'",
-])
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "true) or (true",  # balanced at the end, but closes the parentheses around it first
+        "1=1) union select session_id from steps where (1",
+        "status = 'fail')",
+        "(status = 'fail'",
+    ],
+)
 def test_a_condition_cannot_leave_its_parentheses(condition: str) -> None:
     with pytest.raises(QueryError) as caught:
         user_condition(condition)
     assert str(caught.value) == (
         f"the parentheses of the condition {condition!r} do not balance: give one SQL "
-        "condition over the sessions view, e.g. status = 'fail'")
+        "condition over the sessions view, e.g. status = 'fail'"
+    )
 
 
-@pytest.mark.parametrize(("condition", "char"), [
-    ("run_id = $run", "$"), ("run_id = ?", "?"), ("true; select 1", ";")])
-def test_a_condition_cannot_take_the_bound_values(store: Store, condition: str,
-                                                  char: str) -> None:
+@pytest.mark.parametrize(
+    ("condition", "char"), [("run_id = $run", "$"), ("run_id = ?", "?"), ("true; select 1", ";")]
+)
+def test_a_condition_cannot_take_the_bound_values(store: Store, condition: str, char: str) -> None:
     with pytest.raises(QueryError) as caught:
         journal_places(store, Selection(run_id=RUN, where=condition))
     assert str(caught.value) == (
         f"the condition {condition!r} has {char!r}: give one SQL condition over the sessions "
-        "view with values written in, e.g. status = 'fail'")
+        "view with values written in, e.g. status = 'fail'"
+    )
 
 
 def test_a_condition_is_parenthesised_with_strings_and_names_left_alone() -> None:
@@ -149,8 +170,13 @@ def test_a_bad_condition_is_duckdbs_one_line_error(store: Store) -> None:
 
 
 def test_the_session_page_filters_sorts_and_pages(store: Store) -> None:
-    def ids(filters: dict[str, str | None], sort: str = "started_at", descending: bool = True,
-            limit: int = 10, offset: int = 0) -> list[str]:
+    def ids(
+        filters: dict[str, str | None],
+        sort: str = "started_at",
+        descending: bool = True,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[str]:
         result = session_page(store, filters, sort, descending, limit, offset)
         assert result.columns == list(SESSION_COLUMNS)
         return [row[0] for row in result.rows]
@@ -178,7 +204,8 @@ def test_the_run_page_and_the_filter_choices(store: Store) -> None:
 
 def test_a_command_to_show_quotes_its_values() -> None:
     assert sql_command("select * from sessions where run_id = $run", run=RUN) == (
-        "ownloop sql \"select * from sessions where run_id = 'o''k run'\"")
+        "ownloop sql \"select * from sessions where run_id = 'o''k run'\""
+    )
 
 
 def test_the_users_own_query_runs_as_typed(store: Store) -> None:

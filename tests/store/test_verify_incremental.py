@@ -53,7 +53,8 @@ def test_an_unchanged_store_is_not_read_again(checked: Store) -> None:
     assert (report.streams, report.unchanged_streams, report.unchanged_blobs) == (4, 4, 3)
     assert report.summary() == (
         "verify: 4 streams, 40 events, 3 blobs: 0 errors, 0 warnings (4 streams and 3 blobs as "
-        "the last check found them; ownloop verify --full reads them again)")
+        "the last check found them; ownloop verify --full reads them again)"
+    )
     full = checked.verify()
     assert (full.problems, full.unchanged_streams, full.events) == ([], 0, 40)
 
@@ -64,19 +65,22 @@ def test_an_edit_after_a_check_is_found(checked: Store) -> None:
     at_byte = data.index(b'"response":"click 1"') + len(b'"response":"click ')
     path.write_bytes(data[:at_byte] + b"7" + data[at_byte + 1 :])
     assert lines(checked) == [
-        "error: journal/b.jsonl:3: bad checksum: the line's bytes were changed"]
+        "error: journal/b.jsonl:3: bad checksum: the line's bytes were changed"
+    ]
     assert checked.verify(incremental=True).unchanged_streams == 3  # only b.jsonl was read
 
 
 def test_a_whole_rewritten_stream_is_found_though_its_chain_holds(
-        checked: Store, record_session: Callable[..., str]) -> None:
+    checked: Store, record_session: Callable[..., str]
+) -> None:
     # The same session recorded again, differently (another screenshot): a sound chain, but not
     # the lines the last check found.
     (checked.journal_dir / "b.jsonl").unlink()
     record_session("b", steps=2, png=b"another")
     assert lines(checked) == [
         "error: journal/b.jsonl: rewritten stream: its first 13 lines are not the ones the last "
-        "verify checked"]
+        "verify checked"
+    ]
 
 
 def test_a_truncation_at_a_line_break_is_found(checked: Store) -> None:
@@ -92,14 +96,16 @@ def test_a_removed_stream_is_found(checked: Store) -> None:
     (checked.journal_dir / "a.jsonl").unlink()
     assert lines(checked) == [
         "error: journal/a.jsonl: missing stream: the last verify checked it with 13 events; the "
-        "file is gone"]
+        "file is gone"
+    ]
 
 
 def test_a_removed_blob_is_found(checked: Store) -> None:
     [blob] = [sha for sha in checked.blobs if checked.blobs.path(sha).read_bytes().endswith(b"c")]
     checked.blobs.path(blob).unlink()
     assert lines(checked) == [
-        f"error: blob {blob}: missing blob: missing (referenced by journal/c.jsonl:2)"]
+        f"error: blob {blob}: missing blob: missing (referenced by journal/c.jsonl:2)"
+    ]
 
 
 def test_problems_found_are_found_again_until_mended(checked: Store) -> None:
@@ -124,18 +130,32 @@ def test_an_edit_that_keeps_size_and_mtime_is_left_to_full(checked: Store) -> No
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert lines(checked) == []
     assert lines(checked, full=True) == [
-        "error: journal/b.jsonl:3: bad checksum: the line's bytes were changed"]
+        "error: journal/b.jsonl:3: bad checksum: the line's bytes were changed"
+    ]
 
 
 def test_a_new_stream_is_read_and_the_rest_is_not(
-        checked: Store, record_session: Callable[..., str]) -> None:
+    checked: Store, record_session: Callable[..., str]
+) -> None:
     record_session("d", steps=1)
     with checked.stream("e") as writer:  # a stream whose blob is missing
-        writer.append([E.ScreenshotTaken(at=at(1), run_id="r1", session_id="d", step=9,
-                                         sha256="0" * 64, width=1, height=1)])
+        writer.append(
+            [
+                E.ScreenshotTaken(
+                    at=at(1),
+                    run_id="r1",
+                    session_id="d",
+                    step=9,
+                    sha256="0" * 64,
+                    width=1,
+                    height=1,
+                )
+            ]
+        )
     report = checked.verify(incremental=True)
     assert [p.line() for p in report.problems] == [
-        f"error: blob {'0' * 64}: missing blob: missing (referenced by journal/e.jsonl:1)"]
+        f"error: blob {'0' * 64}: missing blob: missing (referenced by journal/e.jsonl:1)"
+    ]
     assert (report.streams, report.unchanged_streams) == (6, 4)
 
 
@@ -146,8 +166,13 @@ def test_a_seal_is_checked_in_full_every_time(store: Store) -> None:
     assert lines(store) == []
     assert store.verify(incremental=True).unchanged_streams == 5  # nothing read again
     with store.stream("late") as writer:  # an event for the sealed run, in a stream of its own
-        writer.append([E.SessionGraded(at=at(200), run_id="r1", session_id="r1-t1",
-                                       grader="answer", score=0.0)])
+        writer.append(
+            [
+                E.SessionGraded(
+                    at=at(200), run_id="r1", session_id="r1-t1", grader="answer", score=0.0
+                )
+            ]
+        )
     report = store.verify(incremental=True, run_id="r1")
     assert [p.kind for p in report.problems] == ["appended after the seal"]
     assert report.unchanged_streams == 5  # the seal's stream was not read again either
@@ -155,29 +180,43 @@ def test_a_seal_is_checked_in_full_every_time(store: Store) -> None:
 
 def test_the_command_checks_incrementally_and_full_on_demand(checked: Store) -> None:
     def verify(*args: str) -> str:
-        done = subprocess.run([_OWNLOOP, "--store", str(checked.root), "verify", *args],
-                              capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [_OWNLOOP, "--store", str(checked.root), "verify", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert (done.returncode, done.stderr) == (0, "")
         return done.stdout
 
     assert verify() == (
         "verify: 4 streams, 40 events, 3 blobs: 0 errors, 0 warnings (4 streams and 3 blobs as "
-        "the last check found them; ownloop verify --full reads them again)\n")
+        "the last check found them; ownloop verify --full reads them again)\n"
+    )
     assert verify("--full") == "verify: 4 streams, 40 events, 3 blobs: 0 errors, 0 warnings\n"
 
 
 def test_a_full_check_in_worker_processes_finds_what_one_process_finds(
-        store: Store, record_session: Callable[..., str]) -> None:
+    store: Store, record_session: Callable[..., str]
+) -> None:
     for n in range(70):  # enough streams for worker processes
         record_session(f"s{n:02d}", steps=1)
     path = store.journal_dir / "s42.jsonl"
     data = path.read_bytes()
     path.write_bytes(data.replace(b'"response":"click 1"', b'"response":"click 7"'))
-    done = subprocess.run([_OWNLOOP, "--store", str(store.root), "verify", "--full"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [_OWNLOOP, "--store", str(store.root), "verify", "--full"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert (done.returncode, done.stderr) == (1, "")
     assert done.stdout.splitlines() == [
         *(p.line() for p in store.verify(incremental=False).problems),
-        "verify: 71 streams, 561 events, 70 blobs: 1 error, 0 warnings"]
+        "verify: 71 streams, 561 events, 70 blobs: 1 error, 0 warnings",
+    ]
     assert done.stdout.splitlines()[0] == (
-        "error: journal/s42.jsonl:3: bad checksum: the line's bytes were changed")
+        "error: journal/s42.jsonl:3: bad checksum: the line's bytes were changed"
+    )

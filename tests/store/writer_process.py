@@ -26,24 +26,42 @@ def main() -> None:
     text = "x" * int(payload)
     done = 0
     with store.stream(f"start-{session}") as stream:  # the run and session it writes for
-        stream.append([
-            E.RunStarted(at=datetime.now(UTC), run_id="r"),
-            E.SessionStarted(at=datetime.now(UTC), run_id="r", session_id=session,
-                             task=E.Task(task_id=session, prompt="", start_url="")),
-        ])
+        stream.append(
+            [
+                E.RunStarted(at=datetime.now(UTC), run_id="r"),
+                E.SessionStarted(
+                    at=datetime.now(UTC),
+                    run_id="r",
+                    session_id=session,
+                    task=E.Task(task_id=session, prompt="", start_url=""),
+                ),
+            ]
+        )
     with store.stream() as stream:
         while done < int(total):
             n = min(int(batch), int(total) - done)
             step: list[E.Event] = []
             if with_blobs:
                 sha = store.put_blob(os.urandom(int(payload)))
-                step.append(E.ScreenshotTaken(at=datetime.now(UTC), run_id="r",
-                                              session_id=session, step=done, sha256=sha))
-            stream.append(step + [
-                E.ModelCalled(at=datetime.now(UTC), run_id="r", session_id=session, step=done + i,
-                              call_id=f"{session}-{done + i}", response=text)
-                for i in range(n)
-            ])
+                step.append(
+                    E.ScreenshotTaken(
+                        at=datetime.now(UTC), run_id="r", session_id=session, step=done, sha256=sha
+                    )
+                )
+            stream.append(
+                step
+                + [
+                    E.ModelCalled(
+                        at=datetime.now(UTC),
+                        run_id="r",
+                        session_id=session,
+                        step=done + i,
+                        call_id=f"{session}-{done + i}",
+                        response=text,
+                    )
+                    for i in range(n)
+                ]
+            )
             done += n
             sys.stdout.write(f"acked {done}\n")
             sys.stdout.flush()

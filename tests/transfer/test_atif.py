@@ -45,12 +45,17 @@ def test_a_foreign_trajectory_imports_as_a_run(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "foreign.json: 1 user/system messages after the first not kept",
-        "imported 1 ATIF trajectory into run theirs"]
+        "imported 1 ATIF trajectory into run theirs",
+    ]
     session = _only_session(store)
-    assert (session.run_id, session.agent, session.model) == ("theirs", "web-operator",
-                                                              "operator-large")
+    assert (session.run_id, session.agent, session.model) == (
+        "theirs",
+        "web-operator",
+        "operator-large",
+    )
     assert session.task is not None and session.task.prompt == (
-        "Add the blue mug to the cart and tell me the cart total.")
+        "Add the blue mug to the cart and tell me the cart total."
+    )
     assert session.viewport == (800, 600)
     assert [s.step for s in session.steps] == [1, 2, 3]
     first, second, third = session.steps
@@ -87,15 +92,19 @@ def _broken(change: str) -> dict[str, Any]:
     return value
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    ("version", "schema_version 'ATIF-2' is not ATIF-v1.N"),
-    ("ids", "steps[2].step_id is 7, expected 3"),
-    ("user-tools", "steps[1].tool_calls is set on a user step"),
-    ("call-id", "steps[2].observation names tool call 'nope', which the step does not make"),
-    ("type", "Expected `int | null`, got `str` - at `$.steps[2].metrics.prompt_tokens`"),
-])
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ("version", "schema_version 'ATIF-2' is not ATIF-v1.N"),
+        ("ids", "steps[2].step_id is 7, expected 3"),
+        ("user-tools", "steps[1].tool_calls is set on a user step"),
+        ("call-id", "steps[2].observation names tool call 'nope', which the step does not make"),
+        ("type", "Expected `int | null`, got `str` - at `$.steps[2].metrics.prompt_tokens`"),
+    ],
+)
 def test_a_file_that_breaks_the_spec_is_skipped_with_the_reason(
-        tmp_path: Path, change: str, reason: str) -> None:
+    tmp_path: Path, change: str, reason: str
+) -> None:
     folder = tmp_path / "in"
     _foreign(folder)
     (folder / "foreign.json").write_text(json.dumps(_broken(change)))
@@ -113,8 +122,10 @@ def test_an_image_path_outside_the_folder_is_not_read(tmp_path: Path) -> None:
     value["steps"][1]["message"][1]["source"]["path"] = "../secret.png"
     file.write_text(json.dumps(value))
     result = run_ownloop(tmp_path / "store", "import", "--format", "atif", str(file))
-    assert "foreign.json: image '../secret.png' skipped (not a relative path inside the " \
-           "folder)" in result.stdout
+    assert (
+        "foreign.json: image '../secret.png' skipped (not a relative path inside the "
+        "folder)" in result.stdout
+    )
     session = _only_session(tmp_path / "store")
     assert [s.step for s in session.steps if s.screenshot is not None] == [2]
 
@@ -125,11 +136,14 @@ def test_importing_the_same_files_again_adds_only_the_new_ones(tmp_path: Path) -
     store = tmp_path / "store"
     first = run_ownloop(store, "import", "--format", "atif", str(folder), "--run", "r")
     assert first.returncode == 0, first.stderr
-    again = run_ownloop(store, "import", "--format", "atif", str(folder / "foreign.json"),
-                        "--run", "r")
+    again = run_ownloop(
+        store, "import", "--format", "atif", str(folder / "foreign.json"), "--run", "r"
+    )
     assert again.returncode == 0, again.stderr
-    assert again.stdout.splitlines() == ["foreign.json: skipped (already imported into run r)",
-                                         "imported 0 ATIF trajectories into run r"]
+    assert again.stdout.splitlines() == [
+        "foreign.json: skipped (already imported into run r)",
+        "imported 0 ATIF trajectories into run r",
+    ]
     value = json.loads(FOREIGN.read_text())
     value["session_id"] = "browse-7f3a-0002"
     (folder / "second.json").write_text(json.dumps(value))
@@ -138,28 +152,33 @@ def test_importing_the_same_files_again_adds_only_the_new_ones(tmp_path: Path) -
     assert more.returncode == 0, more.stderr
     assert [line for line in more.stdout.splitlines() if "skipped" in line] == [
         "foreign.json: skipped (already imported into run r)",
-        "third.json: skipped (already imported into run r)"]
+        "third.json: skipped (already imported into run r)",
+    ]
     assert "imported 1 ATIF trajectory into run r" in more.stdout
-    assert open_store(store).sql("select count(*) from sessions where run_id = 'r'").rows == [
-        (2,)]
-    other = run_ownloop(store, "import", "--format", "atif", str(folder / "foreign.json"),
-                        "--run", "r2")
+    assert open_store(store).sql("select count(*) from sessions where run_id = 'r'").rows == [(2,)]
+    other = run_ownloop(
+        store, "import", "--format", "atif", str(folder / "foreign.json"), "--run", "r2"
+    )
     assert "imported 1 ATIF trajectory into run r2" in other.stdout
 
 
 def test_no_trajectory_is_a_one_line_error(tmp_path: Path) -> None:
-    result = run_ownloop(tmp_path / "store", "import", "--format", "atif",
-                         str(tmp_path / "missing"))
+    result = run_ownloop(
+        tmp_path / "store", "import", "--format", "atif", str(tmp_path / "missing")
+    )
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"Error: no file or folder {tmp_path / 'missing'}. Pass an "
-                                     "ATIF .json file or a folder of them")
+    assert result.stderr.strip() == (
+        f"Error: no file or folder {tmp_path / 'missing'}. Pass an "
+        "ATIF .json file or a folder of them"
+    )
 
 
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*(no clone|not found)")
 def test_recorded_sessions_export_valid_and_round_trip_identically(
-        recorded_store: Path, tmp_path: Path) -> None:
+    recorded_store: Path, tmp_path: Path
+) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     result = run_ownloop(recorded_store, "export", "--format", "atif", "--out", str(first))
     assert result.returncode == 0, result.stderr
@@ -169,8 +188,11 @@ def test_recorded_sessions_export_valid_and_round_trip_identically(
         trajectory = read_trajectory(file.read_bytes())  # types and the spec's rules
         agent_steps = [s for s in trajectory.steps if s.source == "agent"]
         assert agent_steps and all(s.metrics and s.metrics.prompt_tokens for s in agent_steps)
-        assert all((s.metrics.extra or {}).get("latency_ms", 0) > 0 for s in agent_steps
-                   if s.metrics is not None)
+        assert all(
+            (s.metrics.extra or {}).get("latency_ms", 0) > 0
+            for s in agent_steps
+            if s.metrics is not None
+        )
         for step in trajectory.steps:
             for part in step.message if isinstance(step.message, list) else ():
                 if part.source is not None:
@@ -179,8 +201,7 @@ def test_recorded_sessions_export_valid_and_round_trip_identically(
     imported = run_ownloop(store, "import", "--format", "atif", str(first), "--run", "back")
     assert imported.returncode == 0, imported.stderr
     assert "imported 8 ATIF trajectories into run back" in imported.stdout
-    assert run_ownloop(store, "export", "--format", "atif", "--out",
-                       str(second)).returncode == 0
+    assert run_ownloop(store, "export", "--format", "atif", "--out", str(second)).returncode == 0
     names = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     assert names == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
     for name in names:
@@ -198,13 +219,14 @@ def test_sessions_come_a_batch_at_a_time_and_same_ids_keep_apart(tmp_path: Path)
         value["steps"][1]["message"][0]["text"] += f" (copy {number})"
         (folder / f"copy-{number}.json").write_text(json.dumps(value))
     store = tmp_path / "store"
-    assert "imported 5 ATIF trajectories" in run_ownloop(
-        store, "import", "--format", "atif", str(folder)).stdout
+    assert (
+        "imported 5 ATIF trajectories"
+        in run_ownloop(store, "import", "--format", "atif", str(folder)).stdout
+    )
     ids = picked(open_store(store), Selection())
     assert [s.session_id for s in each_session(open_store(store), ids, batch=2)] == ids
     for batch, lookup in ((2, 3), (3, 2), (1, 5), (5, 1)):  # places asked 'lookup' at once
-        assert [s.session_id for s in each_session(open_store(store), ids, batch, lookup)] \
-            == ids
+        assert [s.session_id for s in each_session(open_store(store), ids, batch, lookup)] == ids
     out = tmp_path / "out"
     assert run_ownloop(store, "export", "--format", "atif", "--out", str(out)).returncode == 0
     names = sorted(p.stem for p in out.glob("*.json"))

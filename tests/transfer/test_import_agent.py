@@ -16,22 +16,33 @@ AGENTS = ("uitars", "molmoweb", "fara7b", "opencua")
 
 
 def _ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ownloop", "--store", str(store), *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _parsed(store: Path, run: str) -> list[list[object]]:
-    done = _ownloop(store, "sql", "--format", "json",
-                    "select s.agent, count(*) filter (where p.error is null) as ok, count(*) as n "
-                    "from action_parsed p join sessions s using (session_id) "
-                    f"where s.run_id = '{run}' group by all")
+    done = _ownloop(
+        store,
+        "sql",
+        "--format",
+        "json",
+        "select s.agent, count(*) filter (where p.error is null) as ok, count(*) as n "
+        "from action_parsed p join sessions s using (session_id) "
+        f"where s.run_id = '{run}' group by all",
+    )
     assert done.returncode == 0, done.stderr
     return [list(row.values()) for row in json.loads(done.stdout)]
 
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_without_agent_the_lines_say_who_wrote_them(
-        tmp_path: Path, agent_folder: Callable[..., Path], agent: str) -> None:
+    tmp_path: Path, agent_folder: Callable[..., Path], agent: str
+) -> None:
     agent_folder(tmp_path / "results", agent, "shop-1")
     agent_folder(tmp_path / "results", agent, "shop-2")
     done = _ownloop(tmp_path / "s", "import", str(tmp_path / "results"), "--run", "r")
@@ -42,17 +53,21 @@ def test_without_agent_the_lines_say_who_wrote_them(
 
 
 def test_the_wrong_agent_warns_with_the_parse_rate(
-        tmp_path: Path, agent_folder: Callable[..., Path]) -> None:
+    tmp_path: Path, agent_folder: Callable[..., Path]
+) -> None:
     agent_folder(tmp_path / "results", "uitars", "shop-1")
-    done = _ownloop(tmp_path / "s", "import", str(tmp_path / "results"), "--agent", "fara7b",
-                    "--run", "r")
+    done = _ownloop(
+        tmp_path / "s", "import", str(tmp_path / "results"), "--agent", "fara7b", "--run", "r"
+    )
     assert done.returncode == 0
     assert done.stdout == "imported 1 session from 1 folder into run r: 1 finished\n"
     assert done.stderr == (
         "warning: 0 of 2 responses parsed as fara7b (0%); the steps.jsonl lines have uitars's "
-        "fields: import again with --agent uitars (and another --run), or without --agent\n")
-    right = _ownloop(tmp_path / "s", "import", str(tmp_path / "results"), "--agent", "uitars",
-                     "--run", "r2")
+        "fields: import again with --agent uitars (and another --run), or without --agent\n"
+    )
+    right = _ownloop(
+        tmp_path / "s", "import", str(tmp_path / "results"), "--agent", "uitars", "--run", "r2"
+    )
     assert (right.returncode, right.stderr) == (0, "")
 
 
@@ -64,5 +79,6 @@ def test_without_agent_and_no_telling_fields_it_asks_for_agent(tmp_path: Path) -
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
         f"Error: cannot tell which agent wrote the steps.jsonl lines in {tmp_path / 'results'}: "
-        "pass --agent (uitars, molmoweb, fara7b, opencua)\n")
+        "pass --agent (uitars, molmoweb, fara7b, opencua)\n"
+    )
     assert not (tmp_path / "s" / "journal").exists() or not any((tmp_path / "s").rglob("*.jsonl"))

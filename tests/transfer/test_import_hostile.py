@@ -22,13 +22,19 @@ SECRET = b"TOP-SECRET-outside-the-folder"
 
 
 def _ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ownloop", "--store", str(store), *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _blobs_hold(store: Path, needle: bytes) -> bool:
-    return any(needle in path.read_bytes() for path in (store / "blobs").rglob("*")
-               if path.is_file())
+    return any(
+        needle in path.read_bytes() for path in (store / "blobs").rglob("*") if path.is_file()
+    )
 
 
 @pytest.fixture
@@ -66,8 +72,11 @@ def test_import_skips_and_names_every_symlink_and_fifo(tmp_path: Path, hostile: 
         "imported 1 session from 1 folder into run h1: 1 finished",
     ]
     assert not _blobs_hold(store, SECRET)
-    files = open_store(store).sql(
-        "select source from evidence where name = 'import:file' order by source").rows
+    files = (
+        open_store(store)
+        .sql("select source from evidence where name = 'import:file' order by source")
+        .rows
+    )
     assert files == [("notes.txt",)]
     out = tmp_path / "back"
     done = _ownloop(store, "export", "--run", "h1", "--out", str(out))
@@ -77,8 +86,9 @@ def test_import_skips_and_names_every_symlink_and_fifo(tmp_path: Path, hostile: 
     assert (out / "task-1" / "notes.txt").read_bytes() == b"a plain file is kept"
 
 
-def test_a_symlinked_summary_or_steps_file_is_not_read(tmp_path: Path,
-                                                       agent_folder: Callable[..., Path]) -> None:
+def test_a_symlinked_summary_or_steps_file_is_not_read(
+    tmp_path: Path, agent_folder: Callable[..., Path]
+) -> None:
     (tmp_path / "secret.json").write_text('{"task_id": "stolen", "answer": "TOP-SECRET"}')
     folder = agent_folder(tmp_path / "results", "uitars", "task-1")
     (folder / "session.json").unlink()
@@ -89,29 +99,36 @@ def test_a_symlinked_summary_or_steps_file_is_not_read(tmp_path: Path,
     done = _ownloop(store, "import", str(tmp_path / "results"), "--agent", "uitars")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == (
-        "task-1: skipped session.json (symlink, not followed), "
-        "steps.jsonl (symlink, not followed)")
+        "task-1: skipped session.json (symlink, not followed), steps.jsonl (symlink, not followed)"
+    )
     rows = open_store(store).sql("select task_id, status, answer from sessions").rows
     assert rows == [("task-1", "crashed", None)]
     assert not _blobs_hold(store, b"TOP-SECRET")
 
 
-@pytest.mark.parametrize("name", ["notes\x00.txt", "a/\x00", "bell\x07.txt", "..\\x", "../up.txt",
-                                  "/etc/x", "ok/" + "n" * 300])
-def test_export_skips_a_recorded_file_name_it_cannot_write_as_is(tmp_path: Path,
-                                                                 name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ["notes\x00.txt", "a/\x00", "bell\x07.txt", "..\\x", "../up.txt", "/etc/x", "ok/" + "n" * 300],
+)
+def test_export_skips_a_recorded_file_name_it_cannot_write_as_is(tmp_path: Path, name: str) -> None:
     store = open_store(tmp_path / "store")
     sha = store.put_blob(b"kept bytes")
     ids = {"run_id": "r", "session_id": "s1"}
     task = E.Task(task_id="t1", prompt="", start_url="", suite="import:x")
     with store.stream("s1") as stream:
-        stream.append([
-            E.RunStarted(at=E.now(), run_id="r", agent="uitars"),
-            E.SessionStarted(at=E.now(), **ids, task=task, agent="uitars", viewport=(1280, 800)),
-            E.EvidenceCaptured(at=E.now(), **ids, name="import:file", sha256=sha, source=name),
-            E.EvidenceCaptured(at=E.now(), **ids, name="import:file", sha256=sha,
-                               source="fine.txt"),
-            E.SessionEnded(at=E.now(), **ids, status="finished", answer="a", steps=0)])
+        stream.append(
+            [
+                E.RunStarted(at=E.now(), run_id="r", agent="uitars"),
+                E.SessionStarted(
+                    at=E.now(), **ids, task=task, agent="uitars", viewport=(1280, 800)
+                ),
+                E.EvidenceCaptured(at=E.now(), **ids, name="import:file", sha256=sha, source=name),
+                E.EvidenceCaptured(
+                    at=E.now(), **ids, name="import:file", sha256=sha, source="fine.txt"
+                ),
+                E.SessionEnded(at=E.now(), **ids, status="finished", answer="a", steps=0),
+            ]
+        )
     out = tmp_path / "out"
     done = _ownloop(tmp_path / "store", "export", "--run", "r", "--out", str(out))
     assert (done.returncode, done.stderr) == (0, "")
@@ -120,5 +137,9 @@ def test_export_skips_a_recorded_file_name_it_cannot_write_as_is(tmp_path: Path,
         f"{out}: 1 task folders, 1 sessions, 0 screenshots",
     ]
     assert (out / "t1" / "fine.txt").read_bytes() == b"kept bytes"
-    assert sorted(p.name for p in out.rglob("*")) == ["fine.txt", "session.json",
-                                                      "steps.jsonl", "t1"]
+    assert sorted(p.name for p in out.rglob("*")) == [
+        "fine.txt",
+        "session.json",
+        "steps.jsonl",
+        "t1",
+    ]

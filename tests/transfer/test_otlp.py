@@ -18,8 +18,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tests.transfer.conftest import run_ownloop
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore:.*(no clone|not found)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:.*(no clone|not found)"),
+]
 
 LIMIT = 64 * 1024
 
@@ -58,8 +61,12 @@ def collector() -> Iterator[_Collector]:
 
 
 def _spans(request: ExportTraceServiceRequest) -> list[Any]:
-    return [span for resource in request.resource_spans for scope in resource.scope_spans
-            for span in scope.spans]
+    return [
+        span
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
 
 
 def _attributes(span: Any) -> dict[str, Any]:
@@ -67,7 +74,8 @@ def _attributes(span: Any) -> dict[str, Any]:
 
 
 def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
-        recorded_store: Path, tmp_path: Path) -> None:
+    recorded_store: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "otlp"
     result = run_ownloop(recorded_store, "export", "--format", "otlp", "--out", str(out))
     assert result.returncode == 0, result.stderr
@@ -94,47 +102,75 @@ def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
             assert int(values["gen_ai.usage.input_tokens"]["intValue"]) > 0
             assert int(values["gen_ai.usage.output_tokens"]["intValue"]) > 0
             assert values["gen_ai.response.finish_reasons"] == {
-                "arrayValue": {"values": [{"stringValue": "stop"}]}}
+                "arrayValue": {"values": [{"stringValue": "stop"}]}
+            }
             assert values["ownloop.latency_ms"]["doubleValue"] > 0
             messages = json.loads(values["gen_ai.input.messages"]["stringValue"])
             images = [p for m in messages for p in m["parts"] if p.get("modality") == "image"]
             assert images
-            for part in images + [p for m in messages for p in m["parts"]
-                                  if p.get("modality") == "text"]:
+            for part in images + [
+                p for m in messages for p in m["parts"] if p.get("modality") == "text"
+            ]:
                 data = (out / part["uri"]).read_bytes()
                 assert hashlib.sha256(data).hexdigest() == Path(part["uri"]).stem
     assert len(traces) == 8
 
 
-def test_the_collector_receives_every_span(recorded_store: Path, tmp_path: Path,
-                                           collector: _Collector) -> None:
-    files = run_ownloop(recorded_store, "export", "--format", "otlp", "--out",
-                        str(tmp_path / "files"))
-    expected = sum(len(_spans(json_format.Parse(line, ExportTraceServiceRequest())))
-                   for line in (tmp_path / "files" / "traces.jsonl").read_text().splitlines())
+def test_the_collector_receives_every_span(
+    recorded_store: Path, tmp_path: Path, collector: _Collector
+) -> None:
+    files = run_ownloop(
+        recorded_store, "export", "--format", "otlp", "--out", str(tmp_path / "files")
+    )
+    expected = sum(
+        len(_spans(json_format.Parse(line, ExportTraceServiceRequest())))
+        for line in (tmp_path / "files" / "traces.jsonl").read_text().splitlines()
+    )
     host, port = collector.server_address[:2]
     url = f"http://{host!s}:{port}"
-    sent = run_ownloop(recorded_store, "export", "--format", "otlp", "--endpoint", url,
-                       "--out", str(tmp_path / "sent"))
+    sent = run_ownloop(
+        recorded_store,
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        url,
+        "--out",
+        str(tmp_path / "sent"),
+    )
     assert sent.returncode == 0 and files.returncode == 0, sent.stderr
-    assert sent.stdout.splitlines()[0] == (f"sent to {url}/v1/traces: 8 traces, {expected} "
-                                           "spans (OTLP/JSON)")
+    assert sent.stdout.splitlines()[0] == (
+        f"sent to {url}/v1/traces: 8 traces, {expected} spans (OTLP/JSON)"
+    )
     assert not (tmp_path / "sent" / "traces.jsonl").exists()
-    received = [s for body in collector.bodies
-                for s in _spans(json_format.Parse(body, ExportTraceServiceRequest()))]
+    received = [
+        s
+        for body in collector.bodies
+        for s in _spans(json_format.Parse(body, ExportTraceServiceRequest()))
+    ]
     assert len(received) == expected
     assert len({s.trace_id for s in received}) == 8
 
 
-def test_a_collector_that_is_not_there_is_a_one_line_error(recorded_store: Path,
-                                                           tmp_path: Path) -> None:
+def test_a_collector_that_is_not_there_is_a_one_line_error(
+    recorded_store: Path, tmp_path: Path
+) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     port = server.server_address[1]
     server.server_close()  # nothing listens on the port now
-    result = run_ownloop(recorded_store, "export", "--format", "otlp", "--endpoint",
-                         f"http://127.0.0.1:{port}", "--out", str(tmp_path / "x"))
+    result = run_ownloop(
+        recorded_store,
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        f"http://127.0.0.1:{port}",
+        "--out",
+        str(tmp_path / "x"),
+    )
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"Error: cannot reach the collector at http://127.0.0.1:{port}"
-                           "/v1/traces (")
+    assert last.startswith(
+        f"Error: cannot reach the collector at http://127.0.0.1:{port}/v1/traces ("
+    )
     assert last.endswith("). Start it, or check --endpoint")

@@ -25,12 +25,32 @@ pytestmark = pytest.mark.browser
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Store:
     root = tmp_path_factory.mktemp("recorded")
     with make_server("miniwob", "uitars", "garbage:4") as url:
-        result = CliRunner().invoke(cli, [
-            "--store", str(root), "record", "uitars", "--model", "ownloop-miniwob-uitars",
-            "--settle", "0.1",
-            "--suite", "miniwob:click-button,enter-text", "--endpoint", url, "--run", "r1",
-            "--workers", "1", "--error-retries", "1", "--retry-wait", "0.1"],
-            catch_exceptions=False)
+        result = CliRunner().invoke(
+            cli,
+            [
+                "--store",
+                str(root),
+                "record",
+                "uitars",
+                "--model",
+                "ownloop-miniwob-uitars",
+                "--settle",
+                "0.1",
+                "--suite",
+                "miniwob:click-button,enter-text",
+                "--endpoint",
+                url,
+                "--run",
+                "r1",
+                "--workers",
+                "1",
+                "--error-retries",
+                "1",
+                "--retry-wait",
+                "0.1",
+            ],
+            catch_exceptions=False,
+        )
     assert result.exit_code == 0, result.output
     return open_store(root)
 
@@ -38,14 +58,16 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Store:
 def _sessions(store: Store, run: str) -> list[tuple]:
     return store.sql(
         "select task_id, attempt, status, agent_status, answer, steps, parse_failures, "
-        f"action_errors from sessions where run_id = '{run}' order by task_id, attempt").rows
+        f"action_errors from sessions where run_id = '{run}' order by task_id, attempt"
+    ).rows
 
 
 def _steps(store: Store, run: str) -> list[tuple]:
     return store.sql(
         "select s.task_id, s.attempt, t.step, t.response, t.screenshot_sha256 from steps t "
         f"join sessions s using (session_id) where s.run_id = '{run}' "
-        "order by s.task_id, s.attempt, t.step").rows
+        "order by s.task_id, s.attempt, t.step"
+    ).rows
 
 
 def test_session_dirs_have_the_harness_layout(recorded: Store, tmp_path: Path) -> None:
@@ -62,17 +84,28 @@ def test_session_dirs_have_the_harness_layout(recorded: Store, tmp_path: Path) -
         name = "session_failed.json" if failed else "session.json"
         assert sorted(p.name for p in (out / task).glob("session*.json")) == [name]
         top = json.loads((out / task / name).read_text())
-        assert list(top) == ["task_id", "base", "answer", "status", "rounds", "error", "record",
-                             "log", "seconds", "parse_fails", "action_errors"]
-        assert (top["task_id"], top["status"]) == (task, "crash" if status == "crashed"
-                                                   else status)
+        assert list(top) == [
+            "task_id",
+            "base",
+            "answer",
+            "status",
+            "rounds",
+            "error",
+            "record",
+            "log",
+            "seconds",
+            "parse_fails",
+            "action_errors",
+        ]
+        assert (top["task_id"], top["status"]) == (task, "crash" if status == "crashed" else status)
         assert top["base"].startswith("http://127.0.0.1:") and top["base"].count("/") == 2
     attempt = json.loads((out / retried / "error_attempt_1" / "attempt.json").read_text())
-    assert list(attempt) == ["status", "rounds", "error", "seconds", "parse_fails",
-                             "action_errors"]
+    assert list(attempt) == ["status", "rounds", "error", "seconds", "parse_fails", "action_errors"]
     assert (attempt["status"], attempt["parse_fails"]) == ("parse_error", 4)
-    failed_lines = [json.loads(line) for line in
-                    (out / retried / "error_attempt_1" / "steps.jsonl").read_text().splitlines()]
+    failed_lines = [
+        json.loads(line)
+        for line in (out / retried / "error_attempt_1" / "steps.jsonl").read_text().splitlines()
+    ]
     assert len(failed_lines) == 1
     assert list(failed_lines[0]) == ["step", "url", "raw", "fails"]
     assert failed_lines[0]["raw"] is None and len(failed_lines[0]["fails"]) == 4
@@ -82,11 +115,12 @@ def test_session_dirs_have_the_harness_layout(recorded: Store, tmp_path: Path) -
     assert list(lines[0]) == ["step", "url", "raw", "actions", "notes", "fails"]
     assert lines[0]["actions"][0]["kind"] == "click"
     shots = _steps(recorded, "r1")
-    for (task, number, step, _, sha) in shots:
+    for task, number, step, _, sha in shots:
         folder = out / task / "error_attempt_1" if (task, number) == (retried, 1) else out / task
         if sha is not None:
-            assert (folder / "screens" / f"step_{step:02d}.png").read_bytes() == \
-                recorded.get_blob(sha)
+            assert (folder / "screens" / f"step_{step:02d}.png").read_bytes() == recorded.get_blob(
+                sha
+            )
     written = sum(1 for _ in out.rglob("step_*.png"))
     assert written == sum(1 for s in shots if s[4] is not None)
 
@@ -108,10 +142,21 @@ def test_import_of_an_export_gives_back_the_run(recorded: Store, tmp_path: Path)
 
 
 def test_parquet_files_have_every_view_and_its_rows(recorded: Store, tmp_path: Path) -> None:
-    views = [v for (v,) in recorded.sql(
-        "select view_name from duckdb_views() where not internal").rows]
-    result = CliRunner().invoke(cli, ["--store", str(recorded.root), "export", "--format",
-                                      "parquet", "--out", str(tmp_path / "all")])
+    views = [
+        v for (v,) in recorded.sql("select view_name from duckdb_views() where not internal").rows
+    ]
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--store",
+            str(recorded.root),
+            "export",
+            "--format",
+            "parquet",
+            "--out",
+            str(tmp_path / "all"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     for view in views:
         path = tmp_path / "all" / f"{view}.parquet"
@@ -119,8 +164,9 @@ def test_parquet_files_have_every_view_and_its_rows(recorded: Store, tmp_path: P
         assert duckdb.sql(f"select count(*) from '{path}'").fetchall() == [(expected,)], view
         assert f"{path} ({expected} rows)" in result.output
     export_run(recorded, "r1", "parquet", tmp_path / "r1")
-    sessions = duckdb.sql(f"select run_id, count(*) from '{tmp_path / 'r1' / 'sessions.parquet'}'"
-                          " group by all").fetchall()
+    sessions = duckdb.sql(
+        f"select run_id, count(*) from '{tmp_path / 'r1' / 'sessions.parquet'}' group by all"
+    ).fetchall()
     assert sessions == [("r1", 3)]
     steps = duckdb.sql(f"select count(*) from '{tmp_path / 'r1' / 'steps.parquet'}'").fetchall()
     assert steps == [(len(_steps(recorded, "r1")),)]

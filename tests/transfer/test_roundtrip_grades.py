@@ -20,17 +20,27 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "ownloop", "--store", str(store), *args],
-                          capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "COLUMNS": "200"})
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert done.returncode == 0, done.stderr
     return done
 
 
 def _grades(store: Path, run: str) -> list[dict[str, object]]:
-    out = _ownloop(store, "sql", "--format", "json",
-                   f"select task_id, attempt, status, passed, score from sessions "
-                   f"where run_id = '{run}' order by task_id, attempt").stdout
+    out = _ownloop(
+        store,
+        "sql",
+        "--format",
+        "json",
+        f"select task_id, attempt, status, passed, score from sessions "
+        f"where run_id = '{run}' order by task_id, attempt",
+    ).stdout
     return json.loads(out)
 
 
@@ -38,9 +48,23 @@ def _grades(store: Path, run: str) -> list[dict[str, object]]:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("recorded") / "store"
     with make_server("miniwob", "uitars") as url:
-        _ownloop(store, "record", "uitars", "--model", "ownloop-miniwob-uitars",
-                 "--settle", "0.1", "--suite", "miniwob:click-button,enter-text", "--endpoint", url,
-                 "--run", "r1", "--workers", "1")
+        _ownloop(
+            store,
+            "record",
+            "uitars",
+            "--model",
+            "ownloop-miniwob-uitars",
+            "--settle",
+            "0.1",
+            "--suite",
+            "miniwob:click-button,enter-text",
+            "--endpoint",
+            url,
+            "--run",
+            "r1",
+            "--workers",
+            "1",
+        )
     return store
 
 
@@ -58,11 +82,17 @@ def test_export_then_import_keeps_grades_and_evidence(recorded: Path, tmp_path: 
     assert [row["passed"] for row in before] == [True, True]
     assert _grades(recorded, "back") == before
 
-    evidence = "select s.task_id, e.name, e.value::varchar as v, e.sha256, e.source from " \
-               "evidence e join sessions s using (session_id) where s.run_id = '{run}' " \
-               "and e.name not like 'import%' order by all"
-    rows = {run: json.loads(_ownloop(recorded, "sql", "--format", "json",
-                                     evidence.format(run=run)).stdout) for run in ("r1", "back")}
+    evidence = (
+        "select s.task_id, e.name, e.value::varchar as v, e.sha256, e.source from "
+        "evidence e join sessions s using (session_id) where s.run_id = '{run}' "
+        "and e.name not like 'import%' order by all"
+    )
+    rows = {
+        run: json.loads(
+            _ownloop(recorded, "sql", "--format", "json", evidence.format(run=run)).stdout
+        )
+        for run in ("r1", "back")
+    }
     assert rows["back"] == rows["r1"] and rows["r1"]
 
     regraded = _ownloop(recorded, "regrade", "--run", "back").stdout

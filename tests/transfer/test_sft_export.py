@@ -20,8 +20,11 @@ from ownloop.replay.fold import fold
 from ownloop.store import open_store
 from tests.transfer.conftest import run_ownloop
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore:.*(no clone|not found)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:.*(no clone|not found)"),
+]
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -39,10 +42,12 @@ def _recorded_actions(store: Path, record: dict[str, Any]) -> tuple[Any, tuple[i
 
 @pytest.mark.parametrize("form", ["chat", "native"])
 def test_every_target_parses_back_to_the_recorded_actions(
-        recorded_store: Path, tmp_path: Path, form: str) -> None:
+    recorded_store: Path, tmp_path: Path, form: str
+) -> None:
     out = tmp_path / "sft"
-    result = run_ownloop(recorded_store, "export", "--format", "sft", "--agent-format", form,
-                         "--out", str(out))
+    result = run_ownloop(
+        recorded_store, "export", "--format", "sft", "--agent-format", form, "--out", str(out)
+    )
     assert result.returncode == 0, result.stderr
     records = _records(out / "sft.jsonl")
     assert {r["agent"] for r in records} == {"uitars", "opencua", "fara7b", "molmoweb"}
@@ -51,8 +56,9 @@ def test_every_target_parses_back_to_the_recorded_actions(
     agents = {name: make_agent(name) for name in {r["agent"] for r in records}}
     for record in records:
         actions, size = _recorded_actions(recorded_store, record)
-        target = (record["messages"][-1]["content"][0]["text"] if form == "chat"
-                  else record["target"])
+        target = (
+            record["messages"][-1]["content"][0]["text"] if form == "chat" else record["target"]
+        )
         assert agents[record["agent"]].parse(target, size).actions == actions, record["id"]
         for path in record["images"]:
             data = (out / path).read_bytes()
@@ -60,38 +66,72 @@ def test_every_target_parses_back_to_the_recorded_actions(
 
 
 def test_chat_form_places_images_in_order_and_native_form_is_the_request_as_sent(
-        recorded_store: Path, tmp_path: Path) -> None:
+    recorded_store: Path, tmp_path: Path
+) -> None:
     chat, native = tmp_path / "chat", tmp_path / "native"
     for form, out in (("chat", chat), ("native", native)):
-        assert run_ownloop(recorded_store, "export", "--format", "sft", "--agent-format", form,
-                           "--out", str(out)).returncode == 0
+        assert (
+            run_ownloop(
+                recorded_store,
+                "export",
+                "--format",
+                "sft",
+                "--agent-format",
+                form,
+                "--out",
+                str(out),
+            ).returncode
+            == 0
+        )
     for c, n in zip(_records(chat / "sft.jsonl"), _records(native / "sft.jsonl"), strict=True):
         assert c["id"] == n["id"]
         placeholders = [p for m in c["messages"] for p in m["content"] if p["type"] == "image"]
         assert len(placeholders) == len(c["images"]) and c["images"] == n["images"]
-        urls = [p["image_url"]["url"] for m in n["request"]["messages"]
-                if isinstance(m["content"], list) for p in m["content"]
-                if p["type"] == "image_url"]
+        urls = [
+            p["image_url"]["url"]
+            for m in n["request"]["messages"]
+            if isinstance(m["content"], list)
+            for p in m["content"]
+            if p["type"] == "image_url"
+        ]
         assert urls == n["images"]
         assert n["request"]["model"] == "expert" and "data:" not in json.dumps(n)
-        assert c["messages"][-1] == {"role": "assistant",
-                                     "content": [{"type": "text", "text": n["target"]}]}
+        assert c["messages"][-1] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": n["target"]}],
+        }
         assert c["messages"][:-1][0]["role"] == n["request"]["messages"][0]["role"]
 
 
 def test_per_session_and_parquet(recorded_store: Path, tmp_path: Path) -> None:
-    steps = run_ownloop(recorded_store, "export", "--format", "sft", "--out",
-                        str(tmp_path / "steps"))
-    per = run_ownloop(recorded_store, "export", "--format", "sft", "--per-session", "--out",
-                      str(tmp_path / "sessions"))
+    steps = run_ownloop(
+        recorded_store, "export", "--format", "sft", "--out", str(tmp_path / "steps")
+    )
+    per = run_ownloop(
+        recorded_store,
+        "export",
+        "--format",
+        "sft",
+        "--per-session",
+        "--out",
+        str(tmp_path / "sessions"),
+    )
     assert per.returncode == 0, per.stderr
     sessions = _records(tmp_path / "sessions" / "sft.jsonl")
     assert len(sessions) == 8
     assert [s for r in sessions for s in r["steps"]] == _records(tmp_path / "steps" / "sft.jsonl")
     assert "8 records (sessions, chat form)" in per.stdout and steps.returncode == 0
 
-    parquet = run_ownloop(recorded_store, "export", "--format", "sft-parquet",
-                          "--agent-format", "native", "--out", str(tmp_path / "pq"))
+    parquet = run_ownloop(
+        recorded_store,
+        "export",
+        "--format",
+        "sft-parquet",
+        "--agent-format",
+        "native",
+        "--out",
+        str(tmp_path / "pq"),
+    )
     assert parquet.returncode == 0, parquet.stderr
     table = pq.read_table(tmp_path / "pq" / "sft.parquet")
     features = json.loads(table.schema.metadata[b"huggingface"])["info"]["features"]
@@ -105,16 +145,31 @@ def test_per_session_and_parquet(recorded_store: Path, tmp_path: Path) -> None:
         assert row["messages"][-1]["content"][0]["text"] == row["target"]
 
 
-def test_the_default_selection_is_passed_and_counted(recorded_store: Path,
-                                                      tmp_path: Path) -> None:
-    result = run_ownloop(recorded_store, "export", "--format", "sft", "--where", "not passed",
-                         "--out", str(tmp_path / "none"))
+def test_the_default_selection_is_passed_and_counted(recorded_store: Path, tmp_path: Path) -> None:
+    result = run_ownloop(
+        recorded_store,
+        "export",
+        "--format",
+        "sft",
+        "--where",
+        "not passed",
+        "--out",
+        str(tmp_path / "none"),
+    )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"Error: no sessions match the selection. List them with: ownloop --store "
-        f"{recorded_store} sql \"select session_id, run_id, passed, counted from sessions\"")
-    one = run_ownloop(recorded_store, "export", "--format", "sft", "--where",
-                      "agent = 'molmoweb' and task_id like 'click%'", "--out",
-                      str(tmp_path / "one"))
+        f'{recorded_store} sql "select session_id, run_id, passed, counted from sessions"'
+    )
+    one = run_ownloop(
+        recorded_store,
+        "export",
+        "--format",
+        "sft",
+        "--where",
+        "agent = 'molmoweb' and task_id like 'click%'",
+        "--out",
+        str(tmp_path / "one"),
+    )
     assert one.returncode == 0, one.stderr
     assert {r["agent"] for r in _records(tmp_path / "one" / "sft.jsonl")} == {"molmoweb"}

@@ -33,31 +33,74 @@ def _store(root: Path, sessions: int = 2) -> Path:
         stream.append([E.RunStarted(at=T0, run_id="r1", agent="uitars", model="m")])
         for n in range(sessions):
             sid, at = f"s{n}", T0 + timedelta(minutes=n)
-            events: list[E.Event] = [E.SessionStarted(
-                at=at, run_id="r1", session_id=sid, agent="uitars", model="m", viewport=SIZE,
-                task=E.Task(task_id=f"t{n}", prompt="Click OK", start_url="http://x/"))]
-            shots = [store.put_blob(png((40 * n + 30, 20 * step, 90), SIZE))
-                     for step in range(STEPS + 1)]
+            events: list[E.Event] = [
+                E.SessionStarted(
+                    at=at,
+                    run_id="r1",
+                    session_id=sid,
+                    agent="uitars",
+                    model="m",
+                    viewport=SIZE,
+                    task=E.Task(task_id=f"t{n}", prompt="Click OK", start_url="http://x/"),
+                )
+            ]
+            shots = [
+                store.put_blob(png((40 * n + 30, 20 * step, 90), SIZE)) for step in range(STEPS + 1)
+            ]
             for step in range(1, STEPS + 1):
-                window = [E.ImagePart(sha256=sha) for sha in shots[max(step - 2, 0):step]]
-                request = (E.Message(role="system", parts=(E.TextPart(text="You click."),)),
-                           E.Message(role="user", parts=(E.TextPart(text="Click OK"), *window)))
+                window = [E.ImagePart(sha256=sha) for sha in shots[max(step - 2, 0) : step]]
+                request = (
+                    E.Message(role="system", parts=(E.TextPart(text="You click."),)),
+                    E.Message(role="user", parts=(E.TextPart(text="Click OK"), *window)),
+                )
                 events += [
-                    E.ScreenshotTaken(at=at, run_id="r1", session_id=sid, step=step,
-                                      sha256=shots[step - 1], width=SIZE[0], height=SIZE[1],
-                                      url="http://x/"),
-                    E.ModelCalled(at=at, run_id="r1", session_id=sid, step=step,
-                                  call_id=f"{sid}-{step}", model="m", messages=request,
-                                  response=f"Thought: OK.\nAction: click(start_box='({step},9)')",
-                                  prompt_tokens=100, completion_tokens=9, latency_ms=50.0),
-                    E.ActionParsed(at=at, run_id="r1", session_id=sid, step=step,
-                                   call_id=f"{sid}-{step}", parser="ui-tars", thought="OK.",
-                                   actions=(E.Click(x=float(step), y=9.0),)),
+                    E.ScreenshotTaken(
+                        at=at,
+                        run_id="r1",
+                        session_id=sid,
+                        step=step,
+                        sha256=shots[step - 1],
+                        width=SIZE[0],
+                        height=SIZE[1],
+                        url="http://x/",
+                    ),
+                    E.ModelCalled(
+                        at=at,
+                        run_id="r1",
+                        session_id=sid,
+                        step=step,
+                        call_id=f"{sid}-{step}",
+                        model="m",
+                        messages=request,
+                        response=f"Thought: OK.\nAction: click(start_box='({step},9)')",
+                        prompt_tokens=100,
+                        completion_tokens=9,
+                        latency_ms=50.0,
+                    ),
+                    E.ActionParsed(
+                        at=at,
+                        run_id="r1",
+                        session_id=sid,
+                        step=step,
+                        call_id=f"{sid}-{step}",
+                        parser="ui-tars",
+                        thought="OK.",
+                        actions=(E.Click(x=float(step), y=9.0),),
+                    ),
                 ]
-            events += [E.SessionEnded(at=at, run_id="r1", session_id=sid, status="finished",
-                                      steps=STEPS, answer="done"),
-                       E.SessionGraded(at=at, run_id="r1", session_id=sid, grader="answer",
-                                       score=1.0, passed=True)]
+            events += [
+                E.SessionEnded(
+                    at=at,
+                    run_id="r1",
+                    session_id=sid,
+                    status="finished",
+                    steps=STEPS,
+                    answer="done",
+                ),
+                E.SessionGraded(
+                    at=at, run_id="r1", session_id=sid, grader="answer", score=1.0, passed=True
+                ),
+            ]
             stream.append(events)
     return root
 
@@ -83,29 +126,37 @@ def test_per_session_rows_hold_the_step_rows(tmp_path: Path, form: str) -> None:
         for image in row["images"]:
             assert hashlib.sha256(image["bytes"]).hexdigest() == image["path"].split(".")[0]
         if form == "native":
-            assert json.loads(row["request"])["messages"][1]["content"][1]["image_url"][
-                "url"] == row["images"][0]["path"]
-    features = json.loads(pq.read_schema(tmp_path / "sessions" / "sft.parquet").metadata[
-        b"huggingface"])["info"]["features"]
-    assert features["steps"][0]["images"] == {"feature": {"_type": "Image"},
-                                              "_type": "Sequence"}
+            assert (
+                json.loads(row["request"])["messages"][1]["content"][1]["image_url"]["url"]
+                == row["images"][0]["path"]
+            )
+    features = json.loads(
+        pq.read_schema(tmp_path / "sessions" / "sft.parquet").metadata[b"huggingface"]
+    )["info"]["features"]
+    assert features["steps"][0]["images"] == {"feature": {"_type": "Image"}, "_type": "Sequence"}
 
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("flags", [(), ("--per-session",), ("--agent-format", "native")])
-def test_the_datasets_library_loads_it_with_images_decoded(tmp_path: Path,
-                                                           flags: tuple[str, ...]) -> None:
+def test_the_datasets_library_loads_it_with_images_decoded(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
     datasets = pytest.importorskip("datasets")
     from PIL import Image
 
     store = _store(tmp_path / "store")
     rows = _export(store, tmp_path / "out", *flags)
-    loaded = datasets.load_dataset("parquet", data_files=str(tmp_path / "out" / "sft.parquet"),
-                                   split="train", cache_dir=str(tmp_path / "cache"))
+    loaded = datasets.load_dataset(
+        "parquet",
+        data_files=str(tmp_path / "out" / "sft.parquet"),
+        split="train",
+        cache_dir=str(tmp_path / "cache"),
+    )
     assert len(loaded) == len(rows)
-    steps = [s for row in loaded for s in row["steps"]] if flags == ("--per-session",) \
-        else list(loaded)
+    steps = (
+        [s for row in loaded for s in row["steps"]] if flags == ("--per-session",) else list(loaded)
+    )
     assert len(steps) == 2 * STEPS
     for step, row in zip(steps, (s for r in rows for s in r.get("steps", [r])), strict=True):
         assert step["id"] == row["id"] and step["target"] == row["target"]
@@ -113,5 +164,7 @@ def test_the_datasets_library_loads_it_with_images_decoded(tmp_path: Path,
         for image, kept in zip(step["images"], row["images"], strict=True):
             assert isinstance(image, Image.Image) and image.size == SIZE
             assert image.tobytes() == Image.open(io.BytesIO(kept["bytes"])).tobytes()
-        assert step["messages"][-1] == {"role": "assistant", "content": [
-            {"type": "text", "text": row["target"]}]}
+        assert step["messages"][-1] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": row["target"]}],
+        }

@@ -26,10 +26,28 @@ def view_store(tmp_path_factory: pytest.TempPathFactory) -> ViewStore:
     sessions."""
     root = tmp_path_factory.mktemp("view") / "store"
     with make_server("miniwob", "uitars") as url:
-        result = CliRunner().invoke(cli, [
-            "--store", str(root), "record", "uitars", "--suite", "miniwob:click-button,enter-text",
-            "--endpoint", url, "--model", "expert", "--settle", "0.1", "--run", "rec",
-            "--workers", "2"], catch_exceptions=False)
+        result = CliRunner().invoke(
+            cli,
+            [
+                "--store",
+                str(root),
+                "record",
+                "uitars",
+                "--suite",
+                "miniwob:click-button,enter-text",
+                "--endpoint",
+                url,
+                "--model",
+                "expert",
+                "--settle",
+                "0.1",
+                "--run",
+                "rec",
+                "--workers",
+                "2",
+            ],
+            catch_exceptions=False,
+        )
     assert result.exit_code == 0, result.output
     store = open_store(root)
     hostile, replay, gestures = append_synthetic(store)

@@ -61,38 +61,91 @@ def page_png(shade: int) -> bytes:
     return out.getvalue()
 
 
-def _session(store: Store, run_id: str, session_id: str, task: str, repeat: int, passed: bool,
-             t: float, shots: list[str], thoughts: list[str], hits: list[str]) -> None:
+def _session(
+    store: Store,
+    run_id: str,
+    session_id: str,
+    task: str,
+    repeat: int,
+    passed: bool,
+    t: float,
+    shots: list[str],
+    thoughts: list[str],
+    hits: list[str],
+) -> None:
     ids: Ids = {"run_id": run_id, "session_id": session_id}
-    events: list[E.Event] = [E.SessionStarted(
-        at=at(t), **ids, agent="uitars", model="m1", repeat=repeat, budget=10,
-        task=E.Task(task_id=task, prompt=f"Do {task}", start_url="http://site.test/"),
-        viewport=SIZE)]
+    events: list[E.Event] = [
+        E.SessionStarted(
+            at=at(t),
+            **ids,
+            agent="uitars",
+            model="m1",
+            repeat=repeat,
+            budget=10,
+            task=E.Task(task_id=task, prompt=f"Do {task}", start_url="http://site.test/"),
+            viewport=SIZE,
+        )
+    ]
     for number, (sha, thought, hit) in enumerate(zip(shots, thoughts, hits, strict=True), 1):
         step_t = t + number
         call = f"{session_id}-c{number}"
         events += [
-            E.ScreenshotTaken(at=at(step_t), **ids, step=number, sha256=sha, width=SIZE[0],
-                              height=SIZE[1], url=f"http://site.test/{task}/{number}"),
-            E.ModelCalled(at=at(step_t + 0.1), **ids, step=number, call_id=call,
-                          response=f"Thought: {thought}\nAction: click", latency_ms=200.0 + number,
-                          prompt_tokens=1000 + number, completion_tokens=20),
-            E.ActionParsed(at=at(step_t + 0.2), **ids, step=number, call_id=call, parser="uitars",
-                           thought=thought, actions=(E.Click(x=300.0, y=200.0 + number),)),
-            E.BrowserActed(at=at(step_t + 0.3), **ids, step=number, idx=0,
-                           op=E.MouseClick(x=300.0, y=200.0 + number), duration_ms=30.0 + number,
-                           url_before="http://site.test/", url_after="http://site.test/",
-                           element=E.Element(tag="button", id=hit, name=hit.upper(),
-                                             role="button")),
+            E.ScreenshotTaken(
+                at=at(step_t),
+                **ids,
+                step=number,
+                sha256=sha,
+                width=SIZE[0],
+                height=SIZE[1],
+                url=f"http://site.test/{task}/{number}",
+            ),
+            E.ModelCalled(
+                at=at(step_t + 0.1),
+                **ids,
+                step=number,
+                call_id=call,
+                response=f"Thought: {thought}\nAction: click",
+                latency_ms=200.0 + number,
+                prompt_tokens=1000 + number,
+                completion_tokens=20,
+            ),
+            E.ActionParsed(
+                at=at(step_t + 0.2),
+                **ids,
+                step=number,
+                call_id=call,
+                parser="uitars",
+                thought=thought,
+                actions=(E.Click(x=300.0, y=200.0 + number),),
+            ),
+            E.BrowserActed(
+                at=at(step_t + 0.3),
+                **ids,
+                step=number,
+                idx=0,
+                op=E.MouseClick(x=300.0, y=200.0 + number),
+                duration_ms=30.0 + number,
+                url_before="http://site.test/",
+                url_after="http://site.test/",
+                element=E.Element(tag="button", id=hit, name=hit.upper(), role="button"),
+            ),
         ]
     end = t + len(shots) + 1
     events += [
-        E.SessionEnded(at=at(end), **ids, status="finished", steps=len(shots),
-                       seconds=float(len(shots)), answer="ok" if passed else "no"),
-        E.SessionGraded(at=at(end + 0.1), **ids, grader="answer", score=float(passed),
-                        passed=passed),
-        E.SessionCounted(at=at(end + 0.2), **ids, task_id=task, repeat=repeat, counted=True,
-                         winner=session_id),
+        E.SessionEnded(
+            at=at(end),
+            **ids,
+            status="finished",
+            steps=len(shots),
+            seconds=float(len(shots)),
+            answer="ok" if passed else "no",
+        ),
+        E.SessionGraded(
+            at=at(end + 0.1), **ids, grader="answer", score=float(passed), passed=passed
+        ),
+        E.SessionCounted(
+            at=at(end + 0.2), **ids, task_id=task, repeat=repeat, counted=True, winner=session_id
+        ),
     ]
     with store.stream(session_id) as stream:
         stream.append(events)
@@ -107,8 +160,19 @@ def build_dashboard_store(store: Store) -> DashboardStore:
     t = 0.0
     for run_index, run_id in enumerate((run_a, run_b)):
         with store.stream(f"run-{run_index}") as stream:
-            stream.append([E.RunStarted(at=at(t), run_id=run_id, session_id="", agent="uitars",
-                                        model="m1", suite="test:four", max_steps=10)])
+            stream.append(
+                [
+                    E.RunStarted(
+                        at=at(t),
+                        run_id=run_id,
+                        session_id="",
+                        agent="uitars",
+                        model="m1",
+                        suite="test:four",
+                        max_steps=10,
+                    )
+                ]
+            )
         for task in TASKS:
             for repeat, passed in enumerate(OUTCOMES[task][run_index], 1):
                 session_id = f"{'ab'[run_index]}-{task}-{repeat}"
@@ -122,8 +186,7 @@ def build_dashboard_store(store: Store) -> DashboardStore:
                 if task == "t-flip" and repeat == 1:
                     flip_pair[run_index] = session_id
                 t += 10
-                _session(store, run_id, session_id, task, repeat, passed, t, shots, thoughts,
-                         hits)
+                _session(store, run_id, session_id, task, repeat, passed, t, shots, thoughts, hits)
     return DashboardStore(store, run_a, run_b, rare, (flip_pair[0], flip_pair[1]))
 
 

@@ -60,16 +60,20 @@ def _get(url: str) -> Reply:
         return Reply(error.code, dict(error.headers), error.read())
 
 
-@pytest.mark.parametrize(("page", "pages", "links"), [
-    (1, 1, [1]),
-    (1, 3, [1, 2, 3]),
-    (1, 20, [1, 2, 3, None, 20]),
-    (6, 20, [1, None, 4, 5, 6, 7, 8, None, 20]),
-    (4, 20, [1, 2, 3, 4, 5, 6, None, 20]),
-    (20, 20, [1, None, 18, 19, 20]),
-])
-def test_the_pager_links_the_ends_and_two_pages_either_side(page: int, pages: int,
-                                                            links: list[int | None]) -> None:
+@pytest.mark.parametrize(
+    ("page", "pages", "links"),
+    [
+        (1, 1, [1]),
+        (1, 3, [1, 2, 3]),
+        (1, 20, [1, 2, 3, None, 20]),
+        (6, 20, [1, None, 4, 5, 6, 7, 8, None, 20]),
+        (4, 20, [1, 2, 3, 4, 5, 6, None, 20]),
+        (20, 20, [1, None, 18, 19, 20]),
+    ],
+)
+def test_the_pager_links_the_ends_and_two_pages_either_side(
+    page: int, pages: int, links: list[int | None]
+) -> None:
     assert page_links(page, pages) == links
 
 
@@ -92,8 +96,10 @@ def test_a_thumbnail_is_a_small_webp_and_the_content_box_bounds_the_page() -> No
 
 
 def test_the_dom_tree_keeps_scripts_as_nodes_and_stops_at_its_limit() -> None:
-    tree = parse_dom('<html><body><div id="a"><script>window.pwned=1</script>'
-                     "<p>hi <b>there</b></p><br><img src=x></div></body></html>")
+    tree = parse_dom(
+        '<html><body><div id="a"><script>window.pwned=1</script>'
+        "<p>hi <b>there</b></p><br><img src=x></div></body></html>"
+    )
     (html,) = tree.roots
     body = html.children[0]
     div = body.children[0]
@@ -106,8 +112,11 @@ def test_the_dom_tree_keeps_scripts_as_nodes_and_stops_at_its_limit() -> None:
 
 
 def test_the_grid_agrees_with_ownloop_compare(dash: DashboardStore) -> None:
-    grid = build_grid(dash.store, [dash.run_b, dash.run_a],  # ordered by when they started
-                      intervals=True)
+    grid = build_grid(
+        dash.store,
+        [dash.run_b, dash.run_a],  # ordered by when they started
+        intervals=True,
+    )
     assert grid.runs == [dash.run_a, dash.run_b]
     assert [row.task_id for row in grid.rows][:2] == ["t-flip", "t-mixed"]
     assert [row.flipped for row in grid.rows] == [True, False, False, False]
@@ -122,7 +131,8 @@ def test_the_grid_agrees_with_ownloop_compare(dash: DashboardStore) -> None:
     (task,) = expected.flipped
     assert task.divergence is not None
     assert flip.cells[1].pair_url == (
-        f"/pair/{task.divergence.session_a}/{task.divergence.session_b}")
+        f"/pair/{task.divergence.session_a}/{task.divergence.session_b}"
+    )
     with pytest.raises(OwnloopError, match="pick two or more runs"):
         build_grid(dash.store, [dash.run_a])
     with pytest.raises(OwnloopError, match="no graded scored sessions"):
@@ -155,8 +165,13 @@ def site(dash: DashboardStore) -> Iterator[str]:
 
 def test_the_new_pages_answer_with_the_strict_policy(site: str, dash: DashboardStore) -> None:
     run = urllib.parse.quote(dash.run_b, safe="")
-    for path in ("", f"run/{run}", f"compare?run={dash.run_a}&run={run}", "search?q=click",
-                 f"pair/{dash.flip_pair[0]}/{dash.flip_pair[1]}"):
+    for path in (
+        "",
+        f"run/{run}",
+        f"compare?run={dash.run_a}&run={run}",
+        "search?q=click",
+        f"pair/{dash.flip_pair[0]}/{dash.flip_pair[1]}",
+    ):
         reply = _get(site + path)
         assert reply.status == 200, path
         assert reply.headers["content-security-policy"] == CSP

@@ -51,18 +51,26 @@ def _no_script_ran(page: Any) -> None:
     assert page.evaluate("window.pwned") is None
     assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
     assert page.evaluate("Array.from(document.scripts).map(s => s.getAttribute('src'))") == [
-        "/static/view.js"]
+        "/static/view.js"
+    ]
 
 
-def test_the_runs_page_shows_the_views_rates_and_intervals(page: Any, site: str,
-                                                           dash: DashboardStore) -> None:
+def test_the_runs_page_shows_the_views_rates_and_intervals(
+    page: Any, site: str, dash: DashboardStore
+) -> None:
     store = dash.store
     page.goto(site)
     for run in (dash.run_a, dash.run_b):
-        wilson_row = store.sql("select score, ci_low, ci_high, tasks, sessions from run_scores "
-                               "where run_id = $r and method = 'wilson'", {"r": run}).rows[0]
-        boot = store.sql("select ci_low, ci_high from run_scores where run_id = $r and "
-                         "method = 'task_bootstrap'", {"r": run}).rows[0]
+        wilson_row = store.sql(
+            "select score, ci_low, ci_high, tasks, sessions from run_scores "
+            "where run_id = $r and method = 'wilson'",
+            {"r": run},
+        ).rows[0]
+        boot = store.sql(
+            "select ci_low, ci_high from run_scores where run_id = $r and "
+            "method = 'task_bootstrap'",
+            {"r": run},
+        ).rows[0]
         flip = store.sql("select flip_rate from flip_rates where run_id = $r", {"r": run}).rows[0]
         row = page.locator("#runs tbody tr").filter(has=page.locator(f"input[value='{run}']"))
         cell = row.locator("td.score")
@@ -80,9 +88,11 @@ def test_the_runs_page_shows_the_views_rates_and_intervals(page: Any, site: str,
         # the bar: its interval spans ci_low..ci_high of 120 units, the point at the score
         bar = cell.locator("svg.ci")
         assert float(bar.locator("rect.interval").get_attribute("x")) == pytest.approx(
-            wilson_row[1] * 120)
+            wilson_row[1] * 120
+        )
         assert float(bar.locator("rect.interval").get_attribute("width")) == pytest.approx(
-            (wilson_row[2] - wilson_row[1]) * 120)
+            (wilson_row[2] - wilson_row[1]) * 120
+        )
         assert "12 finished" in row.locator("td.statuses").text_content()
     # a hostile run id is text, in the table and in the run's own page
     assert page.locator("#runs td.id a", has_text=HOSTILE_RUN).count() == 1
@@ -97,17 +107,21 @@ def test_a_runs_page_draws_its_charts(page: Any, site: str, dash: DashboardStore
     keys = page.eval_on_selector_all("figure.chart", "f => f.map(x => x.dataset.chart)")
     assert keys == ["tasks", "steps", "latency", "tokens", "operations", "errors"]
     # pass rate per task: one bar (or none at rate 0) and one whisker per task, sorted
-    titles = page.eval_on_selector_all("#chart-tasks line.whisker title",
-                                       "t => t.map(x => x.textContent)")
+    titles = page.eval_on_selector_all(
+        "#chart-tasks line.whisker title", "t => t.map(x => x.textContent)"
+    )
     assert len(titles) == 4
-    expected = sorted((("t-flip", 1, 3), ("t-mixed", 3, 3), ("t-pass", 3, 3), ("t-fail", 0, 3)),
-                      key=lambda t: (-t[1] / t[2], t[0]))
+    expected = sorted(
+        (("t-flip", 1, 3), ("t-mixed", 3, 3), ("t-pass", 3, 3), ("t-fail", 0, 3)),
+        key=lambda t: (-t[1] / t[2], t[0]),
+    )
     for title, (task, passes, n) in zip(titles, expected, strict=True):
         interval = wilson(passes, n)
         assert title == f"{task}: 95% interval {interval.low:.2f} to {interval.high:.2f}"
     # steps to the end: all 12 sessions took 3 steps, 7 passed and 5 failed
-    bars = page.eval_on_selector_all("#chart-steps rect.bar title",
-                                     "t => t.map(x => x.textContent)")
+    bars = page.eval_on_selector_all(
+        "#chart-steps rect.bar title", "t => t.map(x => x.textContent)"
+    )
     assert sorted(bars) == ["3: 5 fail", "3: 7 pass"]
     assert page.locator("#chart-latency rect.bar").count() == 3  # steps 1, 2, 3
     assert "mouse.click" in page.locator("#chart-operations").text_content()
@@ -115,7 +129,8 @@ def test_a_runs_page_draws_its_charts(page: Any, site: str, dash: DashboardStore
 
 
 def test_the_grid_puts_the_flipped_task_first_and_opens_its_divergent_step(
-        page: Any, site: str, dash: DashboardStore) -> None:
+    page: Any, site: str, dash: DashboardStore
+) -> None:
     page.goto(site)
     page.check(f"input[value='{dash.run_a}']")
     page.check(f"input[value='{dash.run_b}']")
@@ -125,8 +140,9 @@ def test_the_grid_puts_the_flipped_task_first_and_opens_its_divergent_step(
     tasks = page.eval_on_selector_all("#grid tbody tr", "r => r.map(x => x.dataset.task)")
     assert tasks[0] == "t-flip" and sorted(tasks) == ["t-fail", "t-flip", "t-mixed", "t-pass"]
     assert page.locator("#grid tr.flipped").count() == 1
-    cells = page.eval_on_selector_all("#grid tr[data-task=t-flip] td.cell",
-                                      "c => c.map(x => [x.dataset.run, x.textContent])")
+    cells = page.eval_on_selector_all(
+        "#grid tr[data-task=t-flip] td.cell", "c => c.map(x => [x.dataset.run, x.textContent])"
+    )
     assert sorted(cells) == sorted([[dash.run_a, "3/3"], [dash.run_b, "1/3"]])
     assert page.locator("#grid thead th.id", has_text=HOSTILE_RUN).count() == 1
     # the difference and its interval (asked for once the grid shows), as ownloop compare says
@@ -135,7 +151,8 @@ def test_the_grid_puts_the_flipped_task_first_and_opens_its_divergent_step(
     assert delta == f"{((1 - 3) / 3 + (3 - 2) / 3) / 4:+.3f}" == f"{expected.estimate:+.3f}"
     wait_until(page, "!document.querySelector('#differences td.interval[data-pending]')")
     assert page.locator("#differences td.interval").text_content() == (
-        f"{expected.low:+.3f} to {expected.high:+.3f}")
+        f"{expected.low:+.3f} to {expected.high:+.3f}"
+    )
     with page.expect_navigation():
         page.click(f"#grid tr[data-task=t-flip] td.cell[data-run='{dash.run_b}'] a")
     assert page.url.endswith(f"/pair/{dash.flip_pair[0]}/{dash.flip_pair[1]}#step-2")
@@ -151,8 +168,9 @@ def test_the_grid_puts_the_flipped_task_first_and_opens_its_divergent_step(
     assert page.locator("section.step.pair").count() == 3
 
 
-def test_search_finds_a_word_said_in_one_thought_only(page: Any, site: str,
-                                                      dash: DashboardStore) -> None:
+def test_search_finds_a_word_said_in_one_thought_only(
+    page: Any, site: str, dash: DashboardStore
+) -> None:
     page.goto(site)
     page.fill("header form.quick input[name=q]", RARE_WORD.upper())
     with page.expect_navigation():
@@ -172,8 +190,9 @@ def test_search_finds_a_word_said_in_one_thought_only(page: Any, site: str,
     assert RARE_WORD in page.locator("#step-2 .thought").text_content()
 
 
-def test_search_filters_pages_and_keeps_hostile_text_as_text(page: Any, site: str,
-                                                             dash: DashboardStore) -> None:
+def test_search_filters_pages_and_keeps_hostile_text_as_text(
+    page: Any, site: str, dash: DashboardStore
+) -> None:
     page.goto(site + "search?q=" + _q("window.pwned"))
     _no_script_ran(page)
     snippets = page.locator("#hits li.hit .snippet").all_text_contents()
@@ -188,8 +207,9 @@ def test_search_filters_pages_and_keeps_hostile_text_as_text(page: Any, site: st
     assert page.locator("#hits li.hit").count() == total - 50
     assert page.locator("nav.pager span.current").text_content() == "2"
     page.goto(site + "search?q=click&run=" + _q(dash.run_b))
-    runs = page.eval_on_selector_all("#hits li.hit .where a[href^='/run/']",
-                                     "a => a.map(x => x.textContent)")
+    runs = page.eval_on_selector_all(
+        "#hits li.hit .where a[href^='/run/']", "a => a.map(x => x.textContent)"
+    )
     assert runs and set(runs) == {HOSTILE_RUN}
     _no_script_ran(page)
 
@@ -200,8 +220,9 @@ def _session_page(page: Any, site: str, dash: DashboardStore) -> None:
     wait_until(page, "document.querySelector('#step-1 .frame img').complete")
 
 
-def test_zoom_shows_the_screenshot_at_its_natural_size(page: Any, site: str,
-                                                        dash: DashboardStore) -> None:
+def test_zoom_shows_the_screenshot_at_its_natural_size(
+    page: Any, site: str, dash: DashboardStore
+) -> None:
     _session_page(page, site, dash)
     shown = page.locator("#step-1 .frame img").bounding_box()
     assert shown["width"] < SIZE[0]
@@ -218,13 +239,13 @@ def test_zoom_shows_the_screenshot_at_its_natural_size(page: Any, site: str,
     assert page.locator("div.zoomed").count() == 0
 
 
-def test_crop_shows_only_the_content_and_keeps_the_marks_on_it(page: Any, site: str,
-                                                                dash: DashboardStore) -> None:
+def test_crop_shows_only_the_content_and_keeps_the_marks_on_it(
+    page: Any, site: str, dash: DashboardStore
+) -> None:
     _session_page(page, site, dash)
     page.click("#step-1 button.crop")
     wait_until(page, "document.querySelector('#step-1 figure.shot').dataset.box")
-    x, y, w, h = map(int, page.locator("#step-1 figure.shot").get_attribute("data-box")
-                     .split(","))
+    x, y, w, h = map(int, page.locator("#step-1 figure.shot").get_attribute("data-box").split(","))
     left, top, right, bottom = CONTENT
     assert left - 10 <= x <= left and top - 10 <= y <= top
     assert right < x + w <= right + 10 and bottom < y + h <= bottom + 10
@@ -240,8 +261,7 @@ def test_crop_shows_only_the_content_and_keeps_the_marks_on_it(page: Any, site: 
     assert page.locator("#step-1 svg.marks").get_attribute("viewBox") == "0 0 1280 800"
 
 
-def test_the_magnifier_sits_on_the_pointer_mark(page: Any, site: str,
-                                                dash: DashboardStore) -> None:
+def test_the_magnifier_sits_on_the_pointer_mark(page: Any, site: str, dash: DashboardStore) -> None:
     _session_page(page, site, dash)
     page.click("#step-1 button.magnify")
     lens = page.locator("#step-1 .lens")
@@ -257,14 +277,16 @@ def test_the_magnifier_sits_on_the_pointer_mark(page: Any, site: str,
     assert lens.count() == 0
 
 
-def test_the_filmstrip_has_one_thumbnail_per_step(page: Any, site: str,
-                                                  dash: DashboardStore) -> None:
+def test_the_filmstrip_has_one_thumbnail_per_step(
+    page: Any, site: str, dash: DashboardStore
+) -> None:
     _session_page(page, site, dash)
     steps = page.locator("section.step").count()
     thumbs = page.locator("nav.filmstrip a.frame-thumb img")
     assert thumbs.count() == steps == 3
-    wait_until(page, "Array.from(document.querySelectorAll('nav.filmstrip img'))"
-               ".every(i => i.complete)")
+    wait_until(
+        page, "Array.from(document.querySelectorAll('nav.filmstrip img')).every(i => i.complete)"
+    )
     widths = thumbs.evaluate_all("t => t.map(i => i.naturalWidth)")
     assert widths == [120, 120, 120]
     src = thumbs.first.get_attribute("src")
@@ -275,14 +297,16 @@ def test_the_filmstrip_has_one_thumbnail_per_step(page: Any, site: str,
     assert page.url.endswith("#step-3")
 
 
-def test_the_dom_snapshot_is_a_tree_whose_script_stays_text(page: Any, viewer: str,
-                                                            view_store: Any) -> None:
+def test_the_dom_snapshot_is_a_tree_whose_script_stays_text(
+    page: Any, viewer: str, view_store: Any
+) -> None:
     page.goto(f"{viewer}session/{view_store.hostile}")
     tree = page.locator("details.dom")
     assert tree.count() == 1 and tree.get_attribute("open") is not None
     assert "5 nodes" in tree.locator("summary").first.text_content()
-    elements = page.eval_on_selector_all("details.dom li.element > details > summary .tagname",
-                                         "s => s.map(x => x.textContent)")
+    elements = page.eval_on_selector_all(
+        "details.dom li.element > details > summary .tagname", "s => s.map(x => x.textContent)"
+    )
     assert elements[:2] == ["<html", ">"] and "<script" in elements
     assert page.locator("details.dom li.text", has_text="window.pwned=5").count() == 1
     _no_script_ran(page)

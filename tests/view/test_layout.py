@@ -14,8 +14,12 @@ import ownloop.view
 PACKAGE = Path(ownloop.view.__file__).parent
 MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
 # Our own literals and our own stylesheet; recorded text is never marked safe.
-SAFE_ALLOWED = {"{{ css|safe }}", "{{ ' loading=\"lazy\"'|safe if not report }}",
-                "{{ ' open'|safe if loop.last }}", "{{ ' class=\"latest\"'|safe if loop.last }}"}
+SAFE_ALLOWED = {
+    "{{ css|safe }}",
+    "{{ ' loading=\"lazy\"'|safe if not report }}",
+    "{{ ' open'|safe if loop.last }}",
+    "{{ ' class=\"latest\"'|safe if loop.last }}",
+}
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -24,8 +28,9 @@ def test_public_names_exist_and_imports_stay_in_bounds(name: str) -> None:
     assert module.__all__ and all(hasattr(module, n) for n in module.__all__)
     tree = ast.parse((PACKAGE / f"{name}.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-                 for a in node.names}
+    imported |= {
+        a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names
+    }
     ours = {m for m in imported if m and m.startswith("ownloop")}
     assert all(m.startswith(("ownloop.store", "ownloop.replay", "ownloop.view")) for m in ours)
     assert not any(m and m.split(".")[0] in {"playwright", "duckdb"} for m in imported)

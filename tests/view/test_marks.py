@@ -21,41 +21,70 @@ def _acted(idx: int, op: E.Op) -> E.BrowserActed:
 
 
 def test_each_pointer_action_is_a_mark_at_its_page_coordinates() -> None:
-    step = Step(1, parsed=_parsed(
-        E.Click(x=10, y=20), E.Click(x=11, y=21, button="right"), E.Click(x=12, y=22, count=2),
-        E.Move(x=30, y=40), E.Drag(x=1, y=2, x2=300, y2=400),
-        E.Scroll(direction="left", amount=3, x=500, y=600), E.Wait(), E.Finish(answer="x")))
+    step = Step(
+        1,
+        parsed=_parsed(
+            E.Click(x=10, y=20),
+            E.Click(x=11, y=21, button="right"),
+            E.Click(x=12, y=22, count=2),
+            E.Move(x=30, y=40),
+            E.Drag(x=1, y=2, x2=300, y2=400),
+            E.Scroll(direction="left", amount=3, x=500, y=600),
+            E.Wait(),
+            E.Finish(answer="x"),
+        ),
+    )
     assert step_marks(step) == [
-        Mark("click", 10, 20, action_idx=0), Mark("right_click", 11, 21, action_idx=1),
-        Mark("double_click", 12, 22, action_idx=2), Mark("move", 30, 40, action_idx=3),
+        Mark("click", 10, 20, action_idx=0),
+        Mark("right_click", 11, 21, action_idx=1),
+        Mark("double_click", 12, 22, action_idx=2),
+        Mark("move", 30, 40, action_idx=3),
         Mark("drag", 1, 2, 300, 400, action_idx=4),
-        Mark("scroll", 500, 600, 420, 600, "scroll left 3", 5)]
+        Mark("scroll", 500, 600, 420, 600, "scroll left 3", 5),
+    ]
 
 
 def test_typing_and_keys_are_labelled_where_the_pointer_last_was_across_steps() -> None:
     first = Step(1, parsed=_parsed(E.Click(x=50, y=60)))
-    second = Step(2, parsed=_parsed(E.TypeText(text="hello"), E.Hotkey(keys=("ctrl", "a")),
-                                    E.Scroll(direction="down")))
+    second = Step(
+        2,
+        parsed=_parsed(
+            E.TypeText(text="hello"), E.Hotkey(keys=("ctrl", "a")), E.Scroll(direction="down")
+        ),
+    )
     marks = session_marks(Session(session_id="s", steps=(first, second)))
-    assert marks[2] == [Mark("type", 50, 60, label="hello"),
-                        Mark("key", 50, 60, label="ctrl+a", action_idx=1),
-                        Mark("scroll", 50, 60, 50, 140, "scroll down 1", 2)]
+    assert marks[2] == [
+        Mark("type", 50, 60, label="hello"),
+        Mark("key", 50, 60, label="ctrl+a", action_idx=1),
+        Mark("scroll", 50, 60, 50, 140, "scroll down 1", 2),
+    ]
 
 
 def test_a_step_without_pointer_actions_is_drawn_from_its_operations() -> None:
-    step = Step(1, effects=(
-        _acted(0, E.MouseMove(x=5, y=6)), _acted(1, E.MouseDown()),
-        _acted(2, E.MouseMove(x=70, y=80, steps=20)), _acted(3, E.MouseUp()),
-        _acted(4, E.MouseClick(x=9, y=9)), _acted(5, E.MouseWheel(dy=-300)),
-        _acted(6, E.KeyboardPress(key="Enter"))))
+    step = Step(
+        1,
+        effects=(
+            _acted(0, E.MouseMove(x=5, y=6)),
+            _acted(1, E.MouseDown()),
+            _acted(2, E.MouseMove(x=70, y=80, steps=20)),
+            _acted(3, E.MouseUp()),
+            _acted(4, E.MouseClick(x=9, y=9)),
+            _acted(5, E.MouseWheel(dy=-300)),
+            _acted(6, E.KeyboardPress(key="Enter")),
+        ),
+    )
     assert [m[:5] for m in step_marks(step)] == [
-        ("drag", 5, 6, 70, 80), ("click", 9, 9, None, None), ("scroll", 9, 9, 9, -71),
-        ("key", 9, 9, None, None)]
+        ("drag", 5, 6, 70, 80),
+        ("click", 9, 9, None, None),
+        ("scroll", 9, 9, 9, -71),
+        ("key", 9, 9, None, None),
+    ]
 
 
 def test_absurd_coordinates_are_not_drawn() -> None:
-    step = Step(1, parsed=_parsed(E.Click(x=math.nan, y=1), E.Click(x=1e300, y=1),
-                                  E.Click(x=3, y=4)))
+    step = Step(
+        1, parsed=_parsed(E.Click(x=math.nan, y=1), E.Click(x=1e300, y=1), E.Click(x=3, y=4))
+    )
     assert step_marks(step) == [Mark("click", 3, 4, action_idx=2)]
 
 

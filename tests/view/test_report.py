@@ -17,8 +17,9 @@ pytestmark = pytest.mark.browser  # the store is a real recording (Chromium and 
 
 
 def _report(view_store: ViewStore, *args: str) -> Any:
-    return CliRunner().invoke(cli, ["--store", str(view_store.root), "report", *args],
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        cli, ["--store", str(view_store.root), "report", *args], catch_exceptions=False
+    )
 
 
 def _open_offline(page: Any, path: Path) -> list[str]:
@@ -35,14 +36,15 @@ def _open_offline(page: Any, path: Path) -> list[str]:
     page.route("**/*", refuse)
     page.goto(path.as_uri())
     page.wait_for_function(
-        "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)",
-        timeout=10_000)
+        "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)", timeout=10_000
+    )
     return requests
 
 
 @pytest.mark.parametrize("task", ["enter-text", "hostile-task"])
-def test_report_is_one_file_that_requests_nothing(page: Any, view_store: ViewStore,
-                                                  tmp_path: Path, task: str) -> None:
+def test_report_is_one_file_that_requests_nothing(
+    page: Any, view_store: ViewStore, tmp_path: Path, task: str
+) -> None:
     out = tmp_path / "bug.html"
     gif = tmp_path / "bug.gif"
     # The hostile task's latest session is its replay: name the recorded one by its id.
@@ -52,15 +54,18 @@ def test_report_is_one_file_that_requests_nothing(page: Any, view_store: ViewSto
     assert f"wrote {out} (" in result.output and f"wrote {gif} (" in result.output
     session_id = view_store.store.sql(
         "select session_id from sessions where starts_with(task_id, "
-        f"'{task}') and parent_session_id is null").rows[0][0]
+        f"'{task}') and parent_session_id is null"
+    ).rows[0][0]
     steps = view_store.store.sql(
-        f"select count(*) from screenshots where session_id = '{session_id}'").rows[0][0]
+        f"select count(*) from screenshots where session_id = '{session_id}'"
+    ).rows[0][0]
     requests = _open_offline(page, out)
     assert requests == [out.as_uri()]  # the file itself, nothing else
     assert page.locator("section.step img").count() == steps
     assert page.evaluate("document.scripts.length") == 0
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == (
-        "rgb(246, 247, 249)")  # the inline stylesheet applies (its hash is in the CSP)
+        "rgb(246, 247, 249)"
+    )  # the inline stylesheet applies (its hash is in the CSP)
     if task == "hostile-task":
         assert page.evaluate("window.pwned") is None
         assert page.locator("#step-1 .thought").text_content() == HOSTILE_THOUGHT
@@ -73,8 +78,9 @@ def test_report_is_one_file_that_requests_nothing(page: Any, view_store: ViewSto
         assert image.width <= 960
 
 
-def test_a_replay_report_shows_its_parent_beside_it(page: Any, view_store: ViewStore,
-                                                    tmp_path: Path) -> None:
+def test_a_replay_report_shows_its_parent_beside_it(
+    page: Any, view_store: ViewStore, tmp_path: Path
+) -> None:
     out = tmp_path / "replay.html"
     assert _report(view_store, view_store.replay, "--out", str(out)).exit_code == 0
     assert _open_offline(page, out) == [out.as_uri()]
@@ -84,7 +90,8 @@ def test_a_replay_report_shows_its_parent_beside_it(page: Any, view_store: ViewS
     assert "diverged" in page.locator("#step-2 .fidelity").text_content()
     assert page.locator("#step-2 .fidelity .rung").text_content() == "rung failed"
     assert page.locator("dd.replay .rungs").text_content() == (
-        "operations 1 exact, 1 retargeted, 1 failed")
+        "operations 1 exact, 1 retargeted, 1 failed"
+    )
 
 
 def test_gif_frames_show_the_markers(view_store: ViewStore, tmp_path: Path) -> None:
@@ -106,8 +113,12 @@ def test_report_says_what_is_missing(view_store: ViewStore, tmp_path: Path) -> N
     assert result.output == "Error: say where to write: --out FILE.html and/or --gif FILE.gif\n"
     result = _report(view_store, "no-such-task", "--out", str(tmp_path / "x.html"))
     assert result.exit_code == 1
-    assert result.output == (f"Error: no session or task 'no-such-task' in {view_store.root}. "
-                             f"List them with: ownloop --store {view_store.root} sessions\n")
+    assert result.output == (
+        f"Error: no session or task 'no-such-task' in {view_store.root}. "
+        f"List them with: ownloop --store {view_store.root} sessions\n"
+    )
     result = _report(view_store, "click-button", "--out", str(tmp_path / "no" / "x.html"))
-    assert result.output == f"Error: cannot write {tmp_path / 'no' / 'x.html'}: No such file or "\
+    assert (
+        result.output == f"Error: cannot write {tmp_path / 'no' / 'x.html'}: No such file or "
         "directory\n"
+    )

@@ -48,8 +48,11 @@ def _get(url: str, host: str | None = None) -> Reply:
     request = urllib.request.Request(url, headers={"Host": host} if host else {})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
-            return Reply(response.status, {k.lower(): v for k, v in response.headers.items()},
-                         response.read())
+            return Reply(
+                response.status,
+                {k.lower(): v for k, v in response.headers.items()},
+                response.read(),
+            )
     except urllib.error.HTTPError as error:
         return Reply(error.code, {k.lower(): v for k, v in error.headers.items()}, error.read())
 
@@ -58,8 +61,9 @@ def _session_ids(body: bytes) -> list[str]:
     return re.findall(r'data-session="([^"]+)"', body.decode())
 
 
-@pytest.mark.parametrize("path", ["", "sessions", "session/hostile0001", "session/nope",
-                                  "static/view.css"])
+@pytest.mark.parametrize(
+    "path", ["", "sessions", "session/hostile0001", "session/nope", "static/view.css"]
+)
 def test_every_response_forbids_inline_script(served: Served, path: str) -> None:
     reply = _get(served.url + path)
     assert reply.status == (404 if path == "session/nope" else 200)
@@ -83,8 +87,8 @@ def test_recorded_text_is_escaped_in_the_html(served: Served) -> None:
 
 def test_blobs_are_images_or_text_never_html(served: Served) -> None:
     shot = served.store.sql(
-        f"select sha256 from screenshots where session_id = '{served.hostile}' "
-        "and step = 1").rows[0][0]
+        f"select sha256 from screenshots where session_id = '{served.hostile}' and step = 1"
+    ).rows[0][0]
     reply = _get(f"{served.url}blob/{shot}")
     assert reply.status == 200 and reply.headers["content-type"] == "image/png"
     assert reply.body == served.store.get_blob(shot)
@@ -103,13 +107,18 @@ def test_blobs_are_images_or_text_never_html(served: Served) -> None:
 def test_query_parameters_cannot_change_a_query(served: Served) -> None:
     default = _session_ids(_get(served.url + "sessions").body)
     assert len(default) == 3
-    for query in ("sort=started_at;drop%20view%20sessions", "sort=1%20desc", "dir=sideways",
-                  "page=-1", "page=99999999999", "sort=task_id)%20--"):
+    for query in (
+        "sort=started_at;drop%20view%20sessions",
+        "sort=1%20desc",
+        "dir=sideways",
+        "page=-1",
+        "page=99999999999",
+        "sort=task_id)%20--",
+    ):
         reply = _get(f"{served.url}sessions?{query}")
         assert reply.status == 200, query
         assert _session_ids(reply.body) == default, query
-    for query in ("task=a'b", "run=x'%20or%20'1'='1", "status=')%20or%20true%20--",
-                  "agent=%5C'"):
+    for query in ("task=a'b", "run=x'%20or%20'1'='1", "status=')%20or%20true%20--", "agent=%5C'"):
         reply = _get(f"{served.url}sessions?{query}")
         assert reply.status == 200 and _session_ids(reply.body) == [], query
     assert _get(f"{served.url}?agent=x'%20or%201=1%20--").status == 200
@@ -135,8 +144,13 @@ def test_sessions_appended_while_serving_appear(tmp_path: Path) -> None:
             session_id = f"live{number:04d}"
             task = E.Task(task_id=f"live-{number}", prompt="p", start_url="http://x/")
             with store.stream() as stream:
-                stream.append([E.SessionStarted(at=at(1000 + number), run_id="live",
-                                                session_id=session_id, task=task)])
+                stream.append(
+                    [
+                        E.SessionStarted(
+                            at=at(1000 + number), run_id="live", session_id=session_id, task=task
+                        )
+                    ]
+                )
             written.append(session_id)
             number += 1
 
@@ -164,13 +178,15 @@ def test_a_busy_port_is_a_one_line_error(served: Served) -> None:
 
 def test_ownloop_view_serves_until_interrupted(served: Served) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "ownloop", "--store", str(served.store.root), "view", "--port",
-         "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "ownloop", "--store", str(served.store.root), "view", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
-        match = re.fullmatch(r"ownloop view: (http://127\.0\.0\.1:\d+/) \(Ctrl-C to stop\)\n",
-                             line)
+        match = re.fullmatch(r"ownloop view: (http://127\.0\.0\.1:\d+/) \(Ctrl-C to stop\)\n", line)
         assert match, line
         assert b"hostile-task" in _get(match.group(1) + "sessions").body
         process.send_signal(signal.SIGINT)

@@ -22,8 +22,10 @@ from tests.view.synthetic import (
 
 pytestmark = pytest.mark.browser
 
-_ALL_LOADED = ("Array.from(document.querySelectorAll('section.step img'))"
-               ".every(i => i.complete && i.naturalWidth > 0)")
+_ALL_LOADED = (
+    "Array.from(document.querySelectorAll('section.step img'))"
+    ".every(i => i.complete && i.naturalWidth > 0)"
+)
 
 # Where a mark is on screen, and where its step's screenshot is.
 _GEOMETRY = """([number, selector]) => {
@@ -53,7 +55,8 @@ def _rows(page: Any) -> list[dict[str, str]]:
     return page.eval_on_selector_all(
         "#sessions tbody tr[data-session]",
         "rows => rows.map(r => ({id: r.dataset.session, task: r.querySelector('.task').textContent,"
-        " run: r.children[1].textContent.trim(), passed: r.querySelector('.passed').textContent}))")
+        " run: r.children[1].textContent.trim(), passed: r.querySelector('.passed').textContent}))",
+    )
 
 
 def _follow(page: Any, selector: str) -> None:
@@ -98,15 +101,19 @@ def test_sessions_table_filters_and_sorts(page: Any, viewer: str, view_store: Vi
 
 @pytest.mark.parametrize("task", ["click-button", "enter-text", "gestures-task"])
 def test_every_step_shows_its_screenshot_with_markers_where_the_actions_were(
-        page: Any, viewer: str, view_store: ViewStore, task: str) -> None:
+    page: Any, viewer: str, view_store: ViewStore, task: str
+) -> None:
     store = view_store.store
     session_id = store.sql(
-        f"select session_id from sessions where starts_with(task_id, '{task}')").rows[0][0]
-    shots = dict(store.sql(
-        f"select step, width from screenshots where session_id = '{session_id}'").rows)
+        f"select session_id from sessions where starts_with(task_id, '{task}')"
+    ).rows[0][0]
+    shots = dict(
+        store.sql(f"select step, width from screenshots where session_id = '{session_id}'").rows
+    )
     clicks = store.sql(
         "select step, x, y from actions where kind = 'click' and session_id = "
-        f"'{session_id}' order by step, idx").rows
+        f"'{session_id}' order by step, idx"
+    ).rows
     page.goto(f"{viewer}session/{session_id}")
     assert page.eval_on_selector_all("section.step", "s => s.length") == len(shots)
     _show_all_steps(page)
@@ -117,14 +124,15 @@ def test_every_step_shows_its_screenshot_with_markers_where_the_actions_were(
             assert g["natural"] == shots[step]
             scale = g["width"] / shots[step]
             assert scale < 1.0  # the screenshot is shown smaller than recorded
-            (cx, cy), = g["marks"]
+            ((cx, cy),) = g["marks"]
             assert cx == pytest.approx(g["left"] + x * scale, abs=1.0)
             assert cy == pytest.approx(g["top"] + y * scale, abs=1.0)
     if task == "gestures-task":
         g = page.evaluate(_GEOMETRY, [1, ".mark-drag .dot"])
         scale = g["width"] / 1280
-        assert g["marks"][0] == pytest.approx([g["left"] + 100 * scale, g["top"] + 200 * scale],
-                                              abs=1.0)
+        assert g["marks"][0] == pytest.approx(
+            [g["left"] + 100 * scale, g["top"] + 200 * scale], abs=1.0
+        )
         end = page.evaluate(_SCREEN_POINT, [1, ".mark-drag line", "x2", "y2"])
         assert end == pytest.approx([g["left"] + 600 * scale, g["top"] + 420 * scale], abs=1.0)
         g = page.evaluate(_GEOMETRY, [2, ".mark-scroll"])
@@ -146,9 +154,11 @@ def test_keys_move_between_steps(page: Any, viewer: str, view_store: ViewStore) 
         assert page.url.endswith(f"#step-{expected}")
         assert page.locator("section.step.current").get_attribute("id") == f"step-{expected}"
         assert page.locator("nav.timeline a.tick.current").get_attribute("data-step") == str(
-            expected)
-        top = page.evaluate(f"document.getElementById('step-{expected}')"
-                            ".getBoundingClientRect().top")
+            expected
+        )
+        top = page.evaluate(
+            f"document.getElementById('step-{expected}').getBoundingClientRect().top"
+        )
         assert 0 <= top < 150  # scrolled to it
 
     press("j", 2)
@@ -185,11 +195,13 @@ def test_hostile_text_renders_as_text(page: Any, viewer: str, view_store: ViewSt
     page.goto(viewer + "sessions")
     assert page.evaluate("window.pwned") is None
     assert page.locator(f"tr[data-session={view_store.hostile}] td").last.text_content() == (
-        HOSTILE_ANSWER)
+        HOSTILE_ANSWER
+    )
 
 
-def test_a_replay_sits_beside_its_parent_with_fidelity(page: Any, viewer: str,
-                                                        view_store: ViewStore) -> None:
+def test_a_replay_sits_beside_its_parent_with_fidelity(
+    page: Any, viewer: str, view_store: ViewStore
+) -> None:
     page.goto(f"{viewer}session/{view_store.replay}")
     parent = page.locator("a.parent")
     assert parent.get_attribute("href") == f"/session/{view_store.hostile}"
@@ -200,21 +212,33 @@ def test_a_replay_sits_beside_its_parent_with_fidelity(page: Any, viewer: str,
     assert "25.00% of pixels" in page.locator("#step-2 .fidelity").text_content()
     assert "same" in page.locator("#step-1 .fidelity").text_content()
     # each step's rung (the fidelity view's rung and operation counts), coloured by rung
-    rungs = [(page.locator(f"#step-{n} .fidelity .rung").text_content(),
-              page.locator(f"#step-{n} .fidelity .rung").get_attribute("class"),
-              page.locator(f"#step-{n} .fidelity .rung-ops").text_content()) for n in (1, 2, 3)]
-    assert rungs == [("rung exact", "fact rung rung-exact", "operations 1 exact"),
-                     ("rung failed", "fact rung rung-failed", "operations 1 failed"),
-                     (f"rung {HOSTILE_RUNG}", "fact rung rung-other", "operations 1 retargeted")]
+    rungs = [
+        (
+            page.locator(f"#step-{n} .fidelity .rung").text_content(),
+            page.locator(f"#step-{n} .fidelity .rung").get_attribute("class"),
+            page.locator(f"#step-{n} .fidelity .rung-ops").text_content(),
+        )
+        for n in (1, 2, 3)
+    ]
+    assert rungs == [
+        ("rung exact", "fact rung rung-exact", "operations 1 exact"),
+        ("rung failed", "fact rung rung-failed", "operations 1 failed"),
+        (f"rung {HOSTILE_RUNG}", "fact rung rung-other", "operations 1 retargeted"),
+    ]
     assert page.locator("#step-3 .fidelity img").count() == 0  # a recorded rung stays text
-    assert page.locator("#step-2 .fidelity .rung").evaluate(
-        "e => getComputedStyle(e).backgroundColor") == "rgb(253, 232, 232)"
-    assert page.locator("#step-1 .fidelity .rung").evaluate(
-        "e => getComputedStyle(e).backgroundColor") == "rgb(238, 247, 238)"
+    assert (
+        page.locator("#step-2 .fidelity .rung").evaluate("e => getComputedStyle(e).backgroundColor")
+        == "rgb(253, 232, 232)"
+    )
+    assert (
+        page.locator("#step-1 .fidelity .rung").evaluate("e => getComputedStyle(e).backgroundColor")
+        == "rgb(238, 247, 238)"
+    )
     assert page.locator("nav.timeline a.tick.diverged").get_attribute("data-step") == "2"
     assert "first divergent step 2" in page.locator("dd.replay").text_content()
     assert page.locator("dd.replay .rungs").text_content() == (
-        "operations 1 exact, 1 retargeted, 1 failed")
+        "operations 1 exact, 1 retargeted, 1 failed"
+    )
     assert page.evaluate("window.pwned") is None
     with page.expect_navigation():
         parent.click()
@@ -223,8 +247,9 @@ def test_a_replay_sits_beside_its_parent_with_fidelity(page: Any, viewer: str,
 
 def test_runs_page_links_to_its_sessions(page: Any, viewer: str) -> None:
     page.goto(viewer)
-    runs = page.eval_on_selector_all("#runs tbody tr td:first-child",
-                                     "cells => cells.map(c => c.textContent)")
+    runs = page.eval_on_selector_all(
+        "#runs tbody tr td:first-child", "cells => cells.map(c => c.textContent)"
+    )
     assert sorted(runs) == ["rec", "synthetic"]
     _follow(page, "#runs tr[data-run=rec] td.sessions a")
     assert {r["run"] for r in _rows(page)} == {"rec"}

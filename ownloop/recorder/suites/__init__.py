@@ -59,8 +59,15 @@ class SuiteError(OwnloopError):
     pass
 
 
-def load_suite(*, suite: str | None = None, tasks_file: str | None = None, base: str | None = None,
-               seeds: str | None = None, browser: Any = None, chromium: str | None = None) -> Any:
+def load_suite(
+    *,
+    suite: str | None = None,
+    tasks_file: str | None = None,
+    base: str | None = None,
+    seeds: str | None = None,
+    browser: Any = None,
+    chromium: str | None = None,
+) -> Any:
     """The suite that ``--suite`` / ``--tasks`` / ``--base`` / ``--seeds`` ask for.
 
     Args:
@@ -100,5 +107,6 @@ class SuiteSource(NamedTuple):
 
     def load(self) -> Any:
         """The suite, as ``load_suite`` makes it (use it as a context manager)."""
-        return load_suite(suite=self.suite, tasks_file=self.tasks_file, base=self.base,
-                          seeds=self.seeds)
+        return load_suite(
+            suite=self.suite, tasks_file=self.tasks_file, base=self.base, seeds=self.seeds
+        )

@@ -55,8 +55,9 @@ def environment_names() -> list[str]:
     return sorted(_entry_points())
 
 
-def load_environment(name: str, argument: str | None, *, base: str | None = None,
-                     seeds: str | None = None) -> Any:
+def load_environment(
+    name: str, argument: str | None, *, base: str | None = None, seeds: str | None = None
+) -> Any:
     """The Suite of the installed environment ``name``.
 
     Raises:
@@ -77,8 +78,12 @@ def load_environment(name: str, argument: str | None, *, base: str | None = None
     return factory(argument, base=base, seeds=seeds)
 
 
-def served_tasks(tasks_file: str | Path, serve: Callable[[], AbstractContextManager[str]], *,
-                 name: str | None = None) -> TasksFileSuite:
+def served_tasks(
+    tasks_file: str | Path,
+    serve: Callable[[], AbstractContextManager[str]],
+    *,
+    name: str | None = None,
+) -> TasksFileSuite:
     """A tasks-file suite whose ``{BASE}`` is the URL of a server the environment starts.
 
     Args:

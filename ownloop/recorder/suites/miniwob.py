@@ -98,8 +98,10 @@ def html_dir() -> Path:
     """The ``html`` folder of the installed ``miniwob`` package (found without importing it)."""
     spec = importlib.util.find_spec("miniwob")
     if spec is None or not spec.submodule_search_locations:
-        raise MiniwobError("the MiniWoB++ suite needs the record extra (miniwob is not "
-                           f"installed): {install_hint('record')}")
+        raise MiniwobError(
+            "the MiniWoB++ suite needs the record extra (miniwob is not "
+            f"installed): {install_hint('record')}"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "html"
 
 
@@ -133,8 +135,14 @@ def parse_seeds(text: str) -> list[int]:
     return list(dict.fromkeys(seeds))
 
 
-def start_episode(target: Any, seed: int, timeout_s: float = DEFAULT_TIMEOUT_S, *,
-                  url: str | None = None, wait_s: float = 10.0) -> str:
+def start_episode(
+    target: Any,
+    seed: int,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    *,
+    url: str | None = None,
+    wait_s: float = 10.0,
+) -> str:
     """Start the seeded episode in a MiniWoB page and return its utterance.
 
     ``core.endEpisode(0); Math.seedrandom(seed); core.setDataMode('train')``, then
@@ -183,8 +191,14 @@ class MiniwobSuite:
     name = "miniwob"
     default_grader = "miniwob"
 
-    def __init__(self, pattern: str | None = None, seeds: str | None = None, *,
-                 browser: Browser | None = None, chromium: str | None = None) -> None:
+    def __init__(
+        self,
+        pattern: str | None = None,
+        seeds: str | None = None,
+        *,
+        browser: Browser | None = None,
+        chromium: str | None = None,
+    ) -> None:
         self.root = html_dir()
         self.pattern = pattern or "*"
         names = sorted(p.stem for p in (self.root / "miniwob").glob("*.html"))
@@ -243,8 +257,14 @@ class MiniwobSuite:
             pairs = [(n, s) for n in self.names for s in (self.seeds or [default_seed(n)])]
             utterances = self._utterances(pairs)
             self._tasks = [
-                Task(task_id=f"{name}-{seed}", prompt=utterance, suite=self.name, seed=seed,
-                     start_url=self.task_url(name, seed), grader=self.default_grader)
+                Task(
+                    task_id=f"{name}-{seed}",
+                    prompt=utterance,
+                    suite=self.name,
+                    seed=seed,
+                    start_url=self.task_url(name, seed),
+                    grader=self.default_grader,
+                )
                 for (name, seed), utterance in zip(pairs, utterances, strict=True)
             ]
         return list(self._tasks)
@@ -255,8 +275,10 @@ class MiniwobSuite:
         def read(browser: Browser) -> list[str]:
             session = BrowserSession(browser, (1280, 800), settle_s=0)
             try:
-                return [start_episode(session, seed, url=self.task_url(name, seed))
-                        for name, seed in pairs]
+                return [
+                    start_episode(session, seed, url=self.task_url(name, seed))
+                    for name, seed in pairs
+                ]
             finally:
                 session.close()
 
@@ -290,8 +312,9 @@ class MiniwobSuite:
         """
         name = PurePosixPath(urlsplit(task.start_url).path).stem
         seed = task.seed if task.seed is not None else default_seed(name)
-        utterance = start_episode(session, seed, task.timeout_s or DEFAULT_TIMEOUT_S,
-                                  url=self.task_url(name, seed))
+        utterance = start_episode(
+            session, seed, task.timeout_s or DEFAULT_TIMEOUT_S, url=self.task_url(name, seed)
+        )
         if utterance != task.prompt:
             raise MiniwobError(
                 f"MiniWoB {name} seed {seed} shows {utterance!r}, not the task's prompt "

@@ -41,7 +41,7 @@ _WANTED = {
     "array": "a list",
     "str": "text",
     "bool": "true or false",
-    "str | object | null": "a grader spec (text, or an object with a \"type\")",
+    "str | object | null": 'a grader spec (text, or an object with a "type")',
 }
 
 
@@ -90,8 +90,11 @@ def _grader_text(value: str | dict[str, Any] | None, fail: Callable[[str], NoRet
     """The grader as spec text (an object as compact JSON), checked to build a grader."""
     if value is None:
         return None
-    text = json.dumps(value, separators=(",", ":"), sort_keys=True) \
-        if isinstance(value, dict) else value.strip()
+    text = (
+        json.dumps(value, separators=(",", ":"), sort_keys=True)
+        if isinstance(value, dict)
+        else value.strip()
+    )
     if not text:
         fail("expected a grader spec, got empty text")
     try:
@@ -118,6 +121,7 @@ class _Reader:
     def at(self, path: str) -> Callable[[str], NoReturn]:
         def fail(problem: str) -> NoReturn:
             raise TasksFileError(f"{self.name}: {path}: {problem}")
+
         return fail
 
     def text(self, value: str, path: str) -> str:
@@ -169,19 +173,28 @@ def read_tasks(
             reader.at(f"{where}.task_id")(f"duplicate {task_id!r} (first at {seen[task_id]})")
         seen[task_id] = where
         login = entry.needs_login
-        tasks.append(Task(
-            task_id=task_id,
-            prompt=reader.text(entry.prompt, f"{where}.prompt"),
-            start_url=_expand(reader.text(entry.start, f"{where}.start"), base, login,
-                              reader.at(f"{where}.start")),
-            suite=suite,
-            grader=_grader_text(entry.grader, reader.at(f"{where}.grader")) or default_grader,
-            needs_login=login,
-            setup_urls=tuple(_expand(u, base, login, reader.at(f"$.setup[{i}]"))
-                             for i, u in enumerate(setup)),
-            capture_urls=tuple(_expand(u, base, login, reader.at(f"$.capture[{i}]"))
-                               for i, u in enumerate(capture)),
-        ))
+        tasks.append(
+            Task(
+                task_id=task_id,
+                prompt=reader.text(entry.prompt, f"{where}.prompt"),
+                start_url=_expand(
+                    reader.text(entry.start, f"{where}.start"),
+                    base,
+                    login,
+                    reader.at(f"{where}.start"),
+                ),
+                suite=suite,
+                grader=_grader_text(entry.grader, reader.at(f"{where}.grader")) or default_grader,
+                needs_login=login,
+                setup_urls=tuple(
+                    _expand(u, base, login, reader.at(f"$.setup[{i}]")) for i, u in enumerate(setup)
+                ),
+                capture_urls=tuple(
+                    _expand(u, base, login, reader.at(f"$.capture[{i}]"))
+                    for i, u in enumerate(capture)
+                ),
+            )
+        )
     return tasks, default_grader
 
 

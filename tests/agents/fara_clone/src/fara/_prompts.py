@@ -18,9 +18,13 @@ STAND-IN TOOL. Screen: {self.display_width_px} by {self.display_height_px}; brac
 
     parameters = {
         "properties": {
-            "action": {"description": """
+            "action": {
+                "description": """
 STAND-IN action list.
-""".strip(), "enum": ["key"], "type": "string"},
+""".strip(),
+                "enum": ["key"],
+                "type": "string",
+            },
             "keys": {"description": "stand-in keys", "type": "array"},
             "text": {"description": "stand-in text", "type": "string"},
             "press_enter": {"description": "stand-in press_enter", "type": "boolean"},
