@@ -638,6 +638,13 @@ class BrowserSession:
         self._triggered = False
         return self._take_download()
 
+    def late_refusal(self) -> str | None:
+        """Why the guard refused a navigation that the last operations started but that reached
+        the browser only after they returned (a click does not wait for its navigation), e.g.
+        while the step settled; None when it refused none. Taken once."""
+        refusals, self._refusals = self._refusals, []
+        return refusals[0] if refusals else None
+
     def _wait_for_document(self, page: Page, since: float) -> None:
         while page in self._loading and time.perf_counter() - since < _LOAD_WAIT_MS / 1000:
             page.wait_for_timeout(10)
@@ -701,6 +708,7 @@ class BrowserSession:
             error = _message(exc)
         self._leave_refused(urls_before, url_before)
         error = self._refusals[0] if self._refusals else error
+        self._refusals.clear()  # what the guard refuses from now on is late_refusal()'s
         download = self._take_download()
         after = self.page
         return Effect(

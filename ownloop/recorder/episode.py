@@ -208,20 +208,23 @@ class Episode:
         )
 
     def settle(self, batch: list[Event]) -> None:
-        """Let the page settle after a step; a download its operations started that came only
-        now is recorded on the step's last operation that could have started it."""
+        """Let the page settle after a step. A download its operations started that came only
+        now, and a navigation they started that the guard refused only now, are recorded on the
+        step's last operation that could have started them."""
         late = self.browser.settle()
-        if late is None:
+        refusal = self.browser.late_refusal()
+        if late is None and refusal is None:
             return
-        sha = self.store.put_blob(late)
+        sha = self.store.put_blob(late) if late is not None else None
         for i in range(len(batch) - 1, -1, -1):
             event = batch[i]
-            if (
-                isinstance(event, BrowserActed)
-                and event.download is None
-                and may_start_download(event.op)
-            ):
-                batch[i] = msgspec.structs.replace(event, download=sha)
+            if isinstance(event, BrowserActed) and may_start_download(event.op):
+                changes: dict[str, object] = {}
+                if sha is not None and event.download is None:
+                    changes["download"] = sha
+                if refusal is not None and event.error is None:
+                    changes.update(ok=False, error=refusal)
+                batch[i] = msgspec.structs.replace(event, **changes)
                 return
 
     # ---------------------------------------------------------------- one step

@@ -187,9 +187,12 @@ def test_allow_host_confines_goto_links_and_redirects(new_session: Any, server: 
     session.goto(server + "/other-link")
     effect = session.execute(PageGoto(url=server.replace("127.0.0.1", "localhost") + "/"))
     assert (effect.ok, effect.error, effect.url_after) == (False, refused, server + "/other-link")
-    # A click on a link to another host is stopped before it loads; the page stays.
+    # A click on a link to another host is stopped before it loads; the page stays. The click
+    # does not wait for its navigation: the refusal is the click's, or comes as the step settles.
     effect = session.execute(MouseClick(x=100, y=100))
-    assert (effect.ok, effect.error, effect.url_after) == (False, refused, server + "/other-link")
+    session.settle()
+    assert (effect.error or session.late_refusal()) == refused
+    assert session.page.url == server + "/other-link"
     # A redirect to another host is blanked before the next screenshot.
     effect = session.execute(PageGoto(url=server + "/to-other"))
     assert (effect.ok, effect.error, effect.url_after) == (False, refused, "about:blank")
@@ -217,11 +220,14 @@ def _reply(content: str) -> bytes:
 
 @pytest.fixture
 def hostile_model(server: str) -> Iterator[str]:
-    """A molmoweb endpoint that tries file:, then another host, then answers."""
+    """A molmoweb endpoint that tries file:, then another host, then a link to another host
+    (a click, whose navigation is refused after the click returned), then answers."""
     other = server.replace("127.0.0.1", "localhost")
     replies = [
         {"name": "goto", "url": "file:///etc/passwd"},
         {"name": "goto", "url": other},
+        {"name": "goto", "url": server + "/other-link"},
+        {"name": "click", "x": 20, "y": 20},
         {"name": "send_msg_to_user", "msg": "[ANSWER] done"},
     ]
     calls: list[int] = []
@@ -295,12 +301,11 @@ def test_record_with_allow_host_records_each_refusal(
     assert result.exit_code == 0, result.output
     store = open_store(tmp_path / "store")
     rows = store.sql("select ok, error, url_after from effects order by step").rows
+    refused = "refused: host localhost is not allowed by --allow-host 127.0.0.1"
     assert rows == [
         (False, _FILE, server + "/start"),
-        (
-            False,
-            "refused: host localhost is not allowed by --allow-host 127.0.0.1",
-            server + "/start",
-        ),
+        (False, refused, server + "/start"),
+        (True, None, server + "/other-link"),
+        (False, refused, server + "/other-link"),
     ]
     assert store.sql("select status from sessions").rows == [("finished",)]
