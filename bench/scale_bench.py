@@ -27,90 +27,18 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ownloop.store import Store, open_store
-from ownloop.store import events as E
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from store_bench import step_events  # noqa: E402 - the same synthetic steps as store_bench
+
+from ownloop.store import Store, open_store  # noqa: E402
+from ownloop.store import events as E  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
 STEPS = 20
 RUNS = 10
 _OWNLOOP = str(Path(sys.executable).parent / "ownloop")
-
-
-def step_events(run_id: str, session: str, step: int, sha: str, t: datetime) -> list[E.Event]:
-    """The five events of one recorded step."""
-    return [
-        E.ScreenshotTaken(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            sha256=sha,
-            width=1280,
-            height=800,
-            url=f"http://127.0.0.1:8312/page/{step}",
-            capture_ms=30.0,
-        ),
-        E.ModelCalled(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            call_id=f"{session}-{step}",
-            model="uitars15-7b",
-            messages=(
-                E.Message(
-                    role="user",
-                    parts=(E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha)),
-                ),
-            ),
-            sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
-            response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
-            finish_reason="stop",
-            prompt_tokens=1800,
-            completion_tokens=25,
-            latency_ms=900.0 + step,
-        ),
-        E.ActionParsed(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            call_id=f"{session}-{step}",
-            parser="ui-tars",
-            thought="I click OK.",
-            actions=(
-                E.Click(
-                    x=step * 1.0,
-                    y=200.0,
-                    model_x=step * 1.0,
-                    model_y=200.0,
-                    raw=f"click(start_box='({step},200)')",
-                ),
-            ),
-        ),
-        E.BrowserActed(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            idx=0,
-            op=E.MouseMove(x=step * 1.0, y=200.0),
-            duration_ms=3.0,
-        ),
-        E.BrowserActed(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            idx=1,
-            op=E.MouseClick(x=step * 1.0, y=200.0),
-            duration_ms=20.0,
-            element=E.Element(
-                tag="button", name="OK", role="button", css_path="body > div > button"
-            ),
-        ),
-    ]
 
 
 def _screenshot(n: int) -> bytes:
