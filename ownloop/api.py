@@ -34,8 +34,8 @@ from ownloop.store.events import Action, BrowserActed, EvidenceCaptured, Session
 from ownloop.store.tables import sessions_table_where, user_table
 
 if TYPE_CHECKING:
-    import pandas as pd  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pandas as pd
+    import pyarrow as pa
     from PIL.Image import Image
 
 __all__ = ["Recordings", "Result", "Screenshots", "Session", "open_store"]
@@ -82,7 +82,7 @@ class Result:
             OwnloopError: pandas is not installed; the message says how to install it.
         """
         try:
-            import pandas  # type: ignore[import-untyped, import-not-found, unused-ignore]  # noqa: F401
+            import pandas  # noqa: F401
         except ModuleNotFoundError:
             raise OwnloopError(
                 "to_pandas() needs pandas, which ownloop does not install: "

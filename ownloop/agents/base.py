@@ -22,7 +22,7 @@ import msgspec
 from ownloop.agents.options import AgentOptions, Scalar
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle, translate_action
-from ownloop.store.events import Action, ImagePart, Message, Op, Rejected, Sampling, Task
+from ownloop.store.events import Action, ImagePart, Message, Op, Rejected, Sampling, Status, Task
 
 __all__ = [
     "Agent",
@@ -82,7 +82,7 @@ class PastStep(NamedTuple):
 
 
 class Ending(NamedTuple):
-    status: str  # one of the SessionEnded statuses
+    status: Status  # how the SessionEnded says it ended
     agent_status: str  # the agent's own word, e.g. "finished", "DONE", "terminate:success"
     answer: str | None
 

@@ -96,7 +96,7 @@ _SECTION = {
     name: re.compile(rf"^##\s*{name}\s*:?[\n\r]+(.*?)(?=^##|\Z)", re.DOTALL | re.MULTILINE)
     for name in ("Observation", "Thought", "Action")
 }
-_TAG = re.compile(r"(?:code|python)?\s*", re.IGNORECASE)
+_TAG = re.compile(r"\A(?:code|python)?\s*", re.IGNORECASE)
 
 
 def sections(text: str) -> dict[str, str]:
@@ -117,7 +117,7 @@ def code_blocks(text: str) -> list[str]:
     blocks = []
     for index in range(1, len(parts) - 1, 2):
         body = parts[index]
-        blocks.append(body[_TAG.match(body).end() :].strip())  # type: ignore[union-attr]
+        blocks.append(_TAG.sub("", body, count=1).strip())
     return blocks
 
 

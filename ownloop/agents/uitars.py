@@ -79,7 +79,7 @@ __all__ = [
 def _package() -> ModuleType:
     """ui-tars's ``action_parser``, imported when first used: the core install (which reads,
     lists and describes agents) leaves the package out, and the CLI names the extra to install."""
-    import ui_tars.action_parser as parser  # type: ignore[import-untyped]
+    import ui_tars.action_parser as parser
 
     module: ModuleType = parser
     return module
@@ -182,7 +182,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
 
     def prompt(self, task: Task) -> str:
         """The package's COMPUTER_USE_DOUBAO prompt for ``task``."""
-        from ui_tars.prompt import COMPUTER_USE_DOUBAO  # type: ignore[import-untyped]
+        from ui_tars.prompt import COMPUTER_USE_DOUBAO
 
         template: str = COMPUTER_USE_DOUBAO
         return template.format(language=self.config.language, instruction=task_text(task))

@@ -42,6 +42,7 @@ from ownloop.store.events import (
     SessionEnded,
     SessionGraded,
     SessionStarted,
+    Status,
     StreamHead,
     Task,
     now,
@@ -328,7 +329,7 @@ class Episode:
     # ---------------------------------------------------------------- the end
     def end(
         self,
-        status: str,
+        status: Status,
         steps: int,
         *,
         agent_status: str = "",
@@ -339,7 +340,7 @@ class Episode:
         return SessionEnded(
             at=now(),
             **self.ids(),
-            status=status,  # type: ignore[arg-type]
+            status=status,
             agent_status=agent_status or status,
             answer=answer,
             steps=steps,

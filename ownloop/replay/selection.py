@@ -19,7 +19,7 @@ from ownloop.store.journal import decode_lines
 from ownloop.store.queries import EVERY_SESSION, Selection, journal_places
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
 __all__ = ["Selection", "fold_places", "fold_selected"]
 

@@ -30,7 +30,7 @@ from ownloop.store.journal import StreamWriter, read_lines
 from ownloop.store.verify import VerifyReport, verify_store
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     from ownloop.store.index import Index, Params, SyncResult
     from ownloop.store.query import QueryError, QueryResult

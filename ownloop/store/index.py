@@ -44,7 +44,7 @@ from ownloop.store.schema import (
 from ownloop.store.scores import refresh_bootstraps
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     from ownloop.store import Store
 

@@ -27,7 +27,7 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.text import cell, visible
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]  # loaded by the Arrow results only
+    import pyarrow as pa  # loaded by the Arrow results only
 
 __all__ = [
     "QueryError",

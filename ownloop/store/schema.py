@@ -19,7 +19,7 @@ import msgspec
 from ownloop.store.events import EVENT_TYPES, EventBase
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
 __all__ = [
     "BOOKKEEPING_DDL",

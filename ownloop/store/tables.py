@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ownloop.store.errors import OwnloopError
 
 if TYPE_CHECKING:
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     from ownloop.store import Store
 

@@ -65,8 +65,8 @@ def each_session(
     store: Store, ids: list[str], batch: int = BATCH, lookup: int = LOOKUP
 ) -> Iterator[Session]:
     """The sessions ``ids`` names, folded ``batch`` at a time, in the order given."""
-    import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.compute as pc  # type: ignore[import-untyped]
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     for first in range(0, len(ids), lookup):
         places = session_places(store, ids[first : first + lookup])

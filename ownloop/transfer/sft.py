@@ -290,8 +290,8 @@ def _write_parquet(
     checker: _Checker,
     per_session: bool,
 ) -> None:
-    import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     def name(part: ImagePart) -> str:
         return f"{part.sha256}.{part.media_type.rpartition('/')[2] or 'png'}"
