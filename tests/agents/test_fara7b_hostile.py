@@ -205,6 +205,8 @@ def _bare(actions: tuple[Action, ...]) -> list[Action]:
 
 _point = st.tuples(st.integers(0, 1439), st.integers(0, 899))
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+# Fara's thoughts are the text before its <tool_call>; render refuses thoughts holding the tag.
+_thought = _text.filter(lambda t: "tool_call>" not in t)
 
 
 def _near(a: Action, b: Action) -> bool:
@@ -215,7 +217,7 @@ def _near(a: Action, b: Action) -> bool:
 
 
 @settings(max_examples=300, deadline=None)
-@given(point=_point, text=_text, enter=st.booleans(), clear=st.booleans(), thought=_text)
+@given(point=_point, text=_text, enter=st.booleans(), clear=st.booleans(), thought=_thought)
 def test_type_round_trips(
     point: tuple[int, int], text: str, enter: bool, clear: bool, thought: str
 ) -> None:
@@ -305,3 +307,8 @@ def test_render_writes_model_space_points() -> None:
 def test_render_refuses_what_fara_cannot_write(actions: list[Action]) -> None:
     with pytest.raises(ValueError):
         AGENT.render("", actions, VIEW)
+
+
+def test_render_refuses_a_thought_holding_the_tag() -> None:
+    with pytest.raises(ValueError, match="cannot hold a <tool_call> tag"):
+        AGENT.render("look <tool_call>", [Click(x=1, y=1)], VIEW)
