@@ -4,11 +4,14 @@ with the growth factor per 10x of data.
     .venv/bin/python bench/scale_bench.py                   # 1k and 10k sessions
     .venv/bin/python bench/scale_bench.py --sizes 1000,10000,100000
     .venv/bin/python bench/scale_bench.py --keep /tmp/scale # keep (and reuse) the stores
+    .venv/bin/python bench/scale_bench.py --verify-only --steps 2 --sizes 10000,100000
 
 Each store is written through the public API (``Store.stream``, ``Store.put_blob``): sessions of
 20 steps, 103 events each, ten runs, four agents, a distinct screenshot per session and one
-shared by all. Every command runs as a user runs it (``ownloop ...`` in a subprocess, startup
-included), except the viewer's pages, which are fetched from a running ``ownloop view``.
+shared by all (``--steps`` for shorter sessions: many small streams are quick to write). Every
+command runs as a user runs it (``ownloop ...`` in a subprocess, startup included), except the
+viewer's pages, which are fetched from a running ``ownloop view``. ``--verify-only`` times
+``verify`` alone.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def _screenshot(n: int) -> bytes:
     return n.to_bytes(8, "big") * 2048
 
 
-def write_sessions(store: Store, first: int, last: int) -> int:
+def write_sessions(store: Store, first: int, last: int, steps: int = STEPS) -> int:
     """Sessions ``first`` .. ``last - 1``, one stream each; returns the number of events."""
     total = 0
     shared = store.put_blob(b"the page every session starts on" * 512)
@@ -67,16 +70,16 @@ def write_sessions(store: Store, first: int, last: int) -> int:
                 task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
             )
         )
-        for step in range(1, STEPS + 1):
-            events += step_events(run_id, session, step, own if step == STEPS else shared, t)
+        for step in range(1, steps + 1):
+            events += step_events(run_id, session, step, own if step == steps else shared, t)
         events.append(
             E.SessionEnded(
                 at=t,
                 run_id=run_id,
                 session_id=session,
                 status="finished" if n % 3 else "max_steps",
-                steps=STEPS,
-                seconds=STEPS * 2.0,
+                steps=steps,
+                seconds=steps * 2.0,
                 answer="42",
             )
         )
@@ -96,13 +99,13 @@ def write_sessions(store: Store, first: int, last: int) -> int:
     return total
 
 
-def build(root: Path, sessions: int) -> Store:
+def build(root: Path, sessions: int, steps: int = STEPS) -> Store:
     """The store of ``sessions`` sessions at ``root``, grown from what is there already."""
     store = open_store(root, fsync=False)
     have = len(store.stream_paths())
     if have < sessions:
         started = time.perf_counter()
-        write_sessions(store, have, sessions)
+        write_sessions(store, have, sessions, steps)
         print(
             f"  wrote {sessions - have:,} sessions in {time.perf_counter() - started:.0f} s",
             flush=True,
@@ -202,10 +205,26 @@ def measure(store: Store, sessions: int, work: Path) -> dict[str, float]:
     return times
 
 
+def measure_verify(store: Store) -> dict[str, float]:
+    """``verify`` alone: a full check, then incremental checks with nothing new (the first of
+    them may still write the state a full check leaves to it), and one after a session was added."""
+    times = {"verify --full": timed(ownloop(store, "verify", "--full"))}
+    ownloop(store, "verify")()
+    times["verify (incremental, nothing new)"] = timed(ownloop(store, "verify"), 3)
+    have = len(store.stream_paths())
+    write_sessions(store, have, have + 1, 1)
+    times["verify (incremental, one new session)"] = timed(ownloop(store, "verify"))
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000", help="Sessions per store, comma list.")
     parser.add_argument("--keep", type=Path, help="Keep the stores here (and reuse them).")
+    parser.add_argument("--steps", type=int, default=STEPS, help="Steps a session (default 20).")
+    parser.add_argument(
+        "--verify-only", action="store_true", help="Time only verify (full, incremental)."
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ownloop-scale-"))
@@ -216,12 +235,15 @@ def main() -> None:
     try:
         for size in sizes:
             print(f"{size:,} sessions:", flush=True)
-            store = build(work / f"s{size}", size)
-            results[size] = measure(store, size, work)
+            name = f"s{size}" if args.steps == STEPS else f"s{size}-{args.steps}steps"
+            store = build(work / name, size, args.steps)
+            results[size] = (
+                measure_verify(store) if args.verify_only else measure(store, size, work)
+            )
             journal = sum(p.stat().st_size for p in store.stream_paths())
+            index = store.index_path.stat().st_size if store.index_path.exists() else 0
             print(
-                f"  journal {journal / 1e6:.0f} MB, index "
-                f"{store.index_path.stat().st_size / 1e6:.0f} MB, load "
+                f"  journal {journal / 1e6:.0f} MB, index {index / 1e6:.0f} MB, load "
                 f"{os.getloadavg()[0]:.1f}",
                 flush=True,
             )
