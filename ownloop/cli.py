@@ -407,6 +407,29 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
 
 
 @cli.command()
+@click.option("--keep-png", is_flag=True, help="Keep each PNG's exact bytes beside its WebP.")
+@click.pass_context
+@_friendly
+def compact(ctx: click.Context, keep_png: bool) -> None:
+    """Re-encode PNG blobs as lossless WebP (pixel-identical, checked by decoding both).
+
+    Blobs keep their names; the exact PNG bytes are not kept unless --keep-png. Safe to stop
+    and run again. Example: ownloop compact
+    """
+    from ownloop.store.compact import compact_blobs
+
+    with click.progressbar(length=1, label="compact", file=sys.stderr) as bar:
+
+        def progress(done: int, todo: int) -> None:
+            bar.length = todo
+            bar.update(done - bar.pos)
+
+        blobs = _store(ctx, create=False).blobs
+        report = compact_blobs(blobs, keep_png=keep_png, progress=progress)
+    _echo(report.summary())
+
+
+@cli.command()
 @click.argument("agent")
 @click.option("--suite", help="A built-in suite, e.g. miniwob or 'miniwob:click-*' (quoted).")
 @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), help="A JSON tasks file.")
@@ -731,6 +754,14 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
     metavar="URL",
     help="--execute: replay a tasks-file session against another deployment at URL.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="--run R --execute without TARGET: sessions at once, each worker reusing one browser.",
+)
+@click.option("--where", help="--run R --execute without TARGET: a SQL condition over sessions.")
 @click.pass_context
 @_friendly
 def replay(
@@ -745,7 +776,8 @@ def replay(
     """Rebuild a session offline and print it, re-parse it, or re-execute it in a browser.
 
     Examples: ownloop replay click-button; ownloop replay --run r1 --reparse -o scroll_notches=3;
-    ownloop replay click-button --execute ops --seed 7 --on-diverge retarget
+    ownloop replay click-button --execute ops --seed 7 --on-diverge retarget;
+    ownloop replay --run r1 --execute ops --workers 2 (every recorded session of r1)
     """
     from ownloop.replay.reparse import reparse_target
     from ownloop.replay.target import check_replayable, load_session
@@ -758,6 +790,19 @@ def replay(
             click.echo(report.to_json())
         else:
             _echo_lines(report.lines())
+        return
+    if not target and run_id and options["execute"]:
+        from ownloop.replay import batch
+
+        batched = batch.batch_from_options(store, run_id, options)
+        if fmt == "json":
+            click.echo(batch.batch_document(batched))
+        else:
+            _print_rows(batch.batch_rows(batched), fmt, max_rows=0)
+            if fmt == "table":
+                _echo_lines([batch.batch_totals(batched)])
+        if batched.interrupted:
+            _exit_interrupted()
         return
     session = load_session(store, target, run_id)
     if options["execute"] or options["fork_at"] is not None:

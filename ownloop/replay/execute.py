@@ -24,7 +24,7 @@ goes on and written, in a stream of their own, once it ended. The child joins th
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -32,7 +32,7 @@ import msgspec
 
 from ownloop.agents.base import Agent, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
-from ownloop.recorder.browser import BrowserSession, open_browser
+from ownloop.recorder.browser import Browser, BrowserSession, open_browser
 from ownloop.recorder.episode import (
     Episode,
     EpisodeLimits,
@@ -69,10 +69,17 @@ from ownloop.store.seal import refuse_if_sealed, sealed_fingerprint
 
 __all__ = [
     "MODES",
+    "Identical",
+    "Plan",
     "ReplayError",
     "Replayed",
+    "end_run",
+    "ensure_run",
     "execute_session",
+    "plan_replay",
     "replay_from_options",
+    "run_planned",
+    "steps_identical",
     "summary_text",
 ]
 
@@ -244,7 +251,9 @@ class _Fidelity:
 # ---------------------------------------------------------------- one re-execution
 
 
-class _Plan(NamedTuple):
+class Plan(NamedTuple):
+    """How to re-execute one parent (``plan_replay``): what ``run_planned`` needs."""
+
     mode: str
     fork_at: int | None
     agent: Agent
@@ -259,65 +268,71 @@ class _Plan(NamedTuple):
     base: str | None = None
 
 
-def _run(store: Store, parent: Session, plan: _Plan, stop: threading.Event) -> EpisodeResult:
-    """On the calling thread (Playwright objects stay on the thread that made them)."""
-    assert parent.task is not None
+def _run(store: Store, parent: Session, plan: Plan, stop: threading.Event) -> EpisodeResult:
+    """On the calling thread (Playwright objects stay on the thread that made them), in a
+    Chromium of its own."""
     launched = open_browser(plan.chromium)
     try:
-        with reopen_suite(
-            parent.task, seed=plan.seed, base=plan.base, browser=launched.browser
-        ) as reopened:
-            browser = BrowserSession(
-                launched.browser, plan.agent.settings.viewport, settle_s=plan.settle_s
-            )
-            try:
-                started = SessionStarted(
-                    at=now(),
-                    run_id=plan.run_id,
-                    session_id=new_id(),
-                    task=reopened.task,
-                    agent=plan.agent.name,
-                    model=plan.model,
-                    attempt=parent.attempt,
-                    viewport=plan.agent.settings.viewport,
-                    parent_session_id=parent.session_id,
-                    replay_mode=plan.mode,
-                    fork_step=plan.fork_at,
-                )
-                replaying = plan.mode in ("ops", "actions")
-                max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
-                if replaying and plan.on_diverge == "fork":
-                    max_steps = max(max_steps, plan.agent.settings.max_steps)
-                fidelity = _Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
-                guard = Guard(parent.session_id, plan.on_diverge, store.get_blob)
-
-                def on_step(number: int, batch: list[Event]) -> None:
-                    fidelity(number, batch)
-                    if plan.on_step is not None:
-                        plan.on_step(number)
-
-                result = run_episode(
-                    store=store,
-                    agent=plan.agent,
-                    client=plan.client or CassetteClient(Cassette([])),
-                    browser=browser,
-                    suite=reopened.suite,
-                    started=started,
-                    limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
-                    stop=stop,
-                    grader_spec=parent.task.grader or reopened.suite.default_grader,
-                    play=_play_recorded(parent, plan.mode, guard, fidelity) if replaying else None,
-                    on_step=on_step,
-                )
-                measured = fidelity.events()
-                if measured:  # the child's own facts, in a stream of their own
-                    with store.stream() as stream:
-                        stream.append(measured)
-                return result
-            finally:
-                browser.close()
+        return run_planned(launched.browser, store, parent, plan, stop)
     finally:
         launched.close()
+
+
+def run_planned(
+    chromium: Browser, store: Store, parent: Session, plan: Plan, stop: threading.Event
+) -> EpisodeResult:
+    """Re-execute ``parent`` as ``plan`` says in a fresh context of ``chromium`` (a browser this
+    thread launched, which may serve other sessions before and after), on the calling thread."""
+    assert parent.task is not None
+    with reopen_suite(parent.task, seed=plan.seed, base=plan.base, browser=chromium) as reopened:
+        browser = BrowserSession(chromium, plan.agent.settings.viewport, settle_s=plan.settle_s)
+        try:
+            started = SessionStarted(
+                at=now(),
+                run_id=plan.run_id,
+                session_id=new_id(),
+                task=reopened.task,
+                agent=plan.agent.name,
+                model=plan.model,
+                attempt=parent.attempt,
+                viewport=plan.agent.settings.viewport,
+                parent_session_id=parent.session_id,
+                replay_mode=plan.mode,
+                fork_step=plan.fork_at,
+                chromium=chromium.version,
+            )
+            replaying = plan.mode in ("ops", "actions")
+            max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
+            if replaying and plan.on_diverge == "fork":
+                max_steps = max(max_steps, plan.agent.settings.max_steps)
+            fidelity = _Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
+            guard = Guard(parent.session_id, plan.on_diverge, store.get_blob)
+
+            def on_step(number: int, batch: list[Event]) -> None:
+                fidelity(number, batch)
+                if plan.on_step is not None:
+                    plan.on_step(number)
+
+            result = run_episode(
+                store=store,
+                agent=plan.agent,
+                client=plan.client or CassetteClient(Cassette([])),
+                browser=browser,
+                suite=reopened.suite,
+                started=started,
+                limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
+                stop=stop,
+                grader_spec=parent.task.grader or reopened.suite.default_grader,
+                play=_play_recorded(parent, plan.mode, guard, fidelity) if replaying else None,
+                on_step=on_step,
+            )
+            measured = fidelity.events()
+            if measured:  # the child's own facts, in a stream of their own
+                with store.stream() as stream:
+                    stream.append(measured)
+            return result
+        finally:
+            browser.close()
 
 
 def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResult:
@@ -431,6 +446,65 @@ def execute_session(
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
     """
+    plan = plan_replay(
+        store,
+        parent,
+        mode,
+        fork_at=fork_at,
+        endpoint=endpoint,
+        model=model,
+        api_key=api_key,
+        settle_s=settle_s,
+        chromium=chromium,
+        agent_overrides=agent_overrides,
+        on_miss=on_miss,
+        run_id=run_id,
+        released=released,
+        on_step=on_step,
+        on_diverge=on_diverge,
+        seed=seed,
+        base=base,
+    )
+    new_run = ensure_run(store, plan, parent, endpoint)
+    result = _in_thread(lambda stop: _run(store, parent, plan, stop))
+    if new_run:
+        end_run(store, plan.run_id, [result])
+    store.sync()
+    events = list(store.session_events(result.session_id))
+    return Replayed(
+        parent,
+        fold(events),
+        result,
+        tuple(event for event in events if isinstance(event, GuardChecked)),
+    )
+
+
+def plan_replay(
+    store: Store,
+    parent: Session,
+    mode: str,
+    *,
+    fork_at: int | None = None,
+    endpoint: str | None = None,
+    model: str | None = None,
+    api_key: str | None = None,
+    settle_s: float = 1.0,
+    chromium: str | None = None,
+    agent_overrides: dict[str, Any] | None = None,
+    on_miss: str = "stop",
+    run_id: str | None = None,
+    released: str | None = None,
+    on_step: Callable[[int], None] | None = None,
+    on_diverge: str | None = None,
+    seed: int | None = None,
+    base: str | None = None,
+) -> Plan:
+    """Check that ``parent`` can be re-executed so and say how (``execute_session``'s
+    arguments); nothing is written and no browser starts.
+
+    Raises:
+        ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
+    """
     if parent.task is None:
         raise ReplayError(
             f"session {parent.session_id} has no recorded start (no Task): it cannot be re-executed"
@@ -469,7 +543,7 @@ def execute_session(
         )
     if forking:
         client = live
-    plan = _Plan(
+    plan = Plan(
         mode,
         fork_at if mode == "fork" else None,
         agent,
@@ -483,35 +557,39 @@ def execute_session(
         seed,
         base,
     )
-    new_run = _ensure_run(
+    return plan
+
+
+def ensure_run(store: Store, plan: Plan, parent: Session, endpoint: str | None = None) -> bool:
+    """Write a RunStarted for the plan's run when the store does not know it yet (a sealed
+    parent run's ``.replays``); True if it did (then ``end_run`` ends it)."""
+    assert parent.task is not None
+    return _ensure_run(
         store,
         plan.run_id,
-        agent,
+        plan.agent,
         plan.model,
         public_endpoint(endpoint) if endpoint else "",
         parent.task.suite,
     )
-    result = _in_thread(lambda stop: _run(store, parent, plan, stop))
-    if new_run:
-        with store.stream() as stream:
-            stream.append(
-                [
-                    RunEnded(
-                        at=now(),
-                        run_id=plan.run_id,
-                        counts={result.status: 1},
-                        seconds=result.seconds,
-                    )
-                ]
-            )
-    store.sync()
-    events = list(store.session_events(result.session_id))
-    return Replayed(
-        parent,
-        fold(events),
-        result,
-        tuple(event for event in events if isinstance(event, GuardChecked)),
-    )
+
+
+def end_run(store: Store, run_id: str, results: Sequence[EpisodeResult]) -> None:
+    """The RunEnded of a run ``ensure_run`` started: its sessions' statuses and seconds."""
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    with store.stream() as stream:
+        stream.append(
+            [
+                RunEnded(
+                    at=now(),
+                    run_id=run_id,
+                    counts=counts,
+                    seconds=sum(result.seconds for result in results),
+                )
+            ]
+        )
 
 
 def _check_world(
@@ -593,19 +671,35 @@ def _rungs_text(replayed: Replayed) -> str:
     return text
 
 
+class Identical(NamedTuple):
+    """How many of a re-execution's steps were the same as its parent's, out of compared."""
+
+    same: int
+    compared: int
+    first_divergent: int | None  # the first step that was not, if any
+
+
+def steps_identical(parent: Session, child: Session) -> Identical:
+    """The child's steps the same as the parent's, out of those compared: the measured ones, and
+    for a replay that is no fork every parent step (one the child never reached diverged)."""
+    measured = [step.fidelity for step in child.steps if step.fidelity is not None]
+    compared = len(measured)
+    if child.fork_step is None:
+        compared = max(compared, len(parent.steps))
+    same = sum(1 for fidelity in measured if not fidelity.diverged)
+    first = child.first_divergence
+    if first is None and same < compared:
+        first = len(measured) + 1
+    return Identical(same, compared, first)
+
+
 def summary_text(replayed: Replayed) -> str:
     """One screen: steps identical out of compared, the first divergent step, both grades, the
     child's id, a line per divergent step (at most 10) and the query that shows them all."""
     parent, child = replayed.parent, replayed.child
+    same, compared, first = steps_identical(parent, child)
     measured = [step.fidelity for step in child.steps if step.fidelity is not None]
-    compared = len(measured)
-    if child.fork_step is None:  # parent steps the child never reached count as divergent
-        compared = max(compared, len(parent.steps))
-    same = sum(1 for fidelity in measured if not fidelity.diverged)
     exact = sum(1 for fidelity in measured if fidelity.screenshot_identical)
-    first = child.first_divergence
-    if first is None and same < compared:
-        first = len(measured) + 1
     mode = child.replay_mode or "?"
     lines = [
         f"replay {mode} of {parent.session_id} ({parent.task_id}) -> {child.session_id}",
