@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import duckdb
 import msgspec
 
+from ownloop.store.archive import ArchiveResult, attach_archives, compact, move_runs
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
@@ -264,6 +265,12 @@ class _Batch:
         con.commit()
 
 
+def _search_hot_first(con: duckdb.DuckDBPyConnection) -> None:
+    """Ingest writes the hot tables by their bare names; the views in ``main`` still read
+    ``main``'s union views (a view binds names in its own schema first)."""
+    con.execute("set search_path = 'hot,main'")
+
+
 def _refresh_session_facts(con: duckdb.DuckDBPyConnection, touched: pa.Table) -> None:
     """Recompute the ``session_facts`` rows of the sessions named in ``touched`` (inside the
     ingest's transaction, so the table always matches the events committed with it)."""
@@ -308,14 +315,19 @@ def _complete_lines(path: Path, start: int, size: int) -> Iterator[tuple[int, by
 
 
 class Index:
-    """The DuckDB index of one store. Cheap to create; every call opens and closes DuckDB."""
+    """The DuckDB index of one store. Cheap to create; every call opens and closes DuckDB.
 
-    def __init__(self, store: Store) -> None:
+    With ``connection`` (a read-only one whose holder keeps the index lock shared and the index
+    up to date: ``ownloop.store.kept``), queries run on it as they are: no sync, no lock.
+    """
+
+    def __init__(self, store: Store, connection: duckdb.DuckDBPyConnection | None = None) -> None:
         self.journal_dir = store.journal_dir
         self.path = store.index_path
         self.lock_path = store.root / "index.lock"
         self.manifest_path = store.root / "index.manifest"
         self._accept_damaged: bool | None = None  # None: as the index was built
+        self._connection = connection
 
     # -------------------------------------------------------------- syncing
     def sync(self) -> SyncResult:
@@ -537,6 +549,7 @@ class Index:
         if "meta" in tables:
             row = con.execute("select value from meta where key = 'fingerprint'").fetchone()
             if row is not None and row[0] == _FINGERPRINT:
+                _search_hot_first(con)
                 return False
         con.begin()
         for (name,) in con.execute(
@@ -545,14 +558,33 @@ class Index:
             con.execute(f'drop view if exists "{name}"')
         for name in tables:
             con.execute(f'drop table "{name}"')
+        con.execute("drop schema if exists hot cascade")
         for statement in BOOKKEEPING_DDL:
             con.execute(statement)
         for table in TABLES:
             con.execute(table.ddl())
         con.execute(VIEWS_SQL)
+        # The store's root: archived runs' Parquet folders are in its archive/ (archive.py).
+        attach_archives(con, self.path.parent, _FINGERPRINT, self._sizes())
         con.execute("insert into meta values ('fingerprint', ?)", [_FINGERPRINT])
         con.commit()
+        _search_hot_first(con)
         return True
+
+    def archive(self, run_ids: list[str]) -> list[ArchiveResult]:
+        """Move the rows of these sealed runs' streams into Parquet folders read through
+        views (see ``archive.py``), then rewrite the DuckDB file without them."""
+        self.sync()
+        with self._writing("its runs cannot be archived there"):
+            con = self._connect()
+            try:
+                self._ensure_schema(con)
+                results = move_runs(con, self.path.parent, run_ids, _FINGERPRINT)
+                if not all(result.already for result in results):
+                    compact(con, self.path)
+            finally:
+                con.close()
+        return results
 
     # -------------------------------------------------------------- reading
     def query(self, sql: str, params: Params = None) -> QueryResult:
@@ -566,12 +598,18 @@ class Index:
     def query_many(self, queries: Sequence[tuple[str, Params]]) -> list[QueryResult]:
         """Bring the index up to date, then run each (sql, params) read-only over one
         connection."""
+        if self._connection is not None:
+            return run_read_only_many(self.path, queries, self._connection)
         if not self.up_to_date():
             self.sync()
         with hold_lock(self.lock_path, exclusive=False):
             return run_read_only_many(self.path, queries)
 
     def _read(self, sql: str, *, arrow: bool, params: Params) -> QueryResult | pa.Table:
+        if self._connection is not None:
+            return run_read_only(
+                self.path, sql, arrow=arrow, params=params, connection=self._connection
+            )
         if not self.up_to_date():
             self.sync()
         with hold_lock(self.lock_path, exclusive=False):

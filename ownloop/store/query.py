@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -33,6 +34,7 @@ __all__ = [
     "QueryError",
     "QueryResult",
     "describe_error",
+    "open_read_only",
     "run_read_only",
     "run_read_only_many",
     "sql_literal",
@@ -186,18 +188,25 @@ def _reading_statements(sql: str) -> list[Any]:
     return list(statements)
 
 
-def _open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
+def open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
+    """A connection to the index that can only read (see the module's docstring)."""
     try:
-        return duckdb.connect(
+        con = duckdb.connect(
             str(path),
             read_only=True,
-            config={
-                "enable_external_access": False,
-                "autoload_known_extensions": False,
-                "autoinstall_known_extensions": False,
-                "lock_configuration": True,
-            },
+            config={"autoload_known_extensions": False, "autoinstall_known_extensions": False},
         )
+        # Files stay out of reach but for the archived runs' Parquet (read by the index's
+        # views): DuckDB takes allowed_directories only before external access is turned off.
+        # Another connection of this process to the file (the viewer's kept one) shares its
+        # database, already set up so and locked.
+        locked = con.execute("select current_setting('lock_configuration')").fetchone()
+        if not (locked and locked[0]):
+            archive = str(path.parent.resolve() / "archive") + os.sep
+            con.execute("set allowed_directories = ?", [[archive]])
+            con.execute("set enable_external_access = false")
+            con.execute("set lock_configuration = true")
+        return con
     except duckdb.Error as exc:
         raise QueryError(
             f"cannot open the index {path}: {describe_error(exc)}. Rebuild it with: "
@@ -237,17 +246,21 @@ def run_read_only(
     *,
     arrow: bool = False,
     params: Sequence[Any] | Mapping[str, Any] | None = None,
+    connection: duckdb.DuckDBPyConnection | None = None,
 ) -> QueryResult | pa.Table:
     """Run ``sql`` (one or more reading statements) on the index; the last one's result.
 
     ``params`` are bound to the last statement's ``?`` (or ``$name``) placeholders: values never
-    become SQL text.
+    become SQL text. ``connection``: one of ``open_read_only`` to use (and leave open) instead
+    of opening the index.
 
     Raises:
         QueryError: a statement would change something, or DuckDB rejected the query.
     """
     statements = _reading_statements(sql)
-    con = _open_read_only(path)
+    if connection is not None:
+        return _run(connection, statements, arrow, params)
+    con = open_read_only(path)
     try:
         return _run(con, statements, arrow, params)
     finally:
@@ -257,11 +270,13 @@ def run_read_only(
 def run_read_only_many(
     path: Path,
     queries: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any] | None]],
+    connection: duckdb.DuckDBPyConnection | None = None,
 ) -> list[QueryResult]:
     """``run_read_only`` of each (sql, params) in turn over one connection (opening the index
-    costs more than a small query: a page that asks several opens it once)."""
+    costs more than a small query: a page that asks several opens it once); ``connection`` as
+    for ``run_read_only``."""
     checked = [(_reading_statements(sql), params) for sql, params in queries]
-    con = _open_read_only(path)
+    con = open_read_only(path) if connection is None else connection
     try:
         results = []
         for statements, params in checked:
@@ -270,4 +285,5 @@ def run_read_only_many(
             results.append(result)
         return results
     finally:
-        con.close()
+        if connection is None:
+            con.close()

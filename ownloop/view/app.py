@@ -1,19 +1,21 @@
 """The viewer's web app (Starlette): runs, sessions, one session step by step, blobs.
 
-Every page is read from the store as it is now: ``Store.sql`` brings the index up to date under
-its file lock first, so the viewer works while recordings append. Pages are all GET and change
-nothing. Every response carries a strict Content-Security-Policy (scripts and styles only from
-our own static files, no inline script), so recorded text that slipped into markup still could
-not run; autoescape is what keeps it text in the first place.
+Pages read the index through a ``KeptIndex`` (``ownloop.store.kept``): one connection kept open
+while pages are asked for, a new session seen at the next page, events appended to a stream seen
+within a second (each page's footer says when the journal was last looked at), so the viewer
+works while recordings append. Pages are all GET and change nothing. Every response carries a
+strict Content-Security-Policy (scripts and styles only from our own static files, no inline
+script), so recorded text that slipped into markup still could not run; autoescape is what keeps
+it text in the first place.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.applications import Starlette
@@ -30,8 +32,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.kept import KeptIndex
 from ownloop.view.domtree import parse_dom
-from ownloop.view.grid import build_grid
+from ownloop.view.grid import grid_of, grid_units
 from ownloop.view.listing import list_runs, list_sessions
 from ownloop.view.page import build_page
 from ownloop.view.pair import build_pair
@@ -96,48 +99,58 @@ def _media_type(data: bytes) -> str:
     return "text/plain; charset=utf-8"  # anything else is shown as text, never as HTML
 
 
-def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Starlette:
+def make_app(
+    store: Store,
+    *,
+    allowed_hosts: tuple[str, ...] = _LOOPBACK,
+    kept: KeptIndex | None = None,
+) -> Starlette:
     """The viewer over ``store``.
 
     Args:
         store: the store to show.
         allowed_hosts: Host headers accepted (the loopback names by default, which keeps a web
             page elsewhere from reading the store through DNS rebinding); ``("*",)`` for any.
+        kept: the store's index kept open for the pages (its owner closes it); else one that
+            lets the index go after a few seconds without a page.
     """
     templates = Jinja2Templates(env=environment())
     thumbs = ImageCache()
-    # One reader at a time: DuckDB opens the index file per query, and a page's few queries
-    # in a row are faster than several threads contending for the same file.
-    reading = threading.Lock()
+    index = kept or KeptIndex(store)
 
     def read(fn: Callable[..., Any], *args: Any) -> Any:
-        with reading:
-            return fn(*args)
+        """``fn(store, *args)`` over the kept index (one page's reads at a time: a page's
+        queries in a row are faster than several threads contending for one connection)."""
+        with index.reading() as snapshot:
+            return fn(snapshot, *args)
 
     # Answers of the table pages by what was asked and the store's version: a store that did
     # not change since (no event appended anywhere) gives the same answer, so paging back,
-    # re-sorting to an earlier order or reloading costs a directory listing, not the queries.
+    # re-sorting to an earlier order or reloading costs nothing but the page's rendering.
     answers: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
 
     def cached(fn: Callable[[Store, Any], Any], arg: Any) -> Any:
-        with reading:
+        with index.reading() as snapshot:
             key = (
                 fn.__qualname__,
                 repr(sorted(arg.items()) if isinstance(arg, dict) else arg),
-                store.version(),
+                snapshot.version(),
             )
             if key in answers:
                 answers.move_to_end(key)
                 return answers[key]
-            value = fn(store, arg)
+            value = fn(snapshot, arg)
             answers[key] = value
             while len(answers) > _ANSWERS:
                 answers.popitem(last=False)
             return value
 
     def render(request: Request, name: str, code: int = 200, **context: Any) -> Response:
+        as_of = (
+            datetime.fromtimestamp(index.as_of, UTC).strftime("%H:%M:%S UTC") if index.as_of else ""
+        )
         return templates.TemplateResponse(
-            request, name, {"report": False, **context}, status_code=code
+            request, name, {"report": False, "as_of": as_of, **context}, status_code=code
         )
 
     def runs(request: Request) -> Response:
@@ -149,7 +162,7 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         return render(request, "sessions.html", listing=listing)
 
     def _fold(session_id: str) -> Session:
-        return fold(read(store.session_events, session_id), session_id)
+        return fold(read(Store.session_events, session_id), session_id)
 
     def _found(session_id: str) -> Session:
         try:
@@ -166,16 +179,16 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
 
     def compare(request: Request) -> Response:
         try:
-            grid = cached(build_grid, tuple(request.query_params.getlist("run")))
+            grid = grid_of(cached(grid_units, tuple(request.query_params.getlist("run"))))
         except OwnloopError as exc:  # too few runs, or one without graded sessions
             raise HTTPException(400, str(exc)) from None
         return render(request, "compare.html", grid=grid)
 
     def compare_intervals(request: Request) -> Response:
         try:
-            grid = read(build_grid, store, request.query_params.getlist("run"))
-            runs = tuple(grid.runs)
-            done = read(lambda: build_grid(store, runs, intervals=True))
+            # The bootstrap runs outside the read: other pages need not wait for it.
+            units = read(grid_units, request.query_params.getlist("run"))
+            done = grid_of(units, intervals=True)
         except OwnloopError as exc:
             raise HTTPException(400, str(exc)) from None
         body = {
@@ -197,7 +210,7 @@ def make_app(store: Store, *, allowed_hosts: tuple[str, ...] = _LOOPBACK) -> Sta
         if not _SHA256.fullmatch(sha):
             raise HTTPException(404, "a blob is named by 64 lowercase hex digits")
         try:
-            return store.get_blob(sha)
+            return store.blobs.get_stored(sha)  # a compacted screenshot as its WebP: same pixels
         except MissingBlob as exc:
             raise HTTPException(404, str(exc)) from None
 

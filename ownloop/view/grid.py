@@ -21,7 +21,16 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import run_units_sessions
 from ownloop.store.stats import Interval, mcnemar_exact, paired_bootstrap
 
-__all__ = ["Cell", "Difference", "Grid", "GridRow", "build_grid"]
+__all__ = [
+    "Cell",
+    "Difference",
+    "Grid",
+    "GridRow",
+    "GridUnits",
+    "build_grid",
+    "grid_of",
+    "grid_units",
+]
 
 
 class Cell(NamedTuple):
@@ -103,10 +112,27 @@ def _interval(pairs: Pairs, compute: bool) -> Interval | None:
     return interval
 
 
+class GridUnits(NamedTuple):
+    """What a grid is drawn from: the runs in the order they started, and each run's graded
+    scored units by task, (repeat, session id, passed) each."""
+
+    runs: list[str]
+    units: dict[str, dict[str, list[tuple[int, str, bool]]]]
+
+
 def build_grid(store: Store, run_ids: Sequence[str], *, intervals: bool = False) -> Grid:
     """The grid of ``run_ids``, in the order they started: the first is the one the others are
     compared with. ``intervals``: compute the paired bootstrap intervals not computed before
     (else they are None).
+
+    Raises:
+        OwnloopError: fewer than two runs, or a run without graded scored sessions.
+    """
+    return grid_of(grid_units(store, run_ids), intervals=intervals)
+
+
+def grid_units(store: Store, run_ids: Sequence[str]) -> GridUnits:
+    """What the grid of ``run_ids`` is drawn from (the store's part of ``build_grid``).
 
     Raises:
         OwnloopError: fewer than two runs, or a run without graded scored sessions.
@@ -123,6 +149,12 @@ def build_grid(store: Store, run_ids: Sequence[str], *, intervals: bool = False)
     for run in runs:
         if not units[run]:
             raise OwnloopError(f"run '{run}' has no graded scored sessions in {store.root}")
+    return GridUnits(runs, units)
+
+
+def grid_of(found: GridUnits, *, intervals: bool = False) -> Grid:
+    """The grid drawn from ``found`` (``build_grid`` without the store: no query)."""
+    runs, units = found
     first = runs[0]
     rows = []
     for task in sorted(set().union(*(u.keys() for u in units.values()))):

@@ -15,6 +15,7 @@ import uvicorn
 
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.kept import KeptIndex
 from ownloop.view.app import make_app
 
 __all__ = ["ViewServer"]
@@ -48,8 +49,9 @@ class ViewServer:
         self.host = host
         self.port = int(self._socket.getsockname()[1])
         allowed = ("127.0.0.1", "localhost") if host in _LOOPBACK else ("*",)
+        self._index = KeptIndex(store)
         config = uvicorn.Config(
-            make_app(store, allowed_hosts=allowed),
+            make_app(store, allowed_hosts=allowed, kept=self._index),
             log_level="warning",
             access_log=False,
             lifespan="off",
@@ -69,6 +71,8 @@ class ViewServer:
             self._server.run(sockets=[self._socket])
         except KeyboardInterrupt:
             pass  # uvicorn shut down cleanly, then passed the Ctrl-C on: it is not an error
+        finally:
+            self._index.close()  # the index lock goes with it: other processes may sync
 
     def start(self, timeout: float = 10.0) -> str:
         """Serve in a background thread; returns the URL once it accepts connections."""
@@ -87,6 +91,7 @@ class ViewServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        self._index.close()
         self._socket.close()
 
     def __enter__(self) -> str:

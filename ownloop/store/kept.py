@@ -1,0 +1,191 @@
+"""The index kept open between reads, for a long-lived reader such as ``ownloop view``.
+
+``Store.sql`` checks that the index matches the journal (a stat of every stream: about 80 ms
+at 10k streams) and opens DuckDB (about 40 ms, and its cache starts empty) on every call. A
+``KeptIndex`` does both less often:
+
+- it keeps one read-only connection, and the index lock shared, while it is read, and lets both
+  go after ``idle`` seconds without a read (so other processes can sync or rebuild the index);
+- a new stream (a new session) is seen at the next read: creating a file changes the journal
+  folder's modification time, one stat;
+- a stream that grew is seen within ``interval`` seconds: while reads come, a thread scans the
+  streams' sizes that often, and syncs the index (the connection closed meanwhile) when they
+  changed. The first read after an idle spell scans before it reads.
+
+``as_of`` says when the journal was last scanned: what a page read from it can be behind by.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from ownloop.store import Store
+from ownloop.store.errors import OwnloopError
+from ownloop.store.index import Index
+from ownloop.store.locks import hold_lock
+from ownloop.store.query import open_read_only
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ownloop.store.index import SyncResult
+
+__all__ = ["KeptIndex"]
+
+# A folder changed this close to the stat that saw it may change again within the same clock
+# tick without its time moving (the kernel's file times are coarse): look again next read.
+_RACY_NS = 50_000_000
+
+
+class _Held(Store):
+    """The store as seen through a kept connection: queries skip the sync and the lock."""
+
+    def __init__(self, kept: KeptIndex, connection: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(kept.store.root, fsync=False)
+        self.blobs = kept.store.blobs  # the same blobs (a read through it writes none)
+        self._kept = kept
+        self._connection = connection
+
+    def index(self) -> Index:
+        return Index(self, self._connection)
+
+    def version(self) -> str:
+        return self._kept.version
+
+    def sync(self) -> SyncResult:
+        raise OwnloopError("a kept index is synced by its KeptIndex, not through a read")
+
+    def rebuild_index(self, *, accept_damaged: bool = False) -> SyncResult:
+        raise OwnloopError("a kept index cannot be rebuilt through a read")
+
+
+class KeptIndex:
+    """``store``'s index, kept open for reads; ``with kept.reading() as store: ...``.
+
+    Use ``close()`` (or ``with``) to stop its thread and let the index go.
+    """
+
+    def __init__(self, store: Store, *, interval: float = 1.0, idle: float = 5.0) -> None:
+        self.store = store
+        self.interval = interval
+        self.idle = idle
+        self.as_of = 0.0  # wall-clock time of the last scan of the journal (0: none yet)
+        self.version = ""  # Store.version's token as of that scan
+        self._sizes: dict[str, int] | None = None  # None: scan before the next read
+        self._folder: tuple[int, int] | None = None  # the journal folder's (mtime, inode)
+        self._racy = False
+        self._lock = threading.RLock()
+        self._stack: ExitStack | None = None  # the shared index lock, while held
+        self._connection: duckdb.DuckDBPyConnection | None = None
+        self._held: _Held | None = None  # the store over that connection
+        self._last_read = 0.0
+        self._closing = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -------------------------------------------------------------- reading
+    @contextmanager
+    def reading(self) -> Iterator[Store]:
+        """The store to read from, as of the last scan (reads are taken one at a time)."""
+        with self._lock:
+            if self._sizes is None or self._racy or self._folder != self._folder_now():
+                self._scan()
+            if self._held is None:
+                self._open()
+            assert self._held is not None
+            self._last_read = time.monotonic()
+            self._start_thread()
+            yield self._held
+
+    def _folder_now(self) -> tuple[int, int] | None:
+        try:
+            stat = os.stat(self.store.journal_dir)
+        except FileNotFoundError:
+            return None
+        return stat.st_mtime_ns, stat.st_ino
+
+    def _scan(self) -> None:
+        """Look at every stream's size; sync the index when one changed since the last scan."""
+        folder = self._folder_now()
+        now = time.time_ns()
+        index = Index(self.store)
+        sizes = index.journal_sizes()
+        if sizes != self._sizes:
+            if not index.up_to_date():
+                self._release()  # a sync takes the index lock exclusively
+                self.store.sync()
+            self._sizes = sizes
+            self.version = hashlib.sha256(repr(sorted(sizes.items())).encode()).hexdigest()
+        self._folder = folder
+        self._racy = folder is not None and now - folder[0] < _RACY_NS
+        self.as_of = now / 1e9
+
+    def _open(self) -> None:
+        stack = ExitStack()
+        try:
+            stack.enter_context(hold_lock(Index(self.store).lock_path, exclusive=False))
+            self._connection = open_read_only(self.store.index_path)
+        except BaseException:
+            stack.close()
+            raise
+        stack.callback(self._connection.close)
+        self._stack = stack
+        self._held = _Held(self, self._connection)
+
+    def _release(self) -> None:
+        """Close the connection and let the index lock go."""
+        stack, self._stack, self._connection, self._held = self._stack, None, None, None
+        if stack is not None:
+            stack.close()  # closes the connection, then the lock
+
+    # -------------------------------------------------------------- the thread
+    def _start_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._closing.clear()
+            self._thread = threading.Thread(
+                target=self._watch, name="ownloop-kept-index", daemon=True
+            )
+            self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._closing.wait(self.interval):
+            with self._lock:
+                if self._closing.is_set():
+                    return
+                if time.monotonic() - self._last_read > self.idle:
+                    self._release()
+                    self._sizes = None  # the next read scans first
+                    self._thread = None
+                    return
+                try:
+                    self._scan()
+                except Exception:  # e.g. another process held the index too long
+                    self._release()
+                    self._sizes = None  # the next read tries again, and says what is wrong
+
+    def close(self) -> None:
+        """Stop watching the journal and let the index go."""
+        self._closing.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        with self._lock:
+            self._release()
+            self._thread = None
+
+    def __enter__(self) -> KeptIndex:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
