@@ -12,25 +12,46 @@ then commits the blob's allocation and name with the line, in the same or an ear
 and flushes the device's cache over the bytes already written. So a line that survives a crash
 names blobs that survived too. Elsewhere (btrfs, ZFS, another file system for the journal, not
 Linux) each blob is fsync'd before its rename, as one would expect.
+
+Compacted blobs (``ownloop compact``, see ``compact.py``): a PNG blob may be replaced by its
+lossless WebP re-encoding at ``blobs/ab/<sha256 of the PNG>.webp``, pixel-identical. The PNG's
+name still resolves: ``get`` returns a PNG of the same pixels (not the same bytes, unless the PNG
+was kept or written again), ``get_stored`` the bytes on disk as they are (the WebP, for readers
+that decode any image), ``check`` decodes the WebP and compares its pixels with the hash the
+compaction wrote in it.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
 import re
 import secrets
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
 
-__all__ = ["BlobStore", "MissingBlob", "file_system", "synced_with_journal"]
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+__all__ = [
+    "COMPACTED",
+    "BlobStore",
+    "MissingBlob",
+    "file_system",
+    "pixel_sha256",
+    "synced_with_journal",
+]
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+COMPACTED = ".webp"  # the suffix of a compacted blob: blobs/ab/<sha256 of the PNG>.webp
+_PIXELS = re.compile(rb'<ownloop-pixels sha256="([0-9a-f]{64})" mode="(RGBA?)"/>')
 # File systems whose fsync of one file commits every earlier metadata change of the whole file
 # system (one ordered journal) and flushes the device's cache.
 _ORDERED_JOURNALS = ("ext4", "ext3", "xfs")
@@ -98,6 +119,36 @@ def _data_write() -> Callable[[int], None] | None:
 
 class MissingBlob(OwnloopError):
     """A referenced blob is not in the store."""
+
+
+def pixel_sha256(image: Image) -> str:
+    """The sha256 of an image's pixels: its mode, size and raw bytes (not its file's bytes)."""
+    digest = hashlib.sha256(f"{image.mode} {image.width}x{image.height}\n".encode())
+    digest.update(image.tobytes())
+    return digest.hexdigest()
+
+
+def pixel_mark(sha256: str, mode: str) -> bytes:
+    """The XMP a compacted blob carries: its pixels' hash and the PNG's mode."""
+    return f'<ownloop-pixels sha256="{sha256}" mode="{mode}"/>'.encode()
+
+
+def decode_compacted(webp: bytes) -> tuple[Image, str | None]:
+    """The pixels of a compacted blob, in the PNG's mode, and the pixel hash it was written with
+    (None when it carries none). Raises ``ValueError`` when the bytes are not a decodable WebP."""
+    from PIL import Image as PILImage
+
+    try:
+        image = PILImage.open(io.BytesIO(webp), formats=("WEBP",))
+        image.load()
+    except (OSError, SyntaxError) as exc:
+        raise ValueError(f"not a decodable WebP: {exc}") from None
+    mark = _PIXELS.search(image.info.get("xmp", b"") or b"")
+    if mark is None:
+        return image, None
+    mode = mark.group(2).decode()
+    # An RGBA PNG whose alpha is all 255 may come back as RGB: adding the alpha back is exact.
+    return (image if image.mode == mode else image.convert(mode)), mark.group(1).decode()
 
 
 class BlobStore:
@@ -174,8 +225,36 @@ class BlobStore:
         finally:
             os.close(fd)
 
+    def compacted_path(self, sha256: str) -> Path:
+        """Where the lossless WebP of PNG blob ``sha256`` is after ``ownloop compact``."""
+        return self.path(sha256).with_name(sha256 + COMPACTED)
+
     def get(self, sha256: str) -> bytes:
+        """The blob's bytes; for a compacted PNG, a PNG of the same pixels (the exact bytes only
+        when they were kept or written again)."""
         try:
+            return self.path(sha256).read_bytes()
+        except FileNotFoundError:
+            pass
+        image, _ = decode_compacted(self._stored_webp(sha256))
+        out = io.BytesIO()
+        image.save(out, format="PNG", compress_level=1)  # a transient copy: fast over small
+        return out.getvalue()
+
+    def get_stored(self, sha256: str) -> bytes:
+        """The blob's bytes as stored: the exact bytes, or the WebP a compaction left (the same
+        pixels; for readers that take any image format, at no re-encoding cost)."""
+        try:
+            return self.path(sha256).read_bytes()
+        except FileNotFoundError:
+            return self._stored_webp(sha256)
+
+    def _stored_webp(self, sha256: str) -> bytes:
+        try:
+            return self.compacted_path(sha256).read_bytes()
+        except FileNotFoundError:
+            pass
+        try:  # written again between the two looks
             return self.path(sha256).read_bytes()
         except FileNotFoundError:
             raise MissingBlob(
@@ -184,23 +263,43 @@ class BlobStore:
             ) from None
 
     def exists(self, sha256: str) -> bool:
-        return self.path(sha256).exists()
+        return self.path(sha256).exists() or self.compacted_path(sha256).exists()
 
     def __iter__(self) -> Iterator[str]:
+        """Every blob's name (a compacted PNG under its PNG's name), by name."""
         if not self.root.exists():
             return
         for shard in sorted(self.root.iterdir()):
             if shard.is_dir():
-                for entry in sorted(shard.iterdir()):
-                    if _SHA256.match(entry.name):
-                        yield entry.name
+                names = {_name(entry.name) for entry in shard.iterdir()} - {None}
+                yield from sorted(name for name in names if name is not None)
 
     def check(self, sha256: str) -> str | None:
-        """None when the blob is there and its bytes match its name, else what is wrong."""
+        """None when the blob is there and its bytes match its name, else what is wrong.
+
+        A compacted blob (its PNG gone) is decoded: its pixels must match the hash the
+        compaction wrote in it, the hash of the PNG's pixels it checked before dropping the PNG.
+        """
         try:
             data = self.path(sha256).read_bytes()
         except FileNotFoundError:
-            return "missing"
+            try:
+                webp = self.compacted_path(sha256).read_bytes()
+            except FileNotFoundError:
+                return "missing"
+            try:
+                image, pixels = decode_compacted(webp)
+            except ValueError as exc:
+                return f"compacted blob {sha256 + COMPACTED}: {exc}"
+            if pixels is None or pixel_sha256(image) != pixels:
+                return f"compacted blob {sha256 + COMPACTED}: pixels do not match its pixel hash"
+            return None
         if hashlib.sha256(data).hexdigest() != sha256:
             return "bytes do not match the name"
         return None
+
+
+def _name(entry: str) -> str | None:
+    """The blob name of a file in a shard: ``<sha256>`` or ``<sha256>.webp``; else None."""
+    name = entry[: -len(COMPACTED)] if entry.endswith(COMPACTED) else entry
+    return name if _SHA256.match(name) else None

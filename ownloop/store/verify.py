@@ -14,6 +14,7 @@ rewritten.
 
 from __future__ import annotations
 
+import array
 import hashlib
 import multiprocessing
 import os
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 
 import msgspec
 
-from ownloop.store.blobs import BlobStore
+from ownloop.store.blobs import COMPACTED, BlobStore
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     BrowserActed,
@@ -149,12 +150,55 @@ class _Summary(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
 
 
 class _State(msgspec.Struct, kw_only=True):
-    """``verify.state``: what the last check without an error found sound."""
+    """What the last check without an error found sound (``verify.state``'s bulk, decoded only
+    when something changed)."""
 
-    version: int = 1
     checked_ns: int = 0  # when that check started
     streams: dict[str, _Summary] = {}
     blobs: dict[str, str] = {}  # sha256 -> the first line referring to it ("" if none)
+
+
+_NEVER = (-1, -1)  # a folder's (inode, mtime_ns) that no folder has: list it again
+_STAT = 3  # a stream's (inode, size, mtime_ns) in ``_Header.stats``
+
+
+class _Header(msgspec.Struct, kw_only=True):
+    """The start of ``verify.state``: enough to tell, without decoding the rest, that nothing
+    changed since that check: the journal's file names, each one's inode, size and mtime, and
+    the blob folders' inodes and mtimes (a folder's mtime changes when a file is added to it or
+    removed). What that check reported is kept, to be reported again."""
+
+    version: int = 2
+    checked_ns: int = 0
+    journal: tuple[int, int] = _NEVER  # the journal folder's (inode, mtime_ns)
+    names: list[str] = []  # every stream file, sorted
+    stats: bytes = b""  # array('q'): (inode, size, mtime_ns) per name; -1s: read it again
+    blob_folders: list[tuple[str, int, int]] = []  # ("" for the root, each shard), inode, mtime
+    events: int = 0
+    blobs: int = 0  # blobs present or referenced
+    present: int = 0  # blobs present
+    problems: list[Problem] = []  # warnings that check found (a check with an error is not kept)
+    bulk: int = 0  # bytes of the encoded ``_State`` after the header
+
+
+class _Saved:
+    """``verify.state`` as read: the header, and the bulk decoded on first use."""
+
+    def __init__(self, header: _Header, bulk: bytes = b"") -> None:
+        self.header = header
+        self._bulk = bulk
+        self._state: _State | None = None
+
+    @property
+    def state(self) -> _State:
+        if self._state is None:
+            try:
+                self._state = msgspec.msgpack.decode(self._bulk, type=_State)
+            except msgspec.MsgspecError:
+                self._state = _State()
+            if self._state.checked_ns != self.header.checked_ns:  # not written together
+                self._state = _State()
+        return self._state
 
 
 class _Checked(NamedTuple):
@@ -436,20 +480,52 @@ def verify_store(
             "an ownloop store (or it was damaged). Pass --store DIR"
         )
     whole = streams is None
-    state = _load_state(store) if whole else _State()
+    saved = _load_state(store) if whole else _Saved(_Header())
+    header = saved.header
     started = time.time_ns()
-    names = (
-        _stream_names(store.journal_dir)
-        if streams is None
-        else [f"{stream}.jsonl" for stream in sorted(streams)]
-    )
     journal = str(store.journal_dir)
-    jobs = [
-        (os.path.join(journal, name), state.streams.get(name[:-6]))
-        for name in names
-        if not (incremental and _unchanged(journal, name, state))
-    ]
-    present = _blob_names(store.blobs.root) if whole else set()
+    root = str(store.blobs.root)
+    folder = _folder(journal, started)  # before listing it: a file added meanwhile changes it
+    blob_folders = _blob_folders(root, started) if whole else []
+    if streams is not None:
+        names = [f"{stream}.jsonl" for stream in sorted(streams)]
+    elif incremental and folder == header.journal != _NEVER:
+        names = header.names  # no file was added, removed or renamed
+    else:
+        names = _stream_names(store.journal_dir)
+    blobs_as_before = (
+        incremental
+        and blob_folders == header.blob_folders
+        and all(entry[1:] != _NEVER for entry in blob_folders)
+    )
+    changed = _changed_streams(journal, names, header) if incremental else names
+    if (
+        incremental
+        and whole
+        and run_id is None
+        and not changed
+        and names == header.names
+        and blobs_as_before
+    ):  # as the last check found it: what that check reported holds
+        return VerifyReport(
+            list(header.problems),
+            len(names),
+            header.events,
+            header.blobs,
+            {},
+            len(names),
+            header.present,
+        )
+    state = saved.state
+    if state.checked_ns != header.checked_ns:  # the bulk did not decode: read everything
+        changed = names
+    jobs = [(os.path.join(journal, name), state.streams.get(name[:-6])) for name in changed]
+    if not whole:
+        present: set[str] = set()
+    elif blobs_as_before:
+        present = set(state.blobs)  # (a check with a referenced blob missing is not kept)
+    else:
+        present = _blob_names(store.blobs.root)
     known = state.blobs if incremental else {}
     blob_jobs = sorted(present - known.keys())
     results, checked_blobs = _check_in_parallel(store, jobs, blob_jobs, workers)
@@ -485,7 +561,10 @@ def verify_store(
             )
         )
     seen = _Seen(store.journal_dir, summaries)
-    problems.extend(_store_problems(seen, run_id, fingerprint))
+    spanning = list(_store_problems(seen))
+    problems.extend(spanning)
+    if run_id is not None:
+        problems.extend(_run_problems(seen, run_id, fingerprint))
     for sha256 in sorted(referenced.keys() - present - known.keys() - checked_blobs.keys()):
         checked_blobs[sha256] = _check_blobs((str(store.blobs.root), [sha256]))[0][1]
     for sha256 in known.keys() - present:
@@ -524,8 +603,26 @@ def verify_store(
         and present == known.keys()
     )
     if whole and not report.errors and not (incremental and unchanged):
+        stats = array.array("q")
+        for name in names:
+            summary = sound.get(name[:-6])
+            if summary is None or summary.mtime_ns > started - _RACY_NS:
+                stats.extend((-1, -1, -1))  # (a change within the mtime's grain may not show)
+            else:
+                stats.extend((summary.inode, summary.file_size, summary.mtime_ns))
         _save_state(
             store,
+            _Header(
+                checked_ns=started,
+                journal=folder,
+                names=names,
+                stats=stats.tobytes(),
+                blob_folders=blob_folders,
+                events=report.events,
+                blobs=report.blobs,
+                present=len(present),
+                problems=spanning,
+            ),
             _State(
                 checked_ns=started,
                 streams=sound,
@@ -537,11 +634,7 @@ def verify_store(
     return report
 
 
-def _store_problems(
-    seen: _Seen,
-    run_id: str | None,
-    fingerprint: str | None,
-) -> Iterator[Problem]:
+def _store_problems(seen: _Seen) -> Iterator[Problem]:
     """The checks that span streams: swapped streams, catalogs, missing runs, seals."""
     for stream, summary in seen.summaries.items():  # in the journal's order
         # A recorder names a session's stream after it: a stream named after another session
@@ -566,8 +659,6 @@ def _store_problems(
         )
     for run, (where, seal) in sorted(seen.seals.items()):
         yield from _seal_problems(seen, run, where, seal)
-    if run_id is not None:
-        yield from _run_problems(seen, run_id, fingerprint)
 
 
 def _stream_names(journal: Path) -> list[str]:
@@ -587,21 +678,77 @@ def _blob_names(root: Path) -> set[str]:
     except FileNotFoundError:
         return names
     for shard in shards:
-        names.update(name for name in os.listdir(shard) if _SHA256.match(name))
+        for name in os.listdir(shard):
+            if name.endswith(COMPACTED):  # compacted by ownloop compact: named by its PNG
+                name = name[: -len(COMPACTED)]
+            if _SHA256.match(name):
+                names.add(name)
     return names
 
 
-def _unchanged(journal: str, name: str, state: _State) -> bool:
-    """Whether stream file ``name`` is as the last check found it sound (inode, size, mtime),
-    and was changed long enough before that check for its mtime to show any later change."""
-    old = state.streams.get(name[:-6])
-    if old is None or old.mtime_ns > state.checked_ns - _RACY_NS:
-        return False
+def _folder(path: str, now_ns: int) -> tuple[int, int]:
+    """A folder's (inode, mtime_ns); ``_NEVER`` when it is missing or changed so recently that
+    a later change might not move its mtime."""
     try:
-        now = os.stat(os.path.join(journal, name))
+        stat = os.stat(path)
     except OSError:
-        return False
-    return (now.st_ino, now.st_size, now.st_mtime_ns) == (old.inode, old.file_size, old.mtime_ns)
+        return _NEVER
+    if stat.st_mtime_ns > now_ns - _RACY_NS:
+        return _NEVER
+    return (stat.st_ino, stat.st_mtime_ns)
+
+
+def _blob_folders(root: str, now_ns: int) -> list[tuple[str, int, int]]:
+    """The blob folder's and each shard folder's (name, inode, mtime_ns): as long as they are
+    the same, no blob was added or removed."""
+    folders = [("", *_folder(root, now_ns))]
+    try:
+        shards = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    except OSError:
+        return folders
+    folders.extend((shard, *_folder(os.path.join(root, shard), now_ns)) for shard in shards)
+    return folders
+
+
+def _changed_streams(journal: str, names: list[str], header: _Header) -> list[str]:
+    """The stream files among ``names`` that are not as the last check found them sound (their
+    inode, size or mtime differ, or they changed within 2 s of that check): one stat each."""
+    old = array.array("q")
+    old.frombytes(header.stats)
+    now = array.array("q")
+    try:
+        folder = os.open(journal, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return list(names)
+    try:
+        for name in names:
+            try:
+                stat = os.stat(name, dir_fd=folder)
+            except OSError:
+                now.extend((-2, -2, -2))  # (never as remembered)
+            else:
+                now.extend((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    finally:
+        os.close(folder)
+    if names == header.names and len(old) == len(now):
+        if old == now:
+            return []
+        return [
+            name
+            for i, name in enumerate(names)
+            if now[i * _STAT : i * _STAT + _STAT] != old[i * _STAT : i * _STAT + _STAT]
+        ]
+    where = (
+        {name: i for i, name in enumerate(header.names)}
+        if len(old) == len(header.names) * _STAT
+        else {}
+    )
+    changed: list[str] = []
+    for i, name in enumerate(names):
+        j = where.get(name)
+        if j is None or now[i * _STAT : i * _STAT + _STAT] != old[j * _STAT : j * _STAT + _STAT]:
+            changed.append(name)
+    return changed
 
 
 def _check_in_parallel(
@@ -651,22 +798,36 @@ def _batches(items: list[_T], workers: int) -> list[list[_T]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _load_state(store: Store) -> _State:
-    """The last sound check's state; an empty one when there is none (or it is unreadable)."""
+_LENGTH = 8  # verify.state: the header's length, then the header, then the bulk
+
+
+def _load_state(store: Store) -> _Saved:
+    """The last sound check's state (its bulk read, not decoded); an empty one when there is
+    none, or it is unreadable or of another version."""
     try:
-        state = msgspec.msgpack.decode((store.root / _STATE).read_bytes(), type=_State)
-    except (OSError, msgspec.MsgspecError):
-        return _State()
-    return state if state.version == _State().version else _State()
+        with open(store.root / _STATE, "rb") as file:
+            length = int.from_bytes(file.read(_LENGTH), "little")
+            header = msgspec.msgpack.decode(file.read(length), type=_Header)
+            bulk = file.read()
+    except (OSError, ValueError, msgspec.MsgspecError):
+        return _Saved(_Header())
+    if header.version != _Header().version or len(bulk) != header.bulk:
+        return _Saved(_Header())
+    return _Saved(header, bulk)
 
 
-def _save_state(store: Store, state: _State) -> None:
+def _save_state(store: Store, header: _Header, state: _State) -> None:
     """Write ``verify.state`` whole (a new file renamed over the old); a store that cannot be
     written keeps its old state: the next check only reads more."""
     path = store.root / _STATE
     temporary = path.with_name(f".{_STATE}.{os.getpid()}.tmp")
+    bulk = msgspec.msgpack.encode(state)
+    head = msgspec.msgpack.encode(msgspec.structs.replace(header, bulk=len(bulk)))
     try:
-        temporary.write_bytes(msgspec.msgpack.encode(state))
+        with open(temporary, "wb") as file:
+            file.write(len(head).to_bytes(_LENGTH, "little"))
+            file.write(head)
+            file.write(bulk)
         os.replace(temporary, path)
     except OSError:
         try:
