@@ -44,6 +44,8 @@ __all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs"]
 METHOD = 4
 QUALITY = 50
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_TEMPORARY = re.compile(r"\.[0-9a-f]{64}\.webp\.[0-9a-f]{8}\.tmp")  # see _write
+_STALE_S = 600.0  # a temporary WebP this old is a killed run's
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MODES = ("RGB", "RGBA")  # what lossless WebP holds exactly
 
@@ -104,6 +106,7 @@ def compact_blobs(
     report.already = sum(only for _, _, only in shards)
     done = 0
     for shard, names, _ in shards:
+        _sweep(shard)
         drop: list[Path] = []
         for name in names:
             png = shard / name
@@ -195,6 +198,18 @@ def _write(target: Path, data: bytes) -> None:
         except OSError:
             pass
         raise (disk_error(exc, target.parent) or exc) from None
+
+
+def _sweep(shard: Path) -> None:
+    """Remove the temporary WebPs a killed run left (not one another run may be writing)."""
+    stale = time.time() - _STALE_S
+    for entry in os.scandir(shard):
+        if _TEMPORARY.fullmatch(entry.name):
+            try:
+                if entry.stat().st_mtime < stale:
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                pass
 
 
 def _fsync_folder(folder: Path) -> None:

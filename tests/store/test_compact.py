@@ -242,3 +242,17 @@ def test_resuming_finishes_a_png_left_beside_its_webp(tmp_path: Path) -> None:
     assert report.already == 2
     assert not any(store.blobs.path(sha).exists() for sha in shas)
     assert [_pixels(store.get_blob(sha)) for sha in shas] == [_pixels(p) for p in pngs]
+
+
+def test_a_killed_runs_temporary_webp_is_swept_once_stale(tmp_path: Path) -> None:
+    store, [sha] = _store_with_steps(tmp_path / "store", [_png(_page(1))])
+    shard = store.blobs.path(sha).parent
+    old, fresh = shard / f".{sha}.webp.0badf00d.tmp", shard / f".{sha}.webp.12345678.tmp"
+    old.write_bytes(b"RIFF half a webp")
+    fresh.write_bytes(b"RIFF another run writing")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+
+    compact_blobs(store.blobs)
+
+    assert not old.exists()
+    assert fresh.exists()  # perhaps another compaction's, still being written
