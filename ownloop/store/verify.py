@@ -798,7 +798,8 @@ def _batches(items: list[_T], workers: int) -> list[list[_T]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-_LENGTH = 8  # verify.state: the header's length, then the header, then the bulk
+_MAGIC = b"ownloop verify.state\n"  # then the header's length, the header and the bulk
+_LENGTH = 8
 
 
 def _load_state(store: Store) -> _Saved:
@@ -806,7 +807,11 @@ def _load_state(store: Store) -> _Saved:
     none, or it is unreadable or of another version."""
     try:
         with open(store.root / _STATE, "rb") as file:
+            if file.read(len(_MAGIC)) != _MAGIC:
+                return _Saved(_Header())
             length = int.from_bytes(file.read(_LENGTH), "little")
+            if length > os.fstat(file.fileno()).st_size:
+                return _Saved(_Header())
             header = msgspec.msgpack.decode(file.read(length), type=_Header)
             bulk = file.read()
     except (OSError, ValueError, msgspec.MsgspecError):
@@ -825,6 +830,7 @@ def _save_state(store: Store, header: _Header, state: _State) -> None:
     head = msgspec.msgpack.encode(msgspec.structs.replace(header, bulk=len(bulk)))
     try:
         with open(temporary, "wb") as file:
+            file.write(_MAGIC)
             file.write(len(head).to_bytes(_LENGTH, "little"))
             file.write(head)
             file.write(bulk)

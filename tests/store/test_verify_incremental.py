@@ -1,8 +1,9 @@
 """Incremental ``verify``: after a check without an error, only what changed is read again, yet an
 edit, a truncation and a removal made since are all found; seals are checked in full every time.
 
-Real stores in tmp_path. The files are dated a minute back before the first check: a file
-changed within 2 s of a check is read again by the next one whatever its mtime says.
+Real stores in tmp_path. The files and folders are dated a minute back before the first check:
+a file changed within 2 s of a check is read again by the next one whatever its mtime says, and a
+folder changed that recently is listed again.
 """
 
 from __future__ import annotations
@@ -26,10 +27,15 @@ _OWNLOOP = str(Path(sys.executable).with_name("ownloop"))
 
 
 def age(store: Store, seconds: float = 60.0) -> None:
-    """Date every journal file ``seconds`` back, as if written that long ago."""
+    """Date every journal file and the folders holding streams and blobs ``seconds`` back, as if
+    written that long ago."""
     then = time.time() - seconds
     for path in store.stream_paths():
         os.utime(path, (then, then))
+    folders = [store.journal_dir, store.blobs.root]
+    folders += [path for path in store.blobs.root.iterdir() if path.is_dir()]
+    for folder in folders:
+        os.utime(folder, (then, then))
 
 
 def lines(store: Store, *, full: bool = False) -> list[str]:
@@ -132,6 +138,60 @@ def test_an_edit_that_keeps_size_and_mtime_is_left_to_full(checked: Store) -> No
     assert lines(checked, full=True) == [
         "error: journal/b.jsonl:3: bad checksum: the line's bytes were changed"
     ]
+
+
+def test_a_truncation_regrown_to_the_same_size_is_found(checked: Store) -> None:
+    path = checked.journal_dir / "c.jsonl"
+    data = path.read_bytes()
+    last = data.splitlines(keepends=True)[-1]
+    path.write_bytes(data[: -len(last)])  # two writes: truncated, then grown back
+    with open(path, "ab") as f:
+        f.write(last.replace(b'"score":1.0', b'"score":0.0'))
+    assert path.stat().st_size == len(data)
+    assert lines(checked) == [
+        "error: journal/c.jsonl:13: bad checksum: the line's bytes were changed"
+    ]
+
+
+def test_a_new_blob_is_hashed_and_a_bad_one_found(checked: Store) -> None:
+    bad = "f" * 64
+    checked.blobs.path(bad).parent.mkdir(exist_ok=True)
+    checked.blobs.path(bad).write_bytes(b"not what its name says")
+    report = checked.verify(incremental=True)
+    assert [p.line() for p in report.problems] == [
+        f"error: blob {bad}: bad blob: bytes do not match the name (not referenced)"
+    ]
+    assert (report.unchanged_streams, report.unchanged_blobs) == (4, 3)
+
+
+def test_warnings_are_reported_again_when_nothing_changed(checked: Store) -> None:
+    with checked.stream("stray") as writer:  # names a run that never started
+        writer.append(
+            [E.SessionGraded(at=at(9), run_id="ghost", session_id="a", grader="g", score=0.0)]
+        )
+    age(checked)
+    first = checked.verify(incremental=True)
+    assert [p.kind for p in first.problems] == ["missing run"]
+    again = checked.verify(incremental=True)
+    assert (again.problems, again.unchanged_streams) == (first.problems, 5)
+    assert again.summary().startswith("verify: 5 streams, 41 events, 3 blobs: 0 errors, 1 warning")
+
+
+def test_a_damaged_state_makes_the_next_check_read_everything(checked: Store) -> None:
+    state = checked.root / "verify.state"
+    data = bytearray(state.read_bytes())
+    data[-20:] = b"\xc1" * 20  # the remembered summaries, not the header
+    state.write_bytes(bytes(data))
+    assert checked.verify(incremental=True).unchanged_streams == 4  # nothing changed: not read
+    path = checked.journal_dir / "b.jsonl"
+    path.write_bytes(path.read_bytes().replace(b'"response":"click 1"', b'"response":"click 7"'))
+    report = checked.verify(incremental=True)
+    assert [p.line() for p in report.problems] == [
+        "error: journal/b.jsonl:3: bad checksum: the line's bytes were changed"
+    ]
+    assert report.unchanged_streams == 0  # without the summaries, every stream was read
+    state.write_bytes(b"a state an older ownloop wrote")
+    assert checked.verify(incremental=True).unchanged_streams == 0
 
 
 def test_a_new_stream_is_read_and_the_rest_is_not(
