@@ -8,9 +8,10 @@ at 10k streams) and opens DuckDB (about 40 ms, and its cache starts empty) on ev
   go after ``idle`` seconds without a read (so other processes can sync or rebuild the index);
 - a new stream (a new session) is seen at the next read: creating a file changes the journal
   folder's modification time, one stat;
-- a stream that grew is seen within ``interval`` seconds: while reads come, a thread scans the
+- a stream that grew is seen within ``every`` seconds: while reads come, a thread scans the
   streams' sizes that often, and syncs the index (the connection closed meanwhile) when they
-  changed. The first read after an idle spell scans before it reads.
+  changed. ``every`` is ``interval``, or ten times what a scan took if that is more (a store of
+  many streams is not scanned all the time). The first read after an idle spell scans first.
 
 ``as_of`` says when the journal was last scanned: what a page read from it can be behind by.
 """
@@ -77,6 +78,7 @@ class KeptIndex:
         self.interval = interval
         self.idle = idle
         self.as_of = 0.0  # wall-clock time of the last scan of the journal (0: none yet)
+        self.every = interval  # seconds between scans while reads come
         self.version = ""  # Store.version's token as of that scan
         self._sizes: dict[str, int] | None = None  # None: scan before the next read
         self._folder: tuple[int, int] | None = None  # the journal folder's (mtime, inode)
@@ -87,9 +89,23 @@ class KeptIndex:
         self._held: _Held | None = None  # the store over that connection
         self._last_read = 0.0
         self._closing = threading.Event()
+        self._closed = False
         self._thread: threading.Thread | None = None
 
     # -------------------------------------------------------------- reading
+    def prepare(self) -> None:
+        """Scan, sync and open now, so that the first read does not wait for it; an error
+        (e.g. a read-only store whose index is out of date) is left for a read to report."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                with self.reading():
+                    pass
+            except Exception:  # the next read meets it again, and says it
+                self._release()
+                self._sizes = None
+
     @contextmanager
     def reading(self) -> Iterator[Store]:
         """The store to read from, as of the last scan (reads are taken one at a time)."""
@@ -115,7 +131,9 @@ class KeptIndex:
         folder = self._folder_now()
         now = time.time_ns()
         index = Index(self.store)
+        started = time.monotonic()
         sizes = index.journal_sizes()
+        self.every = max(self.interval, 10 * (time.monotonic() - started))
         if sizes != self._sizes:
             if not index.up_to_date():
                 self._release()  # a sync takes the index lock exclusively
@@ -154,7 +172,7 @@ class KeptIndex:
             self._thread.start()
 
     def _watch(self) -> None:
-        while not self._closing.wait(self.interval):
+        while not self._closing.wait(self.every):
             with self._lock:
                 if self._closing.is_set():
                     return
@@ -171,6 +189,7 @@ class KeptIndex:
 
     def close(self) -> None:
         """Stop watching the journal and let the index go."""
+        self._closed = True
         self._closing.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():

@@ -50,8 +50,9 @@ class ViewServer:
         self.port = int(self._socket.getsockname()[1])
         allowed = ("127.0.0.1", "localhost") if host in _LOOPBACK else ("*",)
         self._index = KeptIndex(store)
+        self._app = make_app(store, allowed_hosts=allowed, kept=self._index)
         config = uvicorn.Config(
-            make_app(store, allowed_hosts=allowed, kept=self._index),
+            self._app,
             log_level="warning",
             access_log=False,
             lifespan="off",
@@ -67,6 +68,11 @@ class ViewServer:
 
     def serve_forever(self) -> None:
         """Serve in this thread until Ctrl-C (or SIGTERM)."""
+        # The index is opened and the templates compiled while uvicorn starts, not by the
+        # first page (which waits for the index if it comes sooner).
+        threading.Thread(
+            target=self._app.state.prepare, name="ownloop-view-prepare", daemon=True
+        ).start()
         try:
             self._server.run(sockets=[self._socket])
         except KeyboardInterrupt:
