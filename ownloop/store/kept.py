@@ -70,13 +70,18 @@ class _Held(Store):
 class KeptIndex:
     """``store``'s index, kept open for reads; ``with kept.reading() as store: ...``.
 
-    Use ``close()`` (or ``with``) to stop its thread and let the index go.
+    Use ``close()`` (or ``with``) to stop its thread and let the index go. With ``keep=False``
+    every read scans the journal and opens the index, then lets it go (what ``Store.sql`` does
+    for each query): the baseline ``bench/view_bench.py`` measures against.
     """
 
-    def __init__(self, store: Store, *, interval: float = 1.0, idle: float = 5.0) -> None:
+    def __init__(
+        self, store: Store, *, interval: float = 1.0, idle: float = 5.0, keep: bool = True
+    ) -> None:
         self.store = store
         self.interval = interval
         self.idle = idle
+        self.keep = keep
         self.as_of = 0.0  # wall-clock time of the last scan of the journal (0: none yet)
         self.every = interval  # seconds between scans while reads come
         self.version = ""  # Store.version's token as of that scan
@@ -116,6 +121,13 @@ class KeptIndex:
                 self._open()
             assert self._held is not None
             self._last_read = time.monotonic()
+            if not self.keep:
+                try:
+                    yield self._held
+                finally:
+                    self._release()
+                    self._sizes = None
+                return
             self._start_thread()
             yield self._held
 

@@ -29,11 +29,16 @@ class ViewServer:
     Use ``start()`` / ``stop()`` (or ``with``) to run it in a thread, ``serve_forever()`` to run
     it in the foreground until Ctrl-C.
 
+    ``keep_index=False`` opens the index for each page's reads instead of keeping it open (a
+    baseline for ``bench/view_bench.py``).
+
     Raises:
         OwnloopError: the address cannot be bound (busy port, unknown host).
     """
 
-    def __init__(self, store: Store, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, store: Store, host: str = "127.0.0.1", port: int = 0, *, keep_index: bool = True
+    ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -49,7 +54,7 @@ class ViewServer:
         self.host = host
         self.port = int(self._socket.getsockname()[1])
         allowed = ("127.0.0.1", "localhost") if host in _LOOPBACK else ("*",)
-        self._index = KeptIndex(store)
+        self._index = KeptIndex(store, keep=keep_index)
         self._app = make_app(store, allowed_hosts=allowed, kept=self._index)
         config = uvicorn.Config(
             self._app,
