@@ -382,6 +382,25 @@ def seal(ctx: click.Context, run_id: str) -> None:
     ctx.exit(0 if result.seal is not None else 1)
 
 
+@cli.command()
+@click.option("--run", "run_ids", multiple=True, help="A sealed run to archive (repeatable).")
+@click.option("--all-sealed", is_flag=True, help="Archive every sealed run not archived yet.")
+@click.pass_context
+@_friendly
+def archive(ctx: click.Context, run_ids: tuple[str, ...], all_sealed: bool) -> None:
+    """Move sealed runs out of the DuckDB index into Parquet files (archive/<run>/) that the
+    index reads through views: every query answers the same, the index file stays small and
+    `index --rebuild` reads only the other runs' streams.
+    Example: ownloop archive --run r1
+    """
+    from ownloop.store.archive import archive_runs
+
+    if bool(run_ids) == all_sealed:
+        raise click.UsageError("give --run R (one or more) or --all-sealed")
+    results = archive_runs(_store(ctx, create=False), None if all_sealed else list(run_ids))
+    _echo_lines(result.line() for result in results)
+
+
 @cli.command("index")
 @click.option("--rebuild", is_flag=True, help="Drop the index and ingest the whole journal again.")
 @click.option(

@@ -171,28 +171,29 @@ BOOKKEEPING_DDL = (
 
 # The rows of ``session_facts`` (views.sql) for the sessions named in the registered table
 # ``_touched`` (a column session_id), recomputed from every event of theirs: what the sessions
-# view used to rank on each query. Run by each ingest after its old rows are deleted.
+# view used to rank on each query. Run by each ingest after its old rows are deleted. It reads
+# ``main``'s views, so the events of archived runs count too (see archive.py).
 SESSION_FACTS_REFRESH = """
 insert into session_facts
 with touched as (select distinct session_id from _touched),
 started as (
-    select * from session_started where session_id in (select session_id from touched)
+    select * from main.session_started where session_id in (select session_id from touched)
     qualify row_number() over (partition by session_id order by time, stream, seq) = 1
 ),
 ended as (
-    select * from session_ended where session_id in (select session_id from touched)
+    select * from main.session_ended where session_id in (select session_id from touched)
     qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
         = 1
 ),
 graded as (
     -- a regrade of a sealed run is recorded against the seal: the sealed grade stays
-    select * from session_graded
+    select * from main.session_graded
     where coalesce(against_seal, '') = '' and session_id in (select session_id from touched)
     qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
         = 1
 ),
 counted as (
-    select * from session_counted where session_id in (select session_id from touched)
+    select * from main.session_counted where session_id in (select session_id from touched)
     qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
         = 1
 )

@@ -1,0 +1,170 @@
+"""``ownloop archive``: sealed runs moved out of the DuckDB file into Parquet folders.
+
+Every view of the index (the named views and each event table's union view) must answer with
+exactly the same rows before and after the move, after a rebuild that reads only the unsealed
+streams, and after events that arrive later (a regrade against a seal).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ownloop.store import Store, open_store
+from ownloop.store import events as E
+from ownloop.store.archive import archive_runs
+from ownloop.store.seal import seal_run
+from tests.store.conftest import at
+from tests.store.test_seal import write_run
+
+_OWNLOOP = str(Path(sys.executable).with_name("ownloop"))
+_TASKS = tuple(f"t{n}" for n in range(40))
+
+
+def views(store: Store) -> list[str]:
+    rows = store.sql(
+        "select view_name from duckdb_views() where not internal and schema_name = 'main' "
+        "order by 1"
+    ).rows
+    return [str(name) for (name,) in rows]
+
+
+def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
+    """Every view's full row set, sorted (through the read-only query path)."""
+    return {
+        name: sorted(store.sql(f'select * from "{name}"').rows, key=repr) for name in views(store)
+    }
+
+
+def journal_rows(store: Store, where: str = "true") -> int:
+    return int(store.sql(f"select count(*) from journal where {where}").rows[0][0])
+
+
+@pytest.fixture
+def three_runs(store: Store) -> Store:
+    """Two sealed runs of 40 tasks, one open run (no end), all in the index."""
+    for run_id in ("r1", "r2"):
+        write_run(store, run_id, _TASKS)
+        assert seal_run(store, run_id).seal is not None
+    write_run(store, "r3", ("t1", "t2"), end_run=False)
+    store.sync()
+    return store
+
+
+def regrade_against_seal(store: Store, run_id: str, session: str) -> None:
+    """What ``ownloop regrade`` appends for a sealed run: a grade against its seal."""
+    seal = store.sql("select fingerprint from run_sealed where run_id = ?", [run_id]).rows[0][0]
+    with store.stream() as writer:
+        writer.append(
+            [
+                E.SessionGraded(
+                    at=at(500),
+                    run_id=run_id,
+                    session_id=session,
+                    grader="answer",
+                    score=0.0,
+                    passed=False,
+                    against_seal=seal,
+                )
+            ]
+        )
+
+
+def test_every_view_answers_the_same_after_archiving(three_runs: Store) -> None:
+    store = three_runs
+    before = snapshot(store)
+    assert {"sessions", "steps", "runs", "model_called", "journal"} <= before.keys()
+    results = archive_runs(store, ["r1", "r2"])
+    assert [(r.run_id, r.already) for r in results] == [("r1", False), ("r2", False)]
+    assert results[0].events == journal_rows(store, "run_id = 'r1'")
+    assert (store.root / "archive" / "r1" / "journal.parquet").exists()
+    # The rows left the DuckDB file: only the open run's are hot.
+    hot = store.sql("select distinct run_id from hot.journal").rows
+    assert hot == [("r3",)]
+    assert snapshot(store) == before
+    assert [r.already for r in archive_runs(store, ["r1"])] == [True]
+
+
+def test_the_index_file_shrinks(three_runs: Store) -> None:
+    store = three_runs
+    size = store.index_path.stat().st_size
+    archive_runs(store, None)  # --all-sealed
+    assert store.index_path.stat().st_size < size * 0.8
+
+
+def test_rebuild_reads_only_the_unsealed_streams(three_runs: Store) -> None:
+    store = three_runs
+    before = snapshot(store)
+    total = journal_rows(store)
+    archive_runs(store, ["r1", "r2"])
+    result = store.rebuild_index()
+    assert result.events == journal_rows(store, "run_id = 'r3'") < total / 10
+    assert snapshot(store) == before
+    # A later sync of the rebuilt index reads nothing again.
+    assert store.sync().events == 0
+
+
+def test_later_events_and_a_lost_archive_answer_as_the_journal_does(three_runs: Store) -> None:
+    store = three_runs
+    archive_runs(store, ["r1", "r2"])
+    # Events after the move: a regrade against r1's seal, and r3 going on.
+    regrade_against_seal(store, "r1", "r1-t3")
+    write_run(store, "r4", ("t1",))
+    after = snapshot(store)
+    assert after["grades"] != [] and after["sessions"] != []
+    # The archive is a cache of the journal: without it, a rebuild gives the same answers.
+    twin = open_store(store.root.parent / "twin")
+    shutil.copytree(store.journal_dir, twin.journal_dir)
+    shutil.copytree(store.root / "blobs", twin.root / "blobs", dirs_exist_ok=True)
+    twin.rebuild_index()
+    assert snapshot(twin) == after
+    # Archiving the twin's sealed runs, and rebuilding the store, still agree.
+    archive_runs(twin, None)
+    assert snapshot(twin) == after
+    store.rebuild_index()
+    assert snapshot(store) == after
+
+
+def test_a_truncated_archived_stream_is_read_from_the_journal_again(three_runs: Store) -> None:
+    store = three_runs
+    archive_runs(store, ["r1"])
+    stream = store.journal_dir / "r1-t1.jsonl"
+    stream.write_bytes(stream.read_bytes().splitlines(keepends=True)[0])
+    # The archive no longer matches its journal: a rebuild leaves it unused.
+    result = store.rebuild_index()
+    assert result.events == journal_rows(store)  # r2 was not archived, r1 no longer is
+    assert journal_rows(store, "stream = 'r1-t1'") == 1
+
+
+def test_archiving_an_unsealed_run_is_refused(three_runs: Store) -> None:
+    done = subprocess.run(
+        [_OWNLOOP, "--store", str(three_runs.root), "archive", "--run", "r3"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"Error: run r3 is not sealed, so it can still change: seal it first with: "
+        f"ownloop --store {three_runs.root} seal --run r3"
+    ]
+    assert not (three_runs.root / "archive").exists()
+
+
+def test_the_cli_archives_every_sealed_run(three_runs: Store) -> None:
+    before = snapshot(three_runs)
+    done = subprocess.run(
+        [_OWNLOOP, "--store", str(three_runs.root), "archive", "--all-sealed"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["archived run r1", "archived run r2"]
+    assert "moved to archive/r1/" in lines[0]
+    assert snapshot(three_runs) == before
