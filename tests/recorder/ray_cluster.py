@@ -5,12 +5,22 @@ namespace the only interface is ``lo``, so Ray uses 127.0.0.1 by itself. A new p
 (with its own /proc) means ``ray stop`` and the kernel's clean-up at the end touch only the
 processes of this test, never another Ray on the machine.
 
-A test re-runs itself in there::
+A module's selected tests re-run together in there, in one pytest, on one cluster (starting
+a namespace, a pytest and a two-node cluster costs ~20 s, so it is done once per module)::
 
-    def test_x(request):
-        if reexec_in_netns(request):
+    @pytest.fixture(scope="module")
+    def cluster(request):
+        outcomes = reexec_module_in_netns(request)
+        if outcomes is not None:
+            yield outcomes      # outside: every test already ran inside
+            return
+        with RayCluster() as cluster:
+            yield cluster
+
+    def test_x(request, cluster):
+        if ran_in_netns(request, cluster):
             return          # the body ran (and passed) inside the namespace
-        with RayCluster() as cluster: ...
+        ...
 """
 
 from __future__ import annotations
@@ -46,16 +56,18 @@ def ray_env() -> dict[str, str]:
     return {**os.environ, **_FAST_FAILURE}
 
 
-def reexec_in_netns(request: Any, timeout: float = 300) -> bool:
-    """Outside the namespace: run this one test in a new one and return True (it passed).
-    Inside: bring loopback up and return False (go on with the body)."""
+def reexec_module_in_netns(request: Any, timeout: float = 600) -> dict[str, str] | None:
+    """Outside the namespace: run this module's selected tests, in their order, in one new
+    namespace and return each one's outcome ("passed", "failed", ...) by node id, with the run's
+    output under ``"output"``. Inside: bring loopback up and return None (go on with the tests)."""
     pytest.importorskip("ray")
     if os.environ.get(_INSIDE) == "1":
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        return False
+        return None
     if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.skip("needs root, unshare and ip for a network namespace")
     root = Path(__file__).resolve().parents[2]
+    selected = [item.nodeid for item in request.session.items if item.module is request.module]
     command = [
         "unshare",
         "--net",
@@ -65,9 +77,9 @@ def reexec_in_netns(request: Any, timeout: float = 300) -> bool:
         sys.executable,
         "-m",
         "pytest",
-        request.node.nodeid,
+        *selected,
         "-q",
-        "-x",
+        "-rA",  # a PASSED/FAILED line per test, read below
         "-p",
         "no:cacheprovider",
     ]
@@ -79,8 +91,21 @@ def reexec_in_netns(request: Any, timeout: float = 300) -> bool:
         text=True,
         timeout=timeout,
     )
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-    assert " passed" in done.stdout, done.stdout[-3000:]
+    outcomes = {"output": done.stdout[-6000:] + done.stderr[-3000:]}
+    for line in done.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR", "SKIPPED") and rest.split(" ")[0] in selected:
+            outcomes.setdefault(rest.split(" ")[0], word.lower())
+    return outcomes
+
+
+def ran_in_netns(request: Any, cluster: RayCluster | dict[str, str]) -> bool:
+    """Outside the namespace: assert this test passed in the module's run and return True.
+    Inside (``cluster`` is the running cluster): return False (go on with the body)."""
+    if isinstance(cluster, RayCluster):
+        return False
+    outcome = cluster.get(request.node.nodeid, "not run")
+    assert outcome == "passed", f"{outcome} in the namespace:\n{cluster['output']}"
     return True
 
 
@@ -108,8 +133,13 @@ class RayCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # SIGKILL, and no grace period: the killed daemons stay zombies here (this namespace's
+        # init, the test's Python, does not reap them), so ray would wait out all of its 16 s
         subprocess.run(
-            [str(_BIN / "ray"), "stop", "--force"], env=ray_env(), capture_output=True, timeout=120
+            [str(_BIN / "ray"), "stop", "--force", "--grace-period", "0"],
+            env=ray_env(),
+            capture_output=True,
+            timeout=120,
         )
         shutil.rmtree(self.dir, ignore_errors=True)
 

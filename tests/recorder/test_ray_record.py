@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,29 @@ import pytest
 
 from ownloop.modelserver.endpoint import make_server
 from ownloop.store import open_store
-from tests.recorder.ray_cluster import RayCluster, ray_env, reexec_in_netns, wait_for
+from tests.recorder.ray_cluster import (
+    RayCluster,
+    ran_in_netns,
+    ray_env,
+    reexec_module_in_netns,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TASKS = "click-button,click-link,focus-text,click-checkboxes"
+
+
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest) -> Iterator[RayCluster | dict[str, str]]:
+    """Inside the namespace: one two-node cluster for both tests, in file order, since the last
+    one kills the worker node. Outside: the outcomes of the one run inside."""
+    outcomes = reexec_module_in_netns(request)
+    if outcomes is not None:
+        yield outcomes
+        return
+    with RayCluster() as running:
+        yield running
 
 
 def _record(
@@ -87,14 +106,14 @@ def _holders(store: Path, run: str) -> list[str]:
 
 
 def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers_too(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, request: pytest.FixtureRequest, cluster: RayCluster | dict[str, str]
 ) -> None:
-    if reexec_in_netns(request):
+    if ran_in_netns(request, cluster):
         return
+    assert isinstance(cluster, RayCluster)
     with (
         make_server("miniwob", "uitars") as url,
         make_server("miniwob", "uitars") as url2,
-        RayCluster() as cluster,
     ):
         threads = _finish(_record(tmp_path, url, "threads", "--workers", "2"))
         ray = _finish(
@@ -202,13 +221,15 @@ def _in_flight_on_worker(store: Path, cluster: RayCluster) -> str | None:
 
 
 def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_stops(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, request: pytest.FixtureRequest, cluster: RayCluster | dict[str, str]
 ) -> None:
-    if reexec_in_netns(request):
+    """Last in the module: it kills the cluster's worker node."""
+    if ran_in_netns(request, cluster):
         return
+    assert isinstance(cluster, RayCluster)
     # slow answers: the head node's actor must not finish every task before the worker
     # node's actor (a second Python, Ray worker and Chromium) has started one
-    with make_server("miniwob", "uitars", "slow=2") as url, RayCluster() as cluster:
+    with make_server("miniwob", "uitars", "slow=2") as url:
         driver = _record(
             tmp_path,
             url,
