@@ -31,7 +31,13 @@ from ownloop.store.archive import ArchiveResult, attach_archives, compact, move_
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
-from ownloop.store.journal import ChainState, check_chain, decode_lines
+from ownloop.store.journal import (
+    ChainState,
+    DecodedLines,
+    check_chain,
+    decode_intact,
+    decode_lines,
+)
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
 from ownloop.store.schema import (
@@ -130,8 +136,13 @@ class _Batch:
         the chain stood at ``chain``); returns the chain's state after it."""
         raw_lines = chunk.split(b"\n")
         raw_lines.pop()  # the chunk ends with a newline
-        lengths = [len(raw) + 1 for raw in raw_lines]
+        lengths = list(map((1).__add__, map(len, raw_lines)))
         offsets = list(accumulate(lengths[:-1], initial=base))
+        intact = decode_intact(raw_lines, chain)
+        if intact is not None:  # the common case: nothing damaged, everything decodes
+            decoded, chain = intact
+            self._keep(stream, decoded, offsets, lengths, len(chunk))
+            return chain
         damaged, chain = check_chain(raw_lines, chain)
         if damaged:
             self.damaged += [
@@ -151,14 +162,24 @@ class _Batch:
         if decoded.positions is not None:
             offsets = [offsets[i] for i in decoded.positions]
             lengths = [lengths[i] for i in decoded.positions]
+        self._keep(stream, decoded, offsets, lengths, len(chunk))
+        return chain
+
+    def _keep(
+        self,
+        stream: str,
+        decoded: DecodedLines,
+        offsets: list[int],
+        lengths: list[int],
+        nbytes: int,
+    ) -> None:
         # Only C-level list operations per event here: grouping by kind waits for write().
         self.events += decoded.events
         self.seqs += decoded.seqs
         self.offsets += offsets
         self.lengths += lengths
         self.streams += repeat(stream, len(decoded.events))
-        self.nbytes += len(chunk)
-        return chain
+        self.nbytes += nbytes
 
     def _by_kind(self) -> Iterator[tuple[type, slice, list[int]]]:
         """Each kind present, the slice of the kind-ordered rows it holds, and that ordering."""
