@@ -238,7 +238,7 @@ class BlobStore:
             pass
         image, _ = decode_compacted(self._stored_webp(sha256))
         out = io.BytesIO()
-        image.save(out, format="PNG", compress_level=1)  # a transient copy: fast over small
+        image.save(out, format="PNG")  # zlib's level 6: about the size of the browser's PNG
         return out.getvalue()
 
     def get_stored(self, sha256: str) -> bytes:
