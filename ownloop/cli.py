@@ -367,18 +367,23 @@ def verify(
 
 @cli.command()
 @click.option("--run", "run_id", required=True, help="The run to audit and seal.")
+@click.option("--archive", "then_archive", is_flag=True, help="Then archive it (see archive).")
 @click.pass_context
 @_friendly
-def seal(ctx: click.Context, run_id: str) -> None:
+def seal(ctx: click.Context, run_id: str, then_archive: bool) -> None:
     """Audit a run and, only if the audit passes, seal it: print its fingerprint to cite.
 
     Exit status 1, with each reason, when the audit fails (nothing is sealed).
     Example: ownloop seal --run r1
     """
+    from ownloop.store.archive import archive_runs
     from ownloop.store.seal import seal_run
 
-    result = seal_run(_store(ctx, create=False), run_id)
+    store = _store(ctx, create=False)
+    result = seal_run(store, run_id)
     _echo_lines(result.lines())
+    if result.seal is not None and then_archive:
+        _echo_lines(archived.line() for archived in archive_runs(store, [run_id]))
     ctx.exit(0 if result.seal is not None else 1)
 
 

@@ -168,3 +168,19 @@ def test_the_cli_archives_every_sealed_run(three_runs: Store) -> None:
     assert [line.split(":")[0] for line in lines] == ["archived run r1", "archived run r2"]
     assert "moved to archive/r1/" in lines[0]
     assert snapshot(three_runs) == before
+
+
+def test_seal_archive_seals_then_archives(store: Store) -> None:
+    write_run(store, "r1", ("t1", "t2"))
+    done = subprocess.run(
+        [_OWNLOOP, "--store", str(store.root), "seal", "--run", "r1", "--archive"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("sealed run r1: 2 sessions")
+    assert lines[-1].startswith("archived run r1: ")
+    assert store.sql("select count(*) from hot.journal").rows == [(0,)]
+    assert store.sql("select count(*), min(passed) from sessions").rows == [(2, True)]
+    assert len(store.sql("select * from run_sealed").rows) == 1
