@@ -12,6 +12,7 @@ Everything starts lazily, on the first test that asks for it, and stops at the e
 - ``spawned``: a list a test appends the processes it starts to; any still running at the end
   is killed.
 - ``site``: the test site of ``tests/site/server.py`` on 127.0.0.1 (``site.base`` is its URL).
+- ``recorded_store``: the four agents recorded on two MiniWoB tasks, once per run (read only).
 
 Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
 ``@pytest.mark.browser``.
@@ -91,3 +92,48 @@ def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
         if process.poll() is None:
             process.kill()
         process.wait(10)
+
+
+RECORDED_AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
+
+
+@pytest.fixture(scope="session")
+def recorded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with the four agents' runs of two MiniWoB tasks, each agent answering as the
+    MiniWoB expert in its own grammar (about 25 s; browser tests only). Recorded once for the
+    run: tests only read it (copy it with shutil.copytree to change it)."""
+    from click.testing import CliRunner
+
+    from ownloop.agents import agent_options
+    from ownloop.cli import cli
+    from ownloop.modelserver.endpoint import make_server
+
+    root = tmp_path_factory.mktemp("recorded")
+    store = root / "store"
+    for agent in RECORDED_AGENTS:
+        options = ["-o", "pause=0"] if "pause" in agent_options(agent) else []
+        with make_server("miniwob", agent) as url:
+            result = CliRunner().invoke(
+                cli,
+                [
+                    "--store",
+                    str(store),
+                    "record",
+                    agent,
+                    "--suite",
+                    "miniwob:click-button,enter-text",
+                    "--endpoint",
+                    url,
+                    "--model",
+                    "expert",
+                    "--settle",
+                    "0.1",
+                    "--workers",
+                    "1",
+                    "--released",
+                    str(root / "no-clone"),
+                    *options,
+                ],
+            )
+        assert result.exit_code == 0 and "2 finished" in result.output, (agent, result.output)
+    return store

@@ -195,50 +195,6 @@ def agent_folder() -> Callable[..., Path]:
     return make
 
 
-RECORDED_AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
-
-
-@pytest.fixture(scope="session")
-def recorded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store with the four agents' runs of two MiniWoB tasks, each agent answering as the
-    MiniWoB expert in its own grammar (about a minute and a half; browser tests only)."""
-    from click.testing import CliRunner
-
-    from ownloop.agents import agent_options
-    from ownloop.cli import cli
-    from ownloop.modelserver.endpoint import make_server
-
-    root = tmp_path_factory.mktemp("recorded")
-    store = root / "store"
-    for agent in RECORDED_AGENTS:
-        options = ["-o", "pause=0"] if "pause" in agent_options(agent) else []
-        with make_server("miniwob", agent) as url:
-            result = CliRunner().invoke(
-                cli,
-                [
-                    "--store",
-                    str(store),
-                    "record",
-                    agent,
-                    "--suite",
-                    "miniwob:click-button,enter-text",
-                    "--endpoint",
-                    url,
-                    "--model",
-                    "expert",
-                    "--settle",
-                    "0.1",
-                    "--workers",
-                    "1",
-                    "--released",
-                    str(root / "no-clone"),
-                    *options,
-                ],
-            )
-        assert result.exit_code == 0 and "2 finished" in result.output, (agent, result.output)
-    return store
-
-
 def run_ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The real CLI in a subprocess, warnings as errors: ``ownloop --store STORE ARGS``."""
     return subprocess.run(
