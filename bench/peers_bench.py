@@ -1,0 +1,565 @@
+"""The same trajectories kept three ways: the seed's plain folder, Inspect's ``.eval`` log and
+ownloop's store, written and queried side by side in one run.
+
+    .venv/bin/python bench/peers_bench.py            # 100 sessions x 20 steps (a few minutes)
+    .venv/bin/python bench/peers_bench.py --quick    # 20 sessions x 20 steps
+
+Inspect's column needs inspect_ai (a bench-only dependency): pip install -e '.[bench]'. Without
+it that column is skipped with a notice. Every session is 20 MiniWoB-like steps with a distinct
+1280x800 PNG screenshot; each model request carries the last five screenshots, as the agents send
+them. Ratios are against the plain folder, measured in the same run (writers interleaved, so the
+machine's load hits each alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import msgspec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from store_bench import T0, screenshots, step_events  # noqa: E402
+
+from ownloop.store import events as E  # noqa: E402
+from ownloop.store import open_store  # noqa: E402
+
+WINDOW = 5  # screenshots per model request
+SYSTEM = "You are a GUI agent. You are given a task and your action history, with screenshots."
+PROMPT = (
+    "You are a GUI agent. You are given a task and your action history, with screenshots. You "
+    "need to perform the next action to complete the task.\n\n## Output Format\n```\nThought: "
+    "...\nAction: ...\n```\n\n## Action Space\nclick(start_box='<|box_start|>(x1,y1)<|box_end|>')"
+    "\nleft_double(start_box='<|box_start|>(x1,y1)<|box_end|>')\ntype(content='')\nscroll("
+    "start_box='<|box_start|>(x1,y1)<|box_end|>', direction='down or up or right or left')\n"
+    "wait()\nfinished(content='xxx')\n\n## Note\n- Use English in `Thought` part.\n- Write a "
+    "small plan and finally summarize your next action (with its target element) in one "
+    "sentence in `Thought` part.\n\n## User Instruction\n"
+)
+# The steps and last response of every session, as a user would ask each store.
+OWNLOOP_QUERY = (
+    "select session_id, count(*) as steps, arg_max(response, step) as last_response "
+    "from steps group by session_id order by session_id"
+)
+
+
+# ------------------------------------------------------------------ the trajectories
+class Step(msgspec.Struct, frozen=True):
+    """One generated step: what every writer is given."""
+
+    session: str
+    step: int
+    png: bytes
+    response: str
+    action: str
+    at: datetime
+
+
+def cached_screenshots(n: int) -> list[bytes]:
+    """``store_bench.screenshots(n)``, kept in the temporary folder between runs (drawing and
+    encoding 2,000 of them takes minutes on a busy machine; their timing is not measured)."""
+    folder = Path(tempfile.gettempdir()) / "ownloop-peers-bench-pngs"
+    paths = [folder / f"{i:05d}.png" for i in range(n)]
+    if all(p.exists() for p in paths):
+        return [p.read_bytes() for p in paths]
+    pngs = screenshots(n)
+    folder.mkdir(exist_ok=True)
+    for path, png in zip(paths, pngs, strict=True):
+        path.write_bytes(png)
+    return pngs
+
+
+def trajectories(sessions: int, steps: int) -> list[list[Step]]:
+    pngs = cached_screenshots(sessions * steps)
+    out = []
+    for s in range(sessions):
+        session = f"session-{s:04d}"
+        out.append(
+            [
+                Step(
+                    session,
+                    i,
+                    pngs[s * steps + i],
+                    f"Thought: I click the button labelled {i}.\n"
+                    f"Action: click(start_box='({i * 10},{200 + s})')",
+                    f"pyautogui.click({i * 10}, {200 + s})",
+                    T0 + timedelta(seconds=s * 60 + i * 2),
+                )
+                for i in range(steps)
+            ]
+        )
+    return out
+
+
+def task(session: str) -> E.Task:
+    number = int(session.rsplit("-", 1)[1])
+    return E.Task(
+        task_id=f"miniwob.click-button.{number}",
+        prompt=f"Click on the button labelled {number % 20}.",
+        start_url="http://127.0.0.1:8312/miniwob/click-button.html",
+        suite="miniwob",
+        seed=number,
+    )
+
+
+# ------------------------------------------------------------------ plain folder
+def write_plain(root: Path, sessions: list[list[Step]], fsync: bool) -> None:
+    """The seed's layout (as OSWorld's result folders): per session a folder with
+    ``traj.jsonl`` (a line per step: its response and action) and a PNG per step."""
+    for steps in sessions:
+        folder = root / steps[0].session
+        folder.mkdir(parents=True)
+        (folder / "instruction.txt").write_text(task(steps[0].session).prompt)
+        with open(folder / "traj.jsonl", "a") as log:
+            for st in steps:
+                name = f"step_{st.step + 1}_{st.at:%Y%m%d@%H%M%S}.png"
+                (folder / name).write_bytes(st.png)
+                line = {
+                    "step_num": st.step + 1,
+                    "action_timestamp": f"{st.at:%Y%m%d@%H%M%S}",
+                    "action": st.action,
+                    "response": st.response,
+                    "reward": 0,
+                    "done": st.step == len(steps) - 1,
+                    "info": {},
+                    "screenshot_file": name,
+                }
+                log.write(json.dumps(line) + "\n")
+                log.flush()
+                if fsync:  # one fsync per step: the line's (the PNG is not synced)
+                    os.fsync(log.fileno())
+        (folder / "result.txt").write_text("1.0\n")
+
+
+def query_plain(root: Path) -> list[tuple[str, int, str]]:
+    rows = []
+    for folder in sorted(root.iterdir()):
+        with open(folder / "traj.jsonl") as f:
+            lines = [json.loads(line) for line in f]
+        rows.append((folder.name, len(lines), lines[-1]["response"]))
+    return rows
+
+
+# ------------------------------------------------------------------ ownloop
+def write_ownloop(root: Path, sessions: list[list[Step]], fsync: bool) -> None:
+    """As a recorder writes: a stream per session, the step's blob then its five events."""
+    store = open_store(root, fsync=fsync)
+    with store.stream() as run_stream:
+        run_stream.append(
+            [E.RunStarted(at=T0, run_id="r", agent="uitars", model="uitars15-7b", max_steps=20)]
+        )
+    for steps in sessions:
+        session = steps[0].session
+        with store.stream(session) as stream:
+            stream.append(
+                [
+                    E.SessionStarted(
+                        at=steps[0].at,
+                        run_id="r",
+                        session_id=session,
+                        task=task(session),
+                        agent="uitars",
+                        model="uitars15-7b",
+                        viewport=(1280, 800),
+                        budget=20,
+                    )
+                ]
+            )
+            history: list[tuple[str, str]] = []  # (sha256, response) of the steps before
+            for st in steps:
+                sha = store.put_blob(st.png)
+                events = step_events("r", session, st.step, sha, st.at)
+                called = events[1]
+                assert isinstance(called, E.ModelCalled)
+                events[1] = msgspec.structs.replace(
+                    called, messages=request(session, history, sha), response=st.response
+                )
+                stream.append(events)
+                history.append((sha, st.response))
+            stream.append(
+                [
+                    E.SessionEnded(
+                        at=steps[-1].at,
+                        run_id="r",
+                        session_id=session,
+                        status="finished",
+                        steps=len(steps),
+                        seconds=40.0,
+                    ),
+                    E.SessionGraded(
+                        at=steps[-1].at,
+                        run_id="r",
+                        session_id=session,
+                        grader="miniwob",
+                        score=1.0,
+                        passed=True,
+                    ),
+                ]
+            )
+
+
+def request(session: str, history: Sequence[tuple[str, str]], now: str) -> tuple[E.Message, ...]:
+    """UI-TARS's request: system, prompt, past responses with the last four screenshots, now."""
+    messages = [
+        E.Message(role="system", parts=(E.TextPart(text=SYSTEM),)),
+        E.Message(role="user", parts=(E.TextPart(text=PROMPT + task(session).prompt),)),
+    ]
+    first_with_image = len(history) - (WINDOW - 1)
+    for i, (sha, response) in enumerate(history):
+        if i >= first_with_image:
+            messages.append(
+                E.Message(role="user", parts=(E.ImagePart(sha256=sha, width=1280, height=800),))
+            )
+        messages.append(E.Message(role="assistant", parts=(E.TextPart(text=response),)))
+    messages.append(
+        E.Message(role="user", parts=(E.ImagePart(sha256=now, width=1280, height=800),))
+    )
+    return tuple(messages)
+
+
+def query_ownloop(root: Path) -> list[tuple[str, int, str]]:
+    return [(s, n, r) for s, n, r in open_store(root).sql(OWNLOOP_QUERY).rows]
+
+
+def ownloop_bytes(root: Path) -> dict[str, int]:
+    parts = {"journal": tree_bytes(root / "journal"), "blobs": tree_bytes(root / "blobs")}
+    parts["index"] = sum(p.stat().st_blocks * 512 for p in root.glob("index.*") if p.is_file())
+    return parts
+
+
+# ------------------------------------------------------------------ Inspect
+def inspect_available() -> bool:
+    try:
+        import inspect_ai  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write_inspect(path: Path, sessions: list[list[Step]]) -> None:
+    """The same sessions as an Inspect ``.eval`` log, through inspect_ai's own writer: a sample
+    per session holding its conversation, and per step a model event whose input is the request
+    as sent (five screenshots), images as data URIs that the writer condenses by hash."""
+    import base64
+
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalSample,
+        EvalSpec,
+        write_eval_log,
+    )
+    from inspect_ai.model import (
+        ChatMessage,
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageUser,
+        ContentImage,
+        GenerateConfig,
+        ModelOutput,
+    )
+
+    model = "openai/uitars15-7b"
+    samples = []
+    for steps in sessions:
+        session = steps[0].session
+        conversation: list[ChatMessage] = [
+            ChatMessageSystem(content=SYSTEM),
+            ChatMessageUser(content=PROMPT + task(session).prompt),
+        ]
+        shots: list[ChatMessageUser] = []
+        events = []
+        output = ModelOutput()
+        for st in steps:
+            uri = "data:image/png;base64," + base64.b64encode(st.png).decode()
+            shot = ChatMessageUser(content=[ContentImage(image=uri)])
+            # The window as sent: past responses, only the last screenshots kept.
+            sent = list(conversation[:2])
+            for earlier in conversation[2:]:
+                kept = any(earlier is shot for shot in shots[-(WINDOW - 1) :])
+                if isinstance(earlier, ChatMessageUser) and not kept:
+                    continue
+                sent.append(earlier)
+            sent.append(shot)
+            output = ModelOutput.from_content(model, st.response)
+            events.append(
+                ModelEvent(
+                    model=model,
+                    input=sent,
+                    tools=[],
+                    tool_choice="none",
+                    config=GenerateConfig(temperature=0.0, top_p=0.9, max_tokens=500),
+                    output=output,
+                    timestamp=st.at,
+                )
+            )
+            shots.append(shot)
+            conversation += [shot, ChatMessageAssistant(content=st.response)]
+        samples.append(
+            EvalSample(
+                id=session,
+                epoch=1,
+                input=task(session).prompt,
+                target="",
+                messages=conversation,
+                output=output,
+                events=events,
+            )
+        )
+    spec = EvalSpec(
+        created=T0.isoformat(),
+        task="miniwob",
+        dataset=EvalDataset(name="miniwob", samples=len(sessions)),
+        model=model,
+        config=EvalConfig(),
+    )
+    write_eval_log(EvalLog(eval=spec, status="success", samples=samples), str(path))
+
+
+def query_inspect(path: Path) -> list[tuple[str, int, str]]:
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path))
+    return sorted(
+        (
+            str(sample.id),
+            sum(isinstance(e, ModelEvent) for e in sample.events),
+            sample.output.completion,
+        )
+        for sample in log.samples or []
+    )
+
+
+# ------------------------------------------------------------------ measuring
+def tree_bytes(root: Path) -> int:
+    """What ``root`` takes on disk (allocated blocks: a small file costs a whole block)."""
+    if root.is_file():
+        return root.stat().st_blocks * 512
+    return sum(p.stat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    """The median wall time of ``fn`` in seconds."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def cli(name: str) -> list[str] | None:
+    """The command that runs ``name``: beside this Python, else on the PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which(name)
+    return [found] if found else None
+
+
+def cold(argv: list[str], repeat: int) -> float:
+    """The median time of ``argv`` in a new process (its output discarded)."""
+
+    def run() -> None:
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+
+    return timed(run, repeat)
+
+
+def has_compact(ownloop: list[str]) -> bool:
+    done = subprocess.run([*ownloop, "compact", "--help"], capture_output=True)
+    return done.returncode == 0
+
+
+def mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="20 sessions instead of 100")
+    parser.add_argument("--sessions", type=int, help="how many sessions (default 100)")
+    parser.add_argument("--rounds", type=int, default=3, help="write rounds (median)")
+    parser.add_argument(
+        "--ownloop", help="the ownloop command for the cold CLI call (default: beside Python)"
+    )
+    args = parser.parse_args(argv)
+    sessions = args.sessions or (20 if args.quick else 100)
+    steps = 20
+    ownloop = args.ownloop.split() if args.ownloop else cli("ownloop")
+    ownloop = ownloop or [sys.executable, "-m", "ownloop"]
+    with_inspect = inspect_available()
+    if not with_inspect:
+        print(
+            "notice: inspect_ai is not installed, so Inspect's column is skipped. "
+            "Install it with: pip install -e '.[bench]'"
+        )
+    print(f"generating {sessions} sessions x {steps} steps of 1280x800 PNGs ...", flush=True)
+    trajs = trajectories(sessions, steps)
+    png_bytes = sum(len(st.png) for s in trajs for st in s)
+    print(f"  {sessions * steps} steps, PNGs {mb(png_bytes)}; load {os.getloadavg()[0]:.1f}")
+
+    work = Path(tempfile.mkdtemp(prefix="ownloop-peers-"))
+    try:
+        report(work, trajs, args.rounds, ownloop, with_inspect)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(
+    work: Path,
+    trajs: list[list[Step]],
+    rounds: int,
+    ownloop: list[str],
+    with_inspect: bool,
+) -> None:
+    writers: dict[str, Callable[[Path], None]] = {
+        "plain": lambda p: write_plain(p, trajs, fsync=False),
+        "plain+fsync": lambda p: write_plain(p, trajs, fsync=True),
+        "ownloop": lambda p: write_ownloop(p, trajs, fsync=False),
+        "ownloop+fsync": lambda p: write_ownloop(p, trajs, fsync=True),
+    }
+    if with_inspect:
+        writers["inspect"] = lambda p: write_inspect(p, trajs)
+    times: dict[str, list[float]] = {name: [] for name in writers}
+    # Interleaved rounds, so the machine's load hits every writer alike.
+    for _ in range(rounds):
+        for name, write in writers.items():
+            target = work / name / ("log.eval" if name == "inspect" else "data")
+            shutil.rmtree(target.parent, ignore_errors=True)
+            target.parent.mkdir(parents=True)
+            started = time.perf_counter()
+            write(target)
+            times[name].append(time.perf_counter() - started)
+    write_s = {name: statistics.median(ts) for name, ts in times.items()}
+    plain, store, log = work / "plain" / "data", work / "ownloop+fsync" / "data", None
+    if with_inspect:
+        log = work / "inspect" / "log.eval"
+
+    # The same answer from each.
+    expected = query_plain(plain)
+    open_store(store).sync()  # warm: the index exists and is up to date
+    assert query_ownloop(store) == expected, "ownloop's answer differs from the plain folder's"
+    if log is not None:
+        assert query_inspect(log) == expected, "Inspect's answer differs from the plain folder's"
+    query_s = {
+        "plain": timed(lambda: query_plain(plain), 7),
+        "ownloop": timed(lambda: query_ownloop(store), 7),
+    }
+    if log is not None:
+        query_s["inspect"] = timed(lambda: query_inspect(log), 3)
+    cold_s = {
+        "ownloop": cold(
+            [*ownloop, "sql", "--store", str(store), "--format", "csv", OWNLOOP_QUERY], 5
+        )
+    }
+    if log is not None:
+        inspect_cli = cli("inspect")
+        if inspect_cli:
+            cold_s["inspect"] = cold([*inspect_cli, "log", "dump", str(log)], 3)
+        cold_s["inspect_py"] = cold(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from inspect_ai.log import read_eval_log; read_eval_log(sys.argv[1])",
+                str(log),
+            ],
+            3,
+        )
+
+    disk = {"plain": tree_bytes(plain), "ownloop": tree_bytes(store)}
+    parts = ownloop_bytes(store)
+    if log is not None:
+        disk["inspect"] = tree_bytes(log)
+    compacted = None
+    if has_compact(ownloop):
+        subprocess.run(
+            [*ownloop, "compact", "--store", str(store)], check=True, capture_output=True
+        )
+        compacted = ownloop_bytes(store)
+    print_table(write_s, query_s, cold_s, disk, parts, compacted, log is not None)
+
+
+def print_table(
+    write_s: dict[str, float],
+    query_s: dict[str, float],
+    cold_s: dict[str, float],
+    disk: dict[str, int],
+    parts: dict[str, int],
+    compacted: dict[str, int] | None,
+    with_inspect: bool,
+) -> None:
+    plain_bytes = disk["plain"]
+
+    def share(n: int) -> str:
+        return f"{n / plain_bytes:.2f}"
+
+    def split(p: dict[str, int]) -> str:
+        return ", ".join(f"{k} {mb(v)}" for k, v in p.items())
+
+    skipped = "(not installed)"
+    rows = [
+        (
+            "bytes on disk",
+            f"1.00 ({mb(plain_bytes)})",
+            share(disk["inspect"]) if with_inspect else skipped,
+            f"{share(sum(parts.values()))} ({split(parts)})",
+        )
+    ]
+    if compacted is not None:
+        rows.append(
+            (
+                "bytes after `ownloop compact`",
+                "",
+                "",
+                f"{share(sum(compacted.values()))} ({split(compacted)})",
+            )
+        )
+    steps = "write time"
+    rows.append(
+        (
+            steps,
+            f"1.0 ({write_s['plain']:.2f} s; {write_s['plain+fsync']:.2f} s with an fsync a step)",
+            f"{write_s['inspect'] / write_s['plain']:.1f}x" if with_inspect else skipped,
+            f"{write_s['ownloop+fsync'] / write_s['plain+fsync']:.1f}x with fsync, "
+            f"{write_s['ownloop'] / write_s['plain']:.1f}x without",
+        )
+    )
+    rows.append(
+        (
+            "steps + last response of every session",
+            f"{query_s['plain']:.3f} s (Python over the JSON)",
+            f"{query_s['inspect']:.3f} s (read_eval_log)" if with_inspect else skipped,
+            f"{query_s['ownloop']:.3f} s (store.sql, warm)",
+        )
+    )
+    inspect_cold = skipped
+    if with_inspect:
+        said = [f"{cold_s['inspect_py']:.2f} s (python -c read_eval_log)"]
+        if "inspect" in cold_s:
+            said.insert(0, f"{cold_s['inspect']:.2f} s (inspect log dump)")
+        inspect_cold = "; ".join(said)
+    rows.append(("a cold CLI call", "", inspect_cold, f"{cold_s['ownloop']:.2f} s (ownloop sql)"))
+    print()
+    print("| figure | plain folder (seed layout) | Inspect `.eval` | ownloop |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
