@@ -200,8 +200,9 @@ def open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
         # views): DuckDB takes allowed_directories only before external access is turned off.
         # Another connection of this process to the file (the viewer's kept one) shares its
         # database, already set up so and locked.
-        locked = con.execute("select current_setting('lock_configuration')").fetchone()
-        if not (locked and locked[0]):
+        # (fetchall: a result left unfetched would keep the connection busy)
+        locked = con.execute("select current_setting('lock_configuration')").fetchall()
+        if not locked[0][0]:
             archive = str(path.parent.resolve() / "archive") + os.sep
             con.execute("set allowed_directories = ?", [[archive]])
             con.execute("set enable_external_access = false")
