@@ -236,7 +236,13 @@ class BlobStore:
             return self.path(sha256).read_bytes()
         except FileNotFoundError:
             pass
-        image, _ = decode_compacted(self._stored_webp(sha256))
+        try:
+            image, _ = decode_compacted(self._stored_webp(sha256))
+        except ValueError as exc:  # read as missing: the pixels are not there
+            raise MissingBlob(
+                f"blob {sha256[:12]} in {self.root} is damaged ({exc}). "
+                "Check the store with: ownloop verify --full"
+            ) from None
         out = io.BytesIO()
         image.save(out, format="PNG")  # zlib's level 6: about the size of the browser's PNG
         return out.getvalue()

@@ -22,7 +22,7 @@ from ownloop.cli import cli
 from ownloop.replay.fidelity import pixel_diff
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store.blobs import decode_compacted, pixel_sha256
+from ownloop.store.blobs import MissingBlob, decode_compacted, pixel_sha256
 from ownloop.store.compact import compact_blobs
 from ownloop.view.server import ViewServer
 from tests.store.conftest import at
@@ -256,3 +256,17 @@ def test_a_killed_runs_temporary_webp_is_swept_once_stale(tmp_path: Path) -> Non
 
     assert not old.exists()
     assert fresh.exists()  # perhaps another compaction's, still being written
+
+
+def test_a_damaged_webp_reads_as_a_one_line_error(tmp_path: Path) -> None:
+    store, [sha] = _store_with_steps(tmp_path / "store", [_png(_page(1))])
+    compact_blobs(store.blobs)
+    store.blobs.compacted_path(sha).write_bytes(b"RIFF\x00\x00\x00\x00WEBPVP8L torn")
+
+    with pytest.raises(MissingBlob) as raised:
+        store.get_blob(sha)
+
+    message = str(raised.value)
+    assert message.startswith(f"blob {sha[:12]} in {store.blobs.root} is damaged (not a decodable")
+    assert "\n" not in message
+    assert message.endswith("). Check the store with: ownloop verify --full")
