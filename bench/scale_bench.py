@@ -5,13 +5,16 @@ with the growth factor per 10x of data.
     .venv/bin/python bench/scale_bench.py --sizes 1000,10000,100000
     .venv/bin/python bench/scale_bench.py --keep /tmp/scale # keep (and reuse) the stores
     .venv/bin/python bench/scale_bench.py --verify-only --steps 2 --sizes 10000,100000
+    .venv/bin/python bench/scale_bench.py --archived --sizes 1000,10000
 
 Each store is written through the public API (``Store.stream``, ``Store.put_blob``): sessions of
 20 steps, 103 events each, ten runs, four agents, a distinct screenshot per session and one
 shared by all (``--steps`` for shorter sessions: many small streams are quick to write). Every
 command runs as a user runs it (``ownloop ...`` in a subprocess, startup included), except the
 viewer's pages, which are fetched from a running ``ownloop view``. ``--verify-only`` times
-``verify`` alone.
+``verify`` alone. ``--archived`` times ``index --rebuild`` with every run in the index, then
+seals every run (each task's first session counted), archives them all (``ownloop archive
+--all-sealed``) and times the rebuild again, with the index file's size before and after.
 """
 
 from __future__ import annotations
@@ -217,6 +220,47 @@ def measure_verify(store: Store) -> dict[str, float]:
     return times
 
 
+def seal_all(store: Store) -> None:
+    """End every run and count each task's first session, so that every run can be sealed."""
+    rows = store.sql(
+        "select run_id, task_id, arg_min(session_id, started_at) from sessions "
+        "group by run_id, task_id order by run_id, task_id"
+    ).rows
+    by_run: dict[str, list[tuple[str, str]]] = {}
+    for run_id, task_id, session in rows:
+        by_run.setdefault(run_id, []).append((task_id, session))
+    for run_id, firsts in by_run.items():
+        events: list[E.Event] = [
+            E.SessionCounted(at=T0, run_id=run_id, session_id=s, task_id=t, counted=True, winner=s)
+            for t, s in firsts
+        ]
+        events.append(E.RunEnded(at=T0 + timedelta(days=1), run_id=run_id))
+        with store.stream(f"close-{run_id}") as stream:
+            stream.append(events)
+
+
+def measure_archived(store: Store) -> dict[str, float]:
+    """``index --rebuild`` with every run in the index, then with every run sealed and
+    archived; the index file's size (MB, in the seconds column) before and after."""
+    if not store.sql("select 1 from run_sealed limit 1").rows:
+        seal_all(store)
+        ownloop(store, "index")()
+        for (run_id,) in store.sql("select run_id from runs order by 1").rows:
+            ownloop(store, "seal", "--run", str(run_id))()
+    if (store.root / "archive").exists():
+        shutil.rmtree(store.root / "archive")
+    rebuild = ownloop(store, "index", "--rebuild")
+    times = {"index --rebuild (every run in the index)": timed(rebuild)}
+    times["index size MB (every run in the index)"] = store.index_path.stat().st_size / 1e6
+    times["archive --all-sealed"] = timed(ownloop(store, "archive", "--all-sealed"))
+    times["index size MB (every run archived)"] = store.index_path.stat().st_size / 1e6
+    times["index --rebuild (every run archived)"] = timed(rebuild)
+    times["sql select * from sessions (csv, archived)"] = timed(
+        ownloop(store, "sql", "select * from sessions", "--format", "csv"), 2
+    )
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000", help="Sessions per store, comma list.")
@@ -224,6 +268,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=STEPS, help="Steps a session (default 20).")
     parser.add_argument(
         "--verify-only", action="store_true", help="Time only verify (full, incremental)."
+    )
+    parser.add_argument(
+        "--archived", action="store_true", help="Time only the rebuild before and after archive."
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -237,9 +284,12 @@ def main() -> None:
             print(f"{size:,} sessions:", flush=True)
             name = f"s{size}" if args.steps == STEPS else f"s{size}-{args.steps}steps"
             store = build(work / name, size, args.steps)
-            results[size] = (
-                measure_verify(store) if args.verify_only else measure(store, size, work)
-            )
+            if args.archived:
+                results[size] = measure_archived(store)
+            else:
+                results[size] = (
+                    measure_verify(store) if args.verify_only else measure(store, size, work)
+                )
             journal = sum(p.stat().st_size for p in store.stream_paths())
             index = store.index_path.stat().st_size if store.index_path.exists() else 0
             print(
@@ -262,7 +312,8 @@ def print_table(results: dict[int, dict[str, float]]) -> None:
     print(f"\n| command | {head} | growth per 10x |")
     print("|---|" + "---|" * len(sizes) + "---|")
     for command in commands:
-        cells = " | ".join(f"{results[size][command]:.2f} s" for size in sizes)
+        unit = "" if "MB" in command else " s"
+        cells = " | ".join(f"{results[size][command]:.2f}{unit}" for size in sizes)
         growth = "-"
         if len(sizes) > 1:
             decades = math.log10(sizes[-1] / sizes[0])

@@ -61,6 +61,7 @@ HOT_TABLES = (
     "damaged_lines",
 )
 _MANIFEST = "manifest.json"
+_STREAMS = "streams.parquet"  # the archived streams' rows of the ``streams`` table
 
 
 class _Folder(msgspec.Struct):
@@ -199,12 +200,10 @@ def attach_archives(
         con.execute(f'drop table main."{table}"')
     folders = _folders(root, fingerprint, sizes)
     _create_union_views(con, folders)
-    for _, folder in folders:
-        for stream, (ingested, size, last_sum, last_seq) in folder.streams.items():
-            con.execute(
-                "insert into streams values (?, ?, ?, ?, ?)",
-                [stream, ingested, size, last_sum, last_seq],
-            )
+    marks = [str(path / _STREAMS) for path, folder in folders if folder.streams]
+    if marks:  # in bulk: a row at a time costs a millisecond each
+        listed = ", ".join(map(_quote, marks))
+        con.execute(f"insert into streams select * from read_parquet([{listed}])")
 
 
 def archived_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -241,6 +240,8 @@ def _write_folder(
         written += target.stat().st_size
         if table == "journal":
             events = int(count[0])
+    marked = "select * from streams where stream in (select stream from _archiving)"
+    con.execute(f"copy ({marked}) to {_quote(str(temporary / _STREAMS))} (format parquet)")
     marks = {
         str(stream): (int(i), int(z), str(p or ""), int(q or 0))
         for stream, i, z, p, q in con.execute(
