@@ -752,31 +752,28 @@ def search_steps(
         if filters.get(name):
             where.append(f"{column} = ${name}")
             params[name] = filters[name]
-    # The hit sessions' facts as the sessions view gives them (the first SessionStarted, the
-    # last SessionEnded), read for those sessions only: the whole view costs more than search.
+    # The hit sessions' facts as the sessions view gives them (session_facts: the first
+    # SessionStarted, the last SessionEnded), read for those sessions only: the whole view costs
+    # more than search. The thumbnail is looked up for the page's hits only.
+    order = "order by started_at desc, session_id, step nulls last"
     found, choices = store.sql_many(
         [
             (
                 f"with h as ({grouped}), "
                 "r as (select run_id, arg_min(agent, time) as agent from run_started group by "
                 "run_id), "
-                "st as (select st.session_id, arg_min(st.run_id, st.time) as run_id, "
-                "arg_min(st.task ->> 'task_id', st.time) as task_id, "
-                "arg_min(coalesce(nullif(st.agent, ''), r.agent, ''), st.time) as agent, "
-                "min(st.time) as started_at from session_started st left join r using (run_id) "
-                "where st.session_id in (select session_id from h) group by st.session_id), "
-                "en as (select session_id, arg_max(status, time) as status, arg_max(steps, time) "
-                "as steps from session_ended where session_id in (select session_id from h) "
-                "group by session_id), "
-                "s as (select * from st left join en using (session_id)) "
-                "select h.session_id, h.step, h.fields, h.text, s.run_id, s.task_id, s.agent, "
-                "s.status, "
+                "s as (select f.session_id, f.run_id, f.task_id, "
+                "coalesce(nullif(f.agent, ''), r.agent, '') as agent, f.status, f.steps, "
+                "f.started_at from session_facts f left join r using (run_id) "
+                "where f.session_id in (select session_id from h)), "
+                "p as (select h.session_id, h.step, h.fields, h.text, s.run_id, s.task_id, "
+                "s.agent, s.status, s.steps, s.started_at, count(*) over () as total "
+                f"from h join s using (session_id) where {' and '.join(where)} {order} "
+                "limit $limit offset $offset) "
+                "select session_id, step, fields, text, run_id, task_id, agent, status, "
                 "(select arg_max(sha256, time) from screenshot_taken t where t.session_id = "
-                "h.session_id "
-                "and t.step = coalesce(h.step, s.steps)) as shot, count(*) over () as total "
-                f"from h join s using (session_id) where {' and '.join(where)} "
-                "order by s.started_at desc, h.session_id, h.step nulls last "
-                "limit $limit offset $offset",
+                "p.session_id and t.step = coalesce(p.step, p.steps)) as shot, total "
+                f"from p {order}",
                 {**params, "limit": int(limit), "offset": int(offset)},
             ),
             _SESSION_CHOICES,
