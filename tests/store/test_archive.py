@@ -184,3 +184,24 @@ def test_seal_archive_seals_then_archives(store: Store) -> None:
     assert store.sql("select count(*) from hot.journal").rows == [(0,)]
     assert store.sql("select count(*), min(passed) from sessions").rows == [(2, True)]
     assert len(store.sql("select * from run_sealed").rows) == 1
+
+
+def exported(store: Store, out: Path) -> dict[str, bytes]:
+    subprocess.run(
+        [_OWNLOOP, "--store", str(store.root), "export", "--run", "r1"]
+        + ["--format", "atif", "--out", str(out)],
+        capture_output=True,
+        check=True,
+    )
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_export_and_a_sessions_events_are_the_same_after_archiving(
+    three_runs: Store, tmp_path: Path
+) -> None:
+    store = three_runs
+    before = exported(store, tmp_path / "before")
+    events = store.index().session_events("r1-t7")
+    archive_runs(store, ["r1"])
+    assert exported(store, tmp_path / "after") == before != {}
+    assert store.index().session_events("r1-t7") == events != []
