@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
@@ -43,6 +43,16 @@ __all__ = ["KeptIndex"]
 # A folder changed this close to the stat that saw it may change again within the same clock
 # tick without its time moving (the kernel's file times are coarse): look again next read.
 _RACY_NS = 50_000_000
+
+
+class _Scan(NamedTuple):
+    """The journal as one scan saw it."""
+
+    folder: tuple[int, int] | None  # the journal folder's (mtime, inode)
+    now: int  # wall-clock ns when it was taken
+    started: float  # time.monotonic() then
+    took: float  # seconds the scan took
+    sizes: dict[str, int]
 
 
 class _Held(Store):
@@ -93,6 +103,7 @@ class KeptIndex:
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._held: _Held | None = None  # the store over that connection
         self._last_read = 0.0
+        self._scanned = 0.0  # time.monotonic() of the scan pages show
         self._closing = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
@@ -140,21 +151,32 @@ class KeptIndex:
 
     def _scan(self) -> None:
         """Look at every stream's size; sync the index when one changed since the last scan."""
+        self._apply(self._measure())
+
+    def _measure(self) -> _Scan:
+        """The journal as it is now (no lock needed: reads go on meanwhile)."""
         folder = self._folder_now()
         now = time.time_ns()
-        index = Index(self.store)
         started = time.monotonic()
-        sizes = index.journal_sizes()
-        self.every = max(self.interval, 10 * (time.monotonic() - started))
-        if sizes != self._sizes:
-            if not index.up_to_date():
+        sizes = Index(self.store).journal_sizes()
+        return _Scan(folder, now, started, time.monotonic() - started, sizes)
+
+    def _apply(self, scan: _Scan) -> None:
+        """Take ``scan`` as what the index shows (syncing it first when it changed), unless a
+        later scan was taken already."""
+        if scan.started < self._scanned:
+            return  # older than what pages already show: it must not turn the version back
+        self._scanned = scan.started
+        self.every = max(self.interval, 10 * scan.took)
+        if scan.sizes != self._sizes:
+            if not Index(self.store).up_to_date():
                 self._release()  # a sync takes the index lock exclusively
                 self.store.sync()
-            self._sizes = sizes
-            self.version = hashlib.sha256(repr(sorted(sizes.items())).encode()).hexdigest()
-        self._folder = folder
-        self._racy = folder is not None and now - folder[0] < _RACY_NS
-        self.as_of = now / 1e9
+            self._sizes = scan.sizes
+            self.version = hashlib.sha256(repr(sorted(scan.sizes.items())).encode()).hexdigest()
+        self._folder = scan.folder
+        self._racy = scan.folder is not None and scan.now - scan.folder[0] < _RACY_NS
+        self.as_of = scan.now / 1e9
 
     def _open(self) -> None:
         stack = ExitStack()
@@ -185,16 +207,17 @@ class KeptIndex:
 
     def _watch(self) -> None:
         while not self._closing.wait(self.every):
+            scan = self._measure() if time.monotonic() - self._last_read <= self.idle else None
             with self._lock:
                 if self._closing.is_set():
                     return
-                if time.monotonic() - self._last_read > self.idle:
+                if scan is None or time.monotonic() - self._last_read > self.idle:
                     self._release()
                     self._sizes = None  # the next read scans first
                     self._thread = None
                     return
                 try:
-                    self._scan()
+                    self._apply(scan)
                 except Exception:  # e.g. another process held the index too long
                     self._release()
                     self._sizes = None  # the next read tries again, and says what is wrong
