@@ -25,7 +25,9 @@ used (its streams are read from the journal again), and deleting ``archive/`` fo
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -48,6 +50,7 @@ __all__ = [
     "archived_run_ids",
     "attach_archives",
     "compact",
+    "folder_name",
     "move_runs",
 ]
 
@@ -61,6 +64,7 @@ HOT_TABLES = (
     "damaged_lines",
 )
 _MANIFEST = "manifest.json"
+_PLAIN = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _STREAMS = "streams.parquet"  # the archived streams' rows of the ``streams`` table
 
 
@@ -89,7 +93,8 @@ class ArchiveResult(NamedTuple):
             return f"run {self.run_id} is archived already"
         return (
             f"archived run {self.run_id}: {self.events} events from {self.streams} streams "
-            f"moved to {ARCHIVE_DIR}/{self.run_id}/ ({self.bytes / 1e6:.1f} MB of Parquet)"
+            f"moved to {ARCHIVE_DIR}/{folder_name(self.run_id)}/ "
+            f"({self.bytes / 1e6:.1f} MB of Parquet)"
         )
 
 
@@ -120,6 +125,14 @@ def archive_runs(store: Store, run_ids: list[str] | None) -> list[ArchiveResult]
 
 
 # ------------------------------------------------------------------ inside the index
+
+
+def folder_name(run_id: str) -> str:
+    """The archive folder's name for ``run_id``: the id itself when it is a plain file name,
+    else a hash of it (a run id is any text; its manifest keeps the id)."""
+    if _PLAIN.fullmatch(run_id) and not run_id.startswith("."):
+        return run_id
+    return "run-" + hashlib.sha256(run_id.encode()).hexdigest()[:16]
 
 
 def _quote(text: str) -> str:
@@ -212,14 +225,10 @@ def archived_run_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
     return msgspec.json.decode(row[0], type=list[str]) if row else []
 
 
-def _write_folder(
-    con: duckdb.DuckDBPyConnection, root: Path, run_id: str, fingerprint: str
+def _fill_folder(
+    con: duckdb.DuckDBPyConnection, temporary: Path, run_id: str, fingerprint: str
 ) -> tuple[_Folder, int]:
-    """Write the run's Parquet files into a temporary folder, then rename it into place."""
-    archive = root / ARCHIVE_DIR
-    temporary = archive / f".{run_id}.{os.getpid()}.tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir(parents=True)
+    """Write the Parquet files and the manifest of the streams in ``_archiving``."""
     tables, written, events = [], 0, 0
     for table in HOT_TABLES:
         if table == "session_facts":
@@ -251,9 +260,25 @@ def _write_folder(
     }
     folder = _Folder(run_id, fingerprint, marks, tables, events)
     (temporary / _MANIFEST).write_bytes(msgspec.json.encode(folder))
-    final = archive / run_id
+    return folder, written
+
+
+def _write_folder(
+    con: duckdb.DuckDBPyConnection, root: Path, run_id: str, fingerprint: str
+) -> tuple[_Folder, int]:
+    """Write the run's Parquet files into a temporary folder, then rename it into place."""
+    archive = root / ARCHIVE_DIR
+    temporary = archive / f".{folder_name(run_id)}.{os.getpid()}.tmp"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
+    try:
+        folder, written = _fill_folder(con, temporary, run_id, fingerprint)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)  # e.g. a full disk: leave nothing behind
+        raise
+    final = archive / folder_name(run_id)
     if final.exists():  # left by an archive whose index was rebuilt for another schema
-        stale = archive / f".{run_id}.{os.getpid()}.old"
+        stale = archive / f".{folder_name(run_id)}.{os.getpid()}.old"
         os.replace(final, stale)
         shutil.rmtree(stale, ignore_errors=True)
     os.replace(temporary, final)
@@ -297,7 +322,7 @@ def move_runs(
                     f'delete from hot."{table}" where stream in (select stream from _archiving)'
                 )
         done.add(run_id)
-        paths = [root / ARCHIVE_DIR / run for run in sorted(done)]
+        paths = [root / ARCHIVE_DIR / folder_name(run) for run in sorted(done)]
         _create_union_views(
             con, [(path, f) for path in paths if (f := _read_folder(path)) is not None]
         )

@@ -17,7 +17,7 @@ import pytest
 
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store.archive import archive_runs
+from ownloop.store.archive import archive_runs, folder_name
 from ownloop.store.seal import seal_run
 from tests.store.conftest import at
 from tests.store.test_seal import write_run
@@ -205,3 +205,9 @@ def test_export_and_a_sessions_events_are_the_same_after_archiving(
     archive_runs(store, ["r1"])
     assert exported(store, tmp_path / "after") == before != {}
     assert store.index().session_events("r1-t7") == events != []
+
+
+@pytest.mark.parametrize("run_id", ["../up", "a/b", ".hidden", "x" * 101, "é"])
+def test_a_run_id_that_is_no_plain_file_name_gets_a_hashed_folder(run_id: str) -> None:
+    name = folder_name(run_id)
+    assert name.startswith("run-") and len(name) == 20 and name == folder_name(run_id)
