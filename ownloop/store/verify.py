@@ -182,20 +182,25 @@ class _Header(msgspec.Struct, kw_only=True):
 
 
 class _Saved:
-    """``verify.state`` as read: the header, and the bulk decoded on first use."""
+    """``verify.state`` as read: the header, and the bulk read and decoded on first use."""
 
-    def __init__(self, header: _Header, bulk: bytes = b"") -> None:
+    def __init__(self, header: _Header, path: Path | None = None, offset: int = 0) -> None:
         self.header = header
-        self._bulk = bulk
+        self._path = path
+        self._offset = offset
         self._state: _State | None = None
 
     @property
     def state(self) -> _State:
         if self._state is None:
-            try:
-                self._state = msgspec.msgpack.decode(self._bulk, type=_State)
-            except msgspec.MsgspecError:
-                self._state = _State()
+            self._state = _State()
+            if self._path is not None:
+                try:
+                    with open(self._path, "rb") as file:
+                        file.seek(self._offset)
+                        self._state = msgspec.msgpack.decode(file.read(), type=_State)
+                except (OSError, msgspec.MsgspecError):
+                    pass
             if self._state.checked_ns != self.header.checked_ns:  # not written together
                 self._state = _State()
         return self._state
@@ -596,11 +601,12 @@ def verify_store(
         len(names) - len(jobs),
         len(present) - len(blob_jobs),
     )
-    unchanged = (
+    unchanged = (  # as the state says (also its folders: one listed again is remembered)
         not jobs
         and not blob_jobs
         and sound.keys() == state.streams.keys()
         and present == known.keys()
+        and (names, folder, blob_folders) == (header.names, header.journal, header.blob_folders)
     )
     if whole and not report.errors and not (incremental and unchanged):
         stats = array.array("q")
@@ -803,22 +809,24 @@ _LENGTH = 8
 
 
 def _load_state(store: Store) -> _Saved:
-    """The last sound check's state (its bulk read, not decoded); an empty one when there is
-    none, or it is unreadable or of another version."""
+    """The last sound check's state (its header; the bulk is read when needed); an empty one
+    when there is none, or it is unreadable or of another version."""
+    path = store.root / _STATE
     try:
-        with open(store.root / _STATE, "rb") as file:
+        with open(path, "rb") as file:
             if file.read(len(_MAGIC)) != _MAGIC:
                 return _Saved(_Header())
             length = int.from_bytes(file.read(_LENGTH), "little")
-            if length > os.fstat(file.fileno()).st_size:
+            size = os.fstat(file.fileno()).st_size
+            if length > size:
                 return _Saved(_Header())
             header = msgspec.msgpack.decode(file.read(length), type=_Header)
-            bulk = file.read()
     except (OSError, ValueError, msgspec.MsgspecError):
         return _Saved(_Header())
-    if header.version != _Header().version or len(bulk) != header.bulk:
+    offset = len(_MAGIC) + _LENGTH + length
+    if header.version != _Header().version or size - offset != header.bulk:
         return _Saved(_Header())
-    return _Saved(header, bulk)
+    return _Saved(header, path, offset)
 
 
 def _save_state(store: Store, header: _Header, state: _State) -> None:

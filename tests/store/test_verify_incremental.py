@@ -194,6 +194,27 @@ def test_a_damaged_state_makes_the_next_check_read_everything(checked: Store) ->
     assert checked.verify(incremental=True).unchanged_streams == 0
 
 
+def test_folders_changed_just_before_a_check_are_listed_once_more(
+    store: Store, record_session: Callable[..., str]
+) -> None:
+    for name in ("a", "b"):
+        record_session(name, steps=1)
+    then = time.time() - 60
+    for path in store.stream_paths():
+        os.utime(path, (then, then))
+    store.verify(incremental=True)  # its folders changed within 2 s: not yet trusted
+    for folder in [store.journal_dir, store.blobs.root, *store.blobs.root.iterdir()]:
+        os.utime(folder, (then, then))  # as if that check had been made later
+    assert store.verify(incremental=True).unchanged_streams == 3
+    state = store.root / "verify.state"
+    data = bytearray(state.read_bytes())
+    data[-20:] = b"\xc1" * 20  # a check that needed the remembered summaries would read all
+    state.write_bytes(bytes(data))
+    report = store.verify(incremental=True)
+    assert (report.problems, report.streams, report.unchanged_streams) == ([], 3, 3)
+    assert state.read_bytes() == data  # nothing new to remember
+
+
 def test_a_new_stream_is_read_and_the_rest_is_not(
     checked: Store, record_session: Callable[..., str]
 ) -> None:
