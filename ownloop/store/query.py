@@ -167,7 +167,13 @@ def sql_literal(text: str) -> str:
 def describe_error(exc: BaseException) -> str:
     """DuckDB's message on one line (its first paragraph: the error and any suggestion)."""
     paragraph = str(exc).strip().split("\n\n")[0]
-    return " ".join(part.strip() for part in paragraph.splitlines() if part.strip())
+    line = " ".join(part.strip() for part in paragraph.splitlines() if part.strip())
+    if "No files found" in line and f"{os.sep}archive{os.sep}" in line:
+        line += (
+            ". An archived run's folder is gone or moved (the journal still holds the run): "
+            "rebuild the index with: ownloop index --rebuild"
+        )
+    return line
 
 
 def _reading_statements(sql: str) -> list[Any]:

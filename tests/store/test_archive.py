@@ -211,3 +211,23 @@ def test_export_and_a_sessions_events_are_the_same_after_archiving(
 def test_a_run_id_that_is_no_plain_file_name_gets_a_hashed_folder(run_id: str) -> None:
     name = folder_name(run_id)
     assert name.startswith("run-") and len(name) == 20 and name == folder_name(run_id)
+
+
+def test_a_removed_archive_folder_says_to_rebuild(three_runs: Store) -> None:
+    store = three_runs
+    before = snapshot(store)
+    archive_runs(store, ["r1"])
+    shutil.rmtree(store.root / "archive" / "r1")
+    done = subprocess.run(
+        [_OWNLOOP, "--store", str(store.root), "sql", "select count(*) from sessions"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        ". An archived run's folder is gone or moved (the journal still holds the run): "
+        f"rebuild the index with: ownloop --store {store.root} index --rebuild"
+    )
+    assert store.rebuild_index().events == journal_rows(store)
+    assert snapshot(store) == before
