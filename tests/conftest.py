@@ -13,6 +13,8 @@ Everything starts lazily, on the first test that asks for it, and stops at the e
   is killed.
 - ``site``: the test site of ``tests/site/server.py`` on 127.0.0.1 (``site.base`` is its URL).
 - ``recorded_store``: the four agents recorded on two MiniWoB tasks, once per run (read only).
+- ``uitars_store``: uitars and the MiniWoB expert on click-button and enter-text, run ``r1``,
+  recorded once per run through the real CLI (read only: copy it to change it).
 
 Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
 ``@pytest.mark.browser``.
@@ -136,4 +138,44 @@ def recorded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 ],
             )
         assert result.exit_code == 0 and "2 finished" in result.output, (agent, result.output)
+    return store
+
+
+@pytest.fixture(scope="session")
+def uitars_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``ownloop record uitars`` (a subprocess) of click-button and enter-text against the MiniWoB
+    expert, run ``r1``, two workers: two finished sessions. Recorded once for the run (~7 s);
+    tests that change a store copy this one with shutil.copytree."""
+    from ownloop.modelserver.endpoint import make_server
+
+    store = tmp_path_factory.mktemp("uitars") / "store"
+    with make_server("miniwob", "uitars") as url:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ownloop",
+                "--store",
+                str(store),
+                "record",
+                "uitars",
+                "--suite",
+                "miniwob:click-button,enter-text",
+                "--endpoint",
+                url,
+                "--model",
+                "expert",
+                "--run",
+                "r1",
+                "--settle",
+                "0.1",
+                "--workers",
+                "2",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 0 and "2 finished" in done.stdout, done.stdout + done.stderr
     return store

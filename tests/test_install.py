@@ -58,31 +58,10 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where / "venv"
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("recorded") / "store"
-    with make_server("miniwob", "uitars") as url:
-        done = _run(
-            sys.executable,
-            "-m",
-            "ownloop",
-            "--store",
-            store,
-            "record",
-            "uitars",
-            "--suite",
-            "miniwob:click-button,enter-text",
-            "--endpoint",
-            url,
-            "--model",
-            "expert",
-            "--run",
-            "r1",
-            "--settle",
-            "0.1",
-        )
-    assert done.returncode == 0 and "2 finished" in done.stdout, done.stdout + done.stderr
-    return store
+@pytest.fixture
+def recorded(uitars_store: Path) -> Path:
+    """Two MiniWoB tasks recorded by uitars in run r1 (tests/conftest.py; the test copies it)."""
+    return uitars_store
 
 
 def _free_port() -> int:

@@ -2,7 +2,8 @@
 id is its latest *recorded* session (not a replay child, not an imported run), the README's
 ``ownloop replay click-button`` works, and re-executing an ``ops`` replay names its parent.
 
-Two MiniWoB tasks are recorded once per module with the scripted expert in real Chromium.
+Two MiniWoB tasks are recorded once per run with the scripted expert in real Chromium
+(``uitars_store``); each test works on its own copy.
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ownloop.modelserver.endpoint import make_server
 from ownloop.store import open_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -33,39 +32,10 @@ def ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    root = tmp_path_factory.mktemp("targets") / "store"
-    with make_server("miniwob", "uitars") as url:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ownloop",
-                "--store",
-                str(root),
-                "record",
-                "uitars",
-                "--suite",
-                "miniwob:click-button,enter-text",
-                "--endpoint",
-                url,
-                "--model",
-                "expert",
-                "--run",
-                "r1",
-                "--settle",
-                "0.1",
-                "--workers",
-                "2",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-    assert done.returncode == 0 and "2 finished" in done.stdout, done.stdout + done.stderr
-    yield root
+@pytest.fixture
+def recorded(uitars_store: Path) -> Path:
+    """click-button and enter-text recorded by uitars in run r1 (tests/conftest.py)."""
+    return uitars_store
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-from ownloop.modelserver.endpoint import make_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,28 +43,12 @@ def _grades(store: Path, run: str) -> list[dict[str, object]]:
     return json.loads(out)
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("recorded") / "store"
-    with make_server("miniwob", "uitars") as url:
-        _ownloop(
-            store,
-            "record",
-            "uitars",
-            "--model",
-            "ownloop-miniwob-uitars",
-            "--settle",
-            "0.1",
-            "--suite",
-            "miniwob:click-button,enter-text",
-            "--endpoint",
-            url,
-            "--run",
-            "r1",
-            "--workers",
-            "1",
-        )
-    return store
+@pytest.fixture
+def recorded(uitars_store: Path, tmp_path: Path) -> Path:
+    """A copy of the run r1 of two tasks recorded by uitars (tests/conftest.py): the test imports
+    into it."""
+    shutil.copytree(uitars_store, tmp_path / "store")
+    return tmp_path / "store"
 
 
 def test_export_then_import_keeps_grades_and_evidence(recorded: Path, tmp_path: Path) -> None:
