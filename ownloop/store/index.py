@@ -16,7 +16,8 @@ import gc
 import heapq
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from importlib import resources
 from itertools import accumulate, repeat
@@ -38,7 +39,7 @@ from ownloop.store.journal import (
     decode_intact,
     decode_lines,
 )
-from ownloop.store.locks import hold_lock
+from ownloop.store.locks import LockNotNeeded, hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
 from ownloop.store.schema import (
     BOOKKEEPING_DDL,
@@ -193,11 +194,11 @@ class _Batch:
             yield TABLES[code].event_type, slice(start, end), order
             start = end
 
-    def write(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Insert everything and move the streams' offsets, in one transaction."""
+    def rows(self) -> _Rows:
+        """Build every row to write as Arrow tables: the Python share of writing the batch."""
         import pyarrow as pa  # only a sync that has lines to ingest pays for it
 
-        con.begin()
+        inserts: list[tuple[str, pa.Table]] = []
         journal = []
         touched = []  # session ids whose session_facts row the new events change
         if self.events:
@@ -209,7 +210,7 @@ class _Batch:
             for kind, rows_of, _ in parts:
                 table = TABLE_BY_TYPE[kind]
                 rows = table.arrow_table(streams[rows_of], seqs[rows_of], events[rows_of])
-                _insert(con, table.name, rows)
+                inserts.append((table.name, rows))
                 if table.name in SESSION_FACT_KINDS:
                     touched.append(rows.column("session_id"))
                 # The journal rows reuse the columns just built for the kind's table.
@@ -228,46 +229,38 @@ class _Batch:
                     )
                 )
         if journal:
-            _insert(con, "journal", pa.concat_tables(journal))
-        if touched:
-            _refresh_session_facts(
-                con,
-                pa.table(
-                    {
-                        "session_id": pa.chunked_array(
-                            [chunk for column in touched for chunk in column.chunks], pa.string()
-                        )
-                    }
-                ),
-            )
+            inserts.append(("journal", pa.concat_tables(journal)))
         if self.skipped[0]:
-            _insert(
-                con,
-                "skipped_lines",
-                pa.table(
-                    {
-                        "stream": self.skipped[0],
-                        "byte_offset": self.skipped[1],
-                        "error": self.skipped[2],
-                    }
-                ),
+            inserts.append(
+                (
+                    "skipped_lines",
+                    pa.table(
+                        {
+                            "stream": self.skipped[0],
+                            "byte_offset": self.skipped[1],
+                            "error": self.skipped[2],
+                        }
+                    ),
+                )
             )
         if self.damaged:
             streams, offsets, lengths, kinds, details = map(list, zip(*self.damaged, strict=True))
-            _insert(
-                con,
-                "damaged_lines",
-                pa.table(
-                    {
-                        "stream": streams,
-                        "byte_offset": pa.array(offsets, pa.int64()),
-                        "byte_length": pa.array(lengths, pa.int64()),
-                        "kind": kinds,
-                        "detail": details,
-                        "projected": [self.accept_damaged] * len(streams),
-                    }
-                ),
+            inserts.append(
+                (
+                    "damaged_lines",
+                    pa.table(
+                        {
+                            "stream": streams,
+                            "byte_offset": pa.array(offsets, pa.int64()),
+                            "byte_length": pa.array(lengths, pa.int64()),
+                            "kind": kinds,
+                            "detail": details,
+                            "projected": [self.accept_damaged] * len(streams),
+                        }
+                    ),
+                )
             )
+        marks = None
         if self.marks:
             names = list(self.marks)
             marks = pa.table(
@@ -279,7 +272,39 @@ class _Batch:
                     "last_seq": pa.array([self.marks[n].chain.seq for n in names], pa.int64()),
                 }
             )
-            con.register("_marks", marks)
+        facts = None
+        if touched:
+            facts = pa.table(
+                {
+                    "session_id": pa.chunked_array(
+                        [chunk for column in touched for chunk in column.chunks], pa.string()
+                    )
+                }
+            )
+        return _Rows(inserts, facts, marks)
+
+    def write(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Insert everything and move the streams' offsets, in one transaction."""
+        self.rows().write(con)
+
+
+class _Rows(NamedTuple):
+    """One batch's rows as Arrow tables, ready to be written."""
+
+    inserts: list[tuple[str, pa.Table]]  # (table, rows), in the order they are inserted
+    touched: pa.Table | None  # the session ids whose session_facts rows to recompute
+    marks: pa.Table | None  # the streams' new rows in ``streams``
+
+    def write(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Insert the rows and move the streams' offsets, in one transaction: DuckDB's share of
+        writing a batch, which runs without Python's GIL."""
+        con.begin()
+        for table, rows in self.inserts:
+            _insert(con, table, rows)
+        if self.touched is not None:
+            _refresh_session_facts(con, self.touched)
+        if self.marks is not None:
+            con.register("_marks", self.marks)
             con.execute("delete from streams where stream in (select stream from _marks)")
             con.execute("insert into streams select * from _marks")
             con.unregister("_marks")
@@ -317,22 +342,25 @@ def _duckdb_disk_error(exc: duckdb.Error, path: Path) -> StoreNotWritable | None
     return None
 
 
-def _complete_lines(path: Path, start: int, size: int) -> Iterator[tuple[int, bytes]]:
+def _complete_lines(path: str | Path, start: int, size: int) -> Iterator[tuple[int, bytes]]:
     """Chunks of ``path`` between ``start`` and ``size`` that end with a newline, with offsets."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        offset, pending, remaining = start, b"", size - start
-        while remaining > 0:
-            piece = f.read(min(_CHUNK, remaining))
+    # os-level reads: most streams are small, and a buffered file object costs more than them.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        offset, pending, position = start, b"", start
+        while position < size:
+            piece = os.pread(fd, min(_CHUNK, size - position), position)
             if not piece:
                 return
-            remaining -= len(piece)
-            data = pending + piece
+            position += len(piece)
+            data = pending + piece if pending else piece
             cut = data.rfind(b"\n") + 1
             if cut:
                 yield offset, data[:cut]
                 offset += cut
             pending = data[cut:]
+    finally:
+        os.close(fd)
 
 
 class Index:
@@ -359,14 +387,17 @@ class Index:
         """
         if self.up_to_date():  # also what lets a read-only store answer queries
             return SyncResult(0, 0, 0, False)
-        with self._writing("its index is out of date"):
-            existed = self.path.exists()
-            try:
-                return self._sync()
-            except (duckdb.Error, OwnloopError, OSError):
-                if not existed:  # e.g. a full disk: a half-made file would not open next time
-                    self._remove_files(quietly=True)
-                raise
+        try:
+            with self._writing("its index is out of date", unless=self.up_to_date):
+                existed = self.path.exists()
+                try:
+                    return self._sync()
+                except (duckdb.Error, OwnloopError, OSError):
+                    if not existed:  # e.g. a full disk: a half-made file would not open
+                        self._remove_files(quietly=True)
+                    raise
+        except LockNotNeeded:  # another process synced it while this one waited
+            return SyncResult(0, 0, 0, False)
 
     def rebuild(self, *, accept_damaged: bool = False) -> SyncResult:
         """Drop the index and ingest the whole journal again.
@@ -396,12 +427,13 @@ class Index:
                     raise
 
     @contextmanager
-    def _writing(self, state: str) -> Iterator[None]:
-        """Hold the index lock exclusively; the disk's refusals become one-line errors."""
+    def _writing(self, state: str, unless: Callable[[], bool] | None = None) -> Iterator[None]:
+        """Hold the index lock exclusively (``unless``: as for ``hold_lock``); the disk's
+        refusals become one-line errors."""
         root = self.path.parent
         with ExitStack() as stack:
             try:
-                stack.enter_context(hold_lock(self.lock_path, exclusive=True))
+                stack.enter_context(hold_lock(self.lock_path, exclusive=True, unless=unless))
             except StoreNotWritable as exc:
                 if exc.errno not in READ_ONLY_ERRNOS:
                     raise
@@ -511,36 +543,55 @@ class Index:
         known: dict[str, _Mark],
         accept: bool,
     ) -> SyncResult:
-        """Read every stream whose size changed; ``known`` is updated to what was committed."""
+        """Read every stream whose size changed; ``known`` is updated to what was committed.
+
+        Batches are pipelined: while DuckDB writes one batch (on a thread of its own; it runs
+        without the GIL), the next is read, checked, decoded and turned into Arrow tables.
+        Still one transaction per batch, in order: a sync that stops keeps whole batches.
+        """
         batch, streams, events, skipped, damaged = _Batch(accept), 0, 0, 0, 0
-        for stream, size in sorted(sizes.items()):
-            ingested, seen, chain = known.get(stream, _Mark(0, -1, ChainState()))
-            if size == seen:
-                continue
-            if size < ingested:
-                raise OwnloopError(
-                    f"journal stream {stream} is shorter than the index says ({size} < "
-                    f"{ingested} bytes). Check it with: ownloop verify; then: ownloop index "
-                    "--rebuild"
-                )
-            streams += 1
-            end = ingested
-            for base, chunk in _complete_lines(
-                self.journal_dir / f"{stream}.jsonl", ingested, size
-            ):
-                chain = batch.add(stream, base, chunk, chain)
-                end = base + len(chunk)
-                if batch.nbytes >= _BATCH:
-                    batch.marks[stream] = _Mark(end, -1, chain)  # not finished yet
-                    batch.write(con)
-                    events += len(batch.events)
-                    skipped += len(batch.skipped[0])
-                    damaged += len(batch.damaged)
-                    known.update(batch.marks)
-                    batch = _Batch(accept)
-            batch.marks[stream] = _Mark(end, size, chain)
-        batch.write(con)
-        known.update(batch.marks)
+        journal = str(self.journal_dir)
+        with ThreadPoolExecutor(1, thread_name_prefix="ownloop-ingest") as writer:
+            writing: Future[None] | None = None
+            done: dict[str, _Mark] = {}  # the marks of the batch being written
+
+            def write(batch: _Batch) -> None:
+                nonlocal writing, done
+                rows = batch.rows()  # while the batch before is still being written
+                if writing is not None:
+                    writing.result()  # its error, if any, is this sync's error
+                    known.update(done)
+                writing, done = writer.submit(rows.write, con), batch.marks
+
+            for stream, size in sorted(sizes.items()):
+                ingested, seen, chain = known.get(stream, _Mark(0, -1, ChainState()))
+                if size == seen:
+                    continue
+                if size < ingested:
+                    raise OwnloopError(
+                        f"journal stream {stream} is shorter than the index says ({size} < "
+                        f"{ingested} bytes). Check it with: ownloop verify; then: ownloop index "
+                        "--rebuild"
+                    )
+                streams += 1
+                end = ingested
+                for base, chunk in _complete_lines(
+                    os.path.join(journal, stream + ".jsonl"), ingested, size
+                ):
+                    chain = batch.add(stream, base, chunk, chain)
+                    end = base + len(chunk)
+                    if batch.nbytes >= _BATCH:
+                        batch.marks[stream] = _Mark(end, -1, chain)  # not finished yet
+                        write(batch)
+                        events += len(batch.events)
+                        skipped += len(batch.skipped[0])
+                        damaged += len(batch.damaged)
+                        batch = _Batch(accept)
+                batch.marks[stream] = _Mark(end, size, chain)
+            write(batch)
+            assert writing is not None
+            writing.result()
+            known.update(done)
         events += len(batch.events)
         skipped += len(batch.skipped[0])
         damaged += len(batch.damaged)
