@@ -9,7 +9,9 @@ Each stream is checked alone (in worker processes, one a core) into a small summ
 that span streams (catalogs, seals, swapped streams, missing runs) work on the summaries. The
 summaries of a check without an error are kept in ``verify.state``, so an incremental check reads
 only the streams whose files changed, and any check finds a remembered stream gone, shorter or
-rewritten.
+rewritten. The state starts with what tells that nothing changed (the stream files' names and
+stats, the blob folders' stats, what that check reported): a check of an unchanged store reads
+that part and takes a stat a stream, and decodes the summaries only when something changed.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class VerifyReport(NamedTuple):
     streams: int
     events: int
     blobs: int
-    heads: dict[str, StreamHead] = {}  # where each stream read stands (its lines, last sum)
+    heads: dict[str, StreamHead] = {}  # where each stream stands (lines, last sum); {}: unchanged
     unchanged_streams: int = 0  # not read again: as the last check found them
     unchanged_blobs: int = 0  # not hashed again: the last check found them sound
 
@@ -476,8 +478,10 @@ def verify_store(
     size, the sha256 of its bytes and its chain's head, and the blobs found sound. Every later
     check reports a remembered stream that is gone, shorter or rewritten. With ``incremental``,
     a stream whose inode, size and mtime are as remembered is not read again (unless it changed
-    within 2 s of that check), nor is a remembered blob hashed again (its presence is checked);
-    seals and catalogs are always checked in full.
+    within 2 s of that check), nor is a remembered blob hashed again (its presence is checked,
+    by listing the blob folders whose mtime changed); seals and catalogs are checked in full
+    whenever a stream or a blob folder changed, and when none did, the last check's report
+    stands.
     """
     if store.journal_dir.exists() and not store.journal_dir.is_dir():
         raise OwnloopError(
