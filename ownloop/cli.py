@@ -442,13 +442,21 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
     """
     from ownloop.store.compact import compact_blobs
 
+    blobs = _store(ctx, create=False).blobs
+    if not sys.stderr.isatty():  # a log: a line every 1,000 blobs
+
+        def line(done: int, todo: int) -> None:
+            if done % 1000 == 0:
+                click.echo(f"compact: {done} of {todo} blobs", err=True)
+
+        _echo(compact_blobs(blobs, keep_png=keep_png, progress=line).summary())
+        return
     with click.progressbar(length=1, label="compact", file=sys.stderr) as bar:
 
         def progress(done: int, todo: int) -> None:
             bar.length = todo
             bar.update(done - bar.pos)
 
-        blobs = _store(ctx, create=False).blobs
         report = compact_blobs(blobs, keep_png=keep_png, progress=progress)
     _echo(report.summary())
 
