@@ -409,6 +409,9 @@ def archive(ctx: click.Context, run_ids: tuple[str, ...], all_sealed: bool) -> N
 @cli.command("index")
 @click.option("--rebuild", is_flag=True, help="Drop the index and ingest the whole journal again.")
 @click.option(
+    "--drop", is_flag=True, help="Remove the index (bytes back); the next query builds it again."
+)
+@click.option(
     "--accept-damaged",
     is_flag=True,
     help="With --rebuild: project lines whose "
@@ -416,7 +419,7 @@ def archive(ctx: click.Context, run_ids: tuple[str, ...], all_sealed: bool) -> N
 )
 @click.pass_context
 @_friendly
-def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> None:
+def index_command(ctx: click.Context, rebuild: bool, drop: bool, accept_damaged: bool) -> None:
     """Bring the DuckDB index up to date with the journal, or rebuild it from nothing.
 
     Damaged lines (an edited line, a removed one) are quarantined: not projected, listed in the
@@ -424,7 +427,13 @@ def index_command(ctx: click.Context, rebuild: bool, accept_damaged: bool) -> No
     """
     if accept_damaged and not rebuild:
         raise click.UsageError("--accept-damaged goes with --rebuild")
+    if drop and rebuild:
+        raise click.UsageError("--drop and --rebuild: one or the other")
     store = _store(ctx, create=False)
+    if drop:
+        freed = store.index().drop()
+        _echo(f"index: dropped ({freed / 1e6:.1f} MB); the next query builds it from the journal")
+        return
     _echo(
         (store.rebuild_index(accept_damaged=accept_damaged) if rebuild else store.sync()).summary()
     )

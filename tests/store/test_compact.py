@@ -270,3 +270,20 @@ def test_a_damaged_webp_reads_as_a_one_line_error(tmp_path: Path) -> None:
     assert message.startswith(f"blob {sha[:12]} in {store.blobs.root} is damaged (not a decodable")
     assert "\n" not in message
     assert message.endswith("). Check the store with: ownloop verify --full")
+
+
+def test_index_drop_gives_its_bytes_back_and_the_next_query_builds_it_again(
+    tmp_path: Path,
+) -> None:
+    store, _ = _store_with_steps(tmp_path / "store", [_png(_page(n)) for n in range(3)])
+    asked = "select count(*) as n from screenshots"
+    code, before = _cli(store.root, "sql", asked, "--format", "csv")
+    assert code == 0 and store.index_path.exists()
+
+    code, output = _cli(store.root, "index", "--drop")
+
+    assert code == 0, output
+    assert output.startswith("index: dropped (") and "the next query builds it" in output
+    assert not store.index_path.exists()
+    assert _cli(store.root, "sql", asked, "--format", "csv") == (0, before)
+    assert _cli(store.root, "index", "--drop", "--rebuild")[0] == 2
