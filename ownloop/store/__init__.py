@@ -91,7 +91,8 @@ class Store:
         return self.blobs.put(data)
 
     def get_blob(self, sha256: str) -> bytes:
-        """The bytes of a blob; raises ``MissingBlob`` when it is not in the store."""
+        """The bytes of a blob (a compacted screenshot: a PNG of the same pixels, see
+        ``ownloop compact``); raises ``MissingBlob`` when it is not in the store."""
         return self.blobs.get(sha256)
 
     # -------------------------------------------------------------- reading
