@@ -526,13 +526,21 @@ def verify_store(
             header.present,
         )
     state = saved.state
+    remembered = state.checked_ns == header.checked_ns != 0
     if state.checked_ns != header.checked_ns:  # the bulk did not decode: read everything
         changed = names
     jobs = [(os.path.join(journal, name), state.streams.get(name[:-6])) for name in changed]
     if not whole:
         present: set[str] = set()
-    elif blobs_as_before:
+    elif blobs_as_before and remembered:
         present = set(state.blobs)  # (a check with a referenced blob missing is not kept)
+    elif incremental and remembered:
+        # List the shard folders whose mtime changed; the others hold what they held.
+        kept = {entry[0] for entry in blob_folders if entry[1:] != _NEVER} & {
+            entry[0] for entry in header.blob_folders if entry in blob_folders
+        }
+        present = {sha256 for sha256 in state.blobs if sha256[:2] in kept}
+        present |= _blob_names(store.blobs.root, {e[0] for e in blob_folders} - kept)
     else:
         present = _blob_names(store.blobs.root)
     known = state.blobs if incremental else {}
@@ -680,11 +688,16 @@ def _stream_names(journal: Path) -> list[str]:
         return []
 
 
-def _blob_names(root: Path) -> set[str]:
-    """The blobs in the store (``BlobStore``'s listing, without sorting or Path objects)."""
+def _blob_names(root: Path, only: Collection[str] | None = None) -> set[str]:
+    """The blobs in the store (``BlobStore``'s listing, without sorting or Path objects); with
+    ``only``, in those shard folders alone."""
     names: set[str] = set()
     try:
-        shards = [entry.path for entry in os.scandir(root) if entry.is_dir()]
+        shards = [
+            entry.path
+            for entry in os.scandir(root)
+            if entry.is_dir() and (only is None or entry.name in only)
+        ]
     except FileNotFoundError:
         return names
     for shard in shards:

@@ -26,11 +26,11 @@ from tests.store.test_seal import write_run
 _OWNLOOP = str(Path(sys.executable).with_name("ownloop"))
 
 
-def age(store: Store, seconds: float = 60.0) -> None:
-    """Date every journal file and the folders holding streams and blobs ``seconds`` back, as if
-    written that long ago."""
+def age(store: Store, seconds: float = 60.0, *, files: bool = True) -> None:
+    """Date every journal file (unless not ``files``) and the folders holding streams and blobs
+    ``seconds`` back, as if written that long ago."""
     then = time.time() - seconds
-    for path in store.stream_paths():
+    for path in store.stream_paths() if files else ():
         os.utime(path, (then, then))
     folders = [store.journal_dir, store.blobs.root]
     folders += [path for path in store.blobs.root.iterdir() if path.is_dir()]
@@ -162,6 +162,18 @@ def test_a_new_blob_is_hashed_and_a_bad_one_found(checked: Store) -> None:
         f"error: blob {bad}: bad blob: bytes do not match the name (not referenced)"
     ]
     assert (report.unchanged_streams, report.unchanged_blobs) == (4, 3)
+
+
+def test_an_unreferenced_blob_removed_is_forgotten_and_the_rest_kept(checked: Store) -> None:
+    extra = checked.put_blob(b"referenced by no event")
+    age(checked)
+    assert checked.verify(incremental=True).blobs == 4
+    checked.blobs.path(extra).unlink()  # its folder is listed again; the others are not
+    report = checked.verify(incremental=True)
+    assert (report.problems, report.blobs, report.unchanged_blobs) == ([], 3, 3)
+    age(checked, files=False)  # the folder's change, long enough ago to trust
+    again = checked.verify(incremental=True)
+    assert (again.problems, again.blobs, again.unchanged_streams) == ([], 3, 4)
 
 
 def test_warnings_are_reported_again_when_nothing_changed(checked: Store) -> None:
