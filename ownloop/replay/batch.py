@@ -29,6 +29,7 @@ from ownloop.replay.execute import (
     MODES,
     Plan,
     ReplayError,
+    child_run,
     end_run,
     ensure_run,
     plan_replay,
@@ -37,6 +38,8 @@ from ownloop.replay.execute import (
 )
 from ownloop.replay.fold import Session
 from ownloop.replay.progress import StepProgress
+from ownloop.replay.reopen import shared_servers
+from ownloop.replay.reparse import recorded_settings
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.replay.target import NotReplayable, check_replayable
 from ownloop.store import Store
@@ -227,11 +230,24 @@ def execute_batch(
     if workers < 1:
         raise ReplayError("--workers must be at least 1")
     began = time.monotonic()
+    settings = recorded_settings(store, parents)  # one query for all, as one run for all
+    runs: dict[str, str] = {}
     plans: list[tuple[Session, Plan | str]] = []
     for parent in parents:
         try:
             check_replayable(parent, mode)
-            plans.append((parent, plan_replay(store, parent, mode, **options)))
+            run_id = options.get("run_id") or parent.run_id
+            if run_id not in runs:
+                runs[run_id] = child_run(store, run_id)
+            plan = plan_replay(
+                store,
+                parent,
+                mode,
+                recorded=settings.get(parent.session_id, {}),
+                into_run=runs[run_id],
+                **options,
+            )
+            plans.append((parent, plan))
         except (NotReplayable, ReplayError) as exc:
             plans.append((parent, str(exc)))
     planned = [(parent, plan) for parent, plan in plans if not isinstance(plan, str)]
@@ -245,18 +261,19 @@ def execute_batch(
         threading.Thread(target=work.run, name=f"ownloop-replay-{n + 1}", daemon=True)
         for n in range(min(workers, len(planned)))
     ]
-    for thread in threads:
-        thread.start()
     interrupted = False
-    try:
+    with shared_servers():  # one MiniWoB server for all, on the recorded port
         for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)
-    except KeyboardInterrupt:
-        interrupted = True
-        work.stop.set()
-        for thread in threads:
-            thread.join(60)
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            interrupted = True
+            work.stop.set()
+            for thread in threads:
+                thread.join(60)
     if work.fatal and not work.results:
         raise work.fatal[0]
     why = "not run: " + (_short(work.fatal[0]) if work.fatal else "interrupted")

@@ -73,6 +73,7 @@ __all__ = [
     "Plan",
     "ReplayError",
     "Replayed",
+    "child_run",
     "end_run",
     "ensure_run",
     "execute_session",
@@ -101,10 +102,16 @@ class Replayed(NamedTuple):
 
 
 def _agent(
-    store: Store, session: Session, overrides: dict[str, Any], released: str | None = None
+    store: Store,
+    session: Session,
+    overrides: dict[str, Any],
+    released: str | None = None,
+    recorded: dict[str, Any] | None = None,
 ) -> Agent:
-    """Today's agent code with the options the parent's run recorded, then ``overrides``."""
-    recorded = recorded_settings(store, [session]).get(session.session_id, {})
+    """Today's agent code with the options the parent's run recorded (``recorded`` when the
+    caller looked them up already), then ``overrides``."""
+    if recorded is None:
+        recorded = recorded_settings(store, [session]).get(session.session_id, {})
     return agent_for(session.agent or "uitars", recorded, overrides, released)
 
 
@@ -363,7 +370,7 @@ def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResul
     return results[0]
 
 
-def _child_run(store: Store, run_id: str) -> str:
+def child_run(store: Store, run_id: str) -> str:
     """The run a replay is recorded into: ``run_id``, or ``<run_id>.replays`` when that run is
     sealed (a sealed run takes no more events)."""
     if sealed_fingerprint(store, run_id) is None:
@@ -498,9 +505,13 @@ def plan_replay(
     on_diverge: str | None = None,
     seed: int | None = None,
     base: str | None = None,
+    recorded: dict[str, Any] | None = None,
+    into_run: str | None = None,
 ) -> Plan:
     """Check that ``parent`` can be re-executed so and say how (``execute_session``'s
-    arguments); nothing is written and no browser starts.
+    arguments); nothing is written and no browser starts. A caller planning many parents passes
+    what it looked up once for all: ``recorded``, the agent settings the parent's run recorded
+    (``recorded_settings``), and ``into_run``, the child's run (``child_run``).
 
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
@@ -513,7 +524,7 @@ def plan_replay(
         raise ReplayError(f"unknown replay mode {mode!r}. Use one of: ops, actions, responses")
     guarded = on_diverge or ("retarget" if seed is not None or base else "ignore")
     _check_world(parent, mode, guarded, seed, base)
-    agent = _agent(store, parent, agent_overrides or {}, released)
+    agent = _agent(store, parent, agent_overrides or {}, released, recorded)
     live: ModelClient | None = None
     forking = mode in ("ops", "actions") and guarded == "fork"
     if mode == "fork" or on_miss == "forward" or forking:
@@ -551,7 +562,7 @@ def plan_replay(
         model if (mode == "fork" or forking) and model else parent.model,
         settle_s,
         chromium,
-        _child_run(store, run_id or parent.run_id),
+        into_run or child_run(store, run_id or parent.run_id),
         on_step,
         guarded,
         seed,

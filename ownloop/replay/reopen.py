@@ -35,7 +35,7 @@ from ownloop.recorder.suites.environments import environment_names, load_environ
 from ownloop.recorder.suites.miniwob import default_seed, html_dir
 from ownloop.store.events import Task
 
-__all__ = ["Reopened", "reopen_suite"]
+__all__ = ["Reopened", "reopen_suite", "shared_servers"]
 
 
 class Reopened(NamedTuple):
@@ -80,8 +80,67 @@ def _serve_miniwob(port: int | None) -> ThreadingHTTPServer:
     if server is None:
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="miniwob-replay", daemon=True).start()
+    # A short poll: shutdown() waits for it, once per replay (0.5 s by default).
+    serve = functools.partial(server.serve_forever, poll_interval=0.02)
+    threading.Thread(target=serve, name="miniwob-replay", daemon=True).start()
     return server
+
+
+def _stop(server: ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
+
+
+class _Shared:
+    """MiniWoB servers kept for the replays of a batch (``shared_servers``): one per recorded
+    port, so that replays at once all serve the recorded URLs, and none starts or stops a server
+    per session."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.batches = 0
+        self.servers: dict[int, ThreadingHTTPServer] = {}  # recorded port -> its server
+
+
+_SHARED = _Shared()
+
+
+@contextmanager
+def shared_servers() -> Iterator[None]:
+    """While inside, MiniWoB replays (on any thread) share their pages' servers, which stop on
+    leaving the last of these blocks."""
+    with _SHARED.lock:
+        _SHARED.batches += 1
+    try:
+        yield
+    finally:
+        with _SHARED.lock:
+            _SHARED.batches -= 1
+            done = list(_SHARED.servers.values()) if not _SHARED.batches else []
+            if done:
+                _SHARED.servers.clear()
+        for server in done:
+            _stop(server)
+
+
+@contextmanager
+def _served(port: int | None) -> Iterator[ThreadingHTTPServer]:
+    """A server of the MiniWoB pages for one replay: a batch's shared one, else its own."""
+    with _SHARED.lock:
+        if _SHARED.batches and port:
+            if port not in _SHARED.servers:
+                _SHARED.servers[port] = _serve_miniwob(port)
+            shared: ThreadingHTTPServer | None = _SHARED.servers[port]
+        else:
+            shared = None
+    if shared is not None:
+        yield shared
+        return
+    own = _serve_miniwob(port)
+    try:
+        yield own
+    finally:
+        _stop(own)
 
 
 class _MiniwobAt(MiniwobSuite):
@@ -99,8 +158,7 @@ class _MiniwobAt(MiniwobSuite):
 @contextmanager
 def _miniwob(task: Task, seed: int | None, browser: Any) -> Iterator[Reopened]:
     name = PurePosixPath(urlsplit(task.start_url).path).stem
-    server = _serve_miniwob(urlsplit(task.start_url).port)
-    try:
+    with _served(urlsplit(task.start_url).port) as server:
         host, port = server.server_address[:2]
         suite = _MiniwobAt(name, f"http://{host!s}:{port}", seed, browser)
         if seed is not None and seed != task.seed:  # another episode: its own id and prompt
@@ -116,9 +174,6 @@ def _miniwob(task: Task, seed: int | None, browser: Any) -> Iterator[Reopened]:
             start = suite.task_url(name, task.seed if task.seed is not None else default_seed(name))
             now = msgspec.structs.replace(task, start_url=start)
         yield Reopened(suite, now, _rebaser(task.start_url, now.start_url))
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _moved(task: Task, base: str) -> Task:
