@@ -11,20 +11,24 @@ import fcntl
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ownloop.store.disk import READ_ONLY_ERRNOS, disk_error
 from ownloop.store.errors import OwnloopError
 
-__all__ = ["IndexBusy", "hold_lock", "lock_timeout"]
+__all__ = ["IndexBusy", "LockNotNeeded", "hold_lock", "lock_timeout"]
 
 _DEFAULT_TIMEOUT = 60.0
 
 
 class IndexBusy(OwnloopError):
     """Another process held the index lock for longer than the bounded wait."""
+
+
+class LockNotNeeded(Exception):
+    """Raised by ``hold_lock`` when its ``unless`` turned true while it waited."""
 
 
 def lock_timeout() -> float:
@@ -49,8 +53,19 @@ def _open_lock(path: Path, *, exclusive: bool) -> int:
 
 
 @contextmanager
-def hold_lock(path: Path, *, exclusive: bool, timeout: float | None = None) -> Iterator[None]:
+def hold_lock(
+    path: Path,
+    *,
+    exclusive: bool,
+    timeout: float | None = None,
+    unless: Callable[[], bool] | None = None,
+) -> Iterator[None]:
     """Hold ``path`` locked (flock), waiting at most ``timeout`` seconds for it.
+
+    ``unless`` is asked every half second of waiting: when it says the lock is no longer
+    needed (e.g. another process brought the index up to date meanwhile), ``LockNotNeeded`` is
+    raised instead of waiting on (a process that reads the index all the while, such as the
+    viewer, may leave the lock free only for moments).
 
     A shared lock on a read-only store is taken through a read-only descriptor (flock does not
     need write access), so queries work there.
@@ -69,11 +84,16 @@ def hold_lock(path: Path, *, exclusive: bool, timeout: float | None = None) -> I
     try:
         deadline = time.monotonic() + wait
         pause = 0.005
+        ask = time.monotonic() + 0.5
         while True:
             try:
                 fcntl.flock(fd, mode | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if unless is not None and time.monotonic() >= ask:
+                    if unless():
+                        raise LockNotNeeded from None
+                    ask = time.monotonic() + 0.5
                 if time.monotonic() >= deadline:
                     raise IndexBusy(
                         f"the index is busy: another ownloop command held {path} for over "
