@@ -5,7 +5,9 @@ at 10k streams) and opens DuckDB (about 40 ms, and its cache starts empty) on ev
 ``KeptIndex`` does both less often:
 
 - it keeps one read-only connection, and the index lock shared, while it is read, and lets both
-  go after ``idle`` seconds without a read (so other processes can sync or rebuild the index);
+  go after ``idle`` seconds without a read, and for a moment every ``linger`` seconds while reads
+  keep coming (so other processes can sync or rebuild the index: a process waiting for the lock
+  gets it then);
 - a new stream (a new session) is seen at the next read: creating a file changes the journal
   folder's modification time, one stat;
 - a stream that grew is seen within ``every`` seconds: while reads come, a thread scans the
@@ -43,6 +45,7 @@ __all__ = ["KeptIndex"]
 # A folder changed this close to the stat that saw it may change again within the same clock
 # tick without its time moving (the kernel's file times are coarse): look again next read.
 _RACY_NS = 50_000_000
+_LET_IN = 0.3  # seconds the lock is left free every ``linger`` seconds
 
 
 class _Scan(NamedTuple):
@@ -86,11 +89,18 @@ class KeptIndex:
     """
 
     def __init__(
-        self, store: Store, *, interval: float = 1.0, idle: float = 5.0, keep: bool = True
+        self,
+        store: Store,
+        *,
+        interval: float = 1.0,
+        idle: float = 5.0,
+        linger: float = 30.0,
+        keep: bool = True,
     ) -> None:
         self.store = store
         self.interval = interval
         self.idle = idle
+        self.linger = linger
         self.keep = keep
         self.as_of = 0.0  # wall-clock time of the last scan of the journal (0: none yet)
         self.every = interval  # seconds between scans while reads come
@@ -103,6 +113,7 @@ class KeptIndex:
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._held: _Held | None = None  # the store over that connection
         self._last_read = 0.0
+        self._opened = 0.0  # time.monotonic() when the connection was opened
         self._scanned = 0.0  # time.monotonic() of the scan pages show
         self._closing = threading.Event()
         self._closed = False
@@ -189,6 +200,7 @@ class KeptIndex:
         stack.callback(self._connection.close)
         self._stack = stack
         self._held = _Held(self, self._connection)
+        self._opened = time.monotonic()
 
     def _release(self) -> None:
         """Close the connection and let the index lock go."""
@@ -221,6 +233,11 @@ class KeptIndex:
                 except Exception:  # e.g. another process held the index too long
                     self._release()
                     self._sizes = None  # the next read tries again, and says what is wrong
+                if self._held is not None and time.monotonic() - self._opened > self.linger:
+                    # A process waiting to sync or rebuild tries the lock every 0.1 s or so:
+                    # no read takes it back meanwhile.
+                    self._release()
+                    time.sleep(_LET_IN)
 
     def close(self) -> None:
         """Stop watching the journal and let the index go."""

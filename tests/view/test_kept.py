@@ -115,3 +115,28 @@ def test_another_process_syncs_while_pages_are_read(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["n", "2"]
     assert seen[-1] == 2
+
+
+def test_a_waiting_writer_gets_the_lock_while_pages_keep_coming(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    lock = store.root / "index.lock"
+    stop = threading.Event()
+    with KeptIndex(store, interval=0.05, idle=60, linger=1.0) as kept:
+
+        def browse() -> None:
+            while not stop.is_set():
+                with kept.reading() as held:
+                    held.sql("select count(*) from sessions")
+                time.sleep(0.02)
+
+        reader = threading.Thread(target=browse)
+        reader.start()
+        try:
+            time.sleep(0.2)
+            with pytest.raises(IndexBusy), hold_lock(lock, exclusive=True, timeout=0.1):
+                pass  # held while pages come
+            with hold_lock(lock, exclusive=True, timeout=20):
+                pass  # yet let in within linger
+        finally:
+            stop.set()
+            reader.join()
