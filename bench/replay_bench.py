@@ -3,6 +3,7 @@
     .venv/bin/python bench/replay_bench.py               # regrade 10k synthetic sessions
     .venv/bin/python bench/replay_bench.py --sessions 2000
     .venv/bin/python bench/replay_bench.py --execute      # only --execute ops vs its floor
+    .venv/bin/python bench/replay_bench.py --execute --workers 2   # (the batch's browsers)
 
 Regrade: 10k synthetic sessions (3 steps each, one journal stream per session, as the recorder
 writes them; fsync off) are written with the store API and indexed, then ``regrade`` runs over all
@@ -12,6 +13,10 @@ The figure is sessions per second, end to end: select, read, fold, grade, append
 Execute: MiniWoB sessions recorded with the expert are re-executed with ``--execute ops`` and the
 settle pause at 0; the steps' wall time is compared with the sum of the recorded operation and
 screenshot times (the floor a replay can reach).
+
+Batch: 20 MiniWoB sessions re-executed with ``replay --run R --execute ops`` on 1, 2 and
+``--workers`` reused browsers, against the sum of their floors, next to 20 single replays (a
+browser each) measured in the same run.
 """
 
 from __future__ import annotations
@@ -236,6 +241,75 @@ def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> float:
     return max(ratios)
 
 
+BATCH_AIM = 1.5
+BATCH_TASKS = "login-user,enter-text,click-checkboxes,click-button,focus-text"
+
+
+def _floor_s(parent: Any) -> float:
+    """The recorded operation and screenshot times of a session, seconds: its browser floor."""
+    return float(
+        sum(e.duration_ms for s in parent.steps for e in s.effects) / 1000
+        + sum(s.screenshot.capture_ms for s in parent.steps if s.screenshot) / 1000
+    )
+
+
+def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
+    """``replay --run R --execute ops --workers N`` over 20 MiniWoB sessions (5 tasks x 4 seeds,
+    recorded in this run with the expert, settle 0) against the sum of their browser floors, next
+    to the baseline measured in the same run: the same sessions replayed one by one, each in a
+    Chromium of its own. Returns the batch's ratio to the floors (aim <= 1.5)."""
+    from ownloop.modelserver.endpoint import make_server
+    from ownloop.recorder.episode import EpisodeLimits
+    from ownloop.recorder.runner import RecordOptions, record
+    from ownloop.recorder.suites import load_suite
+    from ownloop.replay.batch import batch_sessions, execute_batch
+    from ownloop.replay.execute import execute_session
+
+    store = open_store(work / "batch")
+    with (
+        load_suite(suite=f"miniwob:{BATCH_TASKS}", seeds=seeds) as suite,
+        make_server("miniwob", "uitars") as url,
+    ):
+        record(
+            store,
+            suite,
+            RecordOptions(
+                agent="uitars",
+                endpoint=url,
+                model="expert",
+                run_id="bench",
+                workers=2,
+                limits=EpisodeLimits(12, 120.0),
+                settle_s=0.0,
+            ),
+        )
+    parents = batch_sessions(store, "bench")
+    floor = sum(_floor_s(parent) for parent in parents)
+    passed = sum(1 for p in parents if p.latest_grade is not None and p.latest_grade.passed)
+    print(f"batch: {len(parents)} recorded sessions ({passed} passed), floors sum {floor:.2f}s")
+    single, _ = timed(
+        lambda: [execute_session(store, parent, "ops", settle_s=0.0) for parent in parents]
+    )
+    print(
+        f"  {len(parents)} single replays, a browser each: {single:.2f}s = "
+        f"{single / floor:.2f}x the floors (baseline)"
+    )
+    ratio = float("inf")
+    for n in sorted({1, 2, workers}):
+        began = time.perf_counter()
+        batched = execute_batch(store, parents, "ops", workers=n, settle_s=0.0)
+        took = time.perf_counter() - began
+        rows = batched.rows
+        same = sum(1 for row in rows if row.reproduced)
+        ratio = took / floor
+        print(
+            f"  batch --workers {n} ({batched.browsers} browsers): {took:.2f}s = "
+            f"{ratio:.2f}x the floors (aim <= {BATCH_AIM}), {single / took:.1f}x faster than "
+            f"the baseline; {same}/{len(rows)} rewards reproduced"
+        )
+    return ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10_000, help="sessions to regrade")
@@ -243,16 +317,19 @@ def main() -> None:
     parser.add_argument(
         "--execute",
         action="store_true",
-        help="only the --execute ops measurement (real Chromium, MiniWoB)",
+        help="only the --execute ops measurements (real Chromium, MiniWoB): one session against "
+        "its floor, and a batch of 20 against theirs",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="the batch's browsers (besides 1 and 2)"
     )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ownloop-replay-bench-"))
     try:
-        if args.execute:
-            bench_execute_ops(work)
-            return
-        bench_regrade(work, args.sessions)
+        if not args.execute:
+            bench_regrade(work, args.sessions)
         bench_execute_ops(work)
+        bench_batch(work, args.workers)
     finally:
         if args.keep:
             print(f"work directory: {work}")
