@@ -289,7 +289,7 @@ def execute_batch(
         len(threads),
         work.browsers,
         time.monotonic() - began,
-        interrupted or work.stop.is_set(),
+        interrupted,
     )
 
 
