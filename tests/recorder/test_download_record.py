@@ -17,6 +17,7 @@ import pytest
 
 from ownloop.modelserver import ModelServer, Reply
 from ownloop.store import open_store
+from ownloop.store.events import BrowserActed
 from tests.site.server import DOWNLOAD_BODY
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -86,3 +87,34 @@ def test_a_late_download_is_recorded_on_the_click_that_started_it(
     assert open_store(store).get_blob(clicks[0]["download"]) == DOWNLOAD_BODY
     # The other operations of the step (the move before the click) carry no download.
     assert [e.get("download") for e in acted if e is not clicks[0]] == [None] * (len(acted) - 1)
+    # Re-executed, the click that downloaded downloads again, recorded on the child's click.
+    replay = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ownloop",
+            "--store",
+            str(store),
+            "replay",
+            "late",
+            "--execute",
+            "ops",
+            "--settle",
+            "1.5",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert replay.returncode == 0, (replay.stdout, replay.stderr)
+    child = json.loads(replay.stdout)["child"]["session_id"]
+    acted_again = [
+        event
+        for event in open_store(store).session_events(child)
+        if isinstance(event, BrowserActed)
+    ]
+    downloads = [e.download for e in acted_again if e.download]
+    assert downloads == [clicks[0]["download"]], acted_again
