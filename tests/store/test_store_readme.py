@@ -17,7 +17,12 @@ def _section() -> str:
 
 
 def test_every_view_and_column_is_documented(store: Store) -> None:
-    views = store.sql("select view_name from duckdb_views() where not internal").rows
+    # The event tables read through views of their own names (hot rows + archived runs): those
+    # are the tables of the "Tables" part, not views of this section.
+    views = store.sql(
+        "select view_name from duckdb_views() where not internal and schema_name = 'main' "
+        "and view_name not in (select table_name from duckdb_tables() where schema_name = 'hot')"
+    ).rows
     assert len(views) == 20
     section = _section()
     missing = []
