@@ -27,13 +27,13 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.ids import new_id
 from ownloop.store.journal import StreamWriter, read_lines
-from ownloop.store.verify import VerifyReport, verify_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from ownloop.store.index import Index, Params, SyncResult
     from ownloop.store.query import QueryError, QueryResult
+    from ownloop.store.verify import VerifyReport
 
 # DuckDB and pyarrow load only when the index is used: recorders append to the journal and never
 # pay for them.
@@ -41,6 +41,7 @@ _LAZY = {
     "QueryError": "ownloop.store.query",
     "QueryResult": "ownloop.store.query",
     "SyncResult": "ownloop.store.index",
+    "VerifyReport": "ownloop.store.verify",  # and its process pool: only `verify` needs them
 }
 
 
@@ -169,6 +170,8 @@ class Store:
         """Check every stream's hash chain and every referenced blob; with ``run_id``, also
         that the run is sealed (with ``fingerprint``, when given) and unchanged since. With
         ``incremental``, what the last sound check found unchanged is not read again."""
+        from ownloop.store.verify import verify_store
+
         return verify_store(self, run_id=run_id, fingerprint=fingerprint, incremental=incremental)
 
 
