@@ -386,10 +386,14 @@ def cpu_timed(fn: Callable[[], object], repeat: int) -> float:
 def cold(argv: list[str], repeat: int) -> tuple[float, float]:
     """The median wall and CPU time of ``argv`` in a new process (its output discarded)."""
     walls, cpus = [], []
+    # As a user's shell runs it: with Python's bytecode cache (some sandboxes turn it off,
+    # which adds the compiling of every module to each call). One warm-up call writes it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
         walls.append(time.perf_counter() - started)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
