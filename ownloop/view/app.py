@@ -33,6 +33,7 @@ from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.kept import KeptIndex
+from ownloop.store.stats import warm_up
 from ownloop.view.domtree import parse_dom
 from ownloop.view.grid import grid_of, grid_units
 from ownloop.view.listing import list_runs, list_sessions
@@ -330,8 +331,9 @@ def make_app(
 
 
 def _prepare(index: KeptIndex, env: Any) -> None:
-    """What a first page would otherwise wait for: the index scanned, synced and opened, and
-    the templates compiled (a few hundred ms on a busy machine)."""
+    """What a first page would otherwise wait for: the index scanned, synced and opened, the
+    templates compiled and numpy loaded (a few hundred ms on a busy machine)."""
     index.prepare()
     for name in env.list_templates():
         env.get_template(name)
+    warm_up()  # compare's intervals
