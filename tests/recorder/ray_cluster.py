@@ -82,6 +82,8 @@ def reexec_module_in_netns(request: Any, timeout: float = 600) -> dict[str, str]
         "-rA",  # a PASSED/FAILED line per test, read below
         "-p",
         "no:cacheprovider",
+        # One process inside: the module's tests share the namespace's one cluster, in order.
+        *(["-n", "0"] if request.config.pluginmanager.hasplugin("xdist") else []),
     ]
     done = subprocess.run(
         command,
