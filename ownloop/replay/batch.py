@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ownloop.agents.options import parse_overrides
 from ownloop.recorder.browser import Launched, open_browser
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.replay.execute import (
@@ -32,6 +31,7 @@ from ownloop.replay.execute import (
     child_run,
     end_run,
     ensure_run,
+    option_arguments,
     plan_replay,
     run_planned,
     steps_identical,
@@ -152,9 +152,16 @@ class _Work:
         if self.on_row is not None:
             self.on_row(row)
 
-    def browser(self, launched: Launched | None) -> tuple[Launched, int]:
-        """``launched`` while its Chromium lives, else a new one, and its launch number."""
-        if launched is not None and launched.browser.is_connected():
+    def browser(self, launched: Launched | None, *, failed: bool) -> tuple[Launched, int]:
+        """``launched`` while its Chromium lives, else a new one, and its launch number.
+
+        After a failed session (``failed``) the browser is also asked to open a context: a
+        Chromium that died with the session may not yet be known to be disconnected."""
+        if (
+            launched is not None
+            and launched.browser.is_connected()
+            and (not failed or _answers(launched))
+        ):
             return launched, self.browsers_of[id(launched)]
         if launched is not None:
             _close(launched)
@@ -167,19 +174,22 @@ class _Work:
     def run(self) -> None:
         """One worker: session after session in its own Chromium, until none is left."""
         launched: Launched | None = None
+        failed = False
         try:
             while (index := self.next()) is not None:
                 parent, plan = self.plans[index]
                 if isinstance(plan, str):  # it cannot be re-executed so: said in its row
                     self.finish(index, BatchRow(parent, None, 0, plan), None)
                     continue
-                launched, number = self.browser(launched)
+                launched, number = self.browser(launched, failed=failed)
                 try:
                     result = run_planned(launched.browser, self.store, parent, plan, self.stop)
                 except Exception as exc:  # noqa: BLE001 - one failed session; the batch goes on
                     error = str(exc) if isinstance(exc, OwnloopError) else _short(exc)
                     self.finish(index, BatchRow(parent, None, number, error), None)
+                    failed = True
                     continue
+                failed = result.error is not None
                 self.finish(index, BatchRow(parent, None, number, result.error), result)
         except BaseException as exc:  # noqa: BLE001 - no browser starts: re-raised by the caller
             self.fatal.append(exc)
@@ -192,6 +202,15 @@ class _Work:
 def _short(exc: BaseException) -> str:
     first = (str(exc).strip().splitlines() or [""])[0]
     return f"{type(exc).__name__}: {first}"
+
+
+def _answers(launched: Launched) -> bool:
+    """Whether the browser opens (and closes) a context."""
+    try:
+        launched.browser.new_context().close()
+    except Exception:  # noqa: BLE001 - any failure means: launch another
+        return False
+    return True
 
 
 def _close(launched: Launched) -> None:
@@ -425,15 +444,5 @@ def batch_from_options(store: Store, run_id: str, options: dict[str, Any]) -> Ba
             mode,
             workers=int(options.get("workers") or 2),
             on_row=on_row,
-            endpoint=options.get("endpoint"),
-            model=options.get("model"),
-            api_key=options.get("api_key"),
-            settle_s=float(options.get("settle", 1.0)),
-            chromium=options.get("chromium"),
-            agent_overrides=parse_overrides(options.get("agent_option") or ()),
-            on_miss=options.get("on_miss") or "stop",
-            released=options.get("released"),
-            on_diverge=options.get("on_diverge"),
-            seed=options.get("seed"),
-            base=options.get("base"),
+            **option_arguments(options),
         )

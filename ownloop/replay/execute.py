@@ -77,6 +77,7 @@ __all__ = [
     "end_run",
     "ensure_run",
     "execute_session",
+    "option_arguments",
     "plan_replay",
     "replay_from_options",
     "run_planned",
@@ -793,17 +794,25 @@ def replay_from_options(store: Store, session: Session, options: dict[str, Any])
             session,
             mode,
             fork_at=fork_at,
-            endpoint=options.get("endpoint"),
-            model=options.get("model"),
-            api_key=options.get("api_key"),
-            settle_s=float(options.get("settle", 1.0)),
-            chromium=options.get("chromium"),
-            agent_overrides=parse_overrides(options.get("agent_option") or ()),
-            on_miss=options.get("on_miss") or "stop",
             run_id=options.get("run_id"),
-            released=options.get("released"),
             on_step=progress.advance,
-            on_diverge=options.get("on_diverge"),
-            seed=options.get("seed"),
-            base=options.get("base"),
+            **option_arguments(options),
         )
+
+
+def option_arguments(options: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``execute_session`` and ``execute_batch`` that the replay
+    command's options give (the ones a single and a batch replay share)."""
+    return {
+        "endpoint": options.get("endpoint"),
+        "model": options.get("model"),
+        "api_key": options.get("api_key"),
+        "settle_s": float(options.get("settle", 1.0)),
+        "chromium": options.get("chromium"),
+        "agent_overrides": parse_overrides(options.get("agent_option") or ()),
+        "on_miss": options.get("on_miss") or "stop",
+        "released": options.get("released"),
+        "on_diverge": options.get("on_diverge"),
+        "seed": options.get("seed"),
+        "base": options.get("base"),
+    }
