@@ -611,13 +611,15 @@ class BrowserSession:
         width, height = _png_size(png)
         return Shot(png, width, height, page.url, round((time.perf_counter() - started) * 1000, 3))
 
-    def settle(self) -> bytes | None:
+    def settle(self, *, download_grace: bool = True) -> bytes | None:
         """Follow the newest open page, wait for DOMContentLoaded (up to 5 s), then pause.
 
         Returns the bytes of a download that the step's operations started but that was
         announced only after its operation returned (None when there was none): the caller
         records it as evidence of the step. After a step that could start one, the pause is at
-        least ``event_grace_s``, cut short once a download is announced.
+        least ``event_grace_s``, cut short once a download is announced; without
+        ``download_grace`` (a replay whose recording says the step downloaded nothing) it is
+        not waited for, and a download announced later is taken by a later settle.
         """
         page = self.page
         started = time.perf_counter()
@@ -628,7 +630,7 @@ class BrowserSession:
         except PlaywrightError:
             pass  # a slow or closed page is the agent's to see in the next screenshot
         self._wait(page, self.settle_s)
-        if self._triggered:
+        if self._triggered and download_grace:
             while (
                 not self._downloads
                 and not page.is_closed()

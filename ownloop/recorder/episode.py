@@ -208,11 +208,12 @@ class Episode:
             )
         )
 
-    def settle(self, batch: list[Event]) -> None:
+    def settle(self, batch: list[Event], *, download_grace: bool = True) -> None:
         """Let the page settle after a step. A download its operations started that came only
         now, and a navigation they started that the guard refused only now, are recorded on the
-        step's last operation that could have started them."""
-        late = self.browser.settle()
+        step's last operation that could have started them (``download_grace``: see
+        ``BrowserSession.settle``)."""
+        late = self.browser.settle(download_grace=download_grace)
         refusal = self.browser.late_refusal()
         if late is None and refusal is None:
             return

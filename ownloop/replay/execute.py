@@ -146,7 +146,6 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: _F
     steps = {step.step: step for step in parent.steps}
     last = max(steps, default=0)
     forked: list[int] = []
-    grace: list[float] = []  # the browser's own grace after a click, read at the first step
 
     def play(episode: Episode, number: int, batch: list[Event]) -> SessionEnded | None:
         if forked:
@@ -154,8 +153,6 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: _F
         recorded = steps.get(number)
         if recorded is None:
             return _parent_end(episode, parent, number - 1)
-        if not grace:
-            grace.append(episode.browser.event_grace_s)
         observation = episode.observe(number, batch)
         if guard is not None:
             guard.check_screenshot(
@@ -216,11 +213,9 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: _F
             )
         if number >= last:
             return _parent_end(episode, parent, number)
-        # The recording tells whether this step started a download: only then wait the grace
-        # for one, so a replayed click costs its own time. A download the recording did not
-        # have is still taken, by a later step's settle.
-        episode.browser.event_grace_s = grace[0] if any(e.download for e in recorded.effects) else 0
-        episode.settle(batch)
+        # The recording tells whether this step started a download: only then is the grace for
+        # one waited out, so a replayed click costs its own time.
+        episode.settle(batch, download_grace=any(e.download for e in recorded.effects))
         return None
 
     return play

@@ -58,7 +58,6 @@ __all__ = [
     "selected_sessions",
     "session_choices",
     "session_listing",
-    "session_page",
     "sql_command",
     "target_session",
     "task_attempts",
@@ -497,37 +496,6 @@ def _run_where(filters: Mapping[str, str | None]) -> tuple[list[str], dict[str, 
         where.append("i.run_id = $run")
         params["run"] = filters["run"]
     return where, params
-
-
-def session_page(
-    store: Store,
-    filters: Mapping[str, str | None],
-    sort: str,
-    descending: bool,
-    limit: int,
-    offset: int,
-) -> QueryResult:
-    """Rows of the ``sessions`` view with the columns ``SESSION_COLUMNS``.
-
-    Args:
-        filters: ``run``, ``agent``, ``model``, ``status`` (equal; None: no value),
-            ``passed`` (``yes``, ``no`` or ``ungraded``), ``task`` (part of the task id, any case).
-        sort: a name of ``SESSION_COLUMNS`` (others raise KeyError); ties go by session id.
-    """
-    where, params = _session_where(filters)
-    return store.sql(
-        *_page_query(
-            _SESSION_COLUMNS,
-            "sessions",
-            where,
-            params,
-            sort,
-            descending,
-            "session_id",
-            limit,
-            offset,
-        )
-    )
 
 
 def run_page(

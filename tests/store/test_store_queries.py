@@ -26,7 +26,7 @@ from ownloop.store.queries import (
     run_sessions,
     run_settings,
     session_choices,
-    session_page,
+    session_listing,
     sql_command,
     target_session,
     task_attempts,
@@ -177,9 +177,10 @@ def test_the_session_page_filters_sorts_and_pages(store: Store) -> None:
         limit: int = 10,
         offset: int = 0,
     ) -> list[str]:
-        result = session_page(store, filters, sort, descending, limit, offset)
-        assert result.columns == list(SESSION_COLUMNS)
-        return [row[0] for row in result.rows]
+        listed = session_listing(store, filters, sort, descending, limit, offset)
+        assert listed.page.columns == list(SESSION_COLUMNS)
+        assert listed.total >= len(listed.page.rows)
+        return [row[0] for row in listed.page.rows]
 
     assert ids({}) == ["s4", "s6", "s5", "s3", "s2", "s1"]
     assert ids({"run": RUN, "status": None}) == ["s6", "s5"]
@@ -188,6 +189,7 @@ def test_the_session_page_filters_sorts_and_pages(store: Store) -> None:
     assert ids({"task": "X' OR"}) == ["s4"]
     assert ids({"status": "' or '1'='1"}) == []
     assert ids({"run": RUN}, sort="task_id", descending=False, limit=2, offset=1) == ["s1", "s3"]
+    assert session_listing(store, {"run": RUN}, "task_id", False, 2, 1).total == 5
 
 
 def test_the_run_page_and_the_filter_choices(store: Store) -> None:
