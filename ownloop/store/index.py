@@ -462,14 +462,15 @@ class Index:
         """Every journal stream's size in bytes, by stream name (no database opened)."""
         return self._sizes()
 
-    def up_to_date(self) -> bool:
-        """True when the last sync saw every stream at its current size (no database opened)."""
+    def up_to_date(self, sizes: dict[str, int] | None = None) -> bool:
+        """True when the last sync saw every stream at its current size (no database opened);
+        ``sizes``: the streams' sizes when the caller just took them (``journal_sizes``)."""
         manifest = self._read_manifest()
         return (
             manifest is not None
             and manifest.fingerprint == _FINGERPRINT
             and self.path.exists()
-            and manifest.sizes == self._sizes()
+            and manifest.sizes == (self._sizes() if sizes is None else sizes)
         )
 
     def _sizes(self) -> dict[str, int]:

@@ -180,7 +180,7 @@ class KeptIndex:
         self._scanned = scan.started
         self.every = max(self.interval, 10 * scan.took)
         if scan.sizes != self._sizes:
-            if not Index(self.store).up_to_date():
+            if not Index(self.store).up_to_date(scan.sizes):  # not a second scan
                 self._release()  # a sync takes the index lock exclusively
                 self.store.sync()
             self._sizes = scan.sizes
