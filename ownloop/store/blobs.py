@@ -47,6 +47,7 @@ __all__ = [
     "file_system",
     "pixel_sha256",
     "synced_with_journal",
+    "write_file",
 ]
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -79,6 +80,34 @@ def _sync_file_range() -> Callable[[int], None] | None:
             raise OSError(code, os.strerror(code))
 
     return write_and_wait
+
+
+def write_file(target: Path, data: bytes, flush: Callable[[int], None] | None) -> None:
+    """Write ``data`` to a temporary name beside ``target``, ``flush`` it (e.g. ``os.fsync``),
+    then rename it to ``target``: a reader sees all of it or nothing.
+
+    Raises:
+        StoreNotWritable: the disk refused the write (read-only, full, ...); no temporary
+            file is left behind.
+    """
+    temporary = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if flush is not None:
+                flush(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, target)
+    except OSError as exc:
+        try:
+            temporary.unlink(missing_ok=True)
+        except OSError:
+            pass  # e.g. never created on a read-only store: the first error is the news
+        raise (disk_error(exc, target.parent) or exc) from None
 
 
 def file_system(path: Path) -> str | None:
@@ -195,35 +224,18 @@ class BlobStore:
         target = self.path(sha256)
         if target.exists():
             return sha256
-        temporary = target.parent / f".{sha256}.{secrets.token_hex(4)}.tmp"
-        try:
-            if sha256[:2] not in self._shards:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                self._shards.add(sha256[:2])
-            self._write(temporary, data)
-            os.replace(temporary, target)
-        except OSError as exc:
+        if sha256[:2] not in self._shards:
             try:
-                temporary.unlink(missing_ok=True)
-            except OSError:
-                pass  # e.g. never created on a read-only store: the first error is the news
-            raise (disk_error(exc, target.parent) or exc) from None
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise (disk_error(exc, target.parent) or exc) from None
+            self._shards.add(sha256[:2])
+        flush = None
+        if self._fsync:
+            # On one ordered journal the bytes go to the device; the line's fsync commits them.
+            flush = (_data_write() if self.synced_with_journal else None) or os.fsync
+        write_file(target, data, flush)
         return sha256
-
-    def _write(self, temporary: Path, data: bytes) -> None:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if self._fsync:
-                write = _data_write() if self.synced_with_journal else None
-                if write is not None:
-                    write(fd)  # the bytes on the device; the line's fsync commits them
-                else:
-                    os.fsync(fd)
-        finally:
-            os.close(fd)
 
     def compacted_path(self, sha256: str) -> Path:
         """Where the lossless WebP of PNG blob ``sha256`` is after ``ownloop compact``."""

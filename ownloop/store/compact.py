@@ -24,7 +24,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,15 +35,15 @@ from ownloop.store.blobs import (
     decode_compacted,
     pixel_mark,
     pixel_sha256,
+    write_file,
 )
-from ownloop.store.disk import disk_error
 
 __all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs"]
 
 METHOD = 4
 QUALITY = 50
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_TEMPORARY = re.compile(r"\.[0-9a-f]{64}\.webp\.[0-9a-f]{8}\.tmp")  # see _write
+_TEMPORARY = re.compile(r"\.[0-9a-f]{64}\.webp\.[0-9a-f]{8}\.tmp")  # see blobs.write_file
 _STALE_S = 600.0  # a temporary WebP this old is a killed run's
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MODES = ("RGB", "RGBA")  # what lossless WebP holds exactly
@@ -176,28 +175,8 @@ def _compact_one(png: Path, webp: Path, method: int, quality: int) -> str:
     decoded, mark = decode_compacted(encoded)
     if mark != pixels or pixel_sha256(decoded) != pixels:
         return "WebP pixels differ"
-    _write(webp, encoded)
+    write_file(webp, encoded, os.fsync)
     return "compacted"
-
-
-def _write(target: Path, data: bytes) -> None:
-    temporary = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, target)
-    except OSError as exc:
-        try:
-            temporary.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise (disk_error(exc, target.parent) or exc) from None
 
 
 def _sweep(shard: Path) -> None:

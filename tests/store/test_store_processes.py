@@ -69,6 +69,9 @@ def finish_sql(process: subprocess.Popen[str]) -> int:
 def test_four_writers_and_concurrent_sql(tmp_path: Path) -> None:
     root = tmp_path / "store"
     writers = [start_writer(root, f"w{i}", 10_000, 10, True, 100) for i in range(4)]
+    for writer in writers:  # the store is there before the first query, however slow the start
+        assert writer.stdout is not None
+        assert writer.stdout.readline().startswith("acked ")
     query = "select count(*) from model_called"
     counts = []
     while any(w.poll() is None for w in writers):
