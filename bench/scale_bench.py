@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_bench import step_events  # noqa: E402 - the same synthetic steps as store_bench
+from store_bench import session_events  # noqa: E402 - the same synthetic sessions as store_bench
 
 from ownloop.store import Store, open_store  # noqa: E402
 from ownloop.store import events as E  # noqa: E402
@@ -59,42 +59,8 @@ def write_sessions(store: Store, first: int, last: int, steps: int = STEPS) -> i
     for n in range(first, last):
         run_id, session = f"run{n % RUNS}", f"s{n:07d}"
         own = store.put_blob(_screenshot(n))
-        t = T0 + timedelta(seconds=n)
-        events: list[E.Event] = []
-        if n < RUNS:
-            events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
-        events.append(
-            E.SessionStarted(
-                at=t,
-                run_id=run_id,
-                session_id=session,
-                agent=AGENTS[n % 4],
-                model="m",
-                task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
-            )
-        )
-        for step in range(1, steps + 1):
-            events += step_events(run_id, session, step, own if step == steps else shared, t)
-        events.append(
-            E.SessionEnded(
-                at=t,
-                run_id=run_id,
-                session_id=session,
-                status="finished" if n % 3 else "max_steps",
-                steps=steps,
-                seconds=steps * 2.0,
-                answer="42",
-            )
-        )
-        events.append(
-            E.SessionGraded(
-                at=t,
-                run_id=run_id,
-                session_id=session,
-                grader="answer",
-                score=float(n % 2),
-                passed=bool(n % 2),
-            )
+        events = session_events(
+            n, run_id, session, steps, lambda step, own=own: own if step == steps else shared
         )
         with store.stream(session) as stream:
             stream.append(events)

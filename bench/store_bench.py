@@ -227,49 +227,58 @@ def bench_append(work: Path, steps: int) -> None:
     )
 
 
+def session_events(
+    n: int, run_id: str, session: str, steps: int, sha_of_step: Callable[[int], str]
+) -> list[E.Event]:
+    """Synthetic session ``n`` of run ``run_id``: its start (and the run's, for the first of
+    each of ten runs), ``steps`` steps whose screenshots are ``sha_of_step(step)``, its end and
+    its grade."""
+    t = T0 + timedelta(seconds=n)
+    events: list[E.Event] = []
+    if n < 10:
+        events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
+    events.append(
+        E.SessionStarted(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            agent=AGENTS[n % 4],
+            model="m",
+            task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
+        )
+    )
+    for step in range(1, steps + 1):
+        events += step_events(run_id, session, step, sha_of_step(step), t)
+    events.append(
+        E.SessionEnded(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            status="finished" if n % 3 else "max_steps",
+            steps=steps,
+            seconds=steps * 2.0,
+            answer="42",
+        )
+    )
+    events.append(
+        E.SessionGraded(
+            at=t,
+            run_id=run_id,
+            session_id=session,
+            grader="answer",
+            score=float(n % 2),
+            passed=bool(n % 2),
+        )
+    )
+    return events
+
+
 def write_journal(store: Store, sessions: int, steps: int) -> int:
     """``sessions`` sessions of ``steps`` steps, one stream each; returns the number of events."""
     total = 0
     sha = "ab" * 32
     for n in range(sessions):
-        run_id, session = f"run{n % 10}", f"s{n:06d}"
-        t = T0 + timedelta(seconds=n)
-        events: list[E.Event] = []
-        if n < 10:
-            events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
-        events.append(
-            E.SessionStarted(
-                at=t,
-                run_id=run_id,
-                session_id=session,
-                agent=AGENTS[n % 4],
-                model="m",
-                task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
-            )
-        )
-        for step in range(1, steps + 1):
-            events += step_events(run_id, session, step, sha, t)
-        events.append(
-            E.SessionEnded(
-                at=t,
-                run_id=run_id,
-                session_id=session,
-                status="finished" if n % 3 else "max_steps",
-                steps=steps,
-                seconds=steps * 2.0,
-                answer="42",
-            )
-        )
-        events.append(
-            E.SessionGraded(
-                at=t,
-                run_id=run_id,
-                session_id=session,
-                grader="answer",
-                score=float(n % 2),
-                passed=bool(n % 2),
-            )
-        )
+        events = session_events(n, f"run{n % 10}", f"s{n:06d}", steps, lambda _: sha)
         with store.stream(f"{n:06d}") as stream:
             stream.append(events)
         total += len(events)
