@@ -17,13 +17,12 @@ URL, and the start URL itself), for comparing URLs step by step.
 
 from __future__ import annotations
 
-import functools
 import json
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
@@ -32,7 +31,7 @@ import msgspec
 
 from ownloop.recorder.suites import MiniwobSuite, TasksFileSuite
 from ownloop.recorder.suites.environments import environment_names, load_environment
-from ownloop.recorder.suites.miniwob import default_seed, html_dir
+from ownloop.recorder.suites.miniwob import default_seed, html_dir, serve_static
 from ownloop.store.events import Task
 
 __all__ = ["Reopened", "reopen_suite", "shared_servers"]
@@ -62,28 +61,14 @@ def _rebaser(old: str, new: str) -> Callable[[str], str]:
     return rebase
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
-        pass
-
-
 def _serve_miniwob(port: int | None) -> ThreadingHTTPServer:
-    handler = functools.partial(_Quiet, directory=str(html_dir()))
-    server: ThreadingHTTPServer | None = None
+    # A short poll: shutdown() waits for it, once per replay (0.5 s by default).
     if port:
         try:
-            server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+            return serve_static(html_dir(), port, poll_interval=0.02)
         except OSError:
-            server = None  # taken: a free port, and URLs are rebased
-    if server is None:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    # A short poll: shutdown() waits for it, once per replay (0.5 s by default).
-    serve = functools.partial(server.serve_forever, poll_interval=0.02)
-    threading.Thread(target=serve, name="miniwob-replay", daemon=True).start()
-    return server
+            pass  # taken: a free port, and URLs are rebased
+    return serve_static(html_dir(), poll_interval=0.02)
 
 
 def _stop(server: ThreadingHTTPServer) -> None:

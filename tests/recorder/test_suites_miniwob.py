@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ownloop.recorder.suites import MiniwobSuite, load_suite
-from ownloop.recorder.suites.miniwob import default_seed, parse_seeds, start_episode
+from ownloop.recorder.suites.miniwob import default_seed, parse_seeds, serve_static, start_episode
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import MouseClick
 
@@ -116,6 +116,27 @@ def test_the_server_serves_pages_and_stops():
             assert b"genProblem" in response.read()
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2)
+
+
+def test_a_browser_that_hangs_up_mid_response_prints_nothing(tmp_path, capsys):
+    """Chromium drops its favicon request while the 404 is written: no traceback on stderr
+    (a recording's output is read by people and by CI), but a real server fault still shows."""
+    server = serve_static(tmp_path)
+    try:
+        for hang_up in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset")):
+            try:
+                raise hang_up
+            except ConnectionError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a fault of ours")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a fault of ours" in capsys.readouterr().err
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_glob_selects_tasks_and_default_seeds_are_stable():

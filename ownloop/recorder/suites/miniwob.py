@@ -21,6 +21,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import sys
 import threading
 import zlib
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -177,6 +178,28 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class _StaticServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A browser that hung up mid-response (a closed page, a dropped favicon) is no error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+def serve_static(root: Path, port: int = 0, *, poll_interval: float = 0.5) -> ThreadingHTTPServer:
+    """A quiet static file server for ``root`` on 127.0.0.1, serving from a daemon thread.
+
+    ``port`` 0 picks a free port; an ``OSError`` says a given port is taken.
+    """
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = _StaticServer(("127.0.0.1", port), handler)
+    serve = functools.partial(server.serve_forever, poll_interval=poll_interval)
+    threading.Thread(target=serve, name=f"static:{port}", daemon=True).start()
+    return server
+
+
 class MiniwobSuite:
     """MiniWoB++ tasks matching a glob, one per seed.
 
@@ -238,11 +261,7 @@ class MiniwobSuite:
         """The static server's URL, starting it on first use."""
         with self._lock:
             if self._server is None:
-                handler = functools.partial(_QuietHandler, directory=str(self.root))
-                server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-                server.daemon_threads = True
-                threading.Thread(target=server.serve_forever, name="miniwob", daemon=True).start()
-                self._server = server
+                self._server = serve_static(self.root)
             host, port = self._server.server_address[:2]
             return f"http://{host!s}:{port}"
 
