@@ -73,12 +73,14 @@ def export_views(
                 target = folder / f"{view}.parquet"
                 partial = folder / f".{view}.parquet.{os.getpid()}.tmp"
                 try:
-                    con.execute(f"copy ({query}) to {sql_literal(str(partial))} (format parquet)")
+                    # COPY answers with the rows it wrote: the view is computed once.
+                    row = con.execute(
+                        f"copy ({query}) to {sql_literal(str(partial))} (format parquet)"
+                    ).fetchone()
                 except duckdb.Error as exc:
                     partial.unlink(missing_ok=True)
                     raise OwnloopError(f"cannot write {target}: {describe_error(exc)}") from None
                 os.replace(partial, target)
-                row = con.execute(f"select count(*) from ({query})").fetchone()
                 written.append(ViewFile(view, int(row[0]) if row else 0, target))
         finally:
             con.close()
