@@ -186,16 +186,21 @@ def target_session(store: Store, target: str, run_id: str | None = None) -> str 
     ``run_id``, over one of an imported run (its suite ``import:DIR``); those are chosen only when
     the task has nothing else.
     """
+    # The sessions that match first, from session_facts (the sessions view's rows, one a
+    # session, without the view's per-run figures): then only their runs' starts.
     rows = store.sql(
-        "with r as (select run_id, min(started_at) as run_start from sessions group by run_id), "
+        "with s as (select session_id, run_id, task_id, parent_session_id, started_at "
+        "from session_facts "
+        "where (session_id = $t or task_id = $t or (starts_with(task_id, $t || '-') "
+        "and regexp_full_match(task_id[length($t) + 2:], '[0-9]+'))) "
+        "and ($run is null or run_id = $run)), "
+        "r as (select run_id, min(started_at) as run_start from session_facts "
+        "where run_id in (select run_id from s) group by run_id), "
         "imported as (select distinct run_id, true as imported from run_started "
         "where starts_with(suite, 'import:')) "
         "select s.session_id, case when s.session_id = $t then 0 when s.task_id = $t then 1 "
         "else 2 end as rank "
-        "from sessions s join r using (run_id) left join imported i using (run_id) "
-        "where (s.session_id = $t or s.task_id = $t or (starts_with(s.task_id, $t || '-') "
-        "and regexp_full_match(s.task_id[length($t) + 2:], '[0-9]+'))) "
-        "and ($run is null or s.run_id = $run) "
+        "from s join r using (run_id) left join imported i using (run_id) "
         "order by rank, s.parent_session_id is not null, "
         "$run is null and coalesce(i.imported, false), "
         "r.run_start desc, s.started_at desc, s.session_id desc limit 1",
@@ -455,14 +460,10 @@ def _page_query(
     tiebreak: str,
     limit: int,
     offset: int,
-    *,
-    counted: bool = False,
 ) -> Query:
-    """The page's query; ``counted`` adds a last column ``total_rows``: the rows over all
-    pages (a window over the same rows, so the filtered source is read once)."""
+    """The page's query: sorted and cut in SQL, so that only the page's rows are kept (a
+    top-N, not a sort of every row)."""
     select = ", ".join(f"{expr} as {name}" for name, expr in columns.items())
-    if counted:
-        select += ", count(*) over () as total_rows"
     clause = f" where {' and '.join(where)}" if where else ""
     direction = "desc" if descending else "asc"
     return (
@@ -573,20 +574,11 @@ def run_choices(store: Store) -> dict[str, list[str | None]]:
 def _counted_page(
     store: Store, page: Query, count: Query, choices: Query, columns: Mapping[str, str]
 ) -> Listed:
-    """A page (counted: see ``_page_query``) with its total and the filters' values, over one
-    connection."""
-    from ownloop.store.query import QueryResult
-
-    found, values = store.sql_many([page, choices])
-    params = page[1]
-    if found.rows:
-        total = int(found.rows[0][-1])
-    elif params.get("offset"):  # past the last page: count apart
-        total = int(store.sql(*count).rows[0][0])
-    else:
-        total = 0
-    result = QueryResult(found.columns[:-1], found.types[:-1], [row[:-1] for row in found.rows])
-    return Listed(result, total, _choices_of(values, columns))
+    """A page with its total and the filters' values, over one connection. The total is a
+    count of its own: a window over the page's query would keep and sort every row, not only
+    the page's."""
+    found, counted, values = store.sql_many([page, count, choices])
+    return Listed(found, int(counted.rows[0][0]), _choices_of(values, columns))
 
 
 class Listed(NamedTuple):
@@ -627,7 +619,6 @@ def session_listing(
             "session_id",
             limit,
             offset,
-            counted=True,
         ),
         _count_query("sessions", where, params),
         _SESSION_CHOICES,
