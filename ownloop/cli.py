@@ -111,6 +111,15 @@ _max_rows_option = click.option(
 )
 
 
+def _table_rows(max_rows: int | None) -> int | None:
+    """The rows a table shows (None: all): ``--max-rows``, else what fits the terminal, else
+    1,000 to a pipe."""
+    if max_rows is not None:
+        return max_rows or None
+    console = _console()
+    return max(console.height - 7, 5) if console.is_terminal else _PIPE_ROWS
+
+
 def _print_rows(result: Any, fmt: str, max_rows: int | None = None) -> None:
     """A ``QueryResult`` as a table (at most ``max_rows`` rows: see ``_max_rows_option``), CSV
     or a JSON array of objects. A pipe gets plain lines, drawn in time linear in the rows; a
@@ -326,7 +335,9 @@ def sql(ctx: click.Context, query: str, fmt: str, max_rows: int | None) -> None:
     """
     from ownloop.store.queries import user_query
 
-    _print_rows(user_query(_store(ctx, create=False), query), fmt, max_rows)
+    # A table fetches only the rows it shows (the others are counted, not converted).
+    first = _table_rows(max_rows) if fmt == "table" else None
+    _print_rows(user_query(_store(ctx, create=False), query, first), fmt, max_rows)
 
 
 @cli.command()

@@ -129,13 +129,14 @@ class Store:
         """
         return self.index().rebuild(accept_damaged=accept_damaged)
 
-    def sql(self, query: str, params: Params = None) -> QueryResult:
+    def sql(self, query: str, params: Params = None, first: int | None = None) -> QueryResult:
         """Run a read-only query after bringing the index up to date: columns, types, rows.
 
         ``params`` are bound to the query's ``?`` (or ``$name``) placeholders, e.g.
-        ``store.sql("select * from sessions where run_id = ?", [run_id])``.
+        ``store.sql("select * from sessions where run_id = ?", [run_id])``. ``first``: fetch
+        only the first rows; the result's ``total`` counts them all.
         """
-        return self.index().query(query, params)
+        return self.index().query(query, params, first)
 
     def version(self) -> str:
         """A token that changes whenever an event is appended anywhere (every journal stream's

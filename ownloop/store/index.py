@@ -669,9 +669,10 @@ class Index:
         return results
 
     # -------------------------------------------------------------- reading
-    def query(self, sql: str, params: Params = None) -> QueryResult:
-        """Bring the index up to date, then run ``sql`` read-only: column names, types, rows."""
-        return self._read(sql, arrow=False, params=params)
+    def query(self, sql: str, params: Params = None, first: int | None = None) -> QueryResult:
+        """Bring the index up to date, then run ``sql`` read-only: column names, types, rows
+        (``first``: only the first rows, and how many there are: ``QueryResult.total``)."""
+        return self._read(sql, arrow=False, params=params, first=first)
 
     def query_arrow(self, sql: str, params: Params = None) -> pa.Table:
         """Like ``query``, returning an Arrow table."""
@@ -687,15 +688,17 @@ class Index:
         with hold_lock(self.lock_path, exclusive=False):
             return run_read_only_many(self.path, queries)
 
-    def _read(self, sql: str, *, arrow: bool, params: Params) -> QueryResult | pa.Table:
+    def _read(
+        self, sql: str, *, arrow: bool, params: Params, first: int | None = None
+    ) -> QueryResult | pa.Table:
         if self._connection is not None:
             return run_read_only(
-                self.path, sql, arrow=arrow, params=params, connection=self._connection
+                self.path, sql, arrow=arrow, params=params, connection=self._connection, first=first
             )
         if not self.up_to_date():
             self.sync()
         with hold_lock(self.lock_path, exclusive=False):
-            return run_read_only(self.path, sql, arrow=arrow, params=params)
+            return run_read_only(self.path, sql, arrow=arrow, params=params, first=first)
 
     def session_events(self, session_id: str) -> list[Event]:
         """Every event about one session, from every stream: streams in order, merged by time."""

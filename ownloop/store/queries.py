@@ -68,13 +68,14 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ what the user types
-def user_query(store: Store, query: str) -> QueryResult:
-    """The user's own read-only query (``ownloop sql QUERY``), run as typed.
+def user_query(store: Store, query: str, first: int | None = None) -> QueryResult:
+    """The user's own read-only query (``ownloop sql QUERY``), run as typed; ``first``: fetch
+    only the rows a table shows, and count the others (``QueryResult.total``).
 
     Raises:
         QueryError: it would change something, or DuckDB rejected it.
     """
-    return store.sql(query)
+    return store.sql(query, first=first)
 
 
 def user_condition(condition: str) -> str:

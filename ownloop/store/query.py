@@ -55,6 +55,7 @@ class QueryResult(NamedTuple):
     columns: list[str]
     types: list[str]
     rows: list[tuple[Any, ...]]
+    total: int | None = None  # the rows over all when only the first ``rows`` were fetched
 
     def to_csv(self) -> str:
         out = io.StringIO()
@@ -111,8 +112,9 @@ class QueryResult(NamedTuple):
 
     def caption(self, max_rows: int | None = None) -> str:
         """``N rows``, and when ``max_rows`` leaves some out, how many and how to see them."""
-        total = f"{len(self.rows):,} row{'s' if len(self.rows) != 1 else ''}"
-        hidden = len(self.rows) - max_rows if max_rows else 0
+        count = len(self.rows) if self.total is None else self.total
+        total = f"{count:,} row{'s' if count != 1 else ''}"
+        hidden = count - max_rows if max_rows else 0
         if hidden <= 0:
             return total
         return (
@@ -226,6 +228,7 @@ def _run(
     statements: list[Any],
     arrow: bool,
     params: Sequence[Any] | Mapping[str, Any] | None,
+    first: int | None = None,
 ) -> QueryResult | pa.Table:
     try:
         for statement in statements[:-1]:
@@ -240,11 +243,23 @@ def _run(
             return relation.to_arrow_table()
         cursor = con.execute(last, params) if params is not None else con.execute(last)
         description = cursor.description or []
-        return QueryResult(
-            [d[0] for d in description], [str(d[1]) for d in description], cursor.fetchall()
-        )
+        names, types = [d[0] for d in description], [str(d[1]) for d in description]
+        if first is None:
+            return QueryResult(names, types, cursor.fetchall())
+        rows = cursor.fetchmany(first)
+        return QueryResult(names, types, rows, len(rows) + _count_rest(cursor))
     except duckdb.Error as exc:
         raise QueryError(describe_error(exc)) from None
+
+
+def _count_rest(cursor: duckdb.DuckDBPyConnection) -> int:
+    """The rows a result has left, counted in Arrow batches (no Python object a row)."""
+    import warnings
+
+    with warnings.catch_warnings():  # "an extra copy of the rows": a batch at a time
+        warnings.simplefilter("ignore", UserWarning)
+        reader = cursor.to_arrow_reader(65_536)
+        return 0 if reader is None else sum(batch.num_rows for batch in reader)
 
 
 def run_read_only(
@@ -254,22 +269,24 @@ def run_read_only(
     arrow: bool = False,
     params: Sequence[Any] | Mapping[str, Any] | None = None,
     connection: duckdb.DuckDBPyConnection | None = None,
+    first: int | None = None,
 ) -> QueryResult | pa.Table:
     """Run ``sql`` (one or more reading statements) on the index; the last one's result.
 
     ``params`` are bound to the last statement's ``?`` (or ``$name``) placeholders: values never
     become SQL text. ``connection``: one of ``open_read_only`` to use (and leave open) instead
-    of opening the index.
+    of opening the index. ``first``: fetch only the first rows, and count the others
+    (``QueryResult.total``).
 
     Raises:
         QueryError: a statement would change something, or DuckDB rejected the query.
     """
     statements = _reading_statements(sql)
     if connection is not None:
-        return _run(connection, statements, arrow, params)
+        return _run(connection, statements, arrow, params, first)
     con = open_read_only(path)
     try:
-        return _run(con, statements, arrow, params)
+        return _run(con, statements, arrow, params, first)
     finally:
         con.close()
 
