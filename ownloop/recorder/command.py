@@ -61,6 +61,11 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     mixed = mixed_budgets(store, summary.run_id)
     if mixed:
         lines.append(mixed)
+    if summary.workers_lost:
+        lines.append(
+            f"{summary.workers_lost} Ray workers lost (a node or its process died); as many "
+            "were asked for again (see: ray status)"
+        )
     if summary.crashed:
         lines.append(f"{summary.crashed} sessions left by a stopped recorder marked crashed")
     if summary.interrupted:

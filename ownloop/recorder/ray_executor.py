@@ -265,6 +265,7 @@ def run_on_ray(
         driver.elsewhere,
         driver.fatal,
         len(driver.pending) + len(driver.deferred) if driver.fatal else 0,
+        driver.lost,
     )
     counts = summary.counts()
     if summary.crashed:
@@ -300,6 +301,9 @@ class _Driver:
         self.results: list[EpisodeResult] = []
         self.crashed = 0
         self.elsewhere = 0
+        self.lost = 0  # actors that died; each is replaced, up to the number of workers
+        self._remote: Any = None
+        self._lease = 0.0
         self.fatal = ""
         self.actors: list[Any] = []
         self.opening: dict[Any, Any] = {}  # open() ref -> actor
@@ -311,16 +315,28 @@ class _Driver:
         self._deferred_at = 0.0
 
     def start(self) -> None:
-        remote = self.ray.remote(num_cpus=1, max_concurrency=2)(_Actor)
-        lease = lease_seconds(self.options.limits.timeout_s)
-        count = max(1, min(self.options.workers, len(self.pending)))
-        for _ in range(count):
-            actor = remote.options(scheduling_strategy="SPREAD").remote(
-                str(self.store.root.resolve()), self.run_id, self.options, lease
-            )
-            self.actors.append(actor)
-            self.opening[actor.open.remote()] = actor
+        self._remote = self.ray.remote(num_cpus=1, max_concurrency=2)(_Actor)
+        self._lease = lease_seconds(self.options.limits.timeout_s)
+        for _ in range(max(1, min(self.options.workers, len(self.pending)))):
+            self._spawn()
         self._started = time.monotonic()
+
+    def _spawn(self) -> None:
+        actor = self._remote.options(scheduling_strategy="SPREAD").remote(
+            str(self.store.root.resolve()), self.run_id, self.options, self._lease
+        )
+        self.actors.append(actor)
+        self.opening[actor.open.remote()] = actor
+
+    def _lose(self, actor: Any) -> None:
+        """An actor died with its node or process: ask the cluster for another (once per worker
+        in all, so a node that kills every actor placed on it cannot loop), if work is left."""
+        self.actors.remove(actor)
+        self.lost += 1
+        if self.lost <= self.options.workers and (self.pending or self.deferred):
+            self._spawn()
+            if not self.idle and not self.running:
+                self._started = time.monotonic()  # the start wait counts from here
 
     def run(self) -> None:
         ray = self.ray
@@ -375,7 +391,7 @@ class _Driver:
         try:
             problem = self.ray.get(ref)
         except self.ray.exceptions.RayActorError:
-            self.actors.remove(actor)  # its node died as it started
+            self._lose(actor)  # its node died as it started
             return
         if problem:
             self.fatal = problem
@@ -389,8 +405,8 @@ class _Driver:
         except self.ray.exceptions.RayActorError:
             # Its node (or process) died: the session in flight is lost. Its claim goes stale,
             # and whoever takes the task over marks that session crashed.
-            self.actors.remove(slot.actor)
             self._defer(slot.task, slot.repeat, slot.attempt + 1)
+            self._lose(slot.actor)
             return
         except self.ray.exceptions.RayTaskError as error:
             cause = getattr(error, "cause", None)
@@ -462,8 +478,10 @@ class _Driver:
         self.running.clear()
 
     def close(self) -> None:
-        """Close every live actor (browsers, claims, streams), then end the actors."""
-        closing = [actor.close.remote() for actor in self.actors]
+        """Close every started actor (browsers, claims, streams), then end them all (one still
+        waiting for a place in the cluster is ended without waiting)."""
+        waiting = set(self.opening.values())
+        closing = [actor.close.remote() for actor in self.actors if actor not in waiting]
         if closing:
             self.ray.wait(closing, num_returns=len(closing), timeout=_STOP_WAIT_S)
         for actor in self.actors:

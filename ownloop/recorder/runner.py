@@ -120,6 +120,7 @@ class RunSummary(NamedTuple):
     elsewhere: int = 0  # tasks another recorder of the run did meanwhile
     fatal: str = ""  # why the run stopped early (no browser, the endpoint failing), if it did
     not_started: int = 0  # tasks left for a resume when the run stopped early
+    workers_lost: int = 0  # Ray actors that died (their node or process), each replaced once
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.status for r in self.results))

@@ -311,6 +311,9 @@ def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_sto
     counted = _counted(tmp_path, "k")
     assert len(counted) == 4 and all(n == 1 for n, _, _ in counted.values()), counted
     assert "1 sessions left by a stopped recorder marked crashed" in out, out
+    # the dead actor was asked for again; with the worker node gone it found no free CPU, and
+    # the run neither waited for it nor hung on closing it
+    assert "1 Ray workers lost (a node or its process died)" in out, out
     verify = subprocess.run(
         [sys.executable, "-m", "ownloop", "--store", str(tmp_path), "verify"],
         capture_output=True,
