@@ -15,13 +15,10 @@ from __future__ import annotations
 import gc
 import heapq
 import os
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from importlib import resources
-from itertools import accumulate, repeat
-from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -32,23 +29,11 @@ from ownloop.store.archive import ArchiveResult, attach_archives, compact, move_
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
-from ownloop.store.journal import (
-    ChainState,
-    DecodedLines,
-    check_chain,
-    decode_intact,
-    decode_lines,
-)
+from ownloop.store.ingest import Decoders, _Batch, _complete_lines, _Mark, plan, write_rows
+from ownloop.store.journal import ChainState, decode_lines
 from ownloop.store.locks import LockNotNeeded, hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
-from ownloop.store.schema import (
-    BOOKKEEPING_DDL,
-    SESSION_FACT_KINDS,
-    SESSION_FACTS_REFRESH,
-    TABLE_BY_TYPE,
-    TABLES,
-    fingerprint,
-)
+from ownloop.store.schema import BOOKKEEPING_DDL, TABLES, fingerprint
 from ownloop.store.scores import refresh_bootstraps
 
 if TYPE_CHECKING:
@@ -63,9 +48,18 @@ Params = Sequence[Any] | Mapping[str, Any] | None
 
 VIEWS_SQL = resources.files("ownloop.store").joinpath("views.sql").read_text()
 _FINGERPRINT = fingerprint(VIEWS_SQL)
-_CHUNK = 16 << 20  # bytes read from a stream at a time
 _BATCH = 32 << 20  # bytes of lines decoded before they are written to DuckDB
-_CODE_BY_TYPE = {table.event_type: code for code, table in enumerate(TABLES)}
+# New bytes from which a sync decodes in worker processes (a rebuild of about 150,000 events):
+# below it, starting them costs more than they save.
+_PARALLEL_BYTES = 64 << 20
+
+
+def _cpus() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class SyncResult(NamedTuple):
@@ -99,238 +93,15 @@ class SyncResult(NamedTuple):
         return line
 
 
-class _Mark(NamedTuple):
-    """How far a stream is ingested: bytes, the size seen (-1: not finished), the chain there."""
-
-    ingested: int
-    size: int
-    chain: ChainState
-
-
 class _Manifest(msgspec.Struct):
     fingerprint: str
     sizes: dict[str, int]
-
-
-class _Batch:
-    """Decoded lines waiting to be written, as flat columns in journal order, and skipped lines.
-
-    Each line's checksum and link to the line before are checked first: a damaged line is
-    quarantined (listed in ``damaged_lines``, not projected) unless ``accept_damaged``.
-    """
-
-    def __init__(self, accept_damaged: bool = False) -> None:
-        self.accept_damaged = accept_damaged
-        # (stream, byte offset, byte length, kind, detail) of each damaged line: rare, so rows
-        self.damaged: list[tuple[str, int, int, str, str]] = []
-        self.nbytes = 0
-        self.events: list[Event] = []
-        self.streams: list[str] = []
-        self.seqs: list[int] = []
-        self.offsets: list[int] = []
-        self.lengths: list[int] = []
-        self.skipped: tuple[list[str], list[int], list[str]] = ([], [], [])
-        self.marks: dict[str, _Mark] = {}
-
-    def add(self, stream: str, base: int, chunk: bytes, chain: ChainState) -> ChainState:
-        """Check and decode ``chunk`` (complete lines of ``stream`` from byte ``base``, where
-        the chain stood at ``chain``); returns the chain's state after it."""
-        raw_lines = chunk.split(b"\n")
-        raw_lines.pop()  # the chunk ends with a newline
-        lengths = list(map((1).__add__, map(len, raw_lines)))
-        offsets = list(accumulate(lengths[:-1], initial=base))
-        intact = decode_intact(raw_lines, chain)
-        if intact is not None:  # the common case: nothing damaged, everything decodes
-            decoded, chain = intact
-            self._keep(stream, decoded, offsets, lengths, len(chunk))
-            return chain
-        damaged, chain = check_chain(raw_lines, chain)
-        if damaged:
-            self.damaged += [
-                (stream, offsets[i], lengths[i], kind, detail) for i, kind, detail in damaged
-            ]
-            if not self.accept_damaged:
-                bad = {i for i, _, _ in damaged}
-                keep = [i for i in range(len(raw_lines)) if i not in bad]
-                raw_lines = [raw_lines[i] for i in keep]
-                lengths = [lengths[i] for i in keep]
-                offsets = [offsets[i] for i in keep]
-        decoded = decode_lines(raw_lines)
-        for i, error in decoded.errors:
-            self.skipped[0].append(stream)
-            self.skipped[1].append(offsets[i])
-            self.skipped[2].append(error)
-        if decoded.positions is not None:
-            offsets = [offsets[i] for i in decoded.positions]
-            lengths = [lengths[i] for i in decoded.positions]
-        self._keep(stream, decoded, offsets, lengths, len(chunk))
-        return chain
-
-    def _keep(
-        self,
-        stream: str,
-        decoded: DecodedLines,
-        offsets: list[int],
-        lengths: list[int],
-        nbytes: int,
-    ) -> None:
-        # Only C-level list operations per event here: grouping by kind waits for write().
-        self.events += decoded.events
-        self.seqs += decoded.seqs
-        self.offsets += offsets
-        self.lengths += lengths
-        self.streams += repeat(stream, len(decoded.events))
-        self.nbytes += nbytes
-
-    def _by_kind(self) -> Iterator[tuple[type, slice, list[int]]]:
-        """Each kind present, the slice of the kind-ordered rows it holds, and that ordering."""
-        codes = list(map(_CODE_BY_TYPE.__getitem__, map(type, self.events)))
-        # A stable sort of positions by kind keeps each kind's rows in journal order.
-        order = sorted(range(len(codes)), key=codes.__getitem__)
-        counts = Counter(codes)
-        start = 0
-        for code in sorted(counts):
-            end = start + counts[code]
-            yield TABLES[code].event_type, slice(start, end), order
-            start = end
-
-    def rows(self) -> _Rows:
-        """Build every row to write as Arrow tables: the Python share of writing the batch."""
-        import pyarrow as pa  # only a sync that has lines to ingest pays for it
-
-        inserts: list[tuple[str, pa.Table]] = []
-        journal = []
-        touched = []  # session ids whose session_facts row the new events change
-        if self.events:
-            parts = list(self._by_kind())
-            order = parts[0][2]
-            take = itemgetter(*order) if len(order) > 1 else (lambda rows: (rows[order[0]],))
-            events, streams, seqs = take(self.events), take(self.streams), take(self.seqs)
-            offsets, lengths = take(self.offsets), take(self.lengths)
-            for kind, rows_of, _ in parts:
-                table = TABLE_BY_TYPE[kind]
-                rows = table.arrow_table(streams[rows_of], seqs[rows_of], events[rows_of])
-                inserts.append((table.name, rows))
-                if table.name in SESSION_FACT_KINDS:
-                    touched.append(rows.column("session_id"))
-                # The journal rows reuse the columns just built for the kind's table.
-                journal.append(
-                    pa.table(
-                        {
-                            "stream": rows.column("stream"),
-                            "byte_offset": pa.array(offsets[rows_of], pa.int64()),
-                            "byte_length": pa.array(lengths[rows_of], pa.int64()),
-                            "seq": rows.column("seq"),
-                            "kind": pa.array([table.name] * rows.num_rows, pa.string()),
-                            "session_id": rows.column("session_id"),
-                            "run_id": rows.column("run_id"),
-                            "time": rows.column("time"),
-                        }
-                    )
-                )
-        if journal:
-            inserts.append(("journal", pa.concat_tables(journal)))
-        if self.skipped[0]:
-            inserts.append(
-                (
-                    "skipped_lines",
-                    pa.table(
-                        {
-                            "stream": self.skipped[0],
-                            "byte_offset": self.skipped[1],
-                            "error": self.skipped[2],
-                        }
-                    ),
-                )
-            )
-        if self.damaged:
-            streams, offsets, lengths, kinds, details = map(list, zip(*self.damaged, strict=True))
-            inserts.append(
-                (
-                    "damaged_lines",
-                    pa.table(
-                        {
-                            "stream": streams,
-                            "byte_offset": pa.array(offsets, pa.int64()),
-                            "byte_length": pa.array(lengths, pa.int64()),
-                            "kind": kinds,
-                            "detail": details,
-                            "projected": [self.accept_damaged] * len(streams),
-                        }
-                    ),
-                )
-            )
-        marks = None
-        if self.marks:
-            names = list(self.marks)
-            marks = pa.table(
-                {
-                    "stream": names,
-                    "ingested": pa.array([self.marks[n].ingested for n in names], pa.int64()),
-                    "size": pa.array([self.marks[n].size for n in names], pa.int64()),
-                    "last_sum": pa.array([self.marks[n].chain.prev for n in names], pa.string()),
-                    "last_seq": pa.array([self.marks[n].chain.seq for n in names], pa.int64()),
-                }
-            )
-        facts = None
-        if touched:
-            facts = pa.table(
-                {
-                    "session_id": pa.chunked_array(
-                        [chunk for column in touched for chunk in column.chunks], pa.string()
-                    )
-                }
-            )
-        return _Rows(inserts, facts, marks)
-
-    def write(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Insert everything and move the streams' offsets, in one transaction."""
-        self.rows().write(con)
-
-
-class _Rows(NamedTuple):
-    """One batch's rows as Arrow tables, ready to be written."""
-
-    inserts: list[tuple[str, pa.Table]]  # (table, rows), in the order they are inserted
-    touched: pa.Table | None  # the session ids whose session_facts rows to recompute
-    marks: pa.Table | None  # the streams' new rows in ``streams``
-
-    def write(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Insert the rows and move the streams' offsets, in one transaction: DuckDB's share of
-        writing a batch, which runs without Python's GIL."""
-        con.begin()
-        for table, rows in self.inserts:
-            _insert(con, table, rows)
-        if self.touched is not None:
-            _refresh_session_facts(con, self.touched)
-        if self.marks is not None:
-            con.register("_marks", self.marks)
-            con.execute("delete from streams where stream in (select stream from _marks)")
-            con.execute("insert into streams select * from _marks")
-            con.unregister("_marks")
-        con.commit()
 
 
 def _search_hot_first(con: duckdb.DuckDBPyConnection) -> None:
     """Ingest writes the hot tables by their bare names; the views in ``main`` still read
     ``main``'s union views (a view binds names in its own schema first)."""
     con.execute("set search_path = 'hot,main'")
-
-
-def _refresh_session_facts(con: duckdb.DuckDBPyConnection, touched: pa.Table) -> None:
-    """Recompute the ``session_facts`` rows of the sessions named in ``touched`` (inside the
-    ingest's transaction, so the table always matches the events committed with it)."""
-    con.register("_touched", touched)
-    con.execute("delete from session_facts where session_id in (select session_id from _touched)")
-    con.execute(SESSION_FACTS_REFRESH)
-    con.unregister("_touched")
-
-
-def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
-    # DuckDB scans the Arrow table in bulk: no row-by-row INSERT.
-    con.register("_rows", data)
-    con.execute(f'insert into "{table}" select * from _rows')
-    con.unregister("_rows")
 
 
 def _duckdb_disk_error(exc: duckdb.Error, path: Path) -> StoreNotWritable | None:
@@ -340,27 +111,6 @@ def _duckdb_disk_error(exc: duckdb.Error, path: Path) -> StoreNotWritable | None
         if os.strerror(code) in text:
             return disk_error(OSError(code, os.strerror(code)), path)
     return None
-
-
-def _complete_lines(path: str | Path, start: int, size: int) -> Iterator[tuple[int, bytes]]:
-    """Chunks of ``path`` between ``start`` and ``size`` that end with a newline, with offsets."""
-    # os-level reads: most streams are small, and a buffered file object costs more than them.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        offset, pending, position = start, b"", start
-        while position < size:
-            piece = os.pread(fd, min(_CHUNK, size - position), position)
-            if not piece:
-                return
-            position += len(piece)
-            data = pending + piece if pending else piece
-            cut = data.rfind(b"\n") + 1
-            if cut:
-                yield offset, data[:cut]
-                offset += cut
-            pending = data[cut:]
-    finally:
-        os.close(fd)
 
 
 class Index:
@@ -376,17 +126,22 @@ class Index:
         self.lock_path = store.root / "index.lock"
         self.manifest_path = store.root / "index.manifest"
         self._accept_damaged: bool | None = None  # None: as the index was built
+        self._processes: int | None = None  # decoding processes; None: by the work's size
         self._connection = connection
 
     # -------------------------------------------------------------- syncing
-    def sync(self) -> SyncResult:
+    def sync(self, *, processes: int | None = None) -> SyncResult:
         """Ingest every journal line not yet in the index (waits for the index lock).
+
+        ``processes``: how many worker processes check and decode the lines (0 or 1: none, all
+        in this process); by default one per core when there are many new bytes, else none.
 
         Raises:
             StoreNotWritable: the index needs writing and the store is read-only or full.
         """
         if self.up_to_date():  # also what lets a read-only store answer queries
             return SyncResult(0, 0, 0, False)
+        self._processes = processes
         try:
             with self._writing("its index is out of date", unless=self.up_to_date):
                 existed = self.path.exists()
@@ -399,16 +154,18 @@ class Index:
         except LockNotNeeded:  # another process synced it while this one waited
             return SyncResult(0, 0, 0, False)
 
-    def rebuild(self, *, accept_damaged: bool = False) -> SyncResult:
+    def rebuild(self, *, accept_damaged: bool = False, processes: int | None = None) -> SyncResult:
         """Drop the index and ingest the whole journal again.
 
         With ``accept_damaged``, lines whose checksum or chain fails are projected all the same
         (still listed in the ``damage`` view), now and in later syncs of this index.
+        ``processes``: as for ``sync``.
 
         Raises:
             StoreNotWritable: the store is read-only or full; a half-built index is removed.
         """
         self._accept_damaged = accept_damaged
+        self._processes = processes
         with self._writing("its index cannot be rebuilt there"):
             try:
                 self._remove_files()
@@ -555,35 +312,79 @@ class Index:
     ) -> SyncResult:
         """Read every stream whose size changed; ``known`` is updated to what was committed.
 
-        Batches are pipelined: while DuckDB writes one batch (on a thread of its own; it runs
-        without the GIL), the next is read, checked, decoded and turned into Arrow tables.
-        Still one transaction per batch, in order: a sync that stops keeps whole batches.
+        From nothing (or with many new bytes) worker processes check and decode shares of the
+        streams while this process's DuckDB writes what they send back (``ingest.Decoders``);
+        else, and for streams too big for one batch, it is done here, pipelined (``_here``).
+        Each batch is written in one transaction: a sync that stops keeps whole batches.
         """
-        batch, streams, events, skipped, damaged = _Batch(accept), 0, 0, 0, 0
+        work: list[tuple[str, int, int, ChainState]] = []
+        for stream, size in sorted(sizes.items()):
+            ingested, seen, chain = known.get(stream, _Mark(0, -1, ChainState()))
+            if size == seen:
+                continue
+            if size < ingested:
+                raise OwnloopError(
+                    f"journal stream {stream} is shorter than the index says ({size} < "
+                    f"{ingested} bytes). Check it with: ownloop verify; then: ownloop index "
+                    "--rebuild"
+                )
+            work.append((stream, ingested, size, chain))
+        done = SyncResult(len(work), 0, 0, False)
+        count = self._processes
+        if count is None:
+            new = sum(size - ingested for _, ingested, size, _ in work)
+            count = _cpus() if new >= _PARALLEL_BYTES else 0
+        if count > 1 and work:
+            tasks, work = plan(work, count, _BATCH)
+            try:
+                decoders = Decoders(count, str(self.journal_dir), accept)
+            except OSError:  # no interpreter to start (e.g. an embedded Python): do it here
+                work = [item for task in tasks for item in task.streams] + work
+                work.sort()
+            else:
+                try:
+                    with closing(decoders.run(tasks)) as runs:
+                        for run in runs:
+                            write_rows(con, [decoded.rows() for decoded in run])
+                            for decoded in run:
+                                known.update(decoded.marks)
+                                done = done._replace(
+                                    events=done.events + decoded.events,
+                                    skipped=done.skipped + decoded.skipped,
+                                    damaged=done.damaged + decoded.damaged,
+                                )
+                finally:
+                    decoders.close()
+        return self._ingest_here(con, work, known, accept, done)
+
+    def _ingest_here(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        work: list[tuple[str, int, int, ChainState]],
+        known: dict[str, _Mark],
+        accept: bool,
+        done: SyncResult,
+    ) -> SyncResult:
+        """Ingest ``work`` in this process, adding to ``done``. Batches are pipelined: while
+        DuckDB writes one batch (on a thread of its own; it runs without the GIL), the next is
+        read, checked, decoded and turned into Arrow tables."""
+        if not work:
+            return done
+        batch, events, skipped, damaged = _Batch(accept), 0, 0, 0
         journal = str(self.journal_dir)
         with ThreadPoolExecutor(1, thread_name_prefix="ownloop-ingest") as writer:
             writing: Future[None] | None = None
-            done: dict[str, _Mark] = {}  # the marks of the batch being written
+            marks: dict[str, _Mark] = {}  # the marks of the batch being written
 
             def write(batch: _Batch) -> None:
-                nonlocal writing, done
+                nonlocal writing, marks
                 rows = batch.rows()  # while the batch before is still being written
                 if writing is not None:
                     writing.result()  # its error, if any, is this sync's error
-                    known.update(done)
-                writing, done = writer.submit(rows.write, con), batch.marks
+                    known.update(marks)
+                writing, marks = writer.submit(rows.write, con), batch.marks
 
-            for stream, size in sorted(sizes.items()):
-                ingested, seen, chain = known.get(stream, _Mark(0, -1, ChainState()))
-                if size == seen:
-                    continue
-                if size < ingested:
-                    raise OwnloopError(
-                        f"journal stream {stream} is shorter than the index says ({size} < "
-                        f"{ingested} bytes). Check it with: ownloop verify; then: ownloop index "
-                        "--rebuild"
-                    )
-                streams += 1
+            for stream, ingested, size, chain in work:
                 end = ingested
                 for base, chunk in _complete_lines(
                     os.path.join(journal, stream + ".jsonl"), ingested, size
@@ -601,11 +402,15 @@ class Index:
             write(batch)
             assert writing is not None
             writing.result()
-            known.update(done)
+            known.update(marks)
         events += len(batch.events)
         skipped += len(batch.skipped[0])
         damaged += len(batch.damaged)
-        return SyncResult(streams, events, skipped, False, damaged)
+        return done._replace(
+            events=done.events + events,
+            skipped=done.skipped + skipped,
+            damaged=done.damaged + damaged,
+        )
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:

