@@ -636,29 +636,17 @@ def run_listing(
     offset: int,
 ) -> Listed:
     """``run_page`` with ``filters`` (``agent``, ``model``), its row count and
-    ``run_choices``."""
-    from ownloop.store.query import QueryResult
-
-    # A store holds tens or hundreds of runs, not thousands: one query reads them all (the
-    # sessions view once, scored_units once), and the page and the filters' values are cut
-    # from it here.
-    every = run_page(store, {}, sort, descending, 1_000_000, 0)
-    agent, model = (every.columns.index(name) for name in ("agent", "model"))
-    choices: dict[str, list[str | None]] = {
-        "agent": sorted({row[agent] for row in every.rows}, key=lambda v: (v is not None, v)),
-        "model": sorted({row[model] for row in every.rows}, key=lambda v: (v is not None, v)),
-    }
-    wanted = [
-        row
-        for row in every.rows
-        if all(
-            (row[agent] if name == "agent" else row[model]) == filters[name]
-            for name in ("agent", "model")
-            if name in filters
-        )
-    ]
-    page = QueryResult(every.columns, every.types, wanted[offset : offset + limit])
-    return Listed(page, len(wanted), choices)
+    ``run_choices``, over one connection: the page is sorted and cut in SQL."""
+    where, params = _run_where(filters)
+    return _counted_page(
+        store,
+        _page_query(
+            _RUN_COLUMNS, _RUNS_FROM, where, params, sort, descending, "i.run_id", limit, offset
+        ),
+        _count_query(_RUNS_COUNTED, where, params),
+        _choices_query(_RUNS_COUNTED, _RUN_EQUALS),
+        _RUN_EQUALS,
+    )
 
 
 # ------------------------------------------------------------------ the viewer's dashboard
