@@ -24,6 +24,7 @@ import functools
 import math
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -87,14 +89,42 @@ def build(root: Path, sessions: int, steps: int = STEPS) -> Store:
     return store
 
 
-def timed(fn: Callable[[], object], repeat: int = 1) -> float:
-    """The best of ``repeat`` runs, seconds."""
-    best = float("inf")
+class Timing(NamedTuple):
+    """Seconds a command took on the clock and of CPU (user and system, every thread), each the
+    least of its runs; the CPU time moves much less with the machine's load."""
+
+    wall: float
+    cpu: float
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's finished children."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(
+    fn: Callable[[], object], repeat: int = 1, cpu: Callable[[], float] = children_cpu
+) -> Timing:
+    """The best of ``repeat`` runs; ``cpu``: the clock of the process that does the work."""
+    wall = used = float("inf")
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, before = time.perf_counter(), cpu()
         fn()
-        best = min(best, time.perf_counter() - started)
-    return best
+        wall = min(wall, time.perf_counter() - started)
+        used = min(used, cpu() - before)
+    return Timing(wall, used)
+
+
+def process_cpu(pid: int) -> Callable[[], float]:
+    """The CPU seconds so far of the running process ``pid`` (Linux's /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+    return read
 
 
 def ownloop(store: Store, *args: str) -> Callable[[], object]:
@@ -114,7 +144,7 @@ def ownloop(store: Store, *args: str) -> Callable[[], object]:
     return run
 
 
-def view_pages(store: Store) -> tuple[float, float]:
+def view_pages(store: Store) -> tuple[Timing, Timing]:
     """Seconds to fetch the viewer's runs page and its sessions page from ``ownloop view``:
     each the best of two first loads of a page not asked before (another sort, another page:
     the viewer answers a page asked again from its cache, which would time only the
@@ -136,15 +166,21 @@ def view_pages(store: Store) -> tuple[float, float]:
             return lambda: urllib.request.urlopen(base + page, timeout=600).read()
 
         fetch("/")()  # the first request syncs the index and warms the process
-        runs = min(timed(fetch(page)) for page in ("/?sort=run_id", "/?sort=agent"))
-        sessions = min(timed(fetch(f"/sessions?page={n}")) for n in (2, 3))
-        return runs, sessions
+        clock = process_cpu(server.pid)
+        runs = [timed(fetch(page), cpu=clock) for page in ("/?sort=run_id", "/?sort=agent")]
+        sessions = [timed(fetch(f"/sessions?page={n}"), cpu=clock) for n in (2, 3)]
+        return best(runs), best(sessions)
     finally:
         server.terminate()
         server.wait(timeout=30)
 
 
-def measure(store: Store, sessions: int, work: Path) -> dict[str, float]:
+def best(timings: list[Timing]) -> Timing:
+    """The least wall-clock and the least CPU time of several measures of the same work."""
+    return Timing(min(t.wall for t in timings), min(t.cpu for t in timings))
+
+
+def measure(store: Store, sessions: int, work: Path) -> dict[str, Timing]:
     """Every command a user runs on a large store, seconds (the best of two where cheap)."""
     one = f"s{sessions // 2:07d}"
     ownloop(store, "index")()  # the index exists and is up to date: what follows reads it
@@ -184,7 +220,7 @@ def measure(store: Store, sessions: int, work: Path) -> dict[str, float]:
     return times
 
 
-def measure_verify(store: Store) -> dict[str, float]:
+def measure_verify(store: Store) -> dict[str, Timing]:
     """``verify`` alone: a full check, then incremental checks with nothing new (the first of
     them may still write the state a full check leaves to it), and one after a session was added."""
     times = {"verify --full": timed(ownloop(store, "verify", "--full"))}
@@ -194,6 +230,11 @@ def measure_verify(store: Store) -> dict[str, float]:
     write_sessions(store, have, have + 1, 1)
     times["verify (incremental, one new session)"] = timed(ownloop(store, "verify"))
     return times
+
+
+def megabytes(path: Path) -> Timing:
+    """A file's size in MB, in a row of the table (no CPU time)."""
+    return Timing(path.stat().st_size / 1e6, math.nan)
 
 
 def seal_all(store: Store) -> None:
@@ -215,7 +256,7 @@ def seal_all(store: Store) -> None:
             stream.append(events)
 
 
-def measure_archived(store: Store) -> dict[str, float]:
+def measure_archived(store: Store) -> dict[str, Timing]:
     """``index --rebuild`` with every run in the index, then with every run sealed and
     archived; the index file's size (MB, in the seconds column) before and after."""
     if not store.sql("select 1 from run_sealed limit 1").rows:
@@ -227,9 +268,9 @@ def measure_archived(store: Store) -> dict[str, float]:
         shutil.rmtree(store.root / "archive")
     rebuild = ownloop(store, "index", "--rebuild")
     times = {"index --rebuild (every run in the index)": timed(rebuild)}
-    times["index size MB (every run in the index)"] = store.index_path.stat().st_size / 1e6
+    times["index size MB (every run in the index)"] = megabytes(store.index_path)
     times["archive --all-sealed"] = timed(ownloop(store, "archive", "--all-sealed"))
-    times["index size MB (every run archived)"] = store.index_path.stat().st_size / 1e6
+    times["index size MB (every run archived)"] = megabytes(store.index_path)
     times["index --rebuild (every run archived)"] = timed(rebuild)
     times["sql select * from sessions (csv, archived)"] = timed(
         ownloop(store, "sql", "select * from sessions", "--format", "csv"), 2
@@ -254,7 +295,7 @@ def main() -> None:
     print(
         f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the start", flush=True
     )
-    results: dict[int, dict[str, float]] = {}
+    results: dict[int, dict[str, Timing]] = {}
     try:
         for size in sizes:
             print(f"{size:,} sessions:", flush=True)
@@ -279,23 +320,33 @@ def main() -> None:
     print_table(results)
 
 
-def print_table(results: dict[int, dict[str, float]]) -> None:
-    """Seconds per command and size, and the growth per 10x of data: the last size's time over
-    the first's, per decade between them (1.0x: flat; 10x: as fast as the data grows)."""
+def print_table(results: dict[int, dict[str, Timing]]) -> None:
+    """Seconds per command and size (on the clock, and of CPU in brackets), and the growth per
+    10x of data: the last size's time over the first's, per decade between them (1.0x: flat;
+    10x: as fast as the data grows), on the clock and of CPU."""
     sizes = sorted(results)
     commands = list(results[sizes[0]])
     head = " | ".join(f"{size:,} sessions" for size in sizes)
-    print(f"\n| command | {head} | growth per 10x |")
-    print("|---|" + "---|" * len(sizes) + "---|")
+    print(f"\n| command | {head} | growth per 10x | of CPU |")
+    print("|---|" + "---|" * len(sizes) + "---|---|")
     for command in commands:
-        unit = "" if "MB" in command else " s"
-        cells = " | ".join(f"{results[size][command]:.2f}{unit}" for size in sizes)
-        growth = "-"
-        if len(sizes) > 1:
-            decades = math.log10(sizes[-1] / sizes[0])
-            ratio = results[sizes[-1]][command] / max(results[sizes[0]][command], 1e-6)
-            growth = f"{ratio ** (1 / decades):.1f}x"
-        print(f"| {command} | {cells} | {growth} |")
+        timings = [results[size][command] for size in sizes]
+        if "MB" in command:
+            cells = " | ".join(f"{t.wall:.1f}" for t in timings)
+        else:
+            cells = " | ".join(f"{t.wall:.2f} s ({t.cpu:.2f})" for t in timings)
+        growth = [
+            growth_per_decade(sizes, [getattr(t, f) for t in timings]) for f in Timing._fields
+        ]
+        print(f"| {command} | {cells} | {growth[0]} | {growth[1]} |")
+
+
+def growth_per_decade(sizes: list[int], values: list[float]) -> str:
+    """``values``' last over its first, per 10x between the first size and the last."""
+    if len(sizes) < 2 or math.isnan(values[0]):
+        return "-"
+    ratio = values[-1] / max(values[0], 1e-6)
+    return f"{ratio ** (1 / math.log10(sizes[-1] / sizes[0])):.1f}x"
 
 
 if __name__ == "__main__":
