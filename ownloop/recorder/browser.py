@@ -63,6 +63,7 @@ __all__ = [
     "Effect",
     "Fetched",
     "Launched",
+    "Opened",
     "Page",
     "Refound",
     "Shot",
@@ -72,6 +73,7 @@ __all__ = [
     "may_start_download",
     "navigation_refusal",
     "open_browser",
+    "open_context",
     "start_playwright",
 ]
 
@@ -312,6 +314,56 @@ def _message(error: BaseException) -> str:
     return str(error).strip().splitlines()[0][:500] if str(error).strip() else type(error).__name__
 
 
+class Opened(NamedTuple):
+    """A fresh browser context and its first page (on ``about:blank``), with the CDP sessions a
+    :class:`BrowserSession` listens to: the page's and the browser's (discovering targets)."""
+
+    context: BrowserContext
+    page: Page
+    page_cdp: CDPSession
+    main_frame: str  # the page's main frame id
+    context_id: str  # the context's id in CDP
+    targets: CDPSession
+
+
+def _page_cdp(context: BrowserContext, page: Page) -> tuple[CDPSession, str]:
+    """A CDP session to ``page`` (focus emulated) and the id of its main frame."""
+    cdp = context.new_cdp_session(page)
+    # A headless page otherwise loses focus to its siblings; pages expect to be focused.
+    cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
+    return cdp, cdp.send("Page.getFrameTree")["frameTree"]["frame"]["id"]
+
+
+def open_context(browser: Browser, viewport: tuple[int, int]) -> Opened:
+    """A fresh context of ``browser`` (no cookies, storage or cache of any other) and its first
+    page, as every session gets it. Its first page starts a renderer process (0.2-0.5 s), and
+    the CDP sessions take a few round trips to the browser."""
+    context = browser.new_context(
+        viewport={"width": viewport[0], "height": viewport[1]},
+        device_scale_factor=1,
+        locale="en-US",
+        timezone_id="UTC",
+        permissions=["clipboard-read", "clipboard-write"],
+        accept_downloads=True,
+    )
+    try:
+        page = context.new_page()
+        cdp, main = _page_cdp(context, page)
+        # The page is on about:blank and loaded: no loading event can be missed before the
+        # session listens to them.
+        cdp.send("Page.enable")
+        context_id = cdp.send("Target.getTargetInfo")["targetInfo"]["browserContextId"]
+        targets = browser.new_browser_cdp_session()
+        targets.send("Target.setDiscoverTargets", {"discover": True})
+        return Opened(context, page, cdp, main, context_id, targets)
+    except BaseException:
+        try:
+            context.close()
+        except PlaywrightError:
+            pass  # the browser went away with it
+        raise
+
+
 class BrowserSession:
     """One browser context and its pages, for one session.
 
@@ -326,6 +378,8 @@ class BrowserSession:
             announced by the time its operation returned is returned by :meth:`settle`.
         allow_hosts: host globs the model's navigation is confined to (``--allow-host``); empty:
             any http(s) host. The suite's own :meth:`goto` is not confined.
+        opened: a context :func:`open_context` made for this session (e.g. ahead of time, see
+            :mod:`ownloop.recorder.contexts`); else the session opens its own.
     """
 
     def __init__(
@@ -337,6 +391,7 @@ class BrowserSession:
         dialogs: Literal["accept", "dismiss"] | str = "accept",
         event_grace_s: float = 0.15,
         allow_hosts: tuple[str, ...] = (),
+        opened: Opened | None = None,
     ) -> None:
         if dialogs not in ("accept", "dismiss"):
             raise OwnloopError(f"unknown dialog policy {dialogs!r}. Use accept or dismiss")
@@ -357,14 +412,11 @@ class BrowserSession:
         self._opened = 0
         self._exchanges: list[Exchange] = []  # the pages' requests, for the session's HAR
         self._body_bytes = 0
-        self.context: BrowserContext = browser.new_context(
-            viewport={"width": viewport[0], "height": viewport[1]},
-            device_scale_factor=1,
-            locale="en-US",
-            timezone_id="UTC",
-            permissions=["clipboard-read", "clipboard-write"],
-            accept_downloads=True,
-        )
+        # The last element_at() answer (page, x, y, element), until the page may have changed:
+        # a guarded replay checks the element under a point, then clicks there; one look-up.
+        self._looked_up: tuple[Page, float, float, Element | None] | None = None
+        opened = opened or open_context(browser, viewport)
+        self.context: BrowserContext = opened.context
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)
         self.context.on("requestfinished", self._on_request_done)
@@ -373,18 +425,17 @@ class BrowserSession:
             # Stop a click, form or redirect to another host before it loads. Every request
             # passes through this process then, so only when hosts are confined.
             self.context.route("**/*", self._guard_request)
-        self._on_page(self.context.new_page())
+        self._on_page(opened.page)
         self._opened = 0
         # Chromium announces a new tab (Target.targetCreated) before the click that opened it
         # returns, while Playwright's 'page' event can come 100+ ms later: counting the
         # announcements lets execute() wait for exactly the tabs its operation opened.
         self._announced = 0
-        context_id = self._session_for(self.page).send("Target.getTargetInfo")["targetInfo"][
-            "browserContextId"
-        ]
-        self._targets = browser.new_browser_cdp_session()
-        self._targets.on("Target.targetCreated", lambda event: self._on_target(event, context_id))
-        self._targets.send("Target.setDiscoverTargets", {"discover": True})
+        self._listen(opened.page, opened.page_cdp, opened.main_frame)
+        self._targets = opened.targets
+        self._targets.on(
+            "Target.targetCreated", lambda event: self._on_target(event, opened.context_id)
+        )
 
     # ---------------------------------------------------------------- pages and events
     def _on_page(self, page: Page) -> None:
@@ -506,18 +557,18 @@ class BrowserSession:
     def _session_for(self, page: Page) -> CDPSession:
         cdp = self._cdp.get(page)
         if cdp is None:
-            cdp = self.context.new_cdp_session(page)
-            # A headless page otherwise loses focus to its siblings; pages expect to be focused.
-            cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
-            # Playwright does not say when a click or key started a navigation; the page's own
-            # loading events do, so execute() and settle() can wait for the next document.
-            main = cdp.send("Page.getFrameTree")["frameTree"]["frame"]["id"]
-            cdp.on("Page.frameStartedLoading", lambda event: self._loads(page, event, main, True))
-            cdp.on("Page.frameStoppedLoading", lambda event: self._loads(page, event, main, False))
-            cdp.on("Page.domContentEventFired", lambda _: self._loading.discard(page))
+            cdp, main = _page_cdp(self.context, page)
+            self._listen(page, cdp, main)
             cdp.send("Page.enable")
-            self._cdp[page] = cdp
         return cdp
+
+    def _listen(self, page: Page, cdp: CDPSession, main: str) -> None:
+        # Playwright does not say when a click or key started a navigation; the page's own
+        # loading events do, so execute() and settle() can wait for the next document.
+        cdp.on("Page.frameStartedLoading", lambda event: self._loads(page, event, main, True))
+        cdp.on("Page.frameStoppedLoading", lambda event: self._loads(page, event, main, False))
+        cdp.on("Page.domContentEventFired", lambda _: self._loading.discard(page))
+        self._cdp[page] = cdp
 
     def _loads(self, page: Page, event: dict[str, Any], main: str, started: bool) -> None:
         if event.get("frameId") == main:
@@ -533,6 +584,7 @@ class BrowserSession:
             BrowserFailed: the page could not be loaded.
         """
         driving, self._model_driving = self._model_driving, False
+        self._looked_up = None
         try:
             self.page.goto(url, wait_until="load", timeout=_NAVIGATION_TIMEOUT_MS)
         except PlaywrightError as error:
@@ -547,6 +599,7 @@ class BrowserSession:
             BrowserFailed: the script threw or the page is gone.
         """
         target = page or self.page
+        self._looked_up = None
         try:
             return target.evaluate(js, arg)
         except PlaywrightError as error:
@@ -623,6 +676,7 @@ class BrowserSession:
         """
         page = self.page
         started = time.perf_counter()
+        self._looked_up = None
         try:
             self._session_for(page)
             self._wait_for_document(page, started)
@@ -652,12 +706,18 @@ class BrowserSession:
             page.wait_for_timeout(10)
 
     def element_at(self, x: float, y: float) -> Element | None:
-        """The element under viewport point (x, y) of the followed page, or None."""
+        """The element under viewport point (x, y) of the followed page, or None. An
+        :meth:`execute` at the same point right after (nothing else done with the page in
+        between) reports this element without looking it up again."""
+        page = self.page
+        self._looked_up = None
         try:
-            found = self.page.evaluate(_ELEMENT_JS, [x, y])
+            found = page.evaluate(_ELEMENT_JS, [x, y])
         except PlaywrightError:
             return None
-        return _element(found) if found else None
+        element = _element(found) if found else None
+        self._looked_up = (page, x, y, element)
+        return element
 
     def find_element(self, recorded: Element) -> Refound | None:
         """``recorded`` found again in the followed page's top document, or None (see
@@ -681,6 +741,7 @@ class BrowserSession:
     def execute(self, op: Op) -> Effect:
         """Execute one browser operation and report what it did; page errors become ``ok=False``."""
         started = time.perf_counter()
+        looked_up, self._looked_up = self._looked_up, None
         self._dialogs.clear()
         self._opened = self._announced = 0
         self._refusals.clear()
@@ -695,7 +756,11 @@ class BrowserSession:
                 self._session_for(page)
             if isinstance(op, _POINTER_OPS):
                 x, y = self._target(page, op)
-                element = self.element_at(x, y)
+                if looked_up is not None and looked_up[:3] == (page, x, y):
+                    element = looked_up[3]
+                else:
+                    element = self.element_at(x, y)
+                self._looked_up = None
             refusal = (
                 navigation_refusal(op.url, self.allow_hosts) if isinstance(op, PageGoto) else None
             )

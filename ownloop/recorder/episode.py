@@ -158,8 +158,10 @@ class Episode:
         return SessionIds(run_id=self.run_id, session_id=self.session_id)
 
     # ---------------------------------------------------------------- the parts of a step
-    def observe(self, step: int, batch: list[Event]) -> Observation:
-        """Take the step's screenshot, store it and add its ScreenshotTaken to ``batch``."""
+    def observe(self, step: int, batch: list[Event], *, title: bool = True) -> Observation:
+        """Take the step's screenshot, store it and add its ScreenshotTaken to ``batch``;
+        without ``title`` (no prompt will show it, e.g. a replay of recorded ops) the page's
+        title is not read (a round trip to the browser) and the observation's is ""."""
         shot = self.browser.screenshot()
         sha = self.store.put_blob(shot.png)
         batch.append(
@@ -178,7 +180,7 @@ class Episode:
             step,
             ImagePart(sha256=sha, width=shot.width, height=shot.height),
             shot.url,
-            self.browser.title(),
+            self.browser.title() if title else "",
         )
 
     def act(self, step: int, index: int, action_idx: int, op: Op, batch: list[Event]) -> None:

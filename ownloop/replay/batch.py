@@ -3,8 +3,10 @@
 ``ownloop replay --run R --execute ops|actions|responses [--workers N]``: the run's recorded
 sessions (not replays of another session, not imported ones; ``--where`` narrows them) are
 re-executed by ``N`` worker threads, each with one Chromium of its own that serves session after
-session, a fresh browser context each (launching Chromium costs about a second; a context tens
-of milliseconds). Each child is planned, run and recorded exactly as a single
+session, a fresh browser context each (launching Chromium costs about a second). A context's
+first page costs Chromium a renderer process (0.2-0.5 s): each worker makes the next session's
+context while the current one runs, and closes a finished one while the next runs
+(:class:`~ownloop.recorder.contexts.FreshContexts`). Each child is planned, run and recorded exactly as a single
 ``replay TARGET --execute`` records it (:mod:`ownloop.replay.execute`): same events, same run.
 
 A session that fails (its browser crashed, its task could not be set up) is reported in its row
@@ -23,6 +25,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ownloop.recorder.browser import Launched, open_browser
+from ownloop.recorder.contexts import FreshContexts
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.replay.execute import (
     MODES,
@@ -133,7 +136,6 @@ class _Work:
         self.browsers = 0
         self.rows: dict[int, BatchRow] = {}
         self.results: list[EpisodeResult] = []
-        self.browsers_of: dict[int, int] = {}  # id(Launched) -> its launch number
         self.fatal: list[BaseException] = []
         self.on_row: Callable[[BatchRow], None] | None = None
 
@@ -152,28 +154,29 @@ class _Work:
         if self.on_row is not None:
             self.on_row(row)
 
-    def browser(self, launched: Launched | None, *, failed: bool) -> tuple[Launched, int]:
-        """``launched`` while its Chromium lives, else a new one, and its launch number.
+    def browser(self, worker: _Worker, *, failed: bool) -> None:
+        """Keep the worker's Chromium while it lives, else launch another (with contexts of
+        its own) and number it.
 
         After a failed session (``failed``) the browser is also asked to open a context: a
         Chromium that died with the session may not yet be known to be disconnected."""
+        launched = worker.launched
         if (
             launched is not None
             and launched.browser.is_connected()
             and (not failed or _answers(launched))
         ):
-            return launched, self.browsers_of[id(launched)]
-        if launched is not None:
-            _close(launched)
-        fresh = open_browser(self.chromium)
+            return
+        worker.close()
+        launched = open_browser(self.chromium)
         with self.lock:
             self.browsers += 1
-            self.browsers_of[id(fresh)] = self.browsers
-            return fresh, self.browsers
+            worker.number = self.browsers
+        worker.launched, worker.fresh = launched, FreshContexts(launched.browser)
 
     def run(self) -> None:
         """One worker: session after session in its own Chromium, until none is left."""
-        launched: Launched | None = None
+        worker = _Worker()
         failed = False
         try:
             while (index := self.next()) is not None:
@@ -181,9 +184,13 @@ class _Work:
                 if isinstance(plan, str):  # it cannot be re-executed so: said in its row
                     self.finish(index, BatchRow(parent, None, 0, plan), None)
                     continue
-                launched, number = self.browser(launched, failed=failed)
+                self.browser(worker, failed=failed)
+                assert worker.launched is not None
+                number = worker.number
                 try:
-                    result = run_planned(launched.browser, self.store, parent, plan, self.stop)
+                    result = run_planned(
+                        worker.launched.browser, self.store, parent, plan, self.stop, worker.fresh
+                    )
                 except Exception as exc:  # noqa: BLE001 - one failed session; the batch goes on
                     error = str(exc) if isinstance(exc, OwnloopError) else _short(exc)
                     self.finish(index, BatchRow(parent, None, number, error), None)
@@ -195,8 +202,25 @@ class _Work:
             self.fatal.append(exc)
             self.stop.set()
         finally:
-            if launched is not None:
-                _close(launched)
+            worker.close()
+
+
+class _Worker:
+    """A worker's Chromium (None before the first session), its launch number and the fresh
+    contexts it makes ahead for the worker's sessions."""
+
+    def __init__(self) -> None:
+        self.launched: Launched | None = None
+        self.number = 0
+        self.fresh: FreshContexts | None = None
+
+    def close(self) -> None:
+        """Close the contexts left, then the browser (one that died is gone already)."""
+        fresh, launched, self.fresh, self.launched = self.fresh, self.launched, None, None
+        if fresh is not None:
+            fresh.close()
+        if launched is not None:
+            _close(launched)
 
 
 def _short(exc: BaseException) -> str:

@@ -33,6 +33,7 @@ import msgspec
 from ownloop.agents.base import Agent, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.recorder.browser import Browser, BrowserSession, open_browser
+from ownloop.recorder.contexts import FreshContexts
 from ownloop.recorder.episode import (
     Episode,
     EpisodeLimits,
@@ -153,7 +154,9 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: _F
         recorded = steps.get(number)
         if recorded is None:
             return _parent_end(episode, parent, number - 1)
-        observation = episode.observe(number, batch)
+        # No prompt is built from a replayed step unless the replay may fork to the live model.
+        titled = guard is None or guard.on_diverge == "fork"
+        observation = episode.observe(number, batch, title=titled)
         if guard is not None:
             guard.check_screenshot(
                 episode.ids(), number, recorded, observation.screenshot.sha256, batch
@@ -289,13 +292,28 @@ def _run(store: Store, parent: Session, plan: Plan, stop: threading.Event) -> Ep
 
 
 def run_planned(
-    chromium: Browser, store: Store, parent: Session, plan: Plan, stop: threading.Event
+    chromium: Browser,
+    store: Store,
+    parent: Session,
+    plan: Plan,
+    stop: threading.Event,
+    fresh: FreshContexts | None = None,
 ) -> EpisodeResult:
     """Re-execute ``parent`` as ``plan`` says in a fresh context of ``chromium`` (a browser this
-    thread launched, which may serve other sessions before and after), on the calling thread."""
+    thread launched, which may serve other sessions before and after), on the calling thread.
+    With ``fresh`` (a batch), the context is the one it made ahead, and closes in the background.
+    """
     assert parent.task is not None
+    viewport = plan.agent.settings.viewport
     with reopen_suite(parent.task, seed=plan.seed, base=plan.base, browser=chromium) as reopened:
-        browser = BrowserSession(chromium, plan.agent.settings.viewport, settle_s=plan.settle_s)
+        browser = BrowserSession(
+            chromium,
+            viewport,
+            settle_s=plan.settle_s,
+            opened=fresh.take(viewport) if fresh is not None else None,
+        )
+        if fresh is not None:  # the next session's, while this one runs
+            fresh.ahead(viewport)
         try:
             started = SessionStarted(
                 at=now(),
@@ -342,7 +360,10 @@ def run_planned(
                     stream.append(measured)
             return result
         finally:
-            browser.close()
+            if fresh is not None:
+                fresh.retire(browser)
+            else:
+                browser.close()
 
 
 def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResult:
