@@ -29,7 +29,16 @@ from ownloop.store.archive import ArchiveResult, attach_archives, compact, move_
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
-from ownloop.store.ingest import Decoders, _Batch, _complete_lines, _Mark, plan, write_rows
+from ownloop.store.ingest import (
+    Decoded,
+    Decoders,
+    Task,
+    _Batch,
+    _complete_lines,
+    _Mark,
+    plan,
+    write_rows,
+)
 from ownloop.store.journal import ChainState, decode_lines
 from ownloop.store.locks import LockNotNeeded, hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
@@ -343,19 +352,39 @@ class Index:
                 work.sort()
             else:
                 try:
-                    with closing(decoders.run(tasks)) as runs:
-                        for run in runs:
-                            write_rows(con, [decoded.rows() for decoded in run])
-                            for decoded in run:
-                                known.update(decoded.marks)
-                                done = done._replace(
-                                    events=done.events + decoded.events,
-                                    skipped=done.skipped + decoded.skipped,
-                                    damaged=done.damaged + decoded.damaged,
-                                )
+                    done = self._write_decoded(con, decoders, tasks, known, done)
                 finally:
                     decoders.close()
         return self._ingest_here(con, work, known, accept, done)
+
+    def _write_decoded(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        decoders: Decoders,
+        tasks: list[Task],
+        known: dict[str, _Mark],
+        done: SyncResult,
+    ) -> SyncResult:
+        """Write what the workers send back, in task order, a batch's worth per transaction
+        (each commit costs DuckDB a WAL write), while they decode what follows."""
+        pending: list[Decoded] = []
+
+        def write() -> SyncResult:
+            write_rows(con, [decoded.rows() for decoded in pending])
+            for decoded in pending:
+                known.update(decoded.marks)
+            return done._replace(
+                events=done.events + sum(decoded.events for decoded in pending),
+                skipped=done.skipped + sum(decoded.skipped for decoded in pending),
+                damaged=done.damaged + sum(decoded.damaged for decoded in pending),
+            )
+
+        with closing(decoders.run(tasks)) as runs:
+            for run in runs:
+                pending += run
+                if sum(decoded.nbytes for decoded in pending) >= _BATCH:
+                    done, pending = write(), []
+        return write() if pending else done
 
     def _ingest_here(
         self,

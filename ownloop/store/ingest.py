@@ -318,6 +318,7 @@ class Decoded(NamedTuple):
     """A task's rows as Arrow IPC bytes, what a worker sends back."""
 
     number: int
+    nbytes: int  # journal bytes read
     events: int
     skipped: int
     damaged: int
@@ -368,6 +369,7 @@ def decode_task(journal: str, accept_damaged: bool, task: Task) -> Decoded:
     rows = batch.rows()
     return Decoded(
         task.number,
+        batch.nbytes,
         len(batch.events),
         len(batch.skipped[0]),
         len(batch.damaged),
@@ -552,11 +554,11 @@ class Decoders:
 def plan(
     work: Sequence[tuple[str, int, int, ChainState]], workers: int, most: int
 ) -> tuple[list[Task], list[tuple[str, int, int, ChainState]]]:
-    """Share ``work`` (streams with new bytes, in order) into tasks of about equal bytes, a few
-    per worker and at most ``most`` bytes each; streams with more new bytes than ``most`` are
-    returned apart (read in the parent, batch by batch)."""
+    """Share ``work`` (streams with new bytes, in order) into tasks of about equal bytes, a
+    few per worker and at most half of ``most`` bytes each; streams with more new bytes than
+    ``most`` are returned apart (read in the parent, batch by batch)."""
     total = sum(size - ingested for _, ingested, size, _ in work)
-    target = max(1 << 20, min(most, total // (4 * workers) + 1))
+    target = max(1 << 20, min(most // 2, total // (3 * workers) + 1))
     tasks: list[Task] = []
     big = []
     current: list[tuple[str, int, int, ChainState]] = []
@@ -574,4 +576,3 @@ def plan(
     if current:
         tasks.append(Task(len(tasks), current))
     return tasks, big
-
