@@ -22,6 +22,8 @@ browser each) measured in the same run.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import tempfile
 import time
@@ -253,6 +255,44 @@ def _floor_s(parent: Any) -> float:
     )
 
 
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def _cpu_s() -> tuple[float, float]:
+    """CPU seconds so far of this process, and of its finished children (the browsers and their
+    Playwright drivers, once closed)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def _phases(children: list[Any], took: float, workers: int) -> str:
+    """Where a batch's time went, per session (means, seconds), read from its children's
+    events: setup (the context, the task page, the episode's start), steps (of which the
+    browser's own operation and screenshot times), end (evidence, grade) and the workers' time
+    outside any session (planning, the fidelity write, waiting for a context, closing)."""
+    setup = steps = own = end = spans = 0.0
+    for child in children:
+        first = child.steps[0].screenshot
+        began = first.at - timedelta(milliseconds=first.capture_ms)
+        last = max(
+            e.at for s in child.steps for e in (s.screenshot, *s.calls, *s.effects) if e is not None
+        )
+        ended = max([child.outcome.at, *(grade.at for grade in child.grades)])
+        setup += (began - child.started_at).total_seconds()
+        steps += _steps_span_s(child)
+        own += _floor_s(child)
+        end += (ended - last).total_seconds()
+        spans += (ended - child.started_at).total_seconds()
+    n = len(children)
+    outside = (took * workers - spans) / n
+    return (
+        f"per session: setup {setup / n:.3f}s, steps {steps / n:.3f}s (browser's own "
+        f"{own / n:.3f}s), end {end / n:.3f}s, outside sessions {outside:.3f}s"
+    )
+
+
 def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
     """``replay --run R --execute ops --workers N`` over 20 MiniWoB sessions (5 tasks x 4 seeds,
     recorded in this run with the expert, settle 0) against the sum of their browser floors, next
@@ -292,20 +332,28 @@ def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
     )
     print(
         f"  {len(parents)} single replays, a browser each: {single:.2f}s = "
-        f"{single / floor:.2f}x the floors (baseline)"
+        f"{single / floor:.2f}x the floors (baseline; {_load()})"
     )
     ratio = float("inf")
     for n in sorted({1, 2, workers}):
+        cpu_before = _cpu_s()
         began = time.perf_counter()
         batched = execute_batch(store, parents, "ops", workers=n, settle_s=0.0)
         took = time.perf_counter() - began
+        own_cpu, children_cpu = (b - a for a, b in zip(cpu_before, _cpu_s(), strict=True))
         rows = batched.rows
         same = sum(1 for row in rows if row.reproduced)
         ratio = took / floor
         print(
             f"  batch --workers {n} ({batched.browsers} browsers): {took:.2f}s = "
             f"{ratio:.2f}x the floors (aim <= {BATCH_AIM}), {single / took:.1f}x faster than "
-            f"the baseline; {same}/{len(rows)} rewards reproduced"
+            f"the baseline; {same}/{len(rows)} rewards reproduced ({_load()})"
+        )
+        children = [row.child for row in rows if row.child is not None and row.child.steps]
+        print(f"    {_phases(children, took, n)}")
+        print(
+            f"    CPU: {own_cpu + children_cpu:.1f}s ({own_cpu:.1f}s ownloop's Python, "
+            f"{children_cpu:.1f}s Chromium and its driver) in {took:.1f}s"
         )
     return ratio
 
