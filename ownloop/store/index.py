@@ -379,12 +379,18 @@ class Index:
                 damaged=done.damaged + sum(decoded.damaged for decoded in pending),
             )
 
-        with closing(decoders.run(tasks)) as runs:
-            for run in runs:
-                pending += run
-                if sum(decoded.nbytes for decoded in pending) >= _BATCH:
-                    done, pending = write(), []
-        return write() if pending else done
+        # The workers have the cores: DuckDB's own threads would only wait on each other
+        # (one thread writes the same rows with a fifth less CPU).
+        con.execute("set threads = 1")
+        try:
+            with closing(decoders.run(tasks)) as runs:
+                for run in runs:
+                    pending += run
+                    if sum(decoded.nbytes for decoded in pending) >= _BATCH:
+                        done, pending = write(), []
+            return write() if pending else done
+        finally:
+            con.execute("reset threads")
 
     def _ingest_here(
         self,
