@@ -104,7 +104,9 @@ class KeptIndex:
         self.keep = keep
         self.as_of = 0.0  # wall-clock time of the last scan of the journal (0: none yet)
         self.every = interval  # seconds between scans while reads come
-        self.version = ""  # Store.version's token as of that scan
+        # Store.version's token as of that scan (None: not hashed yet, from ``_versioned``)
+        self._version: str | None = ""
+        self._versioned: dict[str, int] = {}
         self._sizes: dict[str, int] | None = None  # None: scan before the next read
         self._folder: tuple[int, int] | None = None  # the journal folder's (mtime, inode)
         self._racy = False
@@ -183,11 +185,20 @@ class KeptIndex:
             if not Index(self.store).up_to_date(scan.sizes):  # not a second scan
                 self._release()  # a sync takes the index lock exclusively
                 self.store.sync()
-            self._sizes = scan.sizes
-            self.version = hashlib.sha256(repr(sorted(scan.sizes.items())).encode()).hexdigest()
+            self._sizes = self._versioned = scan.sizes
+            self._version = None  # hashed when asked: a command that reads once never asks
         self._folder = scan.folder
         self._racy = scan.folder is not None and scan.now - scan.folder[0] < _RACY_NS
         self.as_of = scan.now / 1e9
+
+    @property
+    def version(self) -> str:
+        """``Store.version``'s token as of the last scan ("" before the first)."""
+        with self._lock:
+            if self._version is None:
+                text = repr(sorted(self._versioned.items()))
+                self._version = hashlib.sha256(text.encode()).hexdigest()
+            return self._version
 
     def _open(self) -> None:
         stack = ExitStack()
