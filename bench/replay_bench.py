@@ -16,7 +16,9 @@ screenshot times (the floor a replay can reach).
 
 Batch: 20 MiniWoB sessions re-executed with ``replay --run R --execute ops`` on 1, 2 and
 ``--workers`` reused browsers, against the sum of their floors, next to 20 single replays (a
-browser each) measured in the same run.
+browser each) measured in the same run; for each batch, where its time went per session (from
+the children's events) and the CPU it took. Then the CPU Chromium spends per part of a session
+(a fresh context, a task page, a screenshot).
 """
 
 from __future__ import annotations
@@ -293,6 +295,54 @@ def _phases(children: list[Any], took: float, workers: int) -> str:
     )
 
 
+def bench_browser_cpu(count: int = 10) -> None:
+    """What Chromium and its driver spend per part of a session, in CPU (the growth of this
+    process's finished children's CPU time, against a browser that only starts and stops):
+    a fresh context with its first page, made and closed; a MiniWoB task page loaded into it and
+    its episode started; one screenshot."""
+    from ownloop.recorder.browser import BrowserSession, open_browser, open_context
+    from ownloop.recorder.suites.miniwob import html_dir, serve_static, start_episode
+
+    server = serve_static(html_dir(), poll_interval=0.02)
+    url = f"http://127.0.0.1:{server.server_address[1]}/miniwob/login-user.html"
+
+    def contexts(browser: Any) -> None:
+        for _ in range(count):
+            open_context(browser, (1280, 800)).context.close()
+
+    def loads(browser: Any, shots: int = 0) -> None:
+        for _ in range(count):
+            session = BrowserSession(browser, (1280, 800), settle_s=0.0)
+            session.goto(url)
+            start_episode(session, 3)
+            for _ in range(shots):
+                session.screenshot()
+            session.close()
+
+    def cpu_of(work: Callable[[Any], None]) -> float:
+        before = _cpu_s()[1]
+        launched = open_browser()
+        try:
+            work(launched.browser)
+        finally:
+            launched.close()
+        return _cpu_s()[1] - before
+
+    try:
+        bare = cpu_of(lambda browser: None)
+        made = cpu_of(contexts)
+        loaded = cpu_of(loads)
+        shot = cpu_of(lambda browser: loads(browser, 4))
+    finally:
+        server.shutdown()
+        server.server_close()
+    print(
+        f"Chromium's CPU per part of a session ({_load()}): a fresh context and its first page "
+        f"{(made - bare) / count:.3f}s, the task page loaded and its episode started "
+        f"{(loaded - made) / count:.3f}s, a screenshot {(shot - loaded) / count / 4:.3f}s"
+    )
+
+
 def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
     """``replay --run R --execute ops --workers N`` over 20 MiniWoB sessions (5 tasks x 4 seeds,
     recorded in this run with the expert, settle 0) against the sum of their browser floors, next
@@ -353,7 +403,8 @@ def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
         print(f"    {_phases(children, took, n)}")
         print(
             f"    CPU: {own_cpu + children_cpu:.1f}s ({own_cpu:.1f}s ownloop's Python, "
-            f"{children_cpu:.1f}s Chromium and its driver) in {took:.1f}s"
+            f"{children_cpu:.1f}s Chromium and its driver) in {took:.1f}s: "
+            f"{(own_cpu + children_cpu) / took:.2f} of a core on average"
         )
     return ratio
 
@@ -378,6 +429,7 @@ def main() -> None:
             bench_regrade(work, args.sessions)
         bench_execute_ops(work)
         bench_batch(work, args.workers)
+        bench_browser_cpu()
     finally:
         if args.keep:
             print(f"work directory: {work}")
