@@ -61,6 +61,7 @@ _BATCH = 32 << 20  # bytes of lines decoded before they are written to DuckDB
 # New bytes from which a sync decodes in worker processes (a rebuild of about 150,000 events):
 # below it, starting them costs more than they save.
 _PARALLEL_BYTES = 64 << 20
+_WRITE_MOST = 256 << 20  # journal bytes whose rows the workers' ingest writes in one go
 
 
 def _cpus() -> int:
@@ -365,8 +366,13 @@ class Index:
         known: dict[str, _Mark],
         done: SyncResult,
     ) -> SyncResult:
-        """Write what the workers send back, in task order, a batch's worth per transaction
-        (each commit costs DuckDB a WAL write), while they decode what follows."""
+        """Write what the workers send back, in task order, while they decode what follows: a
+        third of the whole per transaction (at least a batch's worth, at most ``_WRITE_MOST``;
+        the parent holds them as Arrow tables, about 40% of their journal bytes). DuckDB
+        writes a transaction that large straight to its file; smaller ones go through its
+        WAL first, which costs it more than the inserts themselves."""
+        total = sum(size - ingested for task in tasks for _, ingested, size, _ in task.streams)
+        most = min(_WRITE_MOST, max(_BATCH, total // 3 + 1))
         pending: list[Decoded] = []
 
         def write() -> SyncResult:
@@ -379,18 +385,14 @@ class Index:
                 damaged=done.damaged + sum(decoded.damaged for decoded in pending),
             )
 
-        # The workers have the cores: DuckDB's own threads would only wait on each other
-        # (one thread writes the same rows with a fifth less CPU).
-        con.execute("set threads = 1")
-        try:
-            with closing(decoders.run(tasks)) as runs:
-                for run in runs:
-                    pending += run
-                    if sum(decoded.nbytes for decoded in pending) >= _BATCH:
-                        done, pending = write(), []
-            return write() if pending else done
-        finally:
-            con.execute("reset threads")
+        # While DuckDB writes a transaction, the workers go on with as many tasks again.
+        ahead = -(-most * len(tasks) // max(1, total))
+        with closing(decoders.run(tasks, ahead)) as runs:
+            for run in runs:
+                pending += run
+                if sum(decoded.nbytes for decoded in pending) >= most:
+                    done, pending = write(), []
+        return write() if pending else done
 
     def _ingest_here(
         self,

@@ -456,7 +456,7 @@ class Decoders:
     """Worker processes that decode tasks while the caller writes: results in task order.
 
     Each worker has one task at a time and gets the next as soon as it sends a result back;
-    at most ``3 * count`` results wait to be written.
+    at most ``3 * count`` results (plus what ``run`` is told) wait to be written.
     """
 
     def __init__(self, count: int, journal: str, accept_damaged: bool) -> None:
@@ -480,12 +480,13 @@ class Decoders:
             self.close(kill=True)
             raise
 
-    def run(self, tasks: Sequence[Task]) -> Generator[list[Decoded], None, None]:
-        """Decode ``tasks``; yields runs of consecutive results as soon as they are in order."""
+    def run(self, tasks: Sequence[Task], ahead: int = 0) -> Generator[list[Decoded], None, None]:
+        """Decode ``tasks``; yields runs of consecutive results as soon as they are in order.
+        Up to ``ahead`` more results than three per worker may wait while the caller writes."""
         results: SimpleQueue[Decoded | _Failed | None] = SimpleQueue()
         todo = iter(tasks)
         lock = threading.Lock()
-        room = threading.Semaphore(3 * len(self._workers))
+        room = threading.Semaphore(3 * len(self._workers) + ahead)
         stop = threading.Event()
 
         def next_task() -> Task | None:
