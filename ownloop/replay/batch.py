@@ -6,8 +6,9 @@ re-executed by ``N`` worker threads, each with one Chromium of its own that serv
 session, a fresh browser context each (launching Chromium costs about a second). A context's
 first page costs Chromium a renderer process (0.2-0.5 s): each worker makes the next session's
 context while the current one runs, and closes a finished one while the next runs
-(:class:`~ownloop.recorder.contexts.FreshContexts`). Each child is planned, run and recorded exactly as a single
-``replay TARGET --execute`` records it (:mod:`ownloop.replay.execute`): same events, same run.
+(:class:`~ownloop.recorder.contexts.FreshContexts`). Each child is planned, run and recorded
+exactly as a single ``replay TARGET --execute`` records it (:mod:`ownloop.replay.execute`):
+same events, same run.
 
 A session that fails (its browser crashed, its task could not be set up) is reported in its row
 and the batch goes on; a worker whose browser died launches another before its next session.
