@@ -22,6 +22,7 @@ Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -29,6 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (derived from each test), so a landing is
+# judged on what was tested before it, never on a new draw; HYPOTHESIS_PROFILE=explore draws new
+# ones each run (a failure found so is kept in .hypothesis/ and tried first after).
+settings.register_profile("stable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "stable"))
 
 # The repository root, so ``tests.site`` imports however pytest was started (tests/ has no
 # __init__.py, and a bare ``site`` would be the standard library's module).

@@ -332,7 +332,9 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         screenshot of ``image_size``), points in its smart_resize space.
 
         Raises:
-            ValueError: an action this grammar cannot express (goto, middle click, ...).
+            ValueError: an action this grammar cannot express (goto, middle click, ...), or
+                text the released parser cannot read back (e.g. an answer holding
+                ``type(content``, which it takes for a type action).
         """
         image = Size(*image_size)
         model = smart_resize(image)
@@ -340,7 +342,14 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         if not calls:
             raise ValueError("nothing to render: no actions")
         head = f"Thought: {thought}\n" if thought else ""
-        return head + "Action: " + "\n\n".join(calls)
+        text = head + "Action: " + "\n\n".join(calls)
+        try:
+            self.parse(text, image_size)
+        except AgentParseError as error:
+            raise ValueError(
+                f"UI-TARS's parser would not read this response back: {error}"
+            ) from None
+        return text
 
 
 # ---------------------------------------------------------------------- parsing helpers
