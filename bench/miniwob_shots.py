@@ -87,7 +87,9 @@ def _capture(folder: Path, sessions: int, steps: int) -> None:
                 finally:
                     session.close()
                 if s % 10 == 9:
-                    print(f"    {s + 1} sessions, {time.perf_counter() - started:.0f} s", flush=True)
+                    print(
+                        f"    {s + 1} sessions, {time.perf_counter() - started:.0f} s", flush=True
+                    )
     finally:
         launched.close()
 

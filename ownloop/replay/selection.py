@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ownloop.replay.fold import Session, fold_many
 from ownloop.store import Store
-from ownloop.store.journal import decode_lines
+from ownloop.store.journal import StreamFiles, decode_places
 from ownloop.store.queries import EVERY_SESSION, Selection, journal_places
 
 if TYPE_CHECKING:
@@ -59,5 +59,6 @@ def fold_places(store: Store, table: pa.Table) -> dict[str, Session]:
             for position in positions:
                 start = offsets[position]
                 raws[position] = data[start : start + lengths[position] - 1]  # no newline
-    decoded = decode_lines(raws)
-    return fold_many(decoded.events)
+    with StreamFiles(store.journal_dir) as line_at:
+        events = decode_places(raws, streams, offsets, line_at)
+    return fold_many(events)

@@ -497,6 +497,11 @@ class ModelCalled(EventBase, tag="model_called", frozen=True, kw_only=True):
     served_by: str = ""  # "" for a live endpoint; how a cassette matched otherwise
     response_blob: str | None = None  # sha256 of the response body exactly as received
     http_status: int | None = None
+    # In the journal only (format 2, written by StreamWriter): where each message of the
+    # request is written in full, as (byte offset of a line of this stream, index in that
+    # line's ``messages``); ``messages`` then holds only the messages this line writes in full.
+    # Empty: ``messages`` is the whole request. Readers always get it expanded and empty.
+    message_refs: tuple[tuple[int, int], ...] = ()
 
 
 class ActionParsed(EventBase, tag="action_parsed", frozen=True, kw_only=True):

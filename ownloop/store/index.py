@@ -39,7 +39,7 @@ from ownloop.store.ingest import (
     plan,
     write_rows,
 )
-from ownloop.store.journal import ChainState, decode_lines
+from ownloop.store.journal import ChainState, StreamFiles, decode_places
 from ownloop.store.locks import LockNotNeeded, hold_lock
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLES, fingerprint
@@ -553,11 +553,13 @@ class Index:
         for stream, offset, length in zip(*(c.to_pylist() for c in table.columns), strict=True):
             places.setdefault(stream, []).append((offset, length))
         per_stream: list[list[Event]] = []
-        for stream, spans in places.items():
-            raws = []
-            with open(self.journal_dir / f"{stream}.jsonl", "rb") as f:
-                for offset, length in spans:
-                    f.seek(offset)
-                    raws.append(f.read(length - 1))  # without the newline
-            per_stream.append(decode_lines(raws).events)
+        with StreamFiles(self.journal_dir) as line_at:
+            for stream, spans in places.items():
+                raws = []
+                with open(self.journal_dir / f"{stream}.jsonl", "rb") as f:
+                    for offset, length in spans:
+                        f.seek(offset)
+                        raws.append(f.read(length - 1))  # without the newline
+                offsets = [offset for offset, _ in spans]
+                per_stream.append(decode_places(raws, [stream] * len(raws), offsets, line_at))
         return list(heapq.merge(*per_stream, key=lambda e: e.at))

@@ -8,6 +8,16 @@ A line is, byte for byte::
 line's ``prev``; the first line's ``prev`` is empty. Changing any byte of a line breaks its own
 ``sum`` or the next line's ``prev``, so ``verify`` finds it. A last line without its newline is a
 torn tail (a writer died mid-write): readers skip it and ``verify`` names it as such.
+
+Format 2 (``FORMAT``) writes a ``ModelCalled``'s request compactly: a message already written in
+full earlier in the same stream (the system prompt, the history, the image window: nearly all of
+a request repeats the previous call's) is not written again. The event's ``message_refs`` then
+lists, for every message of the request in order, ``[offset, index]``: the byte offset of the line
+of this stream that holds it in full (an earlier line or this one) and its index in that line's
+``messages``, which holds only the messages written in full there. A reference never points at
+another reference, so resolving one costs at most one read. The checksum covers the line as
+written (compact); every reader (``read_lines``, ``check_stream``, ``decode_places``) returns the
+request in full. Format 1 lines (every request in full) are format 2 lines without references.
 """
 
 from __future__ import annotations
@@ -19,21 +29,25 @@ import operator
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import msgspec
 
 from ownloop.store.disk import StoreNotWritable, disk_error
-from ownloop.store.events import Event, StreamHead
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import Event, Message, ModelCalled, StreamHead
 
 __all__ = [
+    "FORMAT",
+    "BrokenReference",
     "ChainState",
     "DecodedLines",
     "JournalLine",
     "StreamCheck",
+    "StreamFiles",
     "StreamProblem",
     "StreamWriter",
     "check_chain",
@@ -41,10 +55,15 @@ __all__ = [
     "decode_events",
     "decode_intact",
     "decode_lines",
+    "decode_places",
+    "expand_requests",
     "read_lines",
     "split_lines",
     "verify_stream",
 ]
+
+FORMAT = 2
+"""The journal's line format: 2 writes requests with ``message_refs`` (see above)."""
 
 _HEAD = re.compile(rb'^\{"seq":(\d+),"prev":"([0-9a-f]*)","sum":"([0-9a-f]{32})","event":')
 _encoder = msgspec.json.Encoder()
@@ -74,7 +93,8 @@ class JournalLine(NamedTuple):
 class StreamProblem(NamedTuple):
     stream: str
     line: int  # 1-based line number
-    kind: str  # "torn tail", "bad checksum", "broken chain", "unreadable", "sequence gap"
+    # "torn tail", "bad checksum", "broken chain", "unreadable", "sequence gap", "bad reference"
+    kind: str
     detail: str
 
 
@@ -102,15 +122,29 @@ class StreamWriter:
         self._fd = -1
         self._closed = False
         self._broken: str | None = None  # why appends are refused, once a cut-back failed
+        # sha256 of each message written in full -> (offset of its line, index in its messages)
+        self._written: dict[bytes, tuple[int, int]] = {}
         if path.exists():
             raise FileExistsError(errno.EEXIST, "a journal stream of this name exists", str(path))
 
-    def _encode(self, events: Sequence[Event]) -> tuple[bytes, int, str]:
-        """The batch's lines, the last seq and sum; a line that would not decode is refused."""
-        chunks = []
+    def _encode(
+        self, events: Sequence[Event]
+    ) -> tuple[bytes, int, str, dict[bytes, tuple[int, int]]]:
+        """The batch's lines, the last seq and sum, and the messages it writes in full; a line
+        that would not decode is refused."""
+        chunks: list[bytes] = []
         seq, prev = self._seq, self._prev
+        offset = self._size
+        added: dict[bytes, tuple[int, int]] = {}
         for event in events:
             seq += 1
+            if type(event) is ModelCalled and event.messages:
+                if event.message_refs:
+                    raise ValueError(
+                        "refusing to append a ModelCalled with message_refs: the journal "
+                        "writes them itself; pass the request's messages in full"
+                    )
+                event = self._compact(event, offset, added)
             try:
                 body = _encoder.encode(event)
                 _event_decoder.decode(body)
@@ -119,13 +153,33 @@ class StreamWriter:
                     f"refusing to append a {type(event).__name__} that would not decode: {exc}"
                 ) from None
             total = _checksum(prev, seq, body)
-            chunks.append(
-                b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (seq, prev.encode(), total.encode())
+            head = b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (
+                seq,
+                prev.encode(),
+                total.encode(),
             )
-            chunks.append(body)
-            chunks.append(b"}\n")
+            chunks += (head, body, b"}\n")
+            offset += len(head) + len(body) + 2
             prev = total
-        return b"".join(chunks), seq, prev
+        return b"".join(chunks), seq, prev, added
+
+    def _compact(
+        self, call: ModelCalled, offset: int, added: dict[bytes, tuple[int, int]]
+    ) -> ModelCalled:
+        """``call`` as written at ``offset``: each message already written in full in this
+        stream (or earlier in this batch, or this call) becomes a reference to it."""
+        refs: list[tuple[int, int]] = []
+        own: list[Message] = []
+        for message in call.messages:
+            key = hashlib.sha256(_encoder.encode(message)).digest()
+            where = self._written.get(key) or added.get(key)
+            if where is None:
+                where = added[key] = (offset, len(own))
+                own.append(message)
+            refs.append(where)
+        if len(own) == len(call.messages):
+            return call  # nothing repeats: the request in full, as format 1 wrote it
+        return msgspec.structs.replace(call, messages=tuple(own), message_refs=tuple(refs))
 
     def append(self, events: Sequence[Event]) -> None:
         """Write ``events`` as consecutive lines, then fsync: after it returns they are durable.
@@ -142,7 +196,7 @@ class StreamWriter:
                 raise ValueError(f"stream {self.stream_id} is closed")
             if self._broken:
                 raise StoreNotWritable(self._broken)
-            data, seq, prev = self._encode(events)
+            data, seq, prev, added = self._encode(events)
             try:
                 if self._fd < 0:
                     self._fd = os.open(
@@ -158,6 +212,7 @@ class StreamWriter:
                 raise self._cut_back(exc) from None
             self._size += len(data)
             self._seq, self._prev = seq, prev
+            self._written.update(added)
 
     def _cut_back(self, exc: OSError) -> StoreNotWritable:
         """Undo a partly written batch; when that fails too, refuse the stream from now on."""
@@ -210,18 +265,156 @@ def split_lines(data: bytes, base: int = 0) -> Iterator[tuple[int, int, bytes]]:
         start = nl + 1
 
 
+class BrokenReference(OwnloopError):
+    """A compact request refers to a line or message that is not in its stream."""
+
+
+LineAt = Callable[[str, int], bytes]
+"""Reads the line of a stream (by name) that starts at a byte offset, without its newline."""
+
+
+class StreamFiles:
+    """``LineAt`` over the stream files of a journal folder, each opened once; ``close()`` them."""
+
+    def __init__(self, journal_dir: Path) -> None:
+        self.journal_dir = journal_dir
+        self._files: dict[str, BinaryIO] = {}
+
+    def __call__(self, stream: str, offset: int) -> bytes:
+        f = self._files.get(stream)
+        if f is None:
+            f = self._files[stream] = open(self.journal_dir / f"{stream}.jsonl", "rb")  # noqa: SIM115
+        return _line_at(f, offset)
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+    def __enter__(self) -> StreamFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _line_at(f: BinaryIO, offset: int) -> bytes:
+    f.seek(offset)
+    chunks: list[bytes] = []
+    while block := f.read(1 << 16):
+        nl = block.find(b"\n")
+        if nl >= 0:
+            chunks.append(block[:nl])
+            return b"".join(chunks)
+        chunks.append(block)
+    return b""  # no complete line there
+
+
+def _written_at(line_at: LineAt, stream: str, offset: int) -> tuple[Message, ...]:
+    """The messages a stream's line at ``offset`` writes in full; () when it holds no call."""
+    try:
+        event = _decoder.decode(line_at(stream, offset)).event
+    except (msgspec.DecodeError, OSError):
+        return ()
+    return event.messages if type(event) is ModelCalled else ()
+
+
+def _expanded(
+    call: ModelCalled,
+    stream: str,
+    offset: int,
+    known: dict[tuple[str, int], tuple[Message, ...]],
+    line_at: LineAt,
+) -> ModelCalled:
+    messages = []
+    for at, index in call.message_refs:
+        written = known.get((stream, at))
+        if written is None:
+            # Only an earlier line can hold what a line refers to.
+            written = known[(stream, at)] = (
+                _written_at(line_at, stream, at) if 0 <= at < offset else ()
+            )
+        if not 0 <= index < len(written):
+            raise BrokenReference(
+                f"stream {stream}: the model call at byte {offset} refers to message {index} "
+                f"of the line at byte {at}, which has no such message. Run: ownloop verify"
+            )
+        messages.append(written[index])
+    return msgspec.structs.replace(call, messages=tuple(messages), message_refs=())
+
+
+def expand_requests(
+    events: Sequence[Event], streams: Sequence[str], offsets: Sequence[int], line_at: LineAt
+) -> list[Event]:
+    """``events`` with every compact request in full (see the module's doc).
+
+    Args:
+        events: decoded events, as written.
+        streams, offsets: the stream and byte offset of each event's line.
+        line_at: reads a line that a request refers to when it is not among ``events``.
+
+    Raises:
+        BrokenReference: a reference names no message written in full in its stream.
+    """
+    out = list(events)
+    compact = [i for i, e in enumerate(out) if type(e) is ModelCalled and e.message_refs]
+    if not compact:
+        return out
+    # The messages each call among ``events`` writes in full, by where its line is.
+    known = {
+        (streams[i], offsets[i]): e.messages for i, e in enumerate(events) if type(e) is ModelCalled
+    }
+    for i in compact:
+        call = out[i]
+        assert isinstance(call, ModelCalled)
+        out[i] = _expanded(call, streams[i], offsets[i], known, line_at)
+    return out
+
+
+def decode_places(
+    raw_lines: Sequence[bytes],
+    streams: Sequence[str],
+    offsets: Sequence[int],
+    line_at: LineAt,
+) -> list[Event]:
+    """Decode lines (without newlines) read from the given streams and byte offsets, every
+    request in full; lines that do not decode are left out (as ``decode_lines`` does)."""
+    decoded = decode_lines(raw_lines)
+    if decoded.positions is not None:
+        streams = [streams[i] for i in decoded.positions]
+        offsets = [offsets[i] for i in decoded.positions]
+    return expand_requests(decoded.events, streams, offsets, line_at)
+
+
 def read_lines(path: Path, offset: int = 0) -> Iterator[JournalLine]:
-    """Decode the stream's complete lines from ``offset``; a torn last line is skipped."""
+    """Decode the stream's complete lines from ``offset``, every request in full; a torn last
+    line is skipped.
+
+    Raises:
+        BrokenReference: a request refers to a message its stream does not hold.
+    """
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read()
-    for start, end, raw in split_lines(data, offset):
-        line = _decoder.decode(raw)
-        yield JournalLine(start, end, line.seq, line.event)
+        lines = [
+            JournalLine(start, end, line.seq, line.event)
+            for start, end, raw in split_lines(data, offset)
+            for line in (_decoder.decode(raw),)
+        ]
+        stream = path.stem
+        events = expand_requests(
+            [line.event for line in lines],
+            [stream] * len(lines),
+            [line.offset for line in lines],
+            lambda _, at: _line_at(f, at),
+        )
+    for line, event in zip(lines, events, strict=True):
+        yield line._replace(event=event) if event is not line.event else line
 
 
 def decode_events(raw_lines: Iterable[bytes]) -> list[Event]:
-    """Decode many raw lines (without newlines) at once."""
+    """Decode many raw lines (without newlines) at once, as written (requests compact: see
+    ``decode_places`` for them in full)."""
     return [_decoder.decode(raw).event for raw in raw_lines]
 
 
@@ -239,7 +432,8 @@ _event_of = operator.attrgetter("event")
 
 
 def decode_lines(raw_lines: Sequence[bytes]) -> DecodedLines:
-    """Decode many raw lines (without newlines) at once.
+    """Decode many raw lines (without newlines) at once, as written (requests compact: see
+    ``decode_places`` for them in full).
 
     The lines are decoded as one JSON array (a single C call); only when that fails, or yields a
     different number of values, is each line decoded alone to find the bad ones.
@@ -398,7 +592,8 @@ def check_stream(path: Path) -> StreamCheck:
     prev = ""
     expected_seq = 1
     number = 0
-    for number, (_, _, raw) in enumerate(split_lines(data), start=1):
+    offsets: list[int] = []  # of each decoded event's line
+    for number, (start, _, raw) in enumerate(split_lines(data), start=1):
         match = _HEAD.match(raw)
         if not match or not raw.endswith(b"}"):
             problems.append(StreamProblem(name, number, "unreadable", "not a journal line"))
@@ -420,6 +615,7 @@ def check_stream(path: Path) -> StreamCheck:
             )
         try:
             events.append((number, _decoder.decode(raw).event))
+            offsets.append(start)
         except msgspec.DecodeError as exc:
             problems.append(StreamProblem(name, number, "unreadable", str(exc)))
         if seq != expected_seq:
@@ -431,7 +627,35 @@ def check_stream(path: Path) -> StreamCheck:
     tail = data[data.rfind(b"\n") + 1 :]
     if tail:
         problems.append(_tail_problem(name, number + 1, tail, prev, expected_seq))
+    _expand_checked(name, data, events, offsets, problems)
     return StreamCheck(problems, events, sums)
+
+
+def _expand_checked(
+    name: str,
+    data: bytes,
+    events: list[tuple[int, Event]],
+    offsets: list[int],
+    problems: list[StreamProblem],
+) -> None:
+    """Expand the compact requests among ``events`` in place; a reference to a message the
+    stream does not hold is a "bad reference" problem (the call stays as written)."""
+    known = {
+        (name, offset): event.messages
+        for (_, event), offset in zip(events, offsets, strict=True)
+        if type(event) is ModelCalled
+    }
+
+    def line_at(_: str, at: int) -> bytes:
+        end = data.find(b"\n", at)
+        return data[at:end] if end >= 0 else b""
+
+    for i, ((number, event), offset) in enumerate(zip(events, offsets, strict=True)):
+        if type(event) is ModelCalled and event.message_refs:
+            try:
+                events[i] = (number, _expanded(event, name, offset, known, line_at))
+            except BrokenReference as exc:
+                problems.append(StreamProblem(name, number, "bad reference", str(exc)))
 
 
 def _tail_problem(name: str, number: int, tail: bytes, prev: str, seq: int) -> StreamProblem:

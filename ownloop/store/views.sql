@@ -150,7 +150,36 @@ select j.session_id, j.step,
 from joined j
 left join responses rs on rs.session_id = j.session_id and rs.call_id = j.p.call_id;
 
+-- Every model call's request in full, by where the call is (stream, seq). Since journal format 2
+-- a call's line writes in full only the messages not already written in its stream: the table
+-- model_called keeps the line as written (messages: those; message_refs: for each message of the
+-- request, the byte offset of the line holding it in full and its index there). This view puts
+-- the request back together; model_calls.messages is this column.
+create view model_requests as
+with placed as (
+    select c.stream, c.seq, generate_subscripts(r.refs, 1) as pos, unnest(r.refs) as ref
+    from model_called c, (select from_json(c.message_refs, '[["BIGINT"]]') as refs) r
+    where c.message_refs <> '[]'
+),
+resolved as (
+    select p.stream, p.seq, p.pos, json_extract(t.messages, p.ref[2]) as message
+    from placed p
+    join journal j on j.stream = p.stream and j.byte_offset = p.ref[1]
+    join model_called t on t.stream = j.stream and t.seq = j.seq
+),
+assembled as (
+    select stream, seq, to_json(list(message order by pos)) as messages
+    from resolved group by stream, seq
+)
+select c.stream, c.seq, coalesce(a.messages, c.messages) as messages
+from model_called c
+left join assembled a on a.stream = c.stream and a.seq = c.seq;
+
 create view model_calls as
+with called as (
+    select c.* replace (r.messages as messages)
+    from model_called c join model_requests r on r.stream = c.stream and r.seq = c.seq
+)
 select session_id, step, call_id, attempt, purpose, model,
     try_cast(sampling ->> 'temperature' as double) as temperature,
     try_cast(sampling ->> 'top_p' as double) as top_p,
@@ -164,8 +193,9 @@ select session_id, step, call_id, attempt, purpose, model,
         as images,
     list_filter(json_extract_string(messages, '$[*].parts[*].sha256'), lambda s: s is not null)
         as image_sha256s,
-    time, run_id
-from model_called;
+    time, run_id,
+    messages
+from called;
 
 create view actions as
 with parse as (
