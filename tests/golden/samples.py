@@ -16,7 +16,16 @@ import msgspec
 
 from ownloop.store import events as E
 
-__all__ = ["ACTIONS", "ADDED", "GOLDEN_EVENTS", "OPS", "SAMPLES", "append_golden"]
+__all__ = [
+    "ACTIONS",
+    "ADDED",
+    "GOLDEN_EVENTS",
+    "OPS",
+    "SAMPLES",
+    "append_golden",
+    "journal_v2_events",
+    "write_journal_v2",
+]
 
 GOLDEN_EVENTS = Path(__file__).with_name("events-v1.jsonl")
 _T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
@@ -413,6 +422,37 @@ ADDED: tuple[E.EventBase, ...] = (
 )
 
 _encoder = msgspec.json.Encoder()
+
+
+def journal_v2_events() -> list[E.EventBase]:
+    """What journal-v2.jsonl holds (read back in full): every sample, then calls whose requests
+    repeat the sample call's messages, which format 2 writes as references."""
+    call = next(s for s in SAMPLES if isinstance(s, E.ModelCalled))
+    resample = msgspec.structs.replace(call, at=_at(5.5), attempt=3, response="Action: wait()")
+    later = msgspec.structs.replace(
+        call,
+        at=_at(6),
+        step=2,
+        call_id="c2",
+        attempt=1,
+        purpose="step",
+        messages=(
+            *call.messages,
+            E.Message(role="user", parts=(E.ImagePart(sha256="8e" * 32, width=1280, height=800),)),
+            call.messages[0],  # a message twice in one request
+        ),
+    )
+    return [*SAMPLES, *ADDED, resample, later]
+
+
+def write_journal_v2(path: Path) -> None:
+    """Write journal-v2.jsonl once, with the format-2 writer (it must not exist)."""
+    from ownloop.store.journal import StreamWriter
+
+    events = journal_v2_events()
+    with StreamWriter(path, fsync=False) as writer:
+        writer.append(events[:10])
+        writer.append(events[10:])
 
 
 def append_golden(path: Path = GOLDEN_EVENTS) -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from ownloop.store import events as E
 from ownloop.store.journal import read_lines, verify_stream
-from tests.golden.samples import GOLDEN_EVENTS, SAMPLES
+from tests.golden.samples import GOLDEN_EVENTS, SAMPLES, journal_v2_events
 
 _HERE = Path(__file__).parent
 _LINES = GOLDEN_EVENTS.read_bytes().splitlines()
@@ -47,3 +47,11 @@ def test_golden_journal_stream_reads_and_verifies() -> None:
     path = _HERE / "journal-v1.jsonl"
     assert verify_stream(path) == []
     assert [line.event for line in read_lines(path)] == list(SAMPLES)
+
+
+def test_golden_format_2_journal_reads_every_request_in_full_and_verifies() -> None:
+    # Written once by the format-2 writer (samples.write_journal_v2): compact requests.
+    path = _HERE / "journal-v2.jsonl"
+    assert path.read_bytes().count(b'"message_refs":') == 2
+    assert verify_stream(path) == []
+    assert [line.event for line in read_lines(path)] == journal_v2_events()
