@@ -7,7 +7,8 @@ acts. Many steps change nothing on the page (a click on blank space, typing with
 focused), so consecutive screenshots often repeat, as in real runs.
 
 The PNGs are kept in the temporary folder, keyed by the ownloop and miniwob versions and the
-shape, so a rerun reads them back in a second instead of driving the browser again.
+steps per session (session ``s`` is always the same task, seed and actions), so a rerun reads them
+back in a second instead of driving the browser again, and a shorter run reuses a longer one's.
 """
 
 from __future__ import annotations
@@ -33,40 +34,39 @@ def _version(name: str) -> str:
         return "none"
 
 
-def cache_folder(sessions: int, steps: int) -> Path:
-    key = f"ownloop-{_version('ownloop')}-miniwob-{_version('miniwob')}-{sessions}x{steps}"
+def cache_folder(steps: int) -> Path:
+    key = f"ownloop-{_version('ownloop')}-miniwob-{_version('miniwob')}-{steps}-steps"
     return Path(tempfile.gettempdir()) / "ownloop-bench-shots" / key
 
 
 def real_screenshots(sessions: int, steps: int) -> list[list[bytes]]:
     """``steps`` screenshots for each of ``sessions`` MiniWoB sessions (cached, see above)."""
-    folder = cache_folder(sessions, steps)
-    done = folder / "complete"
-    if not done.exists():
-        _capture(folder, sessions, steps)
-        done.write_text("")
+    folder = cache_folder(steps)
+    missing = [s for s in range(sessions) if not (folder / f"{s:04d}" / "done").exists()]
+    if missing:
+        _capture(folder, missing, steps)
     return [
         [(folder / f"{s:04d}" / f"{i:02d}.png").read_bytes() for i in range(steps)]
         for s in range(sessions)
     ]
 
 
-def _capture(folder: Path, sessions: int, steps: int) -> None:
+def _capture(folder: Path, sessions: list[int], steps: int) -> None:
     from ownloop.recorder.browser import BrowserSession, open_browser
     from ownloop.recorder.suites.miniwob import MiniwobSuite
     from ownloop.store import events as E
 
     names = TASKS.split(",")
-    per_name = -(-sessions // len(names))
-    print(f"  capturing {sessions} x {steps} MiniWoB screenshots in Chromium ...", flush=True)
+    per_name = max(sessions) // len(names) + 1
+    print(f"  capturing {len(sessions)} x {steps} MiniWoB screenshots in Chromium ...", flush=True)
     started = time.perf_counter()
     launched = open_browser()
     try:
         with MiniwobSuite(TASKS, seeds=f"1-{per_name}", browser=launched.browser) as suite:
-            tasks = suite.tasks()
-            # Interleave the kinds: session s is task kind s % 10.
-            order = [tasks[k * per_name + j] for j in range(per_name) for k in range(len(names))]
-            for s, task in enumerate(order[:sessions]):
+            # Session s: task kind s % 10, seed s // 10 + 1.
+            by_id = {task.task_id: task for task in suite.tasks()}
+            for n, s in enumerate(sessions):
+                task = by_id[f"{names[s % len(names)]}-{s // len(names) + 1}"]
                 rng = random.Random(s)
                 session = BrowserSession(
                     launched.browser, (1280, 800), settle_s=0.02, event_grace_s=0.0
@@ -84,11 +84,12 @@ def _capture(folder: Path, sessions: int, steps: int) -> None:
                         session.execute(op)
                         session.settle(download_grace=False)
                         (target / f"{i:02d}.png").write_bytes(session.screenshot().png)
+                    (target / "done").write_text("")
                 finally:
                     session.close()
-                if s % 10 == 9:
+                if n % 10 == 9:
                     print(
-                        f"    {s + 1} sessions, {time.perf_counter() - started:.0f} s", flush=True
+                        f"    {n + 1} sessions, {time.perf_counter() - started:.0f} s", flush=True
                     )
     finally:
         launched.close()

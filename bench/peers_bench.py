@@ -1,14 +1,19 @@
 """The same trajectories kept three ways: the seed's plain folder, Inspect's ``.eval`` log and
 ownloop's store, written and queried side by side in one run.
 
-    .venv/bin/python bench/peers_bench.py            # 100 sessions x 20 steps (a few minutes)
-    .venv/bin/python bench/peers_bench.py --quick    # 20 sessions x 20 steps
+    .venv/bin/python bench/peers_bench.py              # 100 sessions x 20 steps (minutes)
+    .venv/bin/python bench/peers_bench.py --quick      # 20 sessions x 20 steps
+    .venv/bin/python bench/peers_bench.py --synthetic  # distinct noisy PNGs instead
 
 Inspect's column needs inspect_ai (a bench-only dependency): pip install -e '.[bench]'. Without
-it that column is skipped with a notice. Every session is 20 MiniWoB-like steps with a distinct
-1280x800 PNG screenshot; each model request carries the last five screenshots, as the agents send
-them. Ratios are against the plain folder, measured in the same run (writers interleaved, so the
-machine's load hits each alike).
+it that column is skipped with a notice. Every session is 20 steps, each with a 1280x800 PNG
+screenshot: by default real MiniWoB pages after a click or typing, taken in headless Chromium
+(``miniwob_shots.py``, cached in the temporary folder; consecutive screenshots often repeat, as
+in real runs); with ``--synthetic`` distinct noisy page-like PNGs (``store_bench.screenshots``).
+Each model request carries the last five screenshots, as the agents send them. Ratios are
+against the plain folder, measured in the same run (writers interleaved, so the machine's load
+hits each alike). The ``format 1`` column is ownloop's store writing every request in full (its
+journal format before requests were written compactly), for the before/after figures.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ from pathlib import Path
 import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from miniwob_shots import real_screenshots  # noqa: E402
 from store_bench import T0, screenshots, step_events  # noqa: E402
 
+from ownloop.replay.selection import fold_selected  # noqa: E402
 from ownloop.store import events as E  # noqa: E402
 from ownloop.store import open_store  # noqa: E402
+from ownloop.store.journal import StreamWriter  # noqa: E402
 
 WINDOW = 5  # screenshots per model request
 SYSTEM = "You are a GUI agent. You are given a task and your action history, with screenshots."
@@ -52,6 +60,8 @@ OWNLOOP_QUERY = (
     "select session_id, count(*) as steps, arg_max(response, step) as last_response "
     "from steps group by session_id order by session_id"
 )
+# Every request in full (what a compact journal must put back together).
+REQUESTS_QUERY = "select session_id, step, messages from model_calls"
 
 
 # ------------------------------------------------------------------ the trajectories
@@ -80,8 +90,11 @@ def cached_screenshots(n: int) -> list[bytes]:
     return pngs
 
 
-def trajectories(sessions: int, steps: int) -> list[list[Step]]:
-    pngs = cached_screenshots(sessions * steps)
+def trajectories(sessions: int, steps: int, synthetic: bool = False) -> list[list[Step]]:
+    if synthetic:
+        pngs = cached_screenshots(sessions * steps)
+    else:
+        pngs = [png for shots in real_screenshots(sessions, steps) for png in shots]
     out = []
     for s in range(sessions):
         session = f"session-{s:04d}"
@@ -152,8 +165,19 @@ def query_plain(root: Path) -> list[tuple[str, int, str]]:
 
 
 # ------------------------------------------------------------------ ownloop
-def write_ownloop(root: Path, sessions: list[list[Step]], fsync: bool) -> None:
-    """As a recorder writes: a stream per session, the step's blob then its five events."""
+def write_ownloop(
+    root: Path, sessions: list[list[Step]], fsync: bool, format1: bool = False
+) -> None:
+    """As a recorder writes: a stream per session, the step's blob then its five events (with
+    ``format1``, every request in full)."""
+    StreamWriter.compact_requests = not format1
+    try:
+        _write_ownloop(root, sessions, fsync)
+    finally:
+        StreamWriter.compact_requests = True
+
+
+def _write_ownloop(root: Path, sessions: list[list[Step]], fsync: bool) -> None:
     store = open_store(root, fsync=fsync)
     with store.stream() as run_stream:
         run_stream.append(
@@ -230,6 +254,21 @@ def request(session: str, history: Sequence[tuple[str, str]], now: str) -> tuple
 
 def query_ownloop(root: Path) -> list[tuple[str, int, str]]:
     return [(s, n, r) for s, n, r in open_store(root).sql(OWNLOOP_QUERY).rows]
+
+
+def query_requests(root: Path) -> int:
+    """Every request in full through SQL; returns their JSON's length."""
+    return sum(len(m) for _, _, m in open_store(root).sql(REQUESTS_QUERY).rows)
+
+
+def fold_requests(root: Path) -> int:
+    """Every session folded from the journal (every request in full); returns the messages."""
+    return sum(
+        len(call.messages)
+        for session in fold_selected(open_store(root)).values()
+        for step in session.steps
+        for call in step.calls
+    )
 
 
 def ownloop_bytes(root: Path) -> dict[str, int]:
@@ -415,6 +454,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, help="how many sessions (default 100)")
     parser.add_argument("--rounds", type=int, default=3, help="write rounds (median)")
     parser.add_argument(
+        "--synthetic", action="store_true", help="distinct noisy PNGs, not real MiniWoB pages"
+    )
+    parser.add_argument(
         "--ownloop", help="the ownloop command for the cold CLI call (default: beside Python)"
     )
     args = parser.parse_args(argv)
@@ -428,10 +470,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             "notice: inspect_ai is not installed, so Inspect's column is skipped. "
             "Install it with: pip install -e '.[bench]'"
         )
-    print(f"generating {sessions} sessions x {steps} steps of 1280x800 PNGs ...", flush=True)
-    trajs = trajectories(sessions, steps)
-    png_bytes = sum(len(st.png) for s in trajs for st in s)
-    print(f"  {sessions * steps} steps, PNGs {mb(png_bytes)}; load {os.getloadavg()[0]:.1f}")
+    kind = "synthetic" if args.synthetic else "real MiniWoB"
+    print(f"{sessions} sessions x {steps} steps, {kind} 1280x800 PNGs ...", flush=True)
+    trajs = trajectories(sessions, steps, args.synthetic)
+    pngs = [st.png for s in trajs for st in s]
+    print(
+        f"  {len(pngs)} steps, PNGs {mb(sum(map(len, pngs)))} ({len(set(pngs))} distinct); "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
 
     work = Path(tempfile.mkdtemp(prefix="ownloop-peers-"))
     try:
@@ -452,6 +498,7 @@ def report(
         "plain+fsync": lambda p: write_plain(p, trajs, fsync=True),
         "ownloop": lambda p: write_ownloop(p, trajs, fsync=False),
         "ownloop+fsync": lambda p: write_ownloop(p, trajs, fsync=True),
+        "format1+fsync": lambda p: write_ownloop(p, trajs, fsync=True, format1=True),
     }
     if with_inspect:
         writers["inspect"] = lambda p: write_inspect(p, trajs)
@@ -467,13 +514,17 @@ def report(
             times[name].append(time.perf_counter() - started)
     write_s = {name: statistics.median(ts) for name, ts in times.items()}
     plain, store, log = work / "plain" / "data", work / "ownloop+fsync" / "data", None
+    format1 = work / "format1+fsync" / "data"
     if with_inspect:
         log = work / "inspect" / "log.eval"
 
     # The same answer from each.
     expected = query_plain(plain)
     open_store(store).sync()  # warm: the index exists and is up to date
+    open_store(format1).sync()
     assert query_ownloop(store) == expected, "ownloop's answer differs from the plain folder's"
+    assert query_requests(store) == query_requests(format1), "requests differ from format 1's"
+    assert fold_requests(store) == fold_requests(format1), "folded requests differ"
     if log is not None:
         assert query_inspect(log) == expected, "Inspect's answer differs from the plain folder's"
     query_s = {
@@ -481,6 +532,11 @@ def report(
         "ownloop": timed(lambda: query_ownloop(store), 15),
         "ownloop best": timed(lambda: query_ownloop(store), 15, best=True),
         "ownloop cpu": cpu_timed(lambda: query_ownloop(store), 15),
+        "format1": timed(lambda: query_ownloop(format1), 15),
+        "requests": timed(lambda: query_requests(store), 5),
+        "requests format1": timed(lambda: query_requests(format1), 5),
+        "fold": timed(lambda: fold_requests(store), 3),
+        "fold format1": timed(lambda: fold_requests(format1), 3),
     }
     if log is not None:
         query_s["inspect"] = timed(lambda: query_inspect(log), 3)
@@ -505,6 +561,7 @@ def report(
 
     disk = {"plain": tree_bytes(plain), "ownloop": tree_bytes(store)}
     parts = ownloop_bytes(store)
+    parts1 = ownloop_bytes(format1)
     if log is not None:
         disk["inspect"] = tree_bytes(log)
     compacted = None
@@ -514,6 +571,7 @@ def report(
         )
         compacted = ownloop_bytes(store)
     print_table(write_s, query_s, cold_s, disk, parts, compacted, log is not None)
+    print_formats(write_s, query_s, disk["plain"], parts, parts1)
 
 
 def print_table(
@@ -585,6 +643,50 @@ def print_table(
     print()
     print("| figure | plain folder (seed layout) | Inspect `.eval` | ownloop |")
     print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def print_formats(
+    write_s: dict[str, float],
+    query_s: dict[str, float],
+    plain_bytes: int,
+    parts: dict[str, int],
+    parts1: dict[str, int],
+) -> None:
+    """Journal format 2 (requests written compactly) against format 1, in the same run."""
+
+    def bytes_of(p: dict[str, int]) -> str:
+        split = ", ".join(f"{k} {mb(v)}" for k, v in p.items())
+        return f"{sum(p.values()) / plain_bytes:.2f} ({split})"
+
+    rows = [
+        ("bytes (of the plain folder)", bytes_of(parts1), bytes_of(parts)),
+        (
+            "write time with fsync",
+            f"{write_s['format1+fsync']:.2f} s",
+            f"{write_s['ownloop+fsync']:.2f} s",
+        ),
+        (
+            "steps + last response (store.sql, warm)",
+            f"{query_s['format1']:.3f} s",
+            f"{query_s['ownloop']:.3f} s",
+        ),
+        (
+            f"every request in full (`{REQUESTS_QUERY}`)",
+            f"{query_s['requests format1']:.3f} s",
+            f"{query_s['requests']:.3f} s",
+        ),
+        (
+            "every session folded from the journal",
+            f"{query_s['fold format1']:.3f} s",
+            f"{query_s['fold']:.3f} s",
+        ),
+    ]
+    print()
+    print("| ownloop's journal | format 1 (requests in full) | format 2 (compact requests) |")
+    print("|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

@@ -112,6 +112,10 @@ class StreamWriter:
     O_EXCL: a second writer of the same name fails instead of interleaving lines.
     """
 
+    compact_requests = True
+    """Format 2 (see the module's doc); False writes every request in full, as format 1 did
+    (benchmarks compare the two)."""
+
     def __init__(self, path: Path, *, fsync: bool = True) -> None:
         self.path = path
         self.stream_id = path.stem
@@ -138,13 +142,14 @@ class StreamWriter:
         added: dict[bytes, tuple[int, int]] = {}
         for event in events:
             seq += 1
-            if type(event) is ModelCalled and event.messages:
+            if type(event) is ModelCalled:
                 if event.message_refs:
                     raise ValueError(
                         "refusing to append a ModelCalled with message_refs: the journal "
                         "writes them itself; pass the request's messages in full"
                     )
-                event = self._compact(event, offset, added)
+                if event.messages and self.compact_requests:
+                    event = self._compact(event, offset, added)
             try:
                 body = _encoder.encode(event)
                 _event_decoder.decode(body)
