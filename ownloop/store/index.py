@@ -58,6 +58,10 @@ Params = Sequence[Any] | Mapping[str, Any] | None
 VIEWS_SQL = resources.files("ownloop.store").joinpath("views.sql").read_text()
 _FINGERPRINT = fingerprint(VIEWS_SQL)
 _BATCH = 32 << 20  # bytes of lines decoded before they are written to DuckDB
+# A new index file's block size (an existing file keeps its own). DuckDB's default, 256 KiB,
+# leaves most of a small store's index empty; 64 KiB makes it 40-60% smaller (10k-200k events)
+# at the same query cost.
+_BLOCK_SIZE = str(64 << 10)
 # New bytes from which a sync decodes in worker processes (a rebuild of about 150,000 events):
 # below it, starting them costs more than they save.
 _PARALLEL_BYTES = 64 << 20
@@ -451,7 +455,7 @@ class Index:
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:
-            return duckdb.connect(str(self.path))
+            return duckdb.connect(str(self.path), config={"default_block_size": _BLOCK_SIZE})
         except duckdb.Error as exc:
             full = _duckdb_disk_error(exc, self.path)
             if full is not None:
