@@ -150,7 +150,7 @@ select j.session_id, j.step,
 from joined j
 left join responses rs on rs.session_id = j.session_id and rs.call_id = j.p.call_id;
 
--- Every model call's request in full, by where the call is (stream, seq). Since journal format 2
+-- Every model call's request in full, by where the call's line is (stream, seq). Since format 2
 -- a call's line writes in full only the messages not already written in its stream: the table
 -- model_called keeps the line as written (messages: those; message_refs: for each message of the
 -- request, the byte offset of the line holding it in full and its index there). This view puts
@@ -171,7 +171,8 @@ assembled as (
     select stream, seq, to_json(list(message order by pos)) as messages
     from resolved group by stream, seq
 )
-select c.stream, c.seq, coalesce(a.messages, c.messages) as messages
+select c.stream, c.seq, c.session_id, c.step, c.call_id, c.attempt,
+    coalesce(a.messages, c.messages) as messages
 from model_called c
 left join assembled a on a.stream = c.stream and a.seq = c.seq;
 
