@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import msgspec
 
@@ -449,7 +450,7 @@ def write_journal_v2(path: Path) -> None:
     """Write journal-v2.jsonl once, with the format-2 writer (it must not exist)."""
     from ownloop.store.journal import StreamWriter
 
-    events = journal_v2_events()
+    events = cast("list[E.Event]", journal_v2_events())
     with StreamWriter(path, fsync=False) as writer:
         writer.append(events[:10])
         writer.append(events[10:])
