@@ -12,6 +12,7 @@ import pytest
 from ownloop.replay.selection import fold_selected
 from ownloop.store import Store
 from ownloop.store import events as E
+from ownloop.store.index import Index
 from ownloop.store.journal import (
     BrokenReference,
     _checksum,
@@ -160,3 +161,14 @@ def test_a_reference_to_no_such_message_is_found_by_verify_and_refused_by_reader
     assert "refers to message 0 of the line at byte 0" in check.problems[0].detail
     with pytest.raises(BrokenReference, match="Run: ownloop verify"):
         list(read_lines(path))
+
+
+def test_an_index_built_by_worker_processes_puts_the_same_requests_together(store: Store) -> None:
+    _session(store)
+    _session(store, session="s2")
+    query = "select session_id, step, attempt, messages from model_calls order by all"
+    Index(store).rebuild(processes=0)
+    here = store.sql(query).rows
+    assert Index(store).rebuild(processes=2).events == 2 * 18
+    assert store.sql(query).rows == here
+    assert len(here) == 18 and all(json.loads(row[3]) for row in here)
