@@ -640,12 +640,7 @@ def print_table(
             said.insert(0, f"`inspect log dump` {took('inspect')}")
         inspect_cold = "; ".join(said)
     rows.append(("a cold CLI call", "", inspect_cold, f"`ownloop sql` {took('ownloop')}"))
-    print()
-    print("| figure | plain folder (seed layout) | Inspect `.eval` | ownloop |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-    print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print_rows(("figure", "plain folder (seed layout)", "Inspect `.eval`", "ownloop"), rows)
 
 
 def print_formats(
@@ -684,9 +679,16 @@ def print_formats(
             f"{query_s['fold']:.3f} s",
         ),
     ]
+    print_rows(
+        ("ownloop's journal", "format 1 (requests in full)", "format 2 (compact requests)"), rows
+    )
+
+
+def print_rows(head: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A Markdown table, then the machine's load."""
     print()
-    print("| ownloop's journal | format 1 (requests in full) | format 2 (compact requests) |")
-    print("|---|---|---|")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
