@@ -378,8 +378,6 @@ class BrowserSession:
             announced by the time its operation returned is returned by :meth:`settle`.
         allow_hosts: host globs the model's navigation is confined to (``--allow-host``); empty:
             any http(s) host. The suite's own :meth:`goto` is not confined.
-        opened: a context :func:`open_context` made for this session (e.g. ahead of time, see
-            :mod:`ownloop.recorder.contexts`); else the session opens its own.
     """
 
     def __init__(
@@ -391,7 +389,6 @@ class BrowserSession:
         dialogs: Literal["accept", "dismiss"] | str = "accept",
         event_grace_s: float = 0.15,
         allow_hosts: tuple[str, ...] = (),
-        opened: Opened | None = None,
     ) -> None:
         if dialogs not in ("accept", "dismiss"):
             raise OwnloopError(f"unknown dialog policy {dialogs!r}. Use accept or dismiss")
@@ -415,7 +412,7 @@ class BrowserSession:
         # The last element_at() answer (page, x, y, element), until the page may have changed:
         # a guarded replay checks the element under a point, then clicks there; one look-up.
         self._looked_up: tuple[Page, float, float, Element | None] | None = None
-        opened = opened or open_context(browser, viewport)
+        opened = open_context(browser, viewport)
         self.context: BrowserContext = opened.context
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)

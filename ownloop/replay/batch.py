@@ -3,12 +3,9 @@
 ``ownloop replay --run R --execute ops|actions|responses [--workers N]``: the run's recorded
 sessions (not replays of another session, not imported ones; ``--where`` narrows them) are
 re-executed by ``N`` worker threads, each with one Chromium of its own that serves session after
-session, a fresh browser context each (launching Chromium costs about a second). A context's
-first page costs Chromium a renderer process (0.2-0.5 s): each worker makes the next session's
-context while the current one runs, and closes a finished one while the next runs
-(:class:`~ownloop.recorder.contexts.FreshContexts`). Each child is planned, run and recorded
-exactly as a single ``replay TARGET --execute`` records it (:mod:`ownloop.replay.execute`):
-same events, same run.
+session, a fresh browser context each (launching Chromium costs about a second; a context and
+its first page 0.2-0.5 s). Each child is planned, run and recorded exactly as a single ``replay
+TARGET --execute`` records it (:mod:`ownloop.replay.execute`): same events, same run.
 
 A session that fails (its browser crashed, its task could not be set up) is reported in its row
 and the batch goes on; a worker whose browser died launches another before its next session.
@@ -26,7 +23,6 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ownloop.recorder.browser import Launched, open_browser
-from ownloop.recorder.contexts import FreshContexts
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.replay.execute import (
     MODES,
@@ -156,8 +152,7 @@ class _Work:
             self.on_row(row)
 
     def browser(self, worker: _Worker, *, failed: bool) -> None:
-        """Keep the worker's Chromium while it lives, else launch another (with contexts of
-        its own) and number it.
+        """Keep the worker's Chromium while it lives, else launch another and number it.
 
         After a failed session (``failed``) the browser is also asked to open a context: a
         Chromium that died with the session may not yet be known to be disconnected."""
@@ -173,7 +168,7 @@ class _Work:
         with self.lock:
             self.browsers += 1
             worker.number = self.browsers
-        worker.launched, worker.fresh = launched, FreshContexts(launched.browser)
+        worker.launched = launched
 
     def run(self) -> None:
         """One worker: session after session in its own Chromium, until none is left."""
@@ -190,7 +185,7 @@ class _Work:
                 number = worker.number
                 try:
                     result = run_planned(
-                        worker.launched.browser, self.store, parent, plan, self.stop, worker.fresh
+                        worker.launched.browser, self.store, parent, plan, self.stop
                     )
                 except Exception as exc:  # noqa: BLE001 - one failed session; the batch goes on
                     error = str(exc) if isinstance(exc, OwnloopError) else _short(exc)
@@ -207,19 +202,15 @@ class _Work:
 
 
 class _Worker:
-    """A worker's Chromium (None before the first session), its launch number and the fresh
-    contexts it makes ahead for the worker's sessions."""
+    """A worker's Chromium (None before the first session) and its launch number."""
 
     def __init__(self) -> None:
         self.launched: Launched | None = None
         self.number = 0
-        self.fresh: FreshContexts | None = None
 
     def close(self) -> None:
-        """Close the contexts left, then the browser (one that died is gone already)."""
-        fresh, launched, self.fresh, self.launched = self.fresh, self.launched, None, None
-        if fresh is not None:
-            fresh.close()
+        """Close the browser (one that died is gone already)."""
+        launched, self.launched = self.launched, None
         if launched is not None:
             _close(launched)
 

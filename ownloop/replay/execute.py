@@ -33,7 +33,6 @@ import msgspec
 from ownloop.agents.base import Agent, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.recorder.browser import Browser, BrowserSession, open_browser
-from ownloop.recorder.contexts import FreshContexts
 from ownloop.recorder.episode import (
     Episode,
     EpisodeLimits,
@@ -297,23 +296,13 @@ def run_planned(
     parent: Session,
     plan: Plan,
     stop: threading.Event,
-    fresh: FreshContexts | None = None,
 ) -> EpisodeResult:
     """Re-execute ``parent`` as ``plan`` says in a fresh context of ``chromium`` (a browser this
-    thread launched, which may serve other sessions before and after), on the calling thread.
-    With ``fresh`` (a batch), the context is the one it made ahead, and closes in the background.
-    """
+    thread launched, which may serve other sessions before and after), on the calling thread."""
     assert parent.task is not None
     viewport = plan.agent.settings.viewport
     with reopen_suite(parent.task, seed=plan.seed, base=plan.base, browser=chromium) as reopened:
-        browser = BrowserSession(
-            chromium,
-            viewport,
-            settle_s=plan.settle_s,
-            opened=fresh.take(viewport) if fresh is not None else None,
-        )
-        if fresh is not None:  # the next session's, while this one runs
-            fresh.ahead(viewport)
+        browser = BrowserSession(chromium, viewport, settle_s=plan.settle_s)
         try:
             started = SessionStarted(
                 at=now(),
@@ -360,10 +349,7 @@ def run_planned(
                     stream.append(measured)
             return result
         finally:
-            if fresh is not None:
-                fresh.retire(browser)
-            else:
-                browser.close()
+            browser.close()
 
 
 def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResult:
