@@ -349,7 +349,11 @@ def _expanded(
 
 
 def expand_requests(
-    events: Sequence[Event], streams: Sequence[str], offsets: Sequence[int], line_at: LineAt
+    events: Sequence[Event],
+    streams: Sequence[str],
+    offsets: Sequence[int],
+    line_at: LineAt,
+    on_broken: Callable[[int, BrokenReference], None] | None = None,
 ) -> list[Event]:
     """``events`` with every compact request in full (see the module's doc).
 
@@ -357,6 +361,8 @@ def expand_requests(
         events: decoded events, as written.
         streams, offsets: the stream and byte offset of each event's line.
         line_at: reads a line that a request refers to when it is not among ``events``.
+        on_broken: told (the event's position, the error) of a request whose reference names
+            no message; that request stays as written. Without it, the error is raised.
 
     Raises:
         BrokenReference: a reference names no message written in full in its stream.
@@ -372,7 +378,12 @@ def expand_requests(
     for i in compact:
         call = out[i]
         assert isinstance(call, ModelCalled)
-        out[i] = _expanded(call, streams[i], offsets[i], known, line_at)
+        try:
+            out[i] = _expanded(call, streams[i], offsets[i], known, line_at)
+        except BrokenReference as exc:
+            if on_broken is None:
+                raise
+            on_broken(i, exc)
     return out
 
 
@@ -645,22 +656,18 @@ def _expand_checked(
 ) -> None:
     """Expand the compact requests among ``events`` in place; a reference to a message the
     stream does not hold is a "bad reference" problem (the call stays as written)."""
-    known = {
-        (name, offset): event.messages
-        for (_, event), offset in zip(events, offsets, strict=True)
-        if type(event) is ModelCalled
-    }
 
     def line_at(_: str, at: int) -> bytes:
         end = data.find(b"\n", at)
         return data[at:end] if end >= 0 else b""
 
-    for i, ((number, event), offset) in enumerate(zip(events, offsets, strict=True)):
-        if type(event) is ModelCalled and event.message_refs:
-            try:
-                events[i] = (number, _expanded(event, name, offset, known, line_at))
-            except BrokenReference as exc:
-                problems.append(StreamProblem(name, number, "bad reference", str(exc)))
+    def broken(i: int, exc: BrokenReference) -> None:
+        problems.append(StreamProblem(name, events[i][0], "bad reference", str(exc)))
+
+    expanded = expand_requests(
+        [event for _, event in events], [name] * len(events), offsets, line_at, broken
+    )
+    events[:] = [(number, event) for (number, _), event in zip(events, expanded, strict=True)]
 
 
 def _tail_problem(name: str, number: int, tail: bytes, prev: str, seq: int) -> StreamProblem:
