@@ -118,6 +118,7 @@ def _table_rows(max_rows: int | None) -> int | None:
     if max_rows is not None:
         return max_rows or None
     console = _console()
+    # The top rule, header, rule, bottom rule, caption, the line it may wrap to, the prompt.
     return max(console.height - 7, 5) if console.is_terminal else _PIPE_ROWS
 
 
@@ -126,13 +127,11 @@ def _print_rows(result: Any, fmt: str, max_rows: int | None = None) -> None:
     or a JSON array of objects. A pipe gets plain lines, drawn in time linear in the rows; a
     terminal gets Rich's table, fitted to its width."""
     if fmt == "table":
-        console = _console()
-        if not console.is_terminal:
-            click.echo("\n".join(result.to_text(_PIPE_ROWS if max_rows is None else max_rows)))
-            return
-        # The top rule, header, rule, bottom rule, caption, the line it may wrap to, the prompt.
-        fitted = max(console.height - 7, 5)
-        console.print(result.to_rich(fitted if max_rows is None else max_rows))
+        shown, console = _table_rows(max_rows), _console()
+        if console.is_terminal:
+            console.print(result.to_rich(shown))
+        else:
+            click.echo("\n".join(result.to_text(shown)))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
 
