@@ -85,10 +85,11 @@ def test_two_recorders_on_one_run_one_killed_every_task_counted_once(tmp_path: P
             "--settle",
             "0",
         ]
+        # Both start at once; the first is killed with its first session in flight. (Waiting
+        # for the second's session first was a race: the first could run out of tasks
+        # meanwhile, and then never again have one in flight.)
         first = _ownloop(tmp_path, *command)
-        _wait("session of the first recorder", lambda: _open_session_of(journal, first.pid))
         second = _ownloop(tmp_path, *command)
-        _wait("session of the second recorder", lambda: _open_session_of(journal, second.pid))
         killed = _wait(
             "session of the first recorder in flight", lambda: _open_session_of(journal, first.pid)
         )
