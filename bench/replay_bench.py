@@ -261,6 +261,20 @@ def _load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
 
 
+def _machine_busy() -> tuple[float, float]:
+    """Seconds of CPU time the whole machine has spent busy and in all (every core, every
+    process), from /proc/stat: it counts a browser's renderers whether or not their CPU reaches
+    this process's rusage, and anything else running. (0, 0) where there is no /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
+
+
 def _cpu_s() -> tuple[float, float]:
     """CPU seconds so far of this process, and of its finished children (the browsers and their
     Playwright drivers, once closed)."""
@@ -386,11 +400,12 @@ def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
     )
     ratio = float("inf")
     for n in sorted({1, 2, workers}):
-        cpu_before = _cpu_s()
+        cpu_before, machine_before = _cpu_s(), _machine_busy()
         began = time.perf_counter()
         batched = execute_batch(store, parents, "ops", workers=n, settle_s=0.0)
         took = time.perf_counter() - began
         own_cpu, children_cpu = (b - a for a, b in zip(cpu_before, _cpu_s(), strict=True))
+        busy, whole = (b - a for a, b in zip(machine_before, _machine_busy(), strict=True))
         rows = batched.rows
         same = sum(1 for row in rows if row.reproduced)
         ratio = took / floor
@@ -404,7 +419,8 @@ def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
         print(
             f"    CPU: {own_cpu + children_cpu:.1f}s ({own_cpu:.1f}s ownloop's Python, "
             f"{children_cpu:.1f}s Chromium and its driver) in {took:.1f}s: "
-            f"{(own_cpu + children_cpu) / took:.2f} of a core on average"
+            f"{(own_cpu + children_cpu) / took:.2f} of a core on average; the whole machine "
+            f"(every process) {busy / took:.2f} of its {whole / took:.0f} cores busy"
         )
     return ratio
 

@@ -123,10 +123,11 @@ def batch_sessions(store: Store, run_id: str, where: str | None = None) -> list[
 class _Work:
     """The batch's shared state: the next parent to take, the rows, the launch count."""
 
-    def __init__(
-        self, store: Store, plans: list[tuple[Session, Plan | str]], chromium: str | None
-    ) -> None:
-        self.store, self.plans, self.chromium = store, plans, chromium
+    def __init__(self, store: Store, chromium: str | None) -> None:
+        self.store, self.chromium = store, chromium
+        # Filled in while the workers launch their browsers; ``planned`` says it is.
+        self.plans: list[tuple[Session, Plan | str]] = []
+        self.planned = threading.Event()
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.taken = 0
@@ -171,10 +172,13 @@ class _Work:
         worker.launched = launched
 
     def run(self) -> None:
-        """One worker: session after session in its own Chromium, until none is left."""
+        """One worker: session after session in its own Chromium, until none is left. The
+        browser is launched at once, while the caller still plans the sessions."""
         worker = _Worker()
         failed = False
         try:
+            self.browser(worker, failed=False)
+            self.planned.wait()
             while (index := self.next()) is not None:
                 parent, plan = self.plans[index]
                 if isinstance(plan, str):  # it cannot be re-executed so: said in its row
@@ -265,6 +269,69 @@ def execute_batch(
     if workers < 1:
         raise ReplayError("--workers must be at least 1")
     began = time.monotonic()
+    work = _Work(store, options.get("chromium"))
+    work.on_row = on_row
+    # Launching a Chromium takes about a second: the workers start theirs while this thread
+    # plans (a worker left without a session closes its browser again).
+    threads = [
+        threading.Thread(target=work.run, name=f"ownloop-replay-{n + 1}", daemon=True)
+        for n in range(min(workers, len(parents)))
+    ]
+    interrupted = False
+    run_id, new_run = "", False
+    with shared_servers():  # one MiniWoB server for all, on the recorded port
+        for thread in threads:
+            thread.start()
+        try:
+            try:
+                work.plans = plans = _plans(store, parents, mode, options)
+                planned = [(parent, plan) for parent, plan in plans if not isinstance(plan, str)]
+                if not planned:  # nothing can be re-executed so: the first reason says why
+                    raise ReplayError(str(plans[0][1]) if plans else "no session to re-execute")
+                parent, plan = planned[0]
+                new_run = ensure_run(store, plan, parent, options.get("endpoint"))
+                run_id = plan.run_id
+            except BaseException:
+                work.stop.set()
+                raise
+            finally:
+                work.planned.set()
+                if work.stop.is_set():
+                    for thread in threads:
+                        thread.join(60)
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.2)
+        except KeyboardInterrupt:
+            interrupted = True
+            work.stop.set()
+            for thread in threads:
+                thread.join(60)
+            if not run_id:
+                raise
+    if work.fatal and not work.results:
+        raise work.fatal[0]
+    why = "not run: " + (_short(work.fatal[0]) if work.fatal else "interrupted")
+    for index, (parent, _plan) in enumerate(work.plans):
+        work.rows.setdefault(index, BatchRow(parent, None, 0, why))
+    if new_run:
+        end_run(store, run_id, work.results)
+    store.sync()
+    return Batched(
+        run_id,
+        mode,
+        _with_children(store, work),
+        len(threads),
+        work.browsers,
+        time.monotonic() - began,
+        interrupted,
+    )
+
+
+def _plans(
+    store: Store, parents: list[Session], mode: str, options: dict[str, Any]
+) -> list[tuple[Session, Plan | str]]:
+    """Each parent's plan, or why it cannot be re-executed so."""
     settings = recorded_settings(store, parents)  # one query for all, as one run for all
     runs: dict[str, str] = {}
     plans: list[tuple[Session, Plan | str]] = []
@@ -285,47 +352,7 @@ def execute_batch(
             plans.append((parent, plan))
         except (NotReplayable, ReplayError) as exc:
             plans.append((parent, str(exc)))
-    planned = [(parent, plan) for parent, plan in plans if not isinstance(plan, str)]
-    if not planned:  # nothing can be re-executed so: the first reason says why
-        raise ReplayError(str(plans[0][1]) if plans else "no session to re-execute")
-    run_id = planned[0][1].run_id
-    new_run = ensure_run(store, planned[0][1], planned[0][0], options.get("endpoint"))
-    work = _Work(store, plans, options.get("chromium"))
-    work.on_row = on_row
-    threads = [
-        threading.Thread(target=work.run, name=f"ownloop-replay-{n + 1}", daemon=True)
-        for n in range(min(workers, len(planned)))
-    ]
-    interrupted = False
-    with shared_servers():  # one MiniWoB server for all, on the recorded port
-        for thread in threads:
-            thread.start()
-        try:
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.2)
-        except KeyboardInterrupt:
-            interrupted = True
-            work.stop.set()
-            for thread in threads:
-                thread.join(60)
-    if work.fatal and not work.results:
-        raise work.fatal[0]
-    why = "not run: " + (_short(work.fatal[0]) if work.fatal else "interrupted")
-    for index, (parent, _plan) in enumerate(plans):
-        work.rows.setdefault(index, BatchRow(parent, None, 0, why))
-    if new_run:
-        end_run(store, run_id, work.results)
-    store.sync()
-    return Batched(
-        run_id,
-        mode,
-        _with_children(store, work),
-        len(threads),
-        work.browsers,
-        time.monotonic() - began,
-        interrupted,
-    )
+    return plans
 
 
 def _with_children(store: Store, work: _Work) -> list[BatchRow]:
