@@ -182,6 +182,24 @@ def test_an_unknown_run_is_a_one_line_error(batch: Batch) -> None:
     ]
 
 
+def test_a_batch_nothing_of_which_can_run_says_why_in_one_line_and_records_nothing(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    """The workers launch their browsers while the sessions are planned: a plan that fits no
+    session still ends the command at once, with the reason, and no child is recorded."""
+    store = tmp_path / "store"
+    shutil.copytree(recorded.path, store)
+    done = ownloop(
+        store, "replay", "--run", "rec", "--execute", "ops", "--on-diverge", "fork",
+        "--workers", "2",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Error: --on-diverge fork needs the live model: pass --endpoint URL and --model NAME"
+    ]
+    assert _children(store) == {}
+
+
 def _chromiums_of(pid: int) -> list[int]:
     """The Chromium processes under ``pid`` (its descendants whose command is a chrome)."""
     children: dict[int, list[int]] = {}
