@@ -34,7 +34,8 @@ TASKS = "click-button,click-link,focus-text,click-checkboxes"
 @pytest.fixture(scope="module")
 def cluster(request: pytest.FixtureRequest) -> Iterator[RayCluster | dict[str, str]]:
     """Inside the namespace: one two-node cluster for both tests, in file order, since the last
-    one kills the worker node. Outside: the outcomes of the one run inside."""
+    one kills the worker node (it starts in the background: ``wait_up()`` before using it).
+    Outside: the outcomes of the one run inside."""
     outcomes = reexec_module_in_netns(request)
     if outcomes is not None:
         yield outcomes
@@ -115,7 +116,9 @@ def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers
         make_server("miniwob", "uitars") as url,
         make_server("miniwob", "uitars") as url2,
     ):
-        threads = _finish(_record(tmp_path, url, "threads", "--workers", "2"))
+        # the run under threads needs no cluster: it runs while the cluster starts
+        under_threads = _record(tmp_path, url, "threads", "--workers", "2")
+        cluster.wait_up()
         ray = _finish(
             _record(
                 tmp_path,
@@ -132,9 +135,9 @@ def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers
         # the same progress lines as threads: one per task
         assert ray.count(" finished steps=") == 4, ray
         nodes = {cluster.node_of(int(holder.split(":")[1])) for holder in _holders(tmp_path, "ray")}
-        again = _finish(
-            _record(tmp_path, url, "ray", "--executor", "ray", "--ray-address", "127.0.0.1:1")
-        )
+        threads = _finish(under_threads)
+        # a resume with nothing to do (it needs no cluster), alongside the two drivers below
+        resume = _record(tmp_path, url, "ray", "--executor", "ray", "--ray-address", "127.0.0.1:1")
         # a double submit: two drivers on one run id at once, each with a pool of two endpoints,
         # two repeats of each task
         command = (
@@ -151,6 +154,7 @@ def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers
         )
         first = _record(tmp_path, url, "twice", *command)
         second = _record(tmp_path, url, "twice", *command)
+        again = _finish(resume)
         outs = [_finish(first), _finish(second)]
     assert "run ray: 4 finished" in ray, ray
     by_threads, by_ray = _counted(tmp_path, "threads"), _counted(tmp_path, "ray")
@@ -227,6 +231,7 @@ def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_sto
     if ran_in_netns(request, cluster):
         return
     assert isinstance(cluster, RayCluster)
+    cluster.wait_up()
     # slow answers: the head node's actor must not finish every task before the worker
     # node's actor (a second Python, Ray worker and Chromium) has started one
     with make_server("miniwob", "uitars", "slow=2") as url:
