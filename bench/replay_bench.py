@@ -357,6 +357,61 @@ def bench_browser_cpu(count: int = 10) -> None:
     )
 
 
+def bare_chromium(parents: list[Any], browsers: int) -> float:
+    """Seconds Chromium alone takes for the unavoidable part of re-executing ``parents`` on
+    ``browsers`` browsers (launched inside the time, as a batch launches its own): per session
+    a fresh context and page, the task page with its seeded episode started, and one screenshot
+    per recorded step; no operation, no ownloop. A batch that records everything cannot be
+    faster than this on the same machine."""
+    import base64
+    import queue
+    import threading
+    from urllib.parse import urlsplit
+
+    from ownloop.recorder.browser import open_browser
+    from ownloop.recorder.suites.miniwob import html_dir, serve_static, start_episode
+
+    server = serve_static(html_dir(), poll_interval=0.02)
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    todo: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    for parent in parents:
+        todo.put(parent)
+
+    def worker() -> None:
+        launched = open_browser()
+        try:
+            while True:
+                try:
+                    parent = todo.get_nowait()
+                except queue.Empty:
+                    return
+                context = launched.browser.new_context(viewport={"width": 1280, "height": 800})
+                page = context.new_page()
+                start_episode(
+                    page, parent.task.seed, url=base + urlsplit(parent.task.start_url).path
+                )
+                cdp = context.new_cdp_session(page)
+                for _ in parent.steps:
+                    shot = cdp.send(
+                        "Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True}
+                    )
+                    base64.b64decode(shot["data"])
+                context.close()
+        finally:
+            launched.close()
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(browsers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    took = time.perf_counter() - began
+    server.shutdown()
+    server.server_close()
+    return took
+
+
 def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
     """``replay --run R --execute ops --workers N`` over 20 MiniWoB sessions (5 tasks x 4 seeds,
     recorded in this run with the expert, settle 0) against the sum of their browser floors, next
@@ -413,6 +468,12 @@ def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
             f"  batch --workers {n} ({batched.browsers} browsers): {took:.2f}s = "
             f"{ratio:.2f}x the floors (aim <= {BATCH_AIM}), {single / took:.1f}x faster than "
             f"the baseline; {same}/{len(rows)} rewards reproduced ({_load()})"
+        )
+        bare = bare_chromium(parents, n)
+        print(
+            f"    Chromium alone on {n} browsers (a fresh context, the task page, a screenshot "
+            f"per step; no ownloop): {bare:.2f}s = {bare / floor:.2f}x the floors; the batch "
+            f"is {took / bare:.2f}x that"
         )
         children = [row.child for row in rows if row.child is not None and row.child.steps]
         print(f"    {_phases(children, took, n)}")
