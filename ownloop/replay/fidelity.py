@@ -16,10 +16,10 @@ forked at too); any other operation is ``exact`` when the step's picture matched
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 
 from ownloop.replay.fold import Step
+from ownloop.replay.pixels import decoded
 from ownloop.store.events import (
     BrowserActed,
     Element,
@@ -55,12 +55,14 @@ _POINTER_OPS = (MouseClick, MouseMove, MouseDown, MouseUp, MouseWheel)
 def pixel_diff(first: bytes, second: bytes) -> float | None:
     """The fraction of pixels that differ (in any channel) between two images; None if their
     sizes differ."""
-    from PIL import Image, ImageChops
+    from PIL import ImageChops
 
-    with Image.open(io.BytesIO(first)) as one, Image.open(io.BytesIO(second)) as two:
-        if one.size != two.size:
-            return None
-        difference = ImageChops.difference(one.convert("RGBA"), two.convert("RGBA"))
+    one, two = decoded(first), decoded(second)
+    if one.size != two.size:
+        return None
+    if one.mode != two.mode or one.mode not in ("RGB", "RGBA"):
+        one, two = one.convert("RGBA"), two.convert("RGBA")
+    difference = ImageChops.difference(one, two)
     box = difference.getbbox(alpha_only=False)
     if box is None:
         return 0.0

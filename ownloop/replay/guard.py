@@ -26,7 +26,6 @@ operation itself failed). :mod:`ownloop.replay.fidelity` counts them per step.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -34,6 +33,7 @@ import msgspec
 
 from ownloop.recorder.browser import BrowserSession
 from ownloop.replay.fold import Step
+from ownloop.replay.pixels import decoded
 from ownloop.store.events import (
     Element,
     Event,
@@ -116,24 +116,24 @@ def perceptual_distance(
     pictures have other sizes."""
     from PIL import Image, ImageChops, ImageStat
 
-    with Image.open(io.BytesIO(first)) as one, Image.open(io.BytesIO(second)) as two:
-        if one.size != two.size:
-            return 1.0
-        box = (0, 0, one.size[0], one.size[1])
-        if point is not None:
-            x, y = int(point[0]), int(point[1])
-            box = (
-                max(0, x - _REGION),
-                max(0, y - _REGION),
-                min(one.size[0], x + _REGION),
-                min(one.size[1], y + _REGION),
-            )
-            if box[0] >= box[2] or box[1] >= box[3]:  # a point off the picture: all of it
-                box = (0, 0, one.size[0], one.size[1])
-        shrunk = [
-            image.convert("L").crop(box).resize(_SHRINK, Image.Resampling.BOX)
-            for image in (one, two)
-        ]
+    one, two = decoded(first), decoded(second)
+    if one.size != two.size:
+        return 1.0
+    box = (0, 0, one.size[0], one.size[1])
+    if point is not None:
+        x, y = int(point[0]), int(point[1])
+        box = (
+            max(0, x - _REGION),
+            max(0, y - _REGION),
+            min(one.size[0], x + _REGION),
+            min(one.size[1], y + _REGION),
+        )
+        if box[0] >= box[2] or box[1] >= box[3]:  # a point off the picture: all of it
+            box = (0, 0, one.size[0], one.size[1])
+    # Cropped before it is made grey: the same pixels, without converting the whole picture.
+    shrunk = [
+        image.crop(box).convert("L").resize(_SHRINK, Image.Resampling.BOX) for image in (one, two)
+    ]
     difference = ImageChops.difference(shrunk[0], shrunk[1])
     return round(float(ImageStat.Stat(difference).mean[0]) / 255.0, 6)
 
