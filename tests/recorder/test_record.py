@@ -202,8 +202,9 @@ def _wait_for(journal: Path, marker: bytes, count: int, timeout: float = 90) -> 
 
 
 def test_chromium_killed_mid_session_errors_that_session_only(tmp_path: Path) -> None:
-    # Slow answers (2 s) leave time to kill the browser while login-user (6 steps) runs.
-    with make_server("miniwob", "uitars", "slow=2") as url:
+    # A slow first answer (2 s) leaves time to kill the browser while login-user (6 steps) runs;
+    # the answers after it are quick (focus-text in a new browser need not wait).
+    with make_server("miniwob", "uitars", "slow=2:1") as url:
         proc = _ownloop(
             tmp_path,
             "record",
@@ -232,7 +233,9 @@ def test_chromium_killed_mid_session_errors_that_session_only(tmp_path: Path) ->
 
 
 def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
-    with make_server("miniwob", "uitars", "slow=1") as url:
+    # Slow answers (1 s) for the first two tasks' four calls: the kill lands mid-session; the
+    # same command again gets quick ones.
+    with make_server("miniwob", "uitars", "slow=1:4") as url:
         command = [
             "record",
             "uitars",
@@ -290,7 +293,9 @@ def test_redact_argv_hides_keys_in_both_spellings() -> None:
 def test_ctrl_c_ends_the_sessions_in_flight_as_interrupted_then_resume_finishes(
     tmp_path: Path,
 ) -> None:
-    with make_server("miniwob", "uitars", "slow=1") as url:
+    # Slow first answers (1 s) for the two sessions: Ctrl-C lands while they wait; the same
+    # command again gets quick ones.
+    with make_server("miniwob", "uitars", "slow=1:2") as url:
         command = [
             "record",
             "uitars",
