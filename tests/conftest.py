@@ -53,6 +53,7 @@ from tests.site.server import SiteServer, start_site  # noqa: E402
 _LONGEST_FIRST = (
     "tests/recorder/test_ray_record.py",
     "tests/recorder/test_record.py",
+    "tests/test_install.py",
     "tests/recorder/test_fail_fast.py",
     "tests/replay/test_compare_noisy.py",
     "tests/agents/test_contract.py",
