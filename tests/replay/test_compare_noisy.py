@@ -3,14 +3,15 @@ first diverged, and ``--fail-if-worse`` trips on a noisier run and not on an equ
 
 Everything goes through the real CLI in subprocesses: three ``ownloop serve-model --expert
 miniwob --noise P --noise-seed S`` endpoints, three ``ownloop record --repeat 3`` runs at once
-into one store (real headless Chromium on the six MiniWoB task types the demo uses), then
-``ownloop sql`` and ``ownloop compare``.
+into one store (real headless Chromium on five of the six MiniWoB task types the demo uses:
+click-button, which every run but the noisiest always solves, adds no flip), then ``ownloop sql``
+and ``ownloop compare``.
 
 The noise seeds were picked so that every assertion is deterministic: a draw depends only on the
 noise seed, the episode (task and MiniWoB seed), the step and how often that step was asked, so
 with ``--workers 1`` each run's outcomes follow from its seed (computed beforehand with
 ``ownloop.modelserver.noise.Noise``: a session passes when none of its acting steps draws
-wrong). Seed 19 at 0.3 passes 14 of 18 sessions, seed 3 at 0.3 passes 12, seed 12 at 0.7 one.
+wrong). Seed 19 at 0.3 passes 11 of 15 sessions, seed 3 at 0.3 passes 9, seed 12 at 0.7 one.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from ownloop.store import open_store
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 _TASKS = (
-    "click-button",
     "click-link",
     "enter-text",
     "focus-text",
@@ -38,7 +38,6 @@ _RUNS = {"A": (0.3, 19), "B": (0.3, 3), "NOISY": (0.7, 12)}  # run -> (--noise, 
 # run -> task type -> the outcomes of its three repeats, as the seeds decide them
 _OUTCOMES = {
     "A": {
-        "click-button": [1, 1, 1],
         "click-checkboxes": [1, 1, 1],
         "click-link": [1, 1, 1],
         "enter-text": [1, 0, 0],
@@ -46,7 +45,6 @@ _OUTCOMES = {
         "login-user": [1, 0, 0],
     },
     "B": {
-        "click-button": [1, 1, 1],
         "click-checkboxes": [1, 0, 1],
         "click-link": [1, 1, 1],
         "enter-text": [0, 1, 1],
@@ -54,7 +52,6 @@ _OUTCOMES = {
         "login-user": [0, 1, 0],
     },
     "NOISY": {
-        "click-button": [0, 0, 0],
         "click-checkboxes": [0, 0, 0],
         "click-link": [0, 0, 1],
         "enter-text": [0, 0, 0],
@@ -68,7 +65,10 @@ def _ownloop(*args: str) -> list[str]:
     return [sys.executable, "-W", "error", "-m", "ownloop", *args]
 
 
-def _serve(noise: float, seed: int, spawned: list[subprocess.Popen[bytes]]) -> str:
+def _serve(
+    noise: float, seed: int, spawned: list[subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes]:
+    """A ``serve-model`` started (``_url`` waits for it to listen)."""
     process = subprocess.Popen(
         _ownloop(
             "serve-model",
@@ -88,6 +88,10 @@ def _serve(noise: float, seed: int, spawned: list[subprocess.Popen[bytes]]) -> s
         stderr=subprocess.DEVNULL,
     )
     spawned.append(process)
+    return process
+
+
+def _url(process: subprocess.Popen[bytes]) -> str:
     assert process.stdout is not None
     first = process.stdout.readline().decode()
     assert " at http://127.0.0.1:" in first, first
@@ -109,8 +113,9 @@ def test_repeats_of_a_noisy_expert_flip_and_compare_finds_them_and_a_noisier_run
 ) -> None:
     store = tmp_path / "store"
     records = []
-    for run, (noise, seed) in _RUNS.items():
-        endpoint = _serve(noise, seed, spawned)
+    servers = {run: _serve(noise, seed, spawned) for run, (noise, seed) in _RUNS.items()}
+    for run, server in servers.items():
+        endpoint = _url(server)
         records.append(
             subprocess.Popen(
                 _ownloop(
@@ -195,4 +200,4 @@ def test_repeats_of_a_noisy_expert_flip_and_compare_finds_them_and_a_noisier_run
     worse = _compare(store, "A", "NOISY", "--fail-if-worse", "0.1")
     assert worse.returncode == 1, worse.stdout + worse.stderr
     assert "B is worse than A by more than 0.1 with confidence" in worse.stderr
-    assert "B NOISY: 1/18 sessions passed" in worse.stdout
+    assert "B NOISY: 1/15 sessions passed" in worse.stdout
