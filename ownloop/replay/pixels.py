@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["decoded"]
 
-_KEEP = 8  # two workers, each with a step's pair and the next step's, with room to spare
+# Two workers, each with a step's pair and the next step's, with room to spare: at most about
+# 32 MB of 1280x800 pictures stay in memory.
+_KEEP = 8
 _lock = threading.Lock()
 _kept: OrderedDict[bytes, Image.Image] = OrderedDict()
 
