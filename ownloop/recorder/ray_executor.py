@@ -5,7 +5,9 @@ never opens a browser. It starts ``--workers`` actors spread over the cluster's 
 one Chromium (a browser context per task) and a :class:`~ownloop.recorder.runner.TaskRecorder`
 made from the store's path, the run id and the options, so the claim, the episode loop and the
 settling are the threaded executor's code. The driver hands each idle actor the next task (the
-actor pulls by finishing its last one) and shows the same progress lines; the actor claims the
+actor pulls by finishing its last one) and shows the same progress lines, the steps of the
+sessions in flight included (each actor answers a long poll with its sessions' new steps); the
+actor claims the
 task in the store before its browser starts and writes its sessions into the shared store
 folder, which every node must see at the same path (a shared file system).
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -47,6 +50,9 @@ _MISSING = "--executor ray needs Ray. Install it with: pip install 'ownloop[ray]
 _START_WAIT_S = 120.0  # how long the driver waits for the first actor to start
 _POLL_S = 0.5  # how often a task held by another recorder is looked at again
 _STOP_WAIT_S = 30.0  # after Ctrl-C, how long in-flight sessions get to end themselves
+_STEPS_WAIT_S = 2.0  # how long an actor holds a driver's ask for steps when there is no news
+
+StepNews = tuple[str, str, int, str]  # (session id, task id, step, what the step did)
 
 
 def require_ray() -> Any:
@@ -89,6 +95,8 @@ class _Actor:
         self._suite: Any = None
         self._stream: StreamWriter | None = None
         self._handle: Any = None
+        self._news: list[StepNews] = []
+        self._news_came = threading.Condition()
 
     def open(self) -> str:
         """Set up; returns "" or the one-line reason this node cannot record."""
@@ -121,6 +129,7 @@ class _Actor:
             self._recorder = TaskRecorder(
                 store, self._suite, agent, options, self.run_id, claims, self._stream
             )
+            self._recorder.on_step = self._stepped
         except OwnloopError as error:
             return f"node {host}: {error}"
         return ""
@@ -163,6 +172,19 @@ class _Actor:
         with recorder._lock:
             recorder.in_flight.pop(result.session_id, None)
         return _Done("recorded", result, retry, recorder.crashed - crashed)
+
+    def _stepped(self, session_id: str, task_id: str, step: int, note: str) -> None:
+        with self._news_came:
+            self._news.append((session_id, task_id, step, note))
+            self._news_came.notify_all()
+
+    def steps(self, wait_s: float) -> list[StepNews]:
+        """The steps taken since the last call, waiting up to ``wait_s`` for one (called while
+        ``record`` runs: the driver's long poll for its progress lines)."""
+        with self._news_came:
+            self._news_came.wait_for(lambda: self._news, timeout=wait_s)
+            news, self._news = self._news, []
+        return news
 
     def stop(self) -> None:
         """End the session in flight as ``interrupted`` (called while ``record`` runs)."""
@@ -226,9 +248,10 @@ def run_on_ray(
     begun: float,
     on_start: Callable[[str, int, int], None],
     on_result: Callable[[EpisodeResult], None],
+    on_step: Callable[[str, str, int, str], None] | None = None,
 ) -> RunSummary:
     """Record ``todo``, (task, repeat) units, on ``options.workers`` Ray actors and end the run
-    (``RunEnded``).
+    (``RunEnded``); ``on_step`` is told each step of the sessions in flight, as under threads.
 
     ``crashed`` and ``attempts`` are where the run stood when this recorder started (sessions
     marked crashed, the highest attempt per task and repeat).
@@ -242,6 +265,7 @@ def run_on_ray(
     driver = _Driver(
         ray, store, options, run_id, todo, attempts, retries_left, on_result, run_stream
     )
+    driver.on_step = on_step
     on_start(run_id, len(todo), skipped)
     interrupted = False
     try:
@@ -313,9 +337,12 @@ class _Driver:
         self.streak = _EndpointErrors(options.max_endpoint_errors)
         self._started = time.monotonic()
         self._deferred_at = 0.0
+        self.on_step: Callable[[str, str, int, str], None] | None = None
+        self.asking: dict[Any, Any] = {}  # steps() ref -> actor: the long polls out
 
     def start(self) -> None:
-        self._remote = self.ray.remote(num_cpus=1, max_concurrency=2)(_Actor)
+        # Three calls at once: record(), the driver's long poll for steps and stop() (Ctrl-C).
+        self._remote = self.ray.remote(num_cpus=1, max_concurrency=3)(_Actor)
         self._lease = lease_seconds(self.options.limits.timeout_s)
         for _ in range(max(1, min(self.options.workers, len(self.pending)))):
             self._spawn()
@@ -357,7 +384,7 @@ class _Driver:
                     "CPU of the cluster (see: ray status)"
                 )
                 return
-            waiting = [*self.running, *self.opening]
+            waiting = [*self.running, *self.opening, *self.asking]
             if not waiting:  # only tasks held elsewhere are left: look again in a while
                 time.sleep(_POLL_S)
                 continue
@@ -365,6 +392,8 @@ class _Driver:
             for ref in ready:
                 if ref in self.opening:
                     self._opened(ref)
+                elif ref in self.asking:
+                    self._told(ref)
                 else:
                     self._answered(ref)
 
@@ -385,6 +414,26 @@ class _Driver:
                 endpoint,
             )
             self.running[ref] = _Slot(actor, task, repeat, attempt, session_id, endpoint)
+            self._ask(actor)
+
+    def _ask(self, actor: Any) -> None:
+        """Keep one long poll for steps out to ``actor`` while it runs a session."""
+        if self.on_step is not None and actor not in self.asking.values():
+            self.asking[actor.steps.remote(_STEPS_WAIT_S)] = actor
+
+    def _told(self, ref: Any) -> None:
+        actor = self.asking.pop(ref)
+        try:
+            news: list[StepNews] = self.ray.get(ref)
+        except self.ray.exceptions.RayError:
+            return  # its actor died: its record() answer says so
+        in_flight = {slot.session_id for slot in self.running.values()}
+        assert self.on_step is not None
+        for session_id, task_id, step, note in news:
+            if session_id in in_flight:  # a late step of a session already reported: dropped
+                self.on_step(session_id, task_id, step, note)
+        if any(slot.actor == actor for slot in self.running.values()):
+            self._ask(actor)
 
     def _opened(self, ref: Any) -> None:
         actor = self.opening.pop(ref)

@@ -643,6 +643,7 @@ def record(
                     begun,
                     on_start,
                     on_result,
+                    on_step,
                 )
             else:
                 summary = _run(

@@ -134,6 +134,8 @@ def test_two_nodes_record_each_task_once_with_the_rewards_of_threads_two_drivers
         )
         # the same progress lines as threads: one per task
         assert ray.count(" finished steps=") == 4, ray
+        # and the steps of the sessions in flight, from the actors' answers to a long poll
+        assert "  at: " in ray and " step 1" in ray, ray
         nodes = {cluster.node_of(int(holder.split(":")[1])) for holder in _holders(tmp_path, "ray")}
         threads = _finish(under_threads)
         # a resume with nothing to do (it needs no cluster), alongside the two drivers below
