@@ -83,10 +83,8 @@ def test_six_task_types_earn_rewards_and_replay_reproduces_them(
     assert started[0][0] == "built-in" and '"pause":0' in started[0][1].replace(" ", "")
 
     task_ids = [row[0] for row in rows]
-    for task_id in task_ids:
-        _invoke(
-            tmp_path, "replay", task_id, "--run", "f1", "--execute", "responses", "--settle", "0.1"
-        )
+    # every session of the run, two at a time, each worker reusing one browser
+    _invoke(tmp_path, "replay", "--run", "f1", "--execute", "responses", "--settle", "0.1")
     replayed = _rows(
         tmp_path,
         "select task_id, status, score from sessions "
