@@ -47,7 +47,7 @@ if _ROOT not in sys.path:
 
 from tests.site.server import SiteServer, start_site  # noqa: E402
 
-# The longest modules (measured: a minute or more each on two cores), in this order, before all
+# The longest modules (measured: 40 s to a few minutes each on two cores), in this order, before all
 # others: xdist hands whole files to its two workers in collection order, and a long file handed
 # out last keeps one worker busy alone at the end.
 _LONGEST_FIRST = (
@@ -59,6 +59,8 @@ _LONGEST_FIRST = (
     "tests/agents/test_contract.py",
     "tests/recorder/test_faithful_record.py",
     "tests/store/test_archive.py",
+    "tests/replay/test_audit_blind.py",
+    "tests/recorder/test_record_fara7b.py",
 )
 
 
