@@ -6,10 +6,9 @@ one Chromium (a browser context per task) and a :class:`~ownloop.recorder.runner
 made from the store's path, the run id and the options, so the claim, the episode loop and the
 settling are the threaded executor's code. The driver hands each idle actor the next task (the
 actor pulls by finishing its last one) and shows the same progress lines, the steps of the
-sessions in flight included (each actor answers a long poll with its sessions' new steps); the
-actor claims the
-task in the store before its browser starts and writes its sessions into the shared store
-folder, which every node must see at the same path (a shared file system).
+sessions in flight included (each busy actor answers a long poll with its new steps). The actor
+claims the task in the store before its browser starts and writes its sessions into the shared
+store folder, which every node must see at the same path (a shared file system).
 
 A node that dies takes only its sessions in flight: their claims go stale (the holder's process
 is gone, or its lease runs out), and the task goes back to the queue, where another actor takes
