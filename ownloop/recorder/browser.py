@@ -676,10 +676,10 @@ class BrowserSession:
         self._looked_up = None
         try:
             self._session_for(page)
-            self._wait_for_document(page, started)
-            page.wait_for_load_state("domcontentloaded", timeout=_LOAD_WAIT_MS)
         except PlaywrightError:
-            pass  # a slow or closed page is the agent's to see in the next screenshot
+            pass  # a closed page is the agent's to see in the next screenshot
+        else:
+            self._await_document(page, started)
         self._wait(page, self.settle_s)
         if self._triggered and download_grace:
             while (
@@ -688,8 +688,19 @@ class BrowserSession:
                 and time.perf_counter() - started < self.event_grace_s
             ):
                 self._wait(page, 0.01)
+            if page in self._loading:  # a navigation of the step's that began in that pause
+                self._await_document(page, started)
         self._triggered = False
         return self._take_download()
+
+    def _await_document(self, page: Page, since: float) -> None:
+        """Wait until ``page``'s document being loaded reaches DOMContentLoaded (at most
+        ``_LOAD_WAIT_MS`` from ``since``)."""
+        try:
+            self._wait_for_document(page, since)
+            page.wait_for_load_state("domcontentloaded", timeout=_LOAD_WAIT_MS)
+        except PlaywrightError:
+            pass  # a slow or closed page is the agent's to see in the next screenshot
 
     def late_refusal(self) -> str | None:
         """Why the guard refused a navigation that the last operations started but that reached
