@@ -518,6 +518,12 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
     help="Run each task N times (repeats sample the agent; attempts retry errors).",
 )
 @click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only the suite's first N tasks (as inspect eval --limit).",
+)
+@click.option(
     "--max-steps",
     default=40,
     show_default=True,
@@ -610,7 +616,7 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
         if made_here:  # refused before writing anything: leave no empty store behind
             _remove_if_unused(path)
         raise
-    click.echo(summary_text(summary, store))
+    _echo(summary_text(summary, store))  # its query hint names --store when it is not the default
     if summary.interrupted:
         _exit_interrupted()
     ctx.exit(exit_code(summary))
