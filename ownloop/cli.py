@@ -1003,13 +1003,11 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
 
     Example: ownloop compare baseline candidate --fail-if-worse 0.05
     """
-    from rich.console import Console
-
     from ownloop.replay.compare import compare_runs, comparison_view
 
     result = compare_runs(_store(ctx), run_a, run_b)
     if fmt == "table":
-        Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
+        _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")

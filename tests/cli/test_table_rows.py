@@ -150,3 +150,17 @@ def test_a_table_prints_floats_without_binary_noise_and_csv_keeps_every_digit(st
     assert "7.3725000000000005" not in table
     rows = list(csv.reader(io.StringIO("\n".join(ownloop(store, "sql", query, "--format", "csv")))))
     assert rows[1][0] == "7.3725000000000005"
+
+
+def test_sessions_of_an_unknown_run_is_one_line_naming_the_runs_there(store: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), "sessions", "--run", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"Error: no run 'nope' in {store}; its runs: 'r1'. List them with: ownloop --store "
+        f'{store} sql "select * from runs"\n'
+    )
