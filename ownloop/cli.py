@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
-from ownloop import __version__
 from ownloop.store import DEFAULT_STORE, Store, open_store
 from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Status
 from ownloop.store.extras import missing_extra
 from ownloop.store.text import visible
+from ownloop.version import __version__
 
 if TYPE_CHECKING:
     from rich.console import Console  # loaded when a command draws a table: not for csv/json

@@ -29,7 +29,6 @@ from typing import Any
 
 import msgspec
 
-from ownloop import __version__
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.render import actions_text
@@ -38,6 +37,7 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import BrowserActed, ImagePart, Message, ModelCalled, TextPart
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
+from ownloop.version import __version__
 
 __all__ = ["ATTRIBUTE_LIMIT", "TEXT_INLINE", "export_otlp", "session_trace"]
 

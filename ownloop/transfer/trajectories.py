@@ -31,7 +31,6 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ownloop import __version__
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.render import op_text
@@ -75,6 +74,7 @@ from ownloop.transfer.atif import (
 from ownloop.transfer.atif import Step as AtifStep
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
 from ownloop.transfer.sidecar import KeptGrade, graded
+from ownloop.version import __version__
 
 __all__ = ["AtifImport", "export_atif", "import_atif", "trajectory_of"]
 
