@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -168,7 +169,7 @@ def test_agents_import_nothing_of_ours_but_the_store() -> None:
     for module in ["base", "keys", "coordinates", "translation", "uitars", "options"]:
         source = importlib.import_module(f"ownloop.agents.{module}").__file__
         assert source is not None
-        text = open(source, encoding="utf-8").read()
+        text = Path(source).read_text(encoding="utf-8")
         for other in ("recorder", "replay", "grading", "cli", "modelserver"):
             assert f"ownloop.{other}" not in text, (module, other)
     assert ownloop.agents.__all__
