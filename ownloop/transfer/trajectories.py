@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 import msgspec
 
@@ -49,6 +49,7 @@ from ownloop.store.events import (
     ScreenshotTaken,
     SessionEnded,
     SessionStarted,
+    Status,
     Task,
     Versions,
     now,
@@ -80,19 +81,7 @@ __all__ = ["AtifImport", "export_atif", "import_atif", "trajectory_of"]
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 _ORIGIN = "imported_atif"  # evidence: the trajectory's own session id and the file's sha256
-_STATUSES = (
-    "finished",
-    "call_user",
-    "fail",
-    "max_steps",
-    "timeout",
-    "parse_error",
-    "no_action",
-    "endpoint_error",
-    "error",
-    "interrupted",
-    "crashed",
-)
+_STATUSES = get_args(Status)  # a tuple: a hostile file's unhashable status is not an error
 _KEPT_END = (
     "status",
     "agent_status",
