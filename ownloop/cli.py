@@ -1084,22 +1084,50 @@ def audit_blind_command(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["harness", "atif"]),
+    type=click.Choice(["harness", "atif", "osworld"]),
     default="harness",
     show_default=True,
-    help="Harness result folders, or ATIF trajectories (a .json file or a folder of them).",
+    help="Harness result folders, ATIF trajectories (a .json file or a folder of them), or "
+    "an OSWorld result_dir (one run per action space, observation type and model).",
+)
+@click.option("--model", help="osworld: import only this model's folders.")
+@click.option(
+    "--tasks-dir",
+    type=click.Path(file_okay=False),
+    help="osworld: OSWorld's evaluation_examples, to attach each example's task file.",
 )
 @click.pass_context
 @_friendly
 def import_command(
-    ctx: click.Context, directory: str, agent: str | None, run_id: str | None, fmt: str
+    ctx: click.Context,
+    directory: str,
+    agent: str | None,
+    run_id: str | None,
+    fmt: str,
+    model: str | None,
+    tasks_dir: str | None,
 ) -> None:
-    """Import result folders written by a plain harness (one per task), or ATIF trajectories.
+    """Import result folders written by a plain harness (one per task), ATIF trajectories, or
+    OSWorld's result folders.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
     """
     from ownloop.transfer import import_dir
 
+    if fmt == "osworld":
+        from ownloop.transfer.osworld_import import import_osworld
+
+        found = import_osworld(
+            _store(ctx),
+            directory,
+            agent=agent,
+            run_id=run_id,
+            model=model,
+            tasks_dir=tasks_dir,
+            argv=tuple(sys.argv),
+        )
+        _echo_lines(found.lines())
+        return
     if fmt == "atif":
         from ownloop.transfer.trajectories import import_atif
 
