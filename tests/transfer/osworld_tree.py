@@ -67,7 +67,7 @@ def opencua_steps(domain: str) -> list[Step]:
     middle = (
         block("The field is open.", "Type the engine's name.", "pyautogui.write(message='b')")
         if domain == "chrome"
-        else block("The menu is open.", "Click the first item.", "pyautogui.click(x=60, y=90)")
+        else block("The menu is open.", "Click the middle.", "pyautogui.click(x=0.5, y=0.5)")
     )
     return [
         Step(
