@@ -47,7 +47,7 @@ from ownloop.view.thumbs import THUMB_WIDTHS, Box, ImageCache, content_box, thum
 __all__ = ["CSP", "make_app"]
 
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 _BLOB_CSP = "default-src 'none'; sandbox"  # a blob is data: never a document that runs
@@ -97,6 +97,8 @@ def _media_type(data: bytes) -> str:
             return media
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
+    if data[4:8] == b"ftyp":  # an ISO media file: OSWorld's recording.mp4
+        return "video/mp4"
     return "text/plain; charset=utf-8"  # anything else is shown as text, never as HTML
 
 
