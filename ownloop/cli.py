@@ -1143,16 +1143,16 @@ def import_command(
 @click.option(
     "--run",
     "run_id",
-    help="The run (required for session-dir; the others: all runs when left out).",
+    help="The run (required for session-dir and osworld; the others: all runs when left out).",
 )
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld"]),
     default="session-dir",
     show_default=True,
-    help="Harness folders, Parquet views, "
-    "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.",
+    help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
+    "trajectories, OTLP/JSON traces, or OSWorld's result layout (traj.jsonl, result.txt).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(

@@ -492,9 +492,9 @@ class _Writer:
         shot = example.shots.get(name) if isinstance(name, str) else None
         if isinstance(name, str) and shot is None:
             example.skipped.append(f"{_visible_name(name)} (missing)")
-        value = _json(
-            {"line": line.line, "fields": fields, "has_response": "response" in line.fields}
-        )
+        # The line's keys in order: export writes the line back as it was, the response (kept
+        # once, in the step's model call) in its place.
+        value = _json({"line": line.line, "keys": list(line.fields), "fields": fields})
         if len(value) > _MAX_FIELDS_JSON:
             example.skipped.append(f"traj.jsonl line {line.line} fields (over 256 KB: left out)")
             value = _json({"line": line.line, "fields": {}, "left_out": True})
