@@ -989,9 +989,17 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     metavar="DELTA",
     help="Exit 1 when B is worse than A by more than DELTA with confidence.",
 )
+@click.option(
+    "--by-domain",
+    is_flag=True,
+    help="table: also each domain's pass rates (OSWorld's chrome, gimp, ...) and every shared "
+    "task's first divergent step.",
+)
 @click.pass_context
 @_friendly
-def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None) -> None:
+def compare(
+    ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None, by_domain: bool
+) -> None:
     """Run B against run A per task: pass rates, B - A with a paired bootstrap interval,
     McNemar's test, the tasks that flipped and where each first diverged.
 
@@ -1005,6 +1013,10 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
     if fmt == "table":
         Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
         _echo_lines(result.score_lines())  # whole lines, never wrapped
+        if by_domain:
+            from ownloop.replay.domains import domain_report
+
+            _echo_lines(domain_report(_store(ctx), result))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
     if delta is not None and result.worse_than(delta):

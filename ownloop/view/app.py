@@ -29,10 +29,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ownloop.replay.domains import TaskOutcomes, by_domain
 from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.kept import KeptIndex
+from ownloop.store.queries import task_suites
 from ownloop.store.stats import warm_up
 from ownloop.view.domtree import parse_dom
 from ownloop.view.grid import grid_of, grid_units
@@ -188,7 +190,12 @@ def make_app(
             grid = grid_of(cached(grid_units, tuple(request.query_params.getlist("run"))))
         except OwnloopError as exc:  # too few runs, or one without graded sessions
             raise HTTPException(400, str(exc)) from None
-        return render(request, "compare.html", grid=grid)
+        outcomes = (
+            TaskOutcomes(r.task_id, [(c.n, c.passes) for c in r.cells], r.flipped)
+            for r in grid.rows
+        )
+        domains = by_domain(outcomes, cached(task_suites, tuple(grid.runs)))
+        return render(request, "compare.html", grid=grid, domains=domains)
 
     def compare_intervals(request: Request) -> Response:
         try:

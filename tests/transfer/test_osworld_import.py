@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from ownloop.replay.fold import fold
 from ownloop.store import open_store
 from ownloop.transfer.osworld_import import tell_agent
 from ownloop.transfer.osworld_layout import Coordinates, find_examples, within_pixel_budget
+from ownloop.view.server import ViewServer
 from tests.transfer.osworld_tree import (
     DAMAGED,
     EXAMPLES,
@@ -186,3 +189,21 @@ def test_the_model_path_may_hold_slashes_and_the_folder_given_may_be_deep(tmp_pa
     }
     assert within_pixel_budget(1920, 1080) and not within_pixel_budget(100_000, 100_000)
     assert not within_pixel_budget(0, 10)
+
+
+def test_compare_by_domain_and_the_compare_page(imported: tuple[Path, Path, Result]) -> None:
+    store, _, _ = imported
+    out = _run(store, "compare", UITARS_RUN, OPENCUA_RUN, "--by-domain")
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert "domain chrome: 1 tasks; A 1/1 1.00; B 0/1 0.00; 1 flipped" in lines
+    assert "domain gimp: 1 tasks; A 0/1 0.00; B 0/1 0.00; 0 flipped" in lines
+    gimp = next(line for line in lines if line.startswith(f"  {EXAMPLES['gimp']} (gimp)"))
+    assert "first divergent step A step 2 / B step 2: hotkey 'enter' vs click" in gimp
+    with ViewServer(open_store(store), port=0) as url:
+        query = urllib.parse.urlencode([("run", UITARS_RUN), ("run", OPENCUA_RUN)])
+        with urllib.request.urlopen(f"{url}compare?{query}", timeout=30) as answer:
+            page = answer.read().decode()
+    assert 'id="domains"' in page
+    chrome = page[page.index('data-domain="chrome"') :].split("</tr>")[0]
+    assert "1/1 1.00" in chrome and "0/1 0.00" in chrome
