@@ -171,9 +171,14 @@ def import_osworld(
         examples = [read_example(path, where) for path, where in groups[key]]
         name = agent or tell_agent(_responses(examples))
         if name is None or name not in AGENTS:
+            said = (
+                "the responses are plain pyautogui code, which no agent of ownloop parses yet"
+                if name == "pyautogui"
+                else "cannot tell which agent wrote the responses"
+            )
             raise OwnloopError(
-                f"cannot tell which agent wrote the responses of {'/'.join(key)} in {root}: "
-                f"pass --agent ({', '.join(sorted(AGENTS))})"
+                f"{said} ({'/'.join(key)} in {root}): pass --agent "
+                f"({', '.join(sorted(AGENTS))}) to import them with that agent's parser"
             )
         run = run_id or _run_name(*key)
         writer = _Writer(store, run, name, key[2], tasks)

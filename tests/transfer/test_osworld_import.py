@@ -207,3 +207,25 @@ def test_compare_by_domain_and_the_compare_page(imported: tuple[Path, Path, Resu
     assert 'id="domains"' in page
     chrome = page[page.index('data-domain="chrome"') :].split("</tr>")[0]
     assert "1/1 1.00" in chrome and "0/1 0.00" in chrome
+
+
+def test_plain_pyautogui_responses_ask_for_an_agent(tmp_path: Path) -> None:
+    from tests.transfer.osworld_tree import Step, write_example
+
+    folder = tmp_path / "results" / "pyautogui" / "screenshot" / "gpt-4o" / "os" / "x1"
+    steps = [Step("```python\npyautogui.click(10, 20)\n```", ("pyautogui.click(10, 20)",))]
+    write_example(folder, steps, 0.0, colour=3)
+    out = _run(tmp_path / "store", "import", str(tmp_path / "results"), "--format", "osworld")
+    assert out.exit_code != 0
+    assert "plain pyautogui code, which no agent of ownloop parses yet" in out.output
+    out = _run(
+        tmp_path / "store",
+        "import",
+        str(tmp_path / "results"),
+        "--format",
+        "osworld",
+        "--agent",
+        "opencua",
+    )
+    assert out.exit_code == 0, out.output
+    assert "parsed 0 of 1 responses as opencua (0%)" in out.output
