@@ -19,8 +19,6 @@ whose hash is already in its run is skipped.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 import sys
 import warnings
@@ -44,9 +42,7 @@ from ownloop.store.events import (
     RunStarted,
     ScreenshotTaken,
     SessionEnded,
-    SessionGraded,
     SessionStarted,
-    Status,
     Task,
     Versions,
     now,
@@ -55,6 +51,16 @@ from ownloop.store.ids import SessionIds, new_id
 from ownloop.store.queries import imported_folders, task_attempts
 from ownloop.store.seal import refuse_if_sealed
 from ownloop.transfer.importer import ImportResult
+from ownloop.transfer.osworld_fields import (
+    clean_text,
+    ended,
+    graded,
+    instruction_of,
+    plain_json,
+    safe_id,
+    steps_of,
+    visible_name,
+)
 from ownloop.transfer.osworld_layout import (
     Coordinates,
     Example,
@@ -73,8 +79,6 @@ OSWORLD_SCREEN = (1920, 1080)
 _OPENCUA = re.compile(r"^\s*##\s*(?:Action|Code)\b", re.MULTILINE)
 _UITARS = re.compile(r"^\s*Action:\s*[a-z_]+\(", re.MULTILINE)
 _MAX_FIELDS_JSON = 256 << 10
-_MAX_TEXT = 1 << 20
-_MAX_STEP = 100_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]+")
 
 
@@ -205,32 +209,6 @@ def _run_name(action_space: str, observation_type: str, model: str) -> str:
     return "osworld-" + (_UNSAFE.sub("-", "-".join(parts)).strip("-") or "run")[:120]
 
 
-def _safe_id(name: str) -> str:
-    return _UNSAFE.sub("-", name).strip("-")[:200] or "example"
-
-
-def _text(value: str, limit: int = _MAX_TEXT) -> str:
-    """Text an event can carry: lone surrogates replaced, cut to ``limit`` characters."""
-    return value.encode("utf-8", "replace").decode("utf-8")[:limit]
-
-
-def _plain(value: Any, depth: int = 0) -> Any:
-    """A JSON value with its non-finite numbers as null and nesting cut at 32 levels."""
-    if depth > 32:
-        return "(nested deeper than 32 levels: left out)"
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v, depth + 1) for v in value]
-    return value
-
-
-def _json(value: Any) -> str:
-    return json.dumps(_plain(value), ensure_ascii=True, allow_nan=False)
-
-
 class _Parser:
     """Today's parser of the agent over one session's responses, with the history the recorder
     would have given it (OpenCUA's pointer position comes from it)."""
@@ -357,12 +335,12 @@ class _Writer:
         return RunStarted(
             at=now(),
             run_id=self.run_id,
-            argv=tuple(_text(a, 4000) for a in argv),
+            argv=tuple(clean_text(a, 4000) for a in argv),
             agent=self.agent,
             agent_settings={"imported": True},
-            model=_text(self.model, 500),
+            model=clean_text(self.model, 500),
             viewport=(shots[0].width, shots[0].height) if shots else OSWORLD_SCREEN,
-            suite=f"osworld:{_text(root.name, 200)}",
+            suite=f"osworld:{clean_text(root.name, 200)}",
             versions=Versions(ownloop=__version__, python=sys.version.split()[0]),
         )
 
@@ -375,23 +353,23 @@ class _Writer:
     ) -> list[Event]:
         ids = SessionIds(run_id=self.run_id, session_id=new_id())
         where = example.where
-        task_id = _safe_id(where.example_id)
+        task_id = safe_id(where.example_id)
         task_file = (
             read_task_file(self.tasks, where.domain, where.example_id) if self.tasks else None
         )
         if self.tasks is not None and task_file is None:
             example.skipped.append(f"task file {where.domain}/{where.example_id}.json (not found)")
-        instruction = _instruction(example, task_file)
+        instruction = instruction_of(example, task_file)
         attempt = attempts.get(task_id, 0) + 1
         attempts[task_id] = attempt
-        steps = _steps(example)
+        steps = steps_of(example)
         first = next(iter(example.shots.values()), None)
         screen = (first.width, first.height) if first is not None else OSWORLD_SCREEN
         task = Task(
             task_id=task_id,
             prompt=instruction,
             start_url="",
-            suite=f"osworld:{_safe_id(where.domain)}",
+            suite=f"osworld:{safe_id(where.domain)}",
         )
         events: list[Event] = [
             SessionStarted(
@@ -399,7 +377,7 @@ class _Writer:
                 **ids,
                 task=task,
                 agent=self.agent,
-                model=_text(self.model, 500),
+                model=clean_text(self.model, 500),
                 attempt=attempt,
                 viewport=screen,
             ),
@@ -425,8 +403,8 @@ class _Writer:
         if seen is not None and steps:
             events.append(self._shot(ids, steps[-1][0] + 1, seen))
         events.extend(self._files(ids, example, entries))
-        events.append(_ended(ids, example, steps, entries))
-        grade = _grade(ids, example, entries)
+        events.append(ended(ids, example, steps, entries))
+        grade = graded(ids, example, entries)
         if grade is not None:
             events.append(grade)
         return events
@@ -458,7 +436,7 @@ class _Writer:
         size = (seen.width, seen.height) if seen is not None else screen
         response = lines[0].fields.get("response")
         call_id = new_id()
-        text = _text(response) if isinstance(response, str) else None
+        text = clean_text(response) if isinstance(response, str) else None
         settings = self.parser.agent.settings if self.parser.agent is not None else None
         events.append(
             ModelCalled(
@@ -466,7 +444,7 @@ class _Writer:
                 **ids,
                 step=number,
                 call_id=call_id,
-                model=_text(self.model, 500),
+                model=clean_text(self.model, 500),
                 response=text,
                 served_by="import",
                 # The agent's loop acts only on a response that stopped (OpenCUA's call_llm
@@ -496,13 +474,13 @@ class _Writer:
         name = fields.get("screenshot_file")
         shot = example.shots.get(name) if isinstance(name, str) else None
         if isinstance(name, str) and shot is None:
-            example.skipped.append(f"{_visible_name(name)} (missing)")
+            example.skipped.append(f"{visible_name(name)} (missing)")
         # The line's keys in order: export writes the line back as it was, the response (kept
         # once, in the step's model call) in its place.
-        value = _json({"line": line.line, "keys": list(line.fields), "fields": fields})
+        value = plain_json({"line": line.line, "keys": list(line.fields), "fields": fields})
         if len(value) > _MAX_FIELDS_JSON:
             example.skipped.append(f"traj.jsonl line {line.line} fields (over 256 KB: left out)")
-            value = _json({"line": line.line, "fields": {}, "left_out": True})
+            value = plain_json({"line": line.line, "fields": {}, "left_out": True})
         return EvidenceCaptured(
             at=now(),
             **ids,
@@ -537,111 +515,5 @@ class _Writer:
         return events
 
 
-def _instruction(example: Example, task_file: dict[str, Any] | None) -> str:
-    """The task file's instruction, else what the run kept (instruction.txt, a line's field)."""
-    if task_file is not None and isinstance(task_file.get("instruction"), str):
-        return _text(task_file["instruction"], 20_000)
-    if example.instruction:
-        return _text(example.instruction, 20_000)
-    for line in example.lines:
-        value = line.fields.get("instruction")
-        if isinstance(value, str) and value:
-            return _text(value, 20_000)
-    return ""
-
-
-def _steps(example: Example) -> list[tuple[int, list[TrajLine]]]:
-    """The lines grouped by step number, in step order; a line whose step_num is not a whole
-    number from 1 counts as the step after the one before it."""
-    by_step: dict[int, list[TrajLine]] = {}
-    previous = 0
-    for line in example.lines:
-        number = line.fields.get("step_num")
-        if not isinstance(number, int) or isinstance(number, bool) or not 0 < number <= _MAX_STEP:
-            example.skipped.append(f"traj.jsonl line {line.line} step_num (not a step number)")
-            number = previous + 1
-        by_step.setdefault(number, []).append(line)
-        previous = number
-    return sorted(by_step.items())
-
-
 def _evidence(ids: SessionIds, name: str, value: Any, source: str = "") -> EvidenceCaptured:
-    return EvidenceCaptured(at=now(), **ids, name=name, source=source, value_json=_json(value))
-
-
-def _summary_score(entries: list[dict[str, Any]]) -> float | None:
-    if len(entries) != 1:
-        return None  # none, or several runs' entries for the example: not this folder's word
-    score = entries[0].get("score")
-    if isinstance(score, int | float) and not isinstance(score, bool) and 0 <= score <= 1:
-        return float(score)
-    return None
-
-
-def _ended(
-    ids: SessionIds,
-    example: Example,
-    steps: list[tuple[int, list[TrajLine]]],
-    entries: list[dict[str, Any]],
-) -> SessionEnded:
-    last = steps[-1][1][-1].fields if steps else {}
-    word = last.get("action") if isinstance(last.get("action"), str) else ""
-    message = entries[0].get("err_message") if len(entries) == 1 else None
-    error = example.error or (_text(message, 2000) if isinstance(message, str) else None)
-    finished = example.has_result or _summary_score(entries) is not None
-    if error is None and not finished:
-        error = _log_error(example.runtime_log)
-    status: Status
-    if error is not None:
-        status = "error"
-    elif not finished:
-        status = "crashed"  # OSWorld re-runs an example without result.txt
-    elif word == "DONE" or (last.get("done") is True and word != "FAIL"):
-        status = "finished"
-    elif word == "FAIL":
-        status = "fail"
-    else:
-        status = "max_steps"
-    return SessionEnded(
-        at=now(),
-        **ids,
-        status=status,
-        agent_status=_text(word or "", 40),
-        steps=len(steps),
-        error=error,
-    )
-
-
-def _log_error(log: bytes | None) -> str | None:
-    """The last line of runtime.log that names an error or exception, if any."""
-    if not log:
-        return None
-    for line in reversed(log[-65536:].decode("utf-8", "replace").splitlines()):
-        if re.search(r"(Error|Exception)\b", line):
-            return _text(line.strip(), 500)
-    return None
-
-
-def _grade(
-    ids: SessionIds, example: Example, entries: list[dict[str, Any]]
-) -> SessionGraded | None:
-    score, source = example.score, "result.txt"
-    if score is None and not example.has_result:
-        score, source = _summary_score(entries), "summary/results.json"
-    if score is None:
-        return None
-    return SessionGraded(
-        at=now(),
-        **ids,
-        grader="osworld",
-        score=score,
-        # OSWorld's scores run from 0 to 1 (some tasks give part marks): full marks pass.
-        passed=score >= 1.0,
-        details=json.dumps({"source": source, "score": score}),
-        source="import",
-    )
-
-
-def _visible_name(name: str) -> str:
-    """A file name from a traj.jsonl line, for a skip line: control characters shown escaped."""
-    return _text(name, 200).encode("unicode_escape").decode("ascii")
+    return EvidenceCaptured(at=now(), **ids, name=name, source=source, value_json=plain_json(value))
