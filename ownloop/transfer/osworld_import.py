@@ -169,7 +169,7 @@ def import_osworld(
     tasks = Path(tasks_dir) if tasks_dir is not None else None
     if tasks is not None and not tasks.is_dir():
         raise OwnloopError(f"no folder {tasks}. Pass OSWorld's evaluation_examples folder")
-    summary = read_summary(root, skipped)
+    summary = _summaries(root, found, skipped)
     runs, rates = [], []
     for key in sorted(groups):
         examples = [read_example(path, where) for path, where in groups[key]]
@@ -189,6 +189,25 @@ def import_osworld(
         runs.append(writer.write(examples, summary, root, tuple(argv) or tuple(sys.argv)))
         rates.append(writer.parser.rate_line())
     return OsworldImport(runs, rates, skipped)
+
+
+def _summaries(
+    root: Path, found: Sequence[tuple[Path, Coordinates]], skipped: list[str]
+) -> dict[Path, list[dict[str, Any]]]:
+    """Each example folder's entries in the summary/results.json of its own result_dir (at or
+    below ``root``, never above: import reads nothing outside DIR; else ``root``'s)."""
+    read: dict[Path, dict[tuple[str, str], list[dict[str, Any]]]] = {}
+    entries: dict[Path, list[dict[str, Any]]] = {}
+    for path, where in found:
+        up = path.parents[3 + len(where.model.split("/"))] if where.model else root
+        result_dir = up if up == root or root in up.parents else root
+        if result_dir not in read:
+            lines: list[str] = []
+            read[result_dir] = read_summary(result_dir, lines)
+            place = result_dir.relative_to(root).as_posix()
+            skipped.extend(line if place == "." else f"{place}/{line}" for line in lines)
+        entries[path] = read[result_dir].get((where.domain, where.example_id), [])
+    return entries
 
 
 def _responses(examples: Sequence[Example]) -> list[str]:
@@ -289,7 +308,7 @@ class _Writer:
     def write(
         self,
         examples: list[Example],
-        summary: dict[tuple[str, str], list[dict[str, Any]]],
+        summary: dict[Path, list[dict[str, Any]]],
         root: Path,
         argv: tuple[str, ...],
     ) -> ImportResult:
@@ -311,7 +330,7 @@ class _Writer:
                 if stream is None:
                     stream = self.store.stream()
                     stream.append([self._run_started(argv, examples, root)])
-                entries = summary.get((example.where.domain, example.where.example_id), [])
+                entries = summary.get(example.path, [])
                 events = self._session(example, root, entries, attempts)
                 stream.append(events)
                 counts.update(e.status for e in events if isinstance(e, SessionEnded))

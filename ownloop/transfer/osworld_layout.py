@@ -277,8 +277,8 @@ def _score(data: bytes, skipped: list[str]) -> float | None:
 
 
 def read_summary(root: Path, skipped: list[str]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """``summary/results.json`` under ``root`` (or its parents up to the action-space folder's
-    parent), by (application, task_id); empty when there is none."""
+    """``summary/results.json`` in the result_dir ``root``, by (application, task_id); empty
+    when there is none; what could not be read goes to ``skipped``."""
     path = root / "summary" / "results.json"
     if not _regular(path):
         return {}

@@ -229,3 +229,32 @@ def test_plain_pyautogui_responses_ask_for_an_agent(tmp_path: Path) -> None:
     )
     assert out.exit_code == 0, out.output
     assert "parsed 0 of 1 responses as opencua (0%)" in out.output
+
+
+def test_the_summary_scores_an_example_without_result_txt_and_names_its_error(
+    tmp_path: Path,
+) -> None:
+    from tests.transfer.osworld_tree import write_example
+
+    # DIR holds two result_dirs, each with its own summary/results.json
+    for name, score, error in (("run-a", 1.0, None), ("run-b", 0.0, "VM did not start")):
+        result_dir = tmp_path / "all" / name
+        model = result_dir / "pyautogui" / "screenshot" / name
+        write_example(model / "os" / "x1", uitars_steps("os"), None, colour=4)
+        entry = {"application": "os", "task_id": "x1", "score": score, "status": "success"}
+        if error:
+            entry |= {"status": "error", "err_message": error}
+        (result_dir / "summary").mkdir()
+        (result_dir / "summary" / "results.json").write_text(json.dumps([entry]))
+    store = tmp_path / "store"
+    out = _run(store, "import", str(tmp_path / "all"), "--format", "osworld")
+    assert out.exit_code == 0, out.output
+    rows = (
+        open_store(store)
+        .sql("select run_id, status, score, error from sessions order by run_id")
+        .rows
+    )
+    assert rows == [
+        ("osworld-run-a", "finished", 1.0, None),
+        ("osworld-run-b", "error", 0.0, "VM did not start"),
+    ]
