@@ -70,6 +70,7 @@ from ownloop.transfer.osworld_layout import (
     read_example,
     read_summary,
     read_task_file,
+    traj_responses,
 )
 
 __all__ = ["OSWORLD_SCREEN", "OsworldImport", "import_osworld", "tell_agent"]
@@ -172,8 +173,9 @@ def import_osworld(
     summary = _summaries(root, found, skipped)
     runs, rates = [], []
     for key in sorted(groups):
-        examples = [read_example(path, where) for path, where in groups[key]]
-        name = agent or tell_agent(_responses(examples))
+        # One folder in memory at a time (screenshots and recordings add up to gigabytes over
+        # a run): the responses alone tell the agent first.
+        name = agent or tell_agent([t for path, _ in groups[key] for t in traj_responses(path)])
         if name is None or name not in AGENTS:
             said = (
                 "the responses are plain pyautogui code, which no agent of ownloop parses yet"
@@ -186,7 +188,7 @@ def import_osworld(
             )
         run = run_id or _run_name(*key)
         writer = _Writer(store, run, name, key[2], tasks)
-        runs.append(writer.write(examples, summary, root, tuple(argv) or tuple(sys.argv)))
+        runs.append(writer.write(groups[key], summary, root, tuple(argv) or tuple(sys.argv)))
         rates.append(writer.parser.rate_line())
     return OsworldImport(runs, rates, skipped)
 
@@ -208,15 +210,6 @@ def _summaries(
             skipped.extend(line if place == "." else f"{place}/{line}" for line in lines)
         entries[path] = read[result_dir].get((where.domain, where.example_id), [])
     return entries
-
-
-def _responses(examples: Sequence[Example]) -> list[str]:
-    return [
-        text
-        for example in examples
-        for line in example.lines
-        if isinstance(text := line.fields.get("response"), str)
-    ]
 
 
 def _run_name(action_space: str, observation_type: str, model: str) -> str:
@@ -307,7 +300,7 @@ class _Writer:
 
     def write(
         self,
-        examples: list[Example],
+        folders: list[tuple[Path, Coordinates]],
         summary: dict[Path, list[dict[str, Any]]],
         root: Path,
         argv: tuple[str, ...],
@@ -322,22 +315,23 @@ class _Writer:
         imported = already = 0
         stream = None
         try:
-            for example in examples:
+            for path, where in folders:
+                example = read_example(path, where)
                 if example.sha256 in seen:
                     already += 1
                     continue
                 seen.add(example.sha256)
                 if stream is None:
                     stream = self.store.stream()
-                    stream.append([self._run_started(argv, examples, root)])
+                    stream.append([self._run_started(argv, example, root)])
                 entries = summary.get(example.path, [])
                 events = self._session(example, root, entries, attempts)
                 stream.append(events)
                 counts.update(e.status for e in events if isinstance(e, SessionEnded))
                 imported += 1
                 if example.skipped:
-                    where = example.path.relative_to(root).as_posix() or example.path.name
-                    skipped.append(f"{where}: skipped {', '.join(example.skipped)}")
+                    place = visible_name(path.relative_to(root).as_posix() or path.name)
+                    skipped.append(f"{place}: skipped {', '.join(example.skipped)}")
             if stream is not None:
                 stream.append([RunEnded(at=now(), run_id=self.run_id, counts=dict(counts))])
         finally:
@@ -347,10 +341,8 @@ class _Writer:
             self.store.sync()
         return ImportResult(self.run_id, imported, already, dict(counts), skipped)
 
-    def _run_started(
-        self, argv: tuple[str, ...], examples: list[Example], root: Path
-    ) -> RunStarted:
-        shots = [s for e in examples for s in e.shots.values()]
+    def _run_started(self, argv: tuple[str, ...], first: Example, root: Path) -> RunStarted:
+        shots = list(first.shots.values())
         return RunStarted(
             at=now(),
             run_id=self.run_id,
@@ -377,7 +369,8 @@ class _Writer:
             read_task_file(self.tasks, where.domain, where.example_id) if self.tasks else None
         )
         if self.tasks is not None and task_file is None:
-            example.skipped.append(f"task file {where.domain}/{where.example_id}.json (not found)")
+            name = visible_name(f"{where.domain}/{where.example_id}.json")
+            example.skipped.append(f"task file {name} (not found)")
         instruction = instruction_of(example, task_file)
         attempt = attempts.get(task_id, 0) + 1
         attempts[task_id] = attempt

@@ -47,6 +47,7 @@ __all__ = [
     "read_example",
     "read_summary",
     "read_task_file",
+    "traj_responses",
     "within_pixel_budget",
 ]
 
@@ -224,6 +225,15 @@ def read_example(path: Path, where: Coordinates) -> Example:
         if data is not None:
             example.instruction = data.decode("utf-8", "replace").strip() or None
     return example
+
+
+def traj_responses(path: Path) -> list[str]:
+    """The text responses of an example folder's traj.jsonl (to tell the agent before the
+    folders are read one by one); damage is left for ``read_example`` to name."""
+    example = Example(path, Coordinates("", "", "", "", ""), "")
+    if _regular(path / "traj.jsonl"):
+        _read_lines(example, _read_capped(path / "traj.jsonl", "traj.jsonl", "", []) or b"")
+    return [t for line in example.lines if isinstance(t := line.fields.get("response"), str)]
 
 
 def _read_lines(example: Example, data: bytes) -> None:
