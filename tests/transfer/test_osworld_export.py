@@ -49,6 +49,7 @@ def test_an_imported_run_is_written_back_file_for_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_a_recorded_browser_run_goes_out_and_comes_back(uitars_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = _run(uitars_store, "export", "--run", "r1", "--format", "osworld", "--out", str(out))

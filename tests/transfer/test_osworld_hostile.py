@@ -13,6 +13,8 @@ import sys
 import zlib
 from pathlib import Path
 
+import pytest
+
 from ownloop.replay.fold import fold
 from ownloop.store import open_store
 from tests.transfer.conftest import png
@@ -69,6 +71,7 @@ def _tree(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path / "results", tasks
 
 
+@pytest.mark.slow  # a subprocess import (~11 s on a quiet machine)
 def test_a_hostile_tree_is_imported_as_data_and_nothing_outside_is_read(tmp_path: Path) -> None:
     results, tasks = _tree(tmp_path)
     store = tmp_path / "store"
