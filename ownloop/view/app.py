@@ -33,6 +33,7 @@ from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.kept import KeptIndex
+from ownloop.store.queries import session_neighbours
 from ownloop.store.stats import warm_up
 from ownloop.view.domtree import parse_dom
 from ownloop.view.grid import grid_of, grid_units
@@ -278,7 +279,8 @@ def make_app(
                 except MissingBlob:
                     continue
                 trees[item.sha256] = parse_dom(html)
-        return render(request, "session.html", page=page, trees=trees)
+        neighbours = read(session_neighbours, session_id)
+        return render(request, "session.html", page=page, trees=trees, neighbours=neighbours)
 
     def blob(request: Request) -> Response:
         sha = request.path_params["sha256"]

@@ -214,3 +214,25 @@ def test_a_cached_page_changes_when_the_store_does(tmp_path: Path) -> None:
         with store.stream("r2") as stream:
             stream.append([E.RunStarted(at=at(1), run_id="second", session_id="", agent="a")])
         assert b"second" in _get(url).body
+
+
+def test_a_session_page_links_its_run_its_neighbours_and_its_tasks_other_repeats(
+    site: str, dash: DashboardStore
+) -> None:
+    body = _get(site + "session/a-t-pass-2").body.decode()
+    assert f'<a class="run" href="/run/{dash.run_a}">{dash.run_a}</a>' in body
+    assert 'rel="prev" href="/session/a-t-pass-1"' in body
+    assert 'rel="next" href="/session/a-t-pass-3"' in body
+    repeats = body.split('class="repeats"', 1)[1].split("</span>", 1)[0]
+    assert 'href="/session/a-t-pass-1">repeat 1</a>' in repeats
+    assert 'href="/session/a-t-pass-3">repeat 3</a>' in repeats and "a-t-pass-2" not in repeats
+    first = _get(
+        site
+        + "session/a-"
+        + dash.store.sql(
+            "select task_id from sessions where run_id = $r order by started_at limit 1",
+            {"r": dash.run_a},
+        ).rows[0][0]
+        + "-1"
+    ).body.decode()
+    assert 'rel="prev"' not in first and 'rel="next"' in first  # the run's first session
