@@ -41,6 +41,7 @@ from ownloop.view.listing import list_runs, list_sessions
 from ownloop.view.page import build_page
 from ownloop.view.pair import build_pair
 from ownloop.view.rendering import environment
+from ownloop.view.requests import request_views
 from ownloop.view.runpage import build_run
 from ownloop.view.search import search
 from ownloop.view.thumbs import THUMB_WIDTHS, Box, ImageCache, content_box, thumbnail
@@ -280,7 +281,14 @@ def make_app(
                     continue
                 trees[item.sha256] = parse_dom(html)
         neighbours = read(session_neighbours, session_id)
-        return render(request, "session.html", page=page, trees=trees, neighbours=neighbours)
+        return render(
+            request,
+            "session.html",
+            page=page,
+            trees=trees,
+            neighbours=neighbours,
+            requests=request_views(folded),
+        )
 
     def blob(request: Request) -> Response:
         sha = request.path_params["sha256"]
