@@ -74,6 +74,10 @@ def test_two_models_become_two_runs_with_the_scores_of_result_txt(
         for domain, example_id in EXAMPLES.items():
             assert scores[(run, example_id)] == SCORES[model][domain]
     assert scores[(OPENCUA_RUN, DAMAGED[1])] is None  # an empty result.txt is no score
+    listed = json.loads(_run(store, "sessions", "--run", UITARS_RUN, "--format", "json").output)
+    assert {r["task_id"]: r["score"] for r in listed} == {
+        example_id: SCORES[UITARS_MODEL][domain] for domain, example_id in EXAMPLES.items()
+    }
     prompts = {(task, suite): prompt for _, task, _, _, suite, prompt in rows}
     for domain, example_id in EXAMPLES.items():
         assert prompts[(example_id, f"osworld:{domain}")] == INSTRUCTIONS[domain]
