@@ -226,7 +226,7 @@ def _notice(line: str) -> None:
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
-@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob.")
+@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob, judge.")
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
     "--faults",
@@ -679,16 +679,27 @@ def sessions(
     metavar="P",
     help="The expert answers a plausible wrong action with probability P per step.",
 )
+@click.option("--judge", is_flag=True, help="Then judge the run with the scripted judge.")
 @click.pass_context
 @_friendly
-def demo(ctx: click.Context, count: int, workers: int, repeat: int, noise: float) -> None:
+def demo(
+    ctx: click.Context, count: int, workers: int, repeat: int, noise: float, judge: bool
+) -> None:
     """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium.
 
     Example: ownloop demo --repeat 5 --noise 0.3 (then: ownloop sql "select * from flips")
     """
     from ownloop.demo import run_demo
 
-    run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo, repeats=repeat, noise=noise)
+    run_demo(
+        _store(ctx),
+        tasks=count,
+        workers=workers,
+        echo=_echo,
+        repeats=repeat,
+        noise=noise,
+        judge=judge,
+    )
 
 
 @cli.command()
@@ -895,6 +906,70 @@ def replay(
 
 
 @cli.command()
+@click.argument("target", required=False)
+@click.option("--run", "run_id", help="The run whose sessions to judge (or TARGET's run).")
+@click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
+@click.option(
+    "--judge",
+    "judge_name",
+    default="final",
+    show_default=True,
+    metavar="NAME|FILE",
+    help="final, webjudge, or a judge file (JSON: name, system, prompt, verdict, pass).",
+)
+@click.option("--endpoint", metavar="URL", help="The judge model's OpenAI-compatible endpoint.")
+@click.option("--model", default="", metavar="M", help="The judge model's name.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", help="Sent as a Bearer token; never recorded.")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N")
+@click.option(
+    "--controls", is_flag=True, help="Also judge each session blanked and answer-swapped."
+)
+@click.option("--replay", is_flag=True, help="Answer from the recorded judge calls, no model.")
+@click.option(
+    "--report", "report_only", is_flag=True, help="Judge nothing: report what was judged."
+)
+@click.pass_context
+@_friendly
+def judge(
+    ctx: click.Context,
+    target: str | None,
+    run_id: str | None,
+    where: str | None,
+    judge_name: str,
+    endpoint: str | None,
+    model: str,
+    api_key: str | None,
+    repeat: int,
+    controls: bool,
+    replay: bool,
+    report_only: bool,
+) -> None:
+    """Judge recorded sessions with a model, offline; report the judge's agreement with the rule
+    graders, with itself over repeats, and on controls.
+
+    Example: ownloop judge --run r1 --endpoint http://127.0.0.1:8000/v1 --model qwen --repeat 3
+    """
+    from ownloop.replay.judging import JudgeOptions, judge
+
+    if target is None and run_id is None:
+        raise click.UsageError("name the sessions to judge: a TARGET or --run R")
+    options = JudgeOptions(
+        judge=judge_name,
+        run_id=run_id,
+        target=target,
+        where=where,
+        endpoint=endpoint,
+        model=model,
+        api_key=api_key,
+        repeat=repeat,
+        controls=controls,
+        replay=replay,
+        report_only=report_only,
+    )
+    _echo_lines(judge(_store(ctx, create=False), options).lines())
+
+
+@cli.command()
 @click.option("--run", "run_id", help="Only this run's sessions.")
 @click.option("--task", "task_id", help="Only this task's sessions.")
 @click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
@@ -995,9 +1070,17 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     metavar="DELTA",
     help="Exit 1 when B is worse than A by more than DELTA with confidence.",
 )
+@click.option(
+    "--by-domain",
+    is_flag=True,
+    help="table: also each domain's pass rates (OSWorld's chrome, gimp, ...) and every shared "
+    "task's first divergent step.",
+)
 @click.pass_context
 @_friendly
-def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None) -> None:
+def compare(
+    ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None, by_domain: bool
+) -> None:
     """Run B against run A per task: pass rates, B - A with a paired bootstrap interval,
     McNemar's test, the tasks that flipped and where each first diverged.
 
@@ -1009,6 +1092,10 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
     if fmt == "table":
         _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
+        if by_domain:
+            from ownloop.replay.domains import domain_report
+
+            _echo_lines(domain_report(_store(ctx), result))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
     if delta is not None and result.worse_than(delta):
@@ -1088,22 +1175,50 @@ def audit_blind_command(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["harness", "atif"]),
+    type=click.Choice(["harness", "atif", "osworld"]),
     default="harness",
     show_default=True,
-    help="Harness result folders, or ATIF trajectories (a .json file or a folder of them).",
+    help="Harness result folders, ATIF trajectories (a .json file or a folder of them), or "
+    "an OSWorld result_dir (one run per action space, observation type and model).",
+)
+@click.option("--model", help="osworld: import only this model's folders.")
+@click.option(
+    "--tasks-dir",
+    type=click.Path(file_okay=False),
+    help="osworld: OSWorld's evaluation_examples, to attach each example's task file.",
 )
 @click.pass_context
 @_friendly
 def import_command(
-    ctx: click.Context, directory: str, agent: str | None, run_id: str | None, fmt: str
+    ctx: click.Context,
+    directory: str,
+    agent: str | None,
+    run_id: str | None,
+    fmt: str,
+    model: str | None,
+    tasks_dir: str | None,
 ) -> None:
-    """Import result folders written by a plain harness (one per task), or ATIF trajectories.
+    """Import result folders written by a plain harness (one per task), ATIF trajectories, or
+    OSWorld's result folders.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
     """
     from ownloop.transfer import import_dir
 
+    if fmt == "osworld":
+        from ownloop.transfer.osworld_import import import_osworld
+
+        found = import_osworld(
+            _store(ctx),
+            directory,
+            agent=agent,
+            run_id=run_id,
+            model=model,
+            tasks_dir=tasks_dir,
+            argv=tuple(sys.argv),
+        )
+        _echo_lines(found.lines())
+        return
     if fmt == "atif":
         from ownloop.transfer.trajectories import import_atif
 
@@ -1119,16 +1234,16 @@ def import_command(
 @click.option(
     "--run",
     "run_id",
-    help="The run (required for session-dir; the others: all runs when left out).",
+    help="The run (required for session-dir and osworld; the others: all runs when left out).",
 )
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld"]),
     default="session-dir",
     show_default=True,
-    help="Harness folders, Parquet views, "
-    "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.",
+    help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
+    "trajectories, OTLP/JSON traces, or OSWorld's result layout (traj.jsonl, result.txt).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(
