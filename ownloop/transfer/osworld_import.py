@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ownloop import __version__
 from ownloop.agents import AGENTS, make_agent
 from ownloop.agents.base import Agent, Observation, Parsed, PastStep
 from ownloop.store import Store
@@ -72,6 +71,7 @@ from ownloop.transfer.osworld_layout import (
     read_task_file,
     traj_responses,
 )
+from ownloop.version import __version__
 
 __all__ = ["OSWORLD_SCREEN", "OsworldImport", "import_osworld", "tell_agent"]
 
