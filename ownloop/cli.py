@@ -326,6 +326,46 @@ def serve_model(
     server.serve_forever()
 
 
+@cli.command("serve-desktop")
+@click.option("--port", default=0, type=int, help="Port to bind on 127.0.0.1; 0 picks a free one.")
+@click.option(
+    "--display", "display", type=int, default=None, help="X display number; default: a free one."
+)
+@click.option(
+    "--size",
+    default="1920x1080",
+    show_default=True,
+    metavar="WxH",
+    help="The screen's size (OSWorld's default is 1920x1080).",
+)
+@click.option(
+    "--apps",
+    default="",
+    metavar="APP,...",
+    help="Apps a fresh desktop runs (after start and each reset): xterm, mousepad, chromium.",
+)
+@click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@_friendly
+def serve_desktop(port: int, display: int | None, size: str, apps: str, quiet: bool) -> None:
+    """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
+
+    pyautogui code sent to /execute is performed as X input events by ownloop's whitelist
+    interpreter, never run as Python; other commands (task setup steps, getters) run on the
+    desktop as on a VM. POST /reset restores a clean desktop.
+
+    Example: ownloop serve-desktop --size 1280x720 --apps xterm
+    """
+    from ownloop.desktopserver import Desktop, DesktopServer
+    from ownloop.desktopserver.display import parse_size
+
+    desktop = Desktop(parse_size(size), [a for a in apps.split(",") if a], display)
+    server = DesktopServer(desktop, port=port, log=None if quiet else click.echo)
+    click.echo(
+        f"ownloop serve-desktop: {size} desktop at {server.start()}",
+    )
+    server.serve_forever()
+
+
 @cli.command()
 @click.argument("query")
 @click.option(
