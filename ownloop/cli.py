@@ -226,7 +226,12 @@ def _notice(line: str) -> None:
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
-@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob.")
+@click.option(
+    "--expert",
+    default="miniwob",
+    show_default=True,
+    help="Who answers: miniwob, or desktop (the test desktop suite; uitars, opencua).",
+)
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
     "--faults",
@@ -360,9 +365,9 @@ def serve_desktop(port: int, display: int | None, size: str, apps: str, quiet: b
 
     desktop = Desktop(parse_size(size), [a for a in apps.split(",") if a], display)
     server = DesktopServer(desktop, port=port, log=None if quiet else click.echo)
-    click.echo(
-        f"ownloop serve-desktop: {size} desktop at {server.start()}",
-    )
+    url = server.start()
+    click.echo(f"ownloop serve-desktop: {size} desktop at {url}")
+    sys.stdout.flush()  # whoever started us may read the URL line through a pipe
     server.serve_forever()
 
 

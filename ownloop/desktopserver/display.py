@@ -38,6 +38,8 @@ APPS: dict[str, list[str]] = {
 HOME_FOLDERS = ("Desktop", "Documents", "Downloads")
 """Folders a fresh HOME has (as OSWorld's VM user has them)."""
 
+# The desktop's programs are the system's (as on a VM), not those of the shell that started us.
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _NEEDED = ("Xvfb", "openbox", "xdotool", "wmctrl")
 _START_S = 15.0  # Xvfb and the window manager are up well within this, even on a busy machine
 
@@ -72,6 +74,8 @@ extra=""
 [ "$(id -u)" -eq 0 ] && extra="--no-sandbox"
 exec {real} $extra --no-first-run --no-default-browser-check --disable-gpu \\
   --password-store=basic --force-renderer-accessibility --disable-dev-shm-usage \\
+  --disable-extensions --disable-component-update --disable-background-networking \\
+  --disable-sync --disable-default-apps --disable-features=Translate,MediaRouter \\
   --test-type "$@"
 """
 
@@ -172,7 +176,7 @@ class Desktop:
             XAUTHORITY=str(self.root / "Xauthority"),
             HOME=str(self.home),
             USER=env.get("USER", "user"),
-            PATH=f"{self.root / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}",
+            PATH=f"{self.root / 'bin'}:{_SYSTEM_PATH}",
             XDG_SESSION_TYPE="x11",
             XDG_RUNTIME_DIR=str(self.root / "run"),
             XDG_CONFIG_HOME=str(self.home / ".config"),
@@ -259,7 +263,10 @@ class Desktop:
         return result.returncode == 0 and b"Openbox" in result.stdout
 
     def _fresh_home(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
+        if self.home.exists():  # moved aside first: a dying app may still write into it
+            trash = self.root / f"old-home-{uuid.uuid4().hex[:8]}"
+            self.home.rename(trash)
+            shutil.rmtree(trash, ignore_errors=True)
         self.home.mkdir()
         for name in HOME_FOLDERS:
             (self.home / name).mkdir()

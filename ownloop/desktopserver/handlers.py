@@ -34,7 +34,8 @@ __all__ = ["Answer", "json_answer", "resolve", "text_answer"]
 _DEFAULT_TIMEOUT_S = 120.0
 _MAX_TIMEOUT_S = 600.0
 _OPENERS = {".html": "chromium", ".htm": "chromium", ".pdf": "chromium"}
-_OPEN_WAIT_S = 15.0
+_SETTLED_S = 0.5  # an opened file's window title unchanged this long: the app has loaded it
+_OPEN_WAIT_S = 30.0  # Chromium takes 5 s to show a window on two busy cores
 
 
 class Answer(NamedTuple):
@@ -177,11 +178,14 @@ def open_file(desktop: Desktop, body: dict[str, Any]) -> Answer:
     app = _OPENERS.get(path.suffix.lower(), "mousepad")
     desktop.launch([app, str(path)])
     end = time.monotonic() + _OPEN_WAIT_S
+    shown: str | None = None  # the title of the window that shows the file
+    since = 0.0
     while time.monotonic() < end:
-        if any(
-            path.name in window.title or path.stem in window.title
-            for window in windows(desktop.env)
-        ):
+        titles = [w.title for w in windows(desktop.env) if path.stem in w.title]
+        title = titles[0] if titles else None
+        if title != shown:
+            shown, since = title, time.monotonic()
+        elif shown is not None and time.monotonic() - since >= _SETTLED_S:
             return text_answer(f"{raw} opened successfully")
         time.sleep(0.1)
     return text_answer(f"{raw} was opened but no window showed its name", 500)
