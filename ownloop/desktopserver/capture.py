@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import NamedTuple
 from xml.sax.saxutils import quoteattr
 
-from PIL import Image, ImageDraw, ImageGrab
+from PIL import ImageDraw, ImageGrab
 
-__all__ = ["Window", "pointer", "screenshot_png", "window_tree", "windows"]
+__all__ = ["Window", "active_window", "pointer", "screenshot_png", "window_tree", "windows"]
 
 # An arrow pointer, 12 x 19 px, tip at (0, 0).
 _ARROW = ((0, 0), (0, 16), (4, 12), (7, 19), (9, 18), (6, 11), (12, 11))
@@ -60,11 +60,6 @@ def screenshot_png(env: Mapping[str, str]) -> bytes:
     out = io.BytesIO()
     image.save(out, "PNG", compress_level=1)  # speed over size: screenshots are taken each step
     return out.getvalue()
-
-
-def image_size(png: bytes) -> tuple[int, int]:
-    with Image.open(io.BytesIO(png)) as image:
-        return image.size
 
 
 def windows(env: Mapping[str, str]) -> list[Window]:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ownloop.store.errors import OwnloopError
 
-__all__ = ["APPS", "Desktop", "DesktopError", "HOME_FOLDERS"]
+__all__ = ["APPS", "HOME_FOLDERS", "Desktop", "DesktopError", "parse_size", "window_ids"]
 
 APPS: dict[str, list[str]] = {
     "xterm": ["xterm"],
@@ -230,6 +230,9 @@ class Desktop:
         wrapper = self.root / "bin" / "chromium"
         wrapper.write_text(_CHROMIUM.format(real=real), encoding="utf-8")
         wrapper.chmod(0o755)
+        python = shutil.which("python3", path=_SYSTEM_PATH)
+        if python is not None and shutil.which("python", path=_SYSTEM_PATH) is None:
+            (self.root / "bin" / "python").symlink_to(python)  # task files say "python"
 
     def _start_xvfb(self) -> None:
         width, height = self.size

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 import urllib.request
@@ -29,7 +28,25 @@ from ownloop.desktopserver.capture import screenshot_png, window_tree, windows
 from ownloop.desktopserver.display import Desktop
 from ownloop.desktopserver.operations import perform_code, pyautogui_code
 
-__all__ = ["Answer", "json_answer", "resolve", "text_answer"]
+__all__ = [
+    "Answer",
+    "accessibility",
+    "activate_window",
+    "close_window",
+    "download_file",
+    "execute",
+    "get_file",
+    "json_answer",
+    "launch",
+    "list_directory",
+    "open_file",
+    "resolve",
+    "screen_size",
+    "screenshot",
+    "text_answer",
+    "upload",
+    "window_size",
+]
 
 _DEFAULT_TIMEOUT_S = 120.0
 _MAX_TIMEOUT_S = 600.0
@@ -104,8 +121,6 @@ def execute(desktop: Desktop, body: dict[str, Any]) -> Answer:
         command = command.split()  # as OSWorld's server splits a string sent without shell
     if isinstance(command, list) and all(isinstance(arg, str) for arg in command) and command:
         argv = [str(resolve(desktop, arg)) if arg.startswith("~/") else arg for arg in command]
-        if argv[0] == "python" and shutil.which("python", path=desktop.env["PATH"]) is None:
-            argv[0] = "python3"
         run: list[str] | str = argv if not shell else " ".join(argv)
     elif isinstance(command, str):
         run = command

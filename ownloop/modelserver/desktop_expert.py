@@ -34,7 +34,14 @@ from typing import Any, NamedTuple
 from ownloop.modelserver.chat import HttpFault, Reply, last_image_size, request_text, steps_taken
 from ownloop.store.events import Action, CallUser, Click, Fail, Finish, Hotkey, TypeText
 
-__all__ = ["DESKTOP_AGENTS", "TASKS", "DesktopExpert", "DesktopTask", "Step"]
+__all__ = [
+    "DESKTOP_AGENTS",
+    "TASKS",
+    "DesktopExpert",
+    "DesktopTask",
+    "Step",
+    "find_desktop_task",
+]
 
 DESKTOP_AGENTS = ("uitars", "opencua")
 
