@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from ownloop.desktopserver.capture import screenshot_png, window_tree, windows
-from ownloop.desktopserver.display import Desktop
+from ownloop.desktopserver.capture import accessibility_tree, screenshot_png, windows
+from ownloop.desktopserver.display import ATSPI_PYTHON, Desktop
 from ownloop.desktopserver.operations import perform_code, pyautogui_code
 
 __all__ = [
@@ -87,7 +87,8 @@ def screenshot(desktop: Desktop) -> Answer:
 
 
 def accessibility(desktop: Desktop) -> Answer:
-    return json_answer({"AT": window_tree(desktop.env, desktop.size)})
+    python = ATSPI_PYTHON if desktop.atspi else None
+    return json_answer({"AT": accessibility_tree(desktop.env, desktop.size, python)})
 
 
 def screen_size(desktop: Desktop) -> Answer:

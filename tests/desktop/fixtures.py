@@ -5,7 +5,8 @@ use the fixtures:
 - ``desktop_server``: the session's ``DesktopServer`` (1280x720, no apps on a fresh desktop),
   started on first use (Xvfb + openbox: about a second), stopped at the end of the run.
 - ``desktop``: a ``TestDesktop`` (``url``, ``size``, ``home``, ``get``/``post`` helpers) on a
-  desktop just reset (every window closed, HOME wiped). Mark such tests ``@pytest.mark.desktop``.
+  desktop just reset (every window closed, HOME wiped); its ``home`` is the desktop's HOME.
+  Mark such tests ``@pytest.mark.desktop``.
 
 The desktop is shared: tests using it must not run at once in one process (they do not:
 pytest runs a worker's tests one after another), and each leaves nothing it needs to the next.
@@ -63,8 +64,12 @@ class TestDesktop(NamedTuple):
         return answer
 
     def windows(self) -> str:
-        """The accessibility tree (the desktop's windows as XML)."""
+        """The accessibility tree as XML (about a second: prefer ``titles`` to wait on)."""
         return str(json.loads(self.get("/accessibility"))["AT"])
+
+    def titles(self) -> str:
+        """``wmctrl -l``: one line per window, its title last."""
+        return str(self.shell("wmctrl -l")["output"])
 
     def wait_for(self, ready: Callable[[], bool], what: str, seconds: float = 20) -> None:
         end = time.monotonic() + seconds

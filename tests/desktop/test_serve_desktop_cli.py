@@ -38,9 +38,9 @@ def test_serve_desktop_prints_its_url_serves_and_stops_cleanly_on_sigterm() -> N
         request = urllib.request.Request(url + "/screen_size", data=b"", method="POST")
         with urllib.request.urlopen(request, timeout=30) as response:
             assert json.loads(response.read()) == {"width": 320, "height": 200}
-        with urllib.request.urlopen(url + "/accessibility", timeout=30) as response:
-            tree = json.loads(response.read())["AT"]
-        pid = int(tree.split('pid="', 1)[1].split('"', 1)[0])  # the fresh desktop's xterm
+        command = json.dumps({"command": "wmctrl -lp", "shell": True}).encode()
+        with urllib.request.urlopen(url + "/execute", data=command, timeout=30) as response:
+            pid = int(json.loads(response.read())["output"].split()[2])  # the fresh xterm's
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)
