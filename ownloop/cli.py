@@ -350,19 +350,32 @@ def serve_model(
     help="Apps a fresh desktop runs (after start and each reset): xterm, mousepad, chromium.",
 )
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@click.option(
+    "--reset",
+    "reset_url",
+    metavar="URL",
+    help="Reset the desktop served at URL (POST URL/reset) and exit, e.g. as record --reset.",
+)
 @_friendly
-def serve_desktop(port: int, display: int | None, size: str, apps: str, quiet: bool) -> None:
+def serve_desktop(
+    port: int, display: int | None, size: str, apps: str, quiet: bool, reset_url: str | None
+) -> None:
     """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
 
     pyautogui code sent to /execute is performed as X input events by ownloop's whitelist
     interpreter, never run as Python; other commands (task setup steps, getters) run on the
     desktop as on a VM. POST /reset restores a clean desktop.
 
-    Example: ownloop serve-desktop --size 1280x720 --apps xterm
+    Example: ownloop serve-desktop --size 1280x720 --apps xterm;
+    ownloop record ... --desktop URL --reset "ownloop serve-desktop --reset {url}"
     """
     from ownloop.desktopserver import Desktop, DesktopServer
     from ownloop.desktopserver.display import parse_size
+    from ownloop.desktopserver.server import reset_remote
 
+    if reset_url is not None:
+        click.echo(f"ownloop serve-desktop: {reset_url} reset in {reset_remote(reset_url):.2f} s")
+        return
     desktop = Desktop(parse_size(size), [a for a in apps.split(",") if a], display)
     server = DesktopServer(desktop, port=port, log=None if quiet else click.echo)
     url = server.start()

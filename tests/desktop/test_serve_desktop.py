@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import string
 import urllib.error
 import urllib.request
 import uuid
@@ -50,6 +51,7 @@ def test_key_names_map_to_x_keysyms() -> None:
         "plus",
         "F5",
     ]
+    assert all(keysym(c) for c in string.punctuation + string.ascii_letters + string.digits)
     with pytest.raises(ValueError, match="unknown key"):
         keysym("hyperdrive")
 
