@@ -2,7 +2,9 @@
 
 The test desktop runs this file as a script, with the desktop's environment (its D-Bus session
 bus, where the apps publish their trees), because ``pyatspi`` is a Debian package for the
-system's Python, not a wheel for ownloop's. ownloop never imports it.
+system's Python, not a wheel for ownloop's. ownloop never imports it. With ``--serve`` it stays
+up (importing pyatspi takes longer than reading a tree) and prints one tree, followed by the
+line ``END``, for each line read on its standard input.
 
 One element per accessible, named after its role (``push-button``, ``text``, ``frame``), with
 ``name``, the screen extents (``x``, ``y``, ``width``, ``height``), ``pid`` on applications, and
@@ -65,12 +67,24 @@ def _walk(pyatspi: Any, node: Any, depth: int, out: list[str], budget: list[int]
         out.append(f"{pad}<!-- {type(error).__name__} -->")
 
 
+END = "END"
+
+
+def _tree(pyatspi: Any) -> str:
+    out: list[str] = []
+    _walk(pyatspi, pyatspi.Registry.getDesktop(0), 0, out, [MAX_NODES])
+    return "\n".join(out) + "\n"
+
+
 def main() -> int:
     import pyatspi
 
-    out: list[str] = []
-    _walk(pyatspi, pyatspi.Registry.getDesktop(0), 0, out, [MAX_NODES])
-    sys.stdout.write("\n".join(out) + "\n")
+    if sys.argv[1:] != ["--serve"]:
+        sys.stdout.write(_tree(pyatspi))
+        return 0
+    for _ in sys.stdin:
+        sys.stdout.write(_tree(pyatspi) + END + "\n")
+        sys.stdout.flush()
     return 0
 
 

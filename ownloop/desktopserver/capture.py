@@ -17,7 +17,6 @@ import io
 import re
 import subprocess
 from collections.abc import Mapping
-from pathlib import Path
 from typing import NamedTuple
 from xml.sax.saxutils import quoteattr
 
@@ -103,30 +102,14 @@ def active_window(env: Mapping[str, str]) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-_ATSPI_SCRIPT = Path(__file__).with_name("atspi_tree.py")
-_ATSPI_TIMEOUT_S = 30.0
 _PID = re.compile(r'<application [^>]*pid="(\d+)"')
 
 
-def accessibility_tree(
-    env: Mapping[str, str], size: tuple[int, int], atspi_python: str | None
-) -> str:
-    """The desktop's accessibility tree as XML: AT-SPI's (read by ``atspi_python``, None: no
-    AT-SPI on this desktop) with the windows it lacks, else the windows alone."""
-    if atspi_python is None:
-        return window_tree(env, size)
-    try:
-        result = subprocess.run(
-            [atspi_python, str(_ATSPI_SCRIPT)],
-            env=dict(env),
-            capture_output=True,
-            timeout=_ATSPI_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return window_tree(env, size)
-    tree = result.stdout.decode(errors="replace").rstrip()
-    if result.returncode != 0 or not tree.endswith("</desktop-frame>"):
+def accessibility_tree(env: Mapping[str, str], size: tuple[int, int], atspi: str | None) -> str:
+    """The desktop's accessibility tree as XML: the AT-SPI tree ``atspi`` (None: there is none)
+    with the windows it lacks added, else the windows alone."""
+    tree = (atspi or "").rstrip()
+    if not tree.endswith("</desktop-frame>"):
         return window_tree(env, size)
     covered = {int(pid) for pid in _PID.findall(tree)}
     focused = active_window(env)

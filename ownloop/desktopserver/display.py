@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from ownloop.desktopserver.atspi import AtspiReader
 from ownloop.store.errors import OwnloopError
 
 __all__ = [
@@ -122,6 +123,7 @@ class Desktop:
         self._launched: list[subprocess.Popen[bytes]] = []  # reaped when they end
         self._bus: tuple[str, int] | None = None  # the D-Bus session bus: address, pid
         self.atspi = False  # whether apps publish AT-SPI trees on that bus
+        self._reader = AtspiReader(ATSPI_PYTHON)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -151,7 +153,8 @@ class Desktop:
 
     def reset(self) -> None:
         """Close every application, wipe and recreate HOME, start the fresh desktop's apps."""
-        self._end_processes(keep={self._pid(self._xvfb), self._pid(self._wm), self._bus_pid})
+        self._reader.close()
+        self._end_processes(keep=self._infrastructure())
         if self._wm is None or self._wm.poll() is not None:
             self._start_wm()
         self._fresh_home()
@@ -159,6 +162,7 @@ class Desktop:
 
     def stop(self) -> None:
         """End every process of this desktop (Xvfb last) and remove its folder; safe twice."""
+        self._reader.close()
         self._end_processes(keep={self._pid(self._xvfb)})
         self._bus = None
         for process in (self._wm, self._xvfb):
@@ -217,6 +221,10 @@ class Desktop:
         )
         self._launched.append(process)
         return process
+
+    def accessibility(self, timeout_s: float = 30.0) -> str | None:
+        """The apps' AT-SPI tree as XML; None without AT-SPI, or when it could not be read."""
+        return self._reader.read(self.env, timeout_s) if self.atspi else None
 
     def processes(self) -> list[int]:
         """The ids of every live process this desktop started (Xvfb and openbox included)."""
@@ -308,11 +316,18 @@ class Desktop:
         return result.returncode == 0 and b"Openbox" in result.stdout
 
     def _fresh_home(self) -> None:
-        if self.home.exists():  # moved aside first: a dying app may still write into it
-            trash = self.root / f"old-home-{uuid.uuid4().hex[:8]}"
-            self.home.rename(trash)
-            shutil.rmtree(trash, ignore_errors=True)
-        self.home.mkdir()
+        # Moved aside first, then checked: an app that was still dying may have written into
+        # it (and made it again); its processes are ended once more and the move repeated.
+        for _ in range(5):
+            if self.home.exists():
+                trash = self.root / f"old-home-{uuid.uuid4().hex[:8]}"
+                self.home.rename(trash)
+                shutil.rmtree(trash, ignore_errors=True)
+            time.sleep(0.05)
+            if not self.home.exists():
+                break
+            self._end_processes(keep=self._infrastructure())
+        self.home.mkdir(exist_ok=True)
         for name in HOME_FOLDERS:
             (self.home / name).mkdir()
 
@@ -333,8 +348,10 @@ class Desktop:
             time.sleep(0.05)
 
     def _end_processes(self, keep: set[int | None]) -> None:
-        """SIGTERM every process of the desktop but ``keep``, then SIGKILL what is left."""
-        for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        """SIGTERM every process of the desktop but ``keep``, then SIGKILL what is left, again
+        while any is left (a browser may start a helper while it shuts down)."""
+        rounds = [(signal.SIGTERM, 3.0)] + [(signal.SIGKILL, 2.0)] * 5
+        for sig, grace in rounds:
             targets = [pid for pid in self.processes() if pid not in keep]
             if not targets:
                 return
@@ -349,6 +366,10 @@ class Desktop:
                 for process in self._launched:
                     process.poll()  # reap what we started, so none lingers as a zombie
         self._launched = [process for process in self._launched if process.poll() is None]
+
+    def _infrastructure(self) -> set[int | None]:
+        """What a reset keeps running: Xvfb, the window manager, the session bus."""
+        return {self._pid(self._xvfb), self._pid(self._wm), self._bus_pid}
 
     @staticmethod
     def _pid(process: subprocess.Popen[bytes] | None) -> int | None:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from ownloop.desktopserver.capture import accessibility_tree, screenshot_png, windows
-from ownloop.desktopserver.display import ATSPI_PYTHON, Desktop
+from ownloop.desktopserver.display import Desktop
 from ownloop.desktopserver.operations import perform_code, pyautogui_code
 
 __all__ = [
@@ -87,8 +87,8 @@ def screenshot(desktop: Desktop) -> Answer:
 
 
 def accessibility(desktop: Desktop) -> Answer:
-    python = ATSPI_PYTHON if desktop.atspi else None
-    return json_answer({"AT": accessibility_tree(desktop.env, desktop.size, python)})
+    tree = accessibility_tree(desktop.env, desktop.size, desktop.accessibility())
+    return json_answer({"AT": tree})
 
 
 def screen_size(desktop: Desktop) -> Answer:

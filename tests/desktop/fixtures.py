@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -44,8 +45,12 @@ class TestDesktop(NamedTuple):
             data=json.dumps(body or {}).encode(),
             headers={"Content-Type": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
-            raw = response.read()
+        try:
+            with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            error.msg = f"{error.msg}: {error.read()[:500]!r}"  # the server's reason, in the report
+            raise
         try:
             return json.loads(raw)
         except ValueError:
