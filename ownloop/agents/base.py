@@ -87,8 +87,12 @@ class Ending(NamedTuple):
     answer: str | None
 
 
-def task_text(task: Task) -> str:
-    """How every agent states the task (DESIGN §4)."""
+def task_text(task: Task, form: str = "wrapped") -> str:
+    """How every agent states the task (DESIGN §4): ``wrapped`` with the start URL (the seed
+    harness's wording, which the scripted experts look for), ``bare`` as the released loops
+    pass it."""
+    if form == "bare":
+        return task.prompt
     return (
         f"You are interacting with a web application at {task.start_url}. Your task: {task.prompt}"
     )
@@ -172,6 +176,8 @@ class AgentBase(Generic[_O]):
     prompt_source: str
     settings: LoopSettings
     style: TranslationStyle
+    coordinate_frame: str = "smart-resize"
+    """The frame of the model's points (``frames.FRAMES``), recorded with every parse."""
 
     def __init__(self, options: _O | None = None, released: Released | None = None) -> None:
         """
@@ -192,6 +198,10 @@ class AgentBase(Generic[_O]):
         """The size a screenshot is sent at: as it is, unless the agent resizes as its released
         client does."""
         return image_size
+
+    def task_text(self, task: Task) -> str:
+        """The task as this agent states it (option ``task_text``: wrapped or bare)."""
+        return task_text(task, self.config.task_text)
 
     def parse(
         self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] = ()

@@ -116,6 +116,86 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "",
         "a released bug: a key held down changes every later key and click",
     ),
+    Deviation(
+        "qwen3vl",
+        "a response without a readable `<tool_call>`",
+        "OSWorld's parser logs the error and returns no code: the step does nothing and the "
+        "episode goes on",
+        "a parse error, re-sampled (`calls_per_step`)",
+        "",
+        "an empty step is recorded as a failure to act, never as a silent no-op",
+    ),
+    Deviation(
+        "qwen3vl",
+        "`terminate` with `status: failure`",
+        "OSWorld maps every terminate to DONE, whatever the status",
+        "ends the session as `fail`",
+        "",
+        "the model said it failed; the status is recorded as it said",
+    ),
+    Deviation(
+        "qwen3vl",
+        "`triple_click`, `hscroll`, `answer`",
+        "OSWorld's qwen3vl parser has no branch for them: nothing happens (its prompt does not "
+        "offer them; the Qwen cookbook's tool does)",
+        "a triple click; a horizontal wheel; the answer is kept and ends the episode's answer "
+        "at `terminate`",
+        "",
+        "the cookbook's action space is the model's; ownloop's prompt states it",
+    ),
+    Deviation(
+        "qwen3vl",
+        "`scroll` by a large `pixels`",
+        "`pyautogui.scroll(pixels)`: that many wheel clicks",
+        "at most 50 notches",
+        "",
+        "a scroll of -500 clicks would hold a worker for long and scroll nowhere new",
+    ),
+    Deviation(
+        "qwen3vl",
+        "the system prompt's prose",
+        "built inside `Qwen3VLAgent.predict()` (OSWorld), no constant to read; EvoCUA's S2 "
+        "prompt is constants in `mm_agents/evocua/prompts.py`",
+        "ownloop's own wording of the same tool, actions and 1000x1000 frame; `prompt=evocua` "
+        "reads EvoCUA's from the clone given by `--released`",
+        "`--released PATH` with `prompt=evocua`",
+        "no released text is copied into ownloop",
+    ),
+    Deviation(
+        "holo",
+        "the navigation prompt and the thinking switch",
+        "H Company's demo builds its prompt from the pydantic schema of `NavigationStep`; "
+        "thinking is switched by the chat template (`enable_thinking`)",
+        "ownloop's own prompt stating the same schema; `thinking=true` asks for a think block "
+        "in the prompt (the request carries no chat-template switch)",
+        "`thinking=true`",
+        "no released text is copied; ownloop's request has no chat-template field",
+    ),
+    Deviation(
+        "holo",
+        "`refresh` and `restart`",
+        "reload the page; restart the episode at its first URL",
+        "a parse error, re-sampled",
+        "",
+        "ownloop has no page-reload operation",
+    ),
+    Deviation(
+        "glmv",
+        "the system prompt",
+        "zai-org/GLM-V's agent guide and hud-python's GLM tool describe the PC action space; no "
+        "prompt constant to read",
+        "ownloop's own statement of the same actions and 0-999 grid",
+        "",
+        "no released text is copied into ownloop",
+    ),
+    Deviation(
+        "glmv",
+        "`key(keys=...)` names",
+        "hud-python lowercases and splits on `+`, then the executor presses them",
+        "the same, and a name no keyboard knows is a parse error, re-sampled",
+        "",
+        "the browser would fail one step later on an unknown key",
+    ),
 )
 """Every documented deviation, grouped by agent."""
 

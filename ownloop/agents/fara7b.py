@@ -52,7 +52,6 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
-    task_text,
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.fara_prompt import (
@@ -296,7 +295,7 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
                     Message(role="assistant", parts=(TextPart(text=history[index - 1].response),))
                 )
             if index == 0:
-                text = task_text(task)
+                text = self.task_text(task)
             elif index < keep_from:
                 continue  # the released agent drops these whole
             else:

@@ -49,7 +49,6 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
-    task_text,
 )
 from ownloop.agents.coordinates import Point, Size, smart_resize
 from ownloop.agents.opencua_prompt import RELEASED_SPEC, prompt_texts
@@ -273,7 +272,7 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
                     messages.append(
                         Message(role="assistant", parts=(TextPart(text="\n".join(merged)),))
                     )
-        instruction = self.texts.instruction.format(instruction=task_text(task))
+        instruction = self.texts.instruction.format(instruction=self.task_text(task))
         messages.append(Message(role="user", parts=(now.screenshot, TextPart(text=instruction))))
         return tuple(messages)
 

@@ -40,6 +40,14 @@ class AgentOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Options every agent has; subclasses add theirs and may change a default."""
 
     viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x800"
+    task_text: Annotated[
+        Literal["wrapped", "bare"],
+        Meta(
+            description="wrapped: 'You are interacting with a web application at URL. Your "
+            "task: ...' (the seed harness's wording); bare: the task alone, as the released "
+            "loops pass it"
+        ),
+    ] = "wrapped"
 
     def __post_init__(self) -> None:
         width, height = viewport_size(self.viewport)

@@ -39,7 +39,6 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
-    task_text,
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
@@ -185,7 +184,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         from ui_tars.prompt import COMPUTER_USE_DOUBAO
 
         template: str = COMPUTER_USE_DOUBAO
-        return template.format(language=self.config.language, instruction=task_text(task))
+        return template.format(language=self.config.language, instruction=self.task_text(task))
 
     def build_messages(
         self, task: Task, history: Sequence[PastStep], now: Observation

@@ -1,4 +1,4 @@
-"""One contract over all four agents: what the recorder and replay rely on from any agent.
+"""One contract over every agent: what the recorder and replay rely on from any agent.
 
 - any text parses or raises AgentParseError (one line), nothing else;
 - render → parse gives back every action kind the agent can write;
@@ -399,6 +399,10 @@ def test_the_watch_would_see_an_eval(tmp_path: Path) -> None:
 def test_a_point_off_the_page_is_a_rejected_no_op_or_the_agents_own_clamp(name: str) -> None:
     agent = agent_for(name)
     text = _NUMBER.sub("99999", agent.render("", [Click(x=640.0, y=360.0)], (1280, 720)))
+    if name == "holo":  # its schema bounds a point to [0, 1000]: off the grid is a parse error
+        with pytest.raises(AgentParseError, match=r"action\.x must be a number in \[0, 1000\]"):
+            agent.parse(text, (1280, 720), ())
+        return
     parsed = _parse(agent, text, (1280, 720))
     assert parsed is not None, text
     (action,) = parsed.actions
@@ -445,7 +449,7 @@ def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Pa
         env={**os.environ, "OWNLOOP_PATH": str(tmp_path)},
     )
     assert listing.returncode == 0, listing.stderr
-    assert [line.split()[0] for line in listing.stdout.splitlines()[:4]] == NAMES
+    assert [line.split()[0] for line in listing.stdout.splitlines()[: len(NAMES)]] == NAMES
     assert "prompt: built-in (no clone of microsoft/fara found" in listing.stdout
     one = subprocess.run(
         [*command, "fara7b", "--released", str(tmp_path)],
@@ -461,7 +465,7 @@ def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Pa
     bad = subprocess.run([*command, "gpt-99"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1
     assert bad.stderr.strip() == (
-        "Error: unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars"
+        "Error: unknown agent 'gpt-99'. Choose one of: " + ", ".join(NAMES)
     )
 
 
