@@ -106,6 +106,7 @@ class Agent(Protocol):
     parser_version: str
     prompt_source: str  # "package:ui-tars 0.5.1", "released:/path/module.py" or "built-in"
     settings: LoopSettings
+    coordinate_frame: str  # how its points map to the page (``frames.FRAMES``)
 
     def options(self) -> dict[str, Scalar]:
         """The agent's own settings (its options Struct), recorded in RunStarted."""

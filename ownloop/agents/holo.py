@@ -16,7 +16,7 @@ missing ``action.x``, an ``x`` of 1001, a ``direction`` of "sideways"), re-sampl
 Thinking (``-o thinking=true``): the model writes ``<think>...</think>`` before the JSON; either
 way a leading think block is read as the step's reasoning. The request holds the system text
 with the schema, then one user turn: the task, the earlier steps' notes, thoughts and actions as
-JSON (the last ``history``), and the current screenshot only.
+JSON under ``## Step N`` headings (the last ``history``), and the current screenshot only.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class HoloAgent(AgentBase[HoloOptions]):
     ) -> tuple[Message, ...]:
         shown = history[len(history) - min(len(history), self.config.history) :]
         steps = [
-            f"Step {len(history) - len(shown) + index + 1}: {_step_json(past.response)}"
+            f"## Step {len(history) - len(shown) + index + 1}\n{_step_json(past.response)}"
             for index, past in enumerate(shown)
         ]
         text = f"Task: {self.task_text(task)}\nPrevious steps:\n" + (

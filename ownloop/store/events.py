@@ -513,6 +513,10 @@ class ActionParsed(EventBase, tag="action_parsed", frozen=True, kw_only=True):
     actions: tuple[Action, ...] = ()
     error: str | None = None
     model_size: tuple[int, int] | None = None  # the model's coordinate space (width, height)
+    # How the model's points map to the page: "pixels", "smart-resize" (x * W / model width),
+    # "relative-999" (int(x * W / 999)), "relative-1000" (x * W / 1000) or "percent"; "" when
+    # not recorded (older journals, imports). See ownloop/agents/frames.py.
+    coordinate_frame: str = ""
 
 
 class BrowserActed(EventBase, tag="browser_acted", frozen=True, kw_only=True):
