@@ -82,9 +82,12 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation(
         "opencua",
         "a point with both numbers in [0, 1], e.g. `click(x=1, y=1)`",
-        "OSWorld's qwen25 projection reads it as a fraction of the screen (`round(x*W)`): the "
-        "bottom-right corner for (1, 1)",
-        "the same: a fraction of the page, clamped to the last pixel (1919x1079 for 1920x1080)",
+        "OSWorld's qwen25 projection reads it as a fraction but multiplies by the smart_resize "
+        "size (`round(x*W')`: 1932x1092 for a 1920x1080 screen, past its edge, where the X "
+        "server keeps the pointer on the last pixel): the bottom-right corner for (1, 1)",
+        "a fraction of the page's own size (`round(x*W)`), clamped to the last pixel "
+        "(1919x1079 for 1920x1080): the same corner for (1, 1), a point up to 0.6% nearer the "
+        "top-left elsewhere",
         "`fractions=false` reads it as model pixels like every other point ((1, 1) is the "
         "top-left pixel)",
         "OSWorld's rule is deliberate and the published 7B scores come from it; no target sits "

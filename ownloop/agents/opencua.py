@@ -12,9 +12,11 @@ found as OSWorld's regular expressions find them; the code is the last fenced bl
 ``python`` or ``code`` optional). It runs through ``pyautogui.py``'s whitelist interpreter —
 never through Python. Numbers are absolute pixels of the screenshot's smart_resize space
 (factor 28, min_pixels 3136: 1920x1080 is seen as 1932x1092), mapped back as OSWorld's "qwen25"
-projection does: ``int(x / 1932 * 1920)``. As there, a point with both numbers in [0, 1] is read
-as a fraction of the screen (``round(x * 1920)``; ``click(x=1, y=1)`` is the bottom-right corner),
-kept on the page's last pixel as the released VM's X server keeps the pointer; option
+projection does: ``int(x / 1932 * 1920)``. A point with both numbers in [0, 1] is read as a
+fraction: OSWorld multiplies it by the smart_resize size (``round(x * 1932)``, which can fall past
+the screen's edge, where the VM's X server keeps the pointer on the last pixel); ownloop
+multiplies by the page's own size (``round(x * 1920)``, at most its last pixel), so
+``click(x=1, y=1)`` is the bottom-right corner either way; option
 ``fractions=false`` reads it as model pixels like every other point (the 7B's training format,
 where (1, 1) is the top-left pixel).
 
@@ -124,8 +126,9 @@ class QwenCoordinates:
     """OSWorld's "qwen25" projection: model pixels of the smart-resized image → page pixels.
 
     Args:
-        fractions: a point with both numbers in [0, 1] is a fraction of the page (OSWorld's
-            rule), kept on its last pixel; False reads it as model pixels like any other.
+        fractions: a point with both numbers in [0, 1] is a fraction of the page, kept on its
+            last pixel (OSWorld multiplies it by the smart_resize size instead, then the X server
+            clamps); False reads it as model pixels like any other.
     """
 
     def __init__(self, image: Size, model: Size, *, fractions: bool = True) -> None:
