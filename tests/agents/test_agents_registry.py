@@ -65,8 +65,8 @@ def test_unknown_option_lists_the_options() -> None:
         make_agent("uitars", temprature=0.5)
     assert str(caught.value) == (
         "agent 'uitars' has no option 'temprature'. Its options: viewport, task_text, "
-        "frequency_penalty, max_tokens, images, scroll_notches, notch_px, drag_steps, wait_s, language. "
-        "See: ownloop agents uitars"
+        "frequency_penalty, max_tokens, images, scroll_notches, notch_px, drag_steps, wait_s, "
+        "language. See: ownloop agents uitars"
     )
 
 
