@@ -216,7 +216,10 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
             reader = _Reader(self, arguments, raw, image, model, pointer)
             actions.extend(reader.actions())
             pointer = reader.pointer
-        thought = rest.split("<tool_call>", 1)[0].strip()
+        thought = rest.split("<tool_call>", 1)[0]
+        for _, raw in calls:
+            thought = thought.replace(raw, "")
+        thought = thought.strip()
         thought = "\n".join(part for part in (think, thought) if part)
         space = (1000, 1000) if self.config.mode == "relative" else (model.width, model.height)
         return Parsed(thought=thought, actions=tuple(actions), model_size=space)
