@@ -295,6 +295,9 @@ class MouseWheel(_OpBase, tag="mouse.wheel", frozen=True, kw_only=True):
 
 class KeyboardType(_OpBase, tag="keyboard.type", frozen=True, kw_only=True):
     text: str
+    # True: the text goes in as one input, as a paste does (keyboard.insert_text): a tab in it is
+    # a character, not a focus move. False: typed key by key (keyboard.type).
+    paste: bool = False
 
 
 class KeyboardPress(_OpBase, tag="keyboard.press", frozen=True, kw_only=True):
