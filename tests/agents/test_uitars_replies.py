@@ -15,13 +15,13 @@ import pytest
 from ownloop.agents.base import AgentParseError
 from ownloop.agents.uitars import UiTarsAgent
 from ownloop.store.events import (
-    KeyboardType,
     Action,
     CallUser,
     Click,
     Drag,
     Finish,
     Hotkey,
+    KeyboardType,
     KeyDown,
     KeyUp,
     Move,
