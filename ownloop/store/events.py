@@ -448,6 +448,10 @@ class RunStarted(EventBase, tag="run_started", frozen=True, kw_only=True):
     suite: str = ""
     tasks_sha256: str = ""
     prompt_source: str = ""
+    # Where a released text came from, exactly: the clone's commit (when a git checkout) and the
+    # sha256 of each file read (absolute path -> hex digest); empty for built-in prompts.
+    released_commit: str = ""
+    released_sha256: dict[str, str] = {}
     versions: Versions = Versions()
     # The run's contract (admission, see DESIGN §10): what a resume must match.
     suite_version: str = ""  # e.g. the miniwob package's version
