@@ -220,7 +220,7 @@ class AgentBase(Generic[_O]):
                 f"{self.max_response_chars})"
             )
         try:
-            return _inside(self.read(text, image_size, history), image_size)
+            return _inside(self.read(text, image_size, history), image_size, self.config.off_page)
         except AgentParseError:
             raise
         except Exception as error:  # noqa: BLE001 - the guard: any failure is a parse error
@@ -256,17 +256,33 @@ class AgentBase(Generic[_O]):
 
 
 _POINTS = (("x", "y"), ("x2", "y2"))
+OFF_PAGE_MARGIN = 1.0
+"""How far outside the page an off-page point is moved (``off_page=chromium``): still outside,
+so Chromium delivers the click to ``<html>`` as it delivers the model's own point, without
+sending a browser coordinates such as 1e308."""
 
 
-def _inside(parsed: Parsed, image_size: tuple[int, int]) -> Parsed:
-    """Pointer actions outside the page become ``Rejected`` no-ops (a point a model wrote off
-    the screen hits nothing in its released loop either; the episode goes on)."""
+def _inside(parsed: Parsed, image_size: tuple[int, int], off_page: str = "chromium") -> Parsed:
+    """Pointer actions outside the page, by ``off_page``:
+
+    - ``chromium`` (the default): the point moves to just outside the page's edge
+      (``OFF_PAGE_MARGIN``), so the browser does what Chromium does with the model's own point:
+      a click there lands on ``<html>`` and blurs the focused input (measured; a test keeps it);
+    - ``reject``: the action becomes a ``Rejected`` no-op that hits nothing, the episode goes on.
+    """
     width, height = image_size
     actions = list(parsed.actions)
     for index, action in enumerate(actions):
         for x_field, y_field in _POINTS:
             x, y = getattr(action, x_field, None), getattr(action, y_field, None)
             if x is None or y is None or (0 <= x <= width and 0 <= y <= height):
+                continue
+            if off_page == "chromium":
+                edge = {
+                    x_field: _bounded(x, width),
+                    y_field: _bounded(y, height),
+                }
+                action = actions[index] = msgspec.structs.replace(action, **edge)
                 continue
             actions[index] = Rejected(
                 raw=action.raw,
@@ -279,3 +295,7 @@ def _inside(parsed: Parsed, image_size: tuple[int, int]) -> Parsed:
     if actions == list(parsed.actions):
         return parsed
     return msgspec.structs.replace(parsed, actions=tuple(actions))
+
+
+def _bounded(value: float, side: int) -> float:
+    return float(min(max(value, -OFF_PAGE_MARGIN), side + OFF_PAGE_MARGIN))

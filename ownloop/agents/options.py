@@ -48,6 +48,14 @@ class AgentOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
             "loops pass it"
         ),
     ] = "wrapped"
+    off_page: Annotated[
+        Literal["chromium", "reject"],
+        Meta(
+            description="a point the model wrote off the page: chromium clicks just outside it "
+            "as Chromium delivers such a click (to <html>, blurring the focused input); reject "
+            "records it as a no-op that hits nothing"
+        ),
+    ] = "chromium"
 
     def __post_init__(self) -> None:
         width, height = viewport_size(self.viewport)

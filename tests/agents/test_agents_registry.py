@@ -36,6 +36,7 @@ def test_uitars_defaults_follow_the_design() -> None:
     assert agent.options() == {
         "viewport": "1280x800",
         "task_text": "wrapped",
+        "off_page": "chromium",
         "frequency_penalty": 0.0,
         "max_tokens": 500,
         "images": 5,
@@ -64,7 +65,7 @@ def test_unknown_option_lists_the_options() -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("uitars", temprature=0.5)
     assert str(caught.value) == (
-        "agent 'uitars' has no option 'temprature'. Its options: viewport, task_text, "
+        "agent 'uitars' has no option 'temprature'. Its options: viewport, task_text, off_page, "
         "frequency_penalty, max_tokens, images, scroll_notches, notch_px, drag_steps, wait_s, "
         "language. See: ownloop agents uitars"
     )

@@ -3,7 +3,8 @@
 - any text parses or raises AgentParseError (one line), nothing else;
 - render → parse gives back every action kind the agent can write;
 - a very long response is refused before the grammar sees it, quickly;
-- every pointer action of a parsed response lands inside the viewport, at three viewport sizes;
+- every pointer action of a parsed response lands inside the viewport (or just outside it, where
+  Chromium gets a point the model wrote off the page), at three viewport sizes;
 - hostile text never reaches eval or exec (nor starts a process or writes a file).
 """
 
@@ -25,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ownloop.agents import AGENTS, Agent, make_agent
-from ownloop.agents.base import AgentBase, AgentParseError, Parsed
+from ownloop.agents.base import OFF_PAGE_MARGIN, AgentBase, AgentParseError, Parsed
 from ownloop.agents.describe import deviations_markdown, options_markdown
 from ownloop.agents.deviations import DEVIATIONS, deviations_of
 from ownloop.agents.fara7b import Fara7bOptions
@@ -311,7 +312,12 @@ def test_pointer_actions_land_inside_the_viewport(
             x, y = getattr(action, x_field, None), getattr(action, y_field, None)
             if x is None or y is None:
                 continue
-            assert 0 <= x <= width and 0 <= y <= height, (text, action)
+            # inside the page, or just outside it where Chromium gets an off-page point
+            margin = OFF_PAGE_MARGIN
+            assert -margin <= x <= width + margin and -margin <= y <= height + margin, (
+                text,
+                action,
+            )
 
 
 # ---------------------------------------------------------------------- hostile text
@@ -396,7 +402,9 @@ def test_the_watch_would_see_an_eval(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_point_off_the_page_is_a_rejected_no_op_or_the_agents_own_clamp(name: str) -> None:
+def test_a_point_off_the_page_goes_where_chromium_sends_it_or_is_a_rejected_no_op(
+    name: str,
+) -> None:
     agent = agent_for(name)
     text = _NUMBER.sub("99999", agent.render("", [Click(x=640.0, y=360.0)], (1280, 720)))
     if name == "holo":  # its schema bounds a point to [0, 1000]: off the grid is a parse error
@@ -406,9 +414,14 @@ def test_a_point_off_the_page_is_a_rejected_no_op_or_the_agents_own_clamp(name: 
     parsed = _parse(agent, text, (1280, 720))
     assert parsed is not None, text
     (action,) = parsed.actions
-    if isinstance(action, Click):  # molmoweb clamps to the page, as its released executor
+    assert isinstance(action, Click), action
+    if name == "molmoweb":  # it clamps to the page, as its released executor
         assert 0 <= action.x <= 1280 and 0 <= action.y <= 720
         return
+    # the default (off_page=chromium): just outside the page, where Chromium clicks <html>
+    assert (action.x, action.y) == (1280 + OFF_PAGE_MARGIN, 720 + OFF_PAGE_MARGIN)
+    rejecting = make_agent(name, viewport="1280x720", off_page="reject")
+    (action,) = rejecting.parse(text, (1280, 720), ()).actions
     assert isinstance(action, Rejected), action
     assert "is outside the 1280x720 page" in action.reason
     assert agent.translate(action) == ()

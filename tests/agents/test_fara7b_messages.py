@@ -203,6 +203,7 @@ def test_settings_follow_the_released_harness(fara: Fara7bAgent) -> None:
     assert fara.options() == {
         "viewport": "1440x900",
         "task_text": "wrapped",
+        "off_page": "chromium",
         "images": 3,
         "max_tokens": None,
         "pause": 3.0,

@@ -69,6 +69,7 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
     assert a.options() == {
         "viewport": "1280x720",
         "task_text": "wrapped",
+        "off_page": "chromium",
         "history": 10,
         "temperature": 0.7,
         "top_p": 0.8,
