@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["DEVIATIONS", "Deviation", "deviations_of"]
+__all__ = ["DEVIATIONS", "RELEASED_COMMITS", "Deviation", "deviations_of"]
 
 
 class Deviation(NamedTuple):
@@ -23,7 +23,7 @@ class Deviation(NamedTuple):
     why: str
 
 
-DEVIATIONS: tuple[Deviation, ...] = (
+_ROWS: tuple[Deviation, ...] = (
     Deviation(
         "fara7b",
         "tool description and property descriptions in the system message",
@@ -120,6 +120,166 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "a released bug: a key held down changes every later key and click",
     ),
     Deviation(
+        "all",
+        "a point the model wrote off the page",
+        "the released loops send it to the browser or the X server as it is: Chromium delivers a "
+        "click outside the page to `<html>`, which blurs the focused input",
+        "the same for the browser: the point is moved just outside the page's edge (1 px) and "
+        "clicked there, so Chromium does what it does with the model's own point",
+        "`off_page=reject` records a no-op that hits nothing",
+        "a coordinate such as 1e308 is not sent to a browser; what the page sees is Chromium's",
+    ),
+    Deviation(
+        "all",
+        "the task as the model reads it",
+        "the released loops pass the task text bare",
+        'wrapped: "You are interacting with a web application at URL. Your task: ..." (the '
+        "seed harness's wording; the scripted experts find the task and its start URL in it)",
+        "`task_text=bare` passes the task alone",
+        "a recorded run keeps the wording it was recorded with (`runs.agent_settings`)",
+    ),
+    Deviation(
+        "fara7b",
+        "`key` with `control`, `Return` and other names outside the released key map",
+        "passed to Playwright as written (lower-cased): `control` and `return` are no Playwright "
+        "keys, and the action fails",
+        "`control` presses Control, `Return` presses Enter (the shared key table)",
+        "",
+        "a released gap: the model means the key",
+    ),
+    Deviation(
+        "fara7b",
+        '`keys` given as one string, e.g. `"keys": "Enter"`',
+        "the released controller iterates it and presses E, n, t, e, r",
+        "presses the one key named",
+        "",
+        "a released bug: the model names one key",
+    ),
+    Deviation(
+        "fara7b",
+        "`web_search` and a `visit_url` with a space",
+        "Bing (`https://www.bing.com/search?q=...&FORM=QBLH`)",
+        "the same",
+        "`search_url=...` sends the query elsewhere (a local test site)",
+        "tests and offline runs cannot reach Bing",
+    ),
+    Deviation(
+        "molmoweb",
+        "`browser_nav` with `tab_focus`",
+        "focuses the tab of that index",
+        "a `Rejected` no-op: ownloop shows the model one tab, the newest",
+        "",
+        "ownloop follows the newest tab and has no tab-switch operation",
+    ),
+    Deviation(
+        "molmoweb",
+        "`browser_nav` with `new_tab`",
+        "opens a new blank page and makes it the current one",
+        "goes to `about:blank` in the current tab",
+        "",
+        "the model sees the same blank page; ownloop records one tab per session",
+    ),
+    Deviation(
+        "opencua",
+        "non-ASCII text in `pyautogui.write`",
+        "pyautogui on the released X11 VM types only the characters it has keys for: the rest "
+        "is dropped",
+        "types every character (Playwright's `keyboard.type`)",
+        "",
+        "the model wrote the text; the drop is the X11 keyboard's, not the model's",
+    ),
+    Deviation(
+        "opencua",
+        "X11 key names pyautogui does not know (e.g. `cmd`, `command`, `super`)",
+        "pyautogui on X11 presses nothing for a name it does not know",
+        "mapped through the shared key table (`cmd` is Meta); a name no table knows is a parse "
+        "error, re-sampled",
+        "",
+        "the model means the key; an unknown key would otherwise be a silent no-op",
+    ),
+    Deviation(
+        "opencua",
+        "`computer.triple_click(x, y)`, `scroll(x=, y=)` and `mouseDown`/`mouseUp` points",
+        "OSWorld projects only click-like calls, moveTo and dragTo: these points are used as "
+        "screen pixels unprojected",
+        "every point is projected from the model's space",
+        "",
+        "a released gap: the model wrote every point in one space",
+    ),
+    Deviation(
+        "opencua",
+        "`pyautogui.scroll(-5, x=..., y=...)`",
+        "the projection rebuilds the call without its positional amount",
+        "scrolls 5 notches at the point",
+        "",
+        "a released bug: the amount is the model's",
+    ),
+    Deviation(
+        "opencua",
+        "a `)` inside a string, e.g. `pyautogui.write(message='f(x)')`",
+        "the extraction regex `pyautogui\\.\\w+\\([^\\)]*\\)` cuts the call at the first `)`",
+        "the whole call (an AST reads it)",
+        "",
+        "a released bug: the model wrote the whole text",
+    ),
+    Deviation(
+        "opencua",
+        "a statement outside the whitelist (e.g. `import os`, `subprocess.run(...)`)",
+        "OSWorld runs the code block as Python on the VM",
+        "the block stops there as `python -c` stops at a failing statement; a `Rejected` action "
+        "records why",
+        "",
+        "ownloop never runs model text",
+    ),
+    Deviation(
+        "opencua",
+        "a block with nothing to do (only `pass` or imports)",
+        "ends the episode with no action",
+        "a zero-second wait; the episode goes on",
+        "",
+        "the released loop would have gone on to the next step had the code done nothing",
+    ),
+    Deviation(
+        "uitars",
+        "`scroll(direction='left')` / `'right'`",
+        "the package's pyautogui code handles only up and down: left and right do nothing",
+        "scrolls horizontally",
+        "",
+        "a released gap: the model asked for a horizontal scroll",
+    ),
+    Deviation(
+        "uitars",
+        "box tokens left in, square boxes `[x1, y1, x2, y2]`, `Action:` followed by a newline",
+        "the package fails to read them (its regexes and its split on `Action: `)",
+        "repaired before the package reads the text",
+        "",
+        "the model's intent is plain; a re-sample would cost a call for a formatting slip",
+    ),
+    Deviation(
+        "uitars",
+        "two actions on one line, e.g. `click(...) type(...)`",
+        "the package reads the line as one `type` of the whole line and pastes it",
+        "a parse error, re-sampled",
+        "",
+        "typing the model's own action text into the page is never what it meant",
+    ),
+    Deviation(
+        "uitars",
+        "a tab inside typed text",
+        "pasted (input_swap): the tab goes into the field",
+        "the same: the tab is inserted as a character (`keyboard.insert_text`), the rest typed",
+        "",
+        "typed key by key a tab would move the focus",
+    ),
+    Deviation(
+        "uitars",
+        "typed text in general",
+        "pasted through the clipboard (pyperclip + ctrl+v, `input_swap=True`)",
+        "typed key by key (Playwright's `keyboard.type`), but for tabs",
+        "",
+        "key events are what pages listen to; the text that arrives is the same",
+    ),
+    Deviation(
         "qwen3vl",
         "a response without a readable `<tool_call>`",
         "OSWorld's parser logs the error and returns no code: the step does nothing and the "
@@ -200,9 +360,32 @@ DEVIATIONS: tuple[Deviation, ...] = (
         "the browser would fail one step later on an unknown key",
     ),
 )
-"""Every documented deviation, grouped by agent."""
+
+DEVIATIONS: tuple[Deviation, ...] = tuple(
+    sorted(_ROWS, key=lambda row: (row.agent != "all", row.agent))
+)
+"""Every documented deviation, grouped by agent (those of every agent first)."""
+
+
+RELEASED_COMMITS: tuple[tuple[str, str], ...] = (
+    ("uitars", "bytedance/UI-TARS @ 582f3a7 and the ui-tars 0.5.1 package"),
+    (
+        "opencua",
+        "xlang-ai/OpenCUA @ 1d70f20; OSWorld's mm_agents/opencua (fork mrwwk/DeskCraft @ 3e11457)",
+    ),
+    ("fara7b", "microsoft/fara @ 3f3f1fd"),
+    ("molmoweb", "allenai/molmoweb @ 6a841b4"),
+    (
+        "qwen3vl",
+        "OSWorld's mm_agents/qwen3vl_agent.py and mm_agents/evocua/prompts.py "
+        "(fork mrwwk/DeskCraft @ 4db5e46 and 4893b45)",
+    ),
+    ("holo", "H Company's Holo1.5 navigation demo: the NavigationStep schema and its actions"),
+    ("glmv", "hud-evals/hud-python @ 0cbcd15, hud/tools/computer/glm.py"),
+)
+"""The released code each agent's rows were checked against: the table is complete for it."""
 
 
 def deviations_of(agent: str) -> tuple[Deviation, ...]:
-    """The rows of one agent."""
-    return tuple(row for row in DEVIATIONS if row.agent == agent)
+    """The rows of one agent, those of every agent (``all``) first."""
+    return tuple(row for row in DEVIATIONS if row.agent in ("all", agent))

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from ownloop.agents import AGENTS, Agent, make_agent
 from ownloop.agents.base import OFF_PAGE_MARGIN, AgentBase, AgentParseError, Parsed
 from ownloop.agents.describe import deviations_markdown, options_markdown
-from ownloop.agents.deviations import DEVIATIONS, deviations_of
+from ownloop.agents.deviations import DEVIATIONS, RELEASED_COMMITS, deviations_of
 from ownloop.agents.fara7b import Fara7bOptions
 from ownloop.agents.options import option_docs
 from ownloop.store.errors import OwnloopError
@@ -449,7 +449,26 @@ def test_every_released_bug_the_issue_names_is_a_row() -> None:
     assert any(agent == "uitars" and "`')`" in what for agent, what in rows)
     assert any(agent == "opencua" and "hotkey(keys=" in what for agent, what in rows)
     assert any(agent == "fara7b" and '"/"' in what for agent, what in rows)
-    assert {row.agent for row in DEVIATIONS} == set(AGENTS)
+    assert {row.agent for row in DEVIATIONS} == set(AGENTS) | {"all"}
+    # issue 31: the rows that were missing
+    behaviours = " ".join(f"{agent}: {what}" for agent, what in rows)
+    for agent, what in [
+        ("all", "off the page"),
+        ("all", "the task as the model reads it"),
+        ("opencua", "non-ASCII"),
+        ("opencua", "X11 key names"),
+        ("molmoweb", "tab_focus"),
+        ("molmoweb", "new_tab"),
+        ("fara7b", "`control`, `Return`"),
+        ("fara7b", "one string"),
+        ("uitars", "'left'"),
+        ("uitars", "box tokens left in"),
+        ("uitars", "two actions on one line"),
+    ]:
+        assert f"{agent}: " in behaviours and any(
+            row_agent == agent and what in row_what for row_agent, row_what in rows
+        ), (agent, what)
+    assert {agent for agent, _ in RELEASED_COMMITS} == set(AGENTS)
 
 
 def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Path) -> None:
