@@ -60,7 +60,7 @@ def agent_lines(name: str, roots: str | None) -> list[str]:
             f"  - {_plain(row.behaviour)}",
             f"    released: {_plain(row.released)}",
             f"    ownloop:  {_plain(row.default)}",
-            f"    option:   {_plain(row.option) or 'none (a released bug, not reproduced)'}",
+            f"    option:   {_plain(row.option) or 'none'}",
             f"    why:      {_plain(row.why)}",
         ]
     return lines
@@ -78,7 +78,7 @@ def deviations_markdown(rows: tuple[Deviation, ...] = DEVIATIONS) -> str:
             row.behaviour,
             row.released,
             row.default,
-            row.option or "none: a released bug, not reproduced",
+            row.option or "none",
             row.why,
         )
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
