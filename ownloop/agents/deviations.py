@@ -316,12 +316,13 @@ _ROWS: tuple[Deviation, ...] = (
     ),
     Deviation(
         "qwen3vl",
-        "the system prompt's prose",
-        "built inside `Qwen3VLAgent.predict()` (OSWorld), no constant to read; EvoCUA's S2 "
-        "prompt is constants in `mm_agents/evocua/prompts.py`",
-        "ownloop's own wording of the same tool, actions and 1000x1000 frame; `prompt=evocua` "
-        "reads EvoCUA's from the clone given by `--released`",
-        "`--released PATH` with `prompt=evocua`",
+        "the system prompt and the instruction",
+        "built inside `Qwen3VLAgent.predict()` (OSWorld's `mm_agents/qwen3vl_agent.py`); "
+        "EvoCUA's S2 prompt is constants in `mm_agents/evocua/prompts.py`",
+        "read from the clone given by `--released` (the string literals `predict()` assigns, "
+        "never run; the tool's property descriptions and its action enum, which offers the "
+        "Qwen cookbook's full list, are ownloop's); without a clone, ownloop's own wording",
+        "`--released PATH`; `prompt=evocua` for EvoCUA's",
         "no released text is copied into ownloop",
     ),
     Deviation(

@@ -23,8 +23,9 @@ key_up. A click without a coordinate clicks at the pointer. ``answer`` keeps its
 episode's answer is the last one given when ``terminate`` ends it. A response with no readable
 tool call is a parse error (re-sampled), where the released loop runs nothing and goes on.
 
-``-o prompt=evocua`` sends EvoCUA's S2 prompt: read from a clone of OSWorld
-(``mm_agents/evocua/prompts.py``) with ``--released``, else ownloop's own wording of it.
+With ``--released`` naming a clone of OSWorld the prompt texts are the released ones
+(``qwen3vl_prompt.py`` reads them, never runs them); ``-o prompt=evocua`` sends EvoCUA's S2
+prompt (``mm_agents/evocua/prompts.py``). Without a clone: ownloop's own wording of each.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ownloop.agents.coordinates import Point, Size, smart_resize
 from ownloop.agents.frames import Frame, from_grid, pointer_after, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
-from ownloop.agents.qwen3vl_prompt import EVOCUA_SPEC, instruction_text, system_text
+from ownloop.agents.qwen3vl_prompt import QWEN3VL_SPEC, instruction_text, system_text
 from ownloop.agents.released import Released
 from ownloop.store.events import (
     Action,
@@ -143,14 +144,14 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
     parser_name = "qwen3vl"
     parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = Qwen3VlOptions
-    released_spec = EVOCUA_SPEC
-    """EvoCUA's prompt constants (``-o prompt=evocua``); Qwen3-VL's prompt is built inside the
-    released agent's predict(), so ownloop states it in its own words."""
+    released_spec = QWEN3VL_SPEC
+    """Qwen3-VL's texts (read from the released agent's predict()) and EvoCUA's prompt
+    constants (``-o prompt=evocua``), from one clone of OSWorld (``qwen3vl_prompt.py``)."""
 
     def __init__(
         self, options: Qwen3VlOptions | None = None, released: Released | None = None
     ) -> None:
-        super().__init__(options, released if _wants(options, "evocua") else None)
+        super().__init__(options, _for_prompt(options, released))
         config = self.config
         self.coordinate_frame: Frame = (
             "relative-999" if config.mode == "relative" else "smart-resize"
@@ -186,7 +187,7 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
             f"Step {index + 1}: {summary_of(past.response) or _performing(past.parsed)}"
             for index, past in enumerate(history[:start])
         ]
-        instruction = instruction_text(self.task_text(task), earlier)
+        instruction = instruction_text(self.task_text(task), earlier, self.released)
         messages = [Message(role="system", parts=(TextPart(text=self.system_message(size)),))]
         for offset, past in enumerate(history[start:]):
             parts: tuple[Part, ...] = (past.observation.screenshot,)
@@ -320,8 +321,14 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
 # ---------------------------------------------------------------------- parsing helpers
 
 
-def _wants(options: Qwen3VlOptions | None, prompt: str) -> bool:
-    return options is not None and options.prompt == prompt
+def _for_prompt(options: Qwen3VlOptions | None, released: Released | None) -> Released | None:
+    """``released`` when it holds the chosen prompt's texts (else the built-in ones are used,
+    and ``prompt_source`` says so)."""
+    if released is None:
+        return None
+    prompt = options.prompt if options is not None else "qwen3vl"
+    key = "S2_SYSTEM_PROMPT" if prompt == "evocua" else "qwen3vl.description"
+    return released if key in released.constants else None
 
 
 def _performing(parsed: Parsed) -> str:
