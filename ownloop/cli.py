@@ -1070,9 +1070,17 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     metavar="DELTA",
     help="Exit 1 when B is worse than A by more than DELTA with confidence.",
 )
+@click.option(
+    "--by-domain",
+    is_flag=True,
+    help="table: also each domain's pass rates (OSWorld's chrome, gimp, ...) and every shared "
+    "task's first divergent step.",
+)
 @click.pass_context
 @_friendly
-def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None) -> None:
+def compare(
+    ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None, by_domain: bool
+) -> None:
     """Run B against run A per task: pass rates, B - A with a paired bootstrap interval,
     McNemar's test, the tasks that flipped and where each first diverged.
 
@@ -1084,6 +1092,10 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
     if fmt == "table":
         _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
+        if by_domain:
+            from ownloop.replay.domains import domain_report
+
+            _echo_lines(domain_report(_store(ctx), result))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
     if delta is not None and result.worse_than(delta):
@@ -1163,22 +1175,50 @@ def audit_blind_command(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["harness", "atif"]),
+    type=click.Choice(["harness", "atif", "osworld"]),
     default="harness",
     show_default=True,
-    help="Harness result folders, or ATIF trajectories (a .json file or a folder of them).",
+    help="Harness result folders, ATIF trajectories (a .json file or a folder of them), or "
+    "an OSWorld result_dir (one run per action space, observation type and model).",
+)
+@click.option("--model", help="osworld: import only this model's folders.")
+@click.option(
+    "--tasks-dir",
+    type=click.Path(file_okay=False),
+    help="osworld: OSWorld's evaluation_examples, to attach each example's task file.",
 )
 @click.pass_context
 @_friendly
 def import_command(
-    ctx: click.Context, directory: str, agent: str | None, run_id: str | None, fmt: str
+    ctx: click.Context,
+    directory: str,
+    agent: str | None,
+    run_id: str | None,
+    fmt: str,
+    model: str | None,
+    tasks_dir: str | None,
 ) -> None:
-    """Import result folders written by a plain harness (one per task), or ATIF trajectories.
+    """Import result folders written by a plain harness (one per task), ATIF trajectories, or
+    OSWorld's result folders.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
     """
     from ownloop.transfer import import_dir
 
+    if fmt == "osworld":
+        from ownloop.transfer.osworld_import import import_osworld
+
+        found = import_osworld(
+            _store(ctx),
+            directory,
+            agent=agent,
+            run_id=run_id,
+            model=model,
+            tasks_dir=tasks_dir,
+            argv=tuple(sys.argv),
+        )
+        _echo_lines(found.lines())
+        return
     if fmt == "atif":
         from ownloop.transfer.trajectories import import_atif
 
@@ -1194,16 +1234,16 @@ def import_command(
 @click.option(
     "--run",
     "run_id",
-    help="The run (required for session-dir; the others: all runs when left out).",
+    help="The run (required for session-dir and osworld; the others: all runs when left out).",
 )
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld"]),
     default="session-dir",
     show_default=True,
-    help="Harness folders, Parquet views, "
-    "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.",
+    help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
+    "trajectories, OTLP/JSON traces, or OSWorld's result layout (traj.jsonl, result.txt).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(
