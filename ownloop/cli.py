@@ -226,7 +226,12 @@ def _notice(line: str) -> None:
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
-@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob, judge.")
+@click.option(
+    "--expert",
+    default="miniwob",
+    show_default=True,
+    help="Who answers: miniwob, judge, or desktop (the test desktop suite; uitars, opencua).",
+)
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
     "--faults",
@@ -323,6 +328,59 @@ def serve_model(
     )
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
     click.echo(f"ownloop serve-model: {what} at {server.start()}")
+    server.serve_forever()
+
+
+@cli.command("serve-desktop")
+@click.option("--port", default=0, type=int, help="Port to bind on 127.0.0.1; 0 picks a free one.")
+@click.option(
+    "--display", "display", type=int, default=None, help="X display number; default: a free one."
+)
+@click.option(
+    "--size",
+    default="1920x1080",
+    show_default=True,
+    metavar="WxH",
+    help="The screen's size (OSWorld's default is 1920x1080).",
+)
+@click.option(
+    "--apps",
+    default="",
+    metavar="APP,...",
+    help="Apps a fresh desktop runs (after start and each reset): xterm, mousepad, chromium.",
+)
+@click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@click.option(
+    "--reset",
+    "reset_url",
+    metavar="URL",
+    help="Reset the desktop served at URL (POST URL/reset) and exit, e.g. as record --reset.",
+)
+@_friendly
+def serve_desktop(
+    port: int, display: int | None, size: str, apps: str, quiet: bool, reset_url: str | None
+) -> None:
+    """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
+
+    pyautogui code sent to /execute is performed as X input events by ownloop's whitelist
+    interpreter, never run as Python; other commands (task setup steps, getters) run on the
+    desktop as on a VM. POST /reset restores a clean desktop.
+
+    Example: ownloop serve-desktop --size 1280x720 --apps xterm;
+    ownloop record ... --desktop URL --reset "ownloop serve-desktop --reset {url}"
+    """
+    from ownloop.desktopserver import Desktop, DesktopServer
+    from ownloop.desktopserver.display import parse_size
+    from ownloop.desktopserver.server import reset_remote
+
+    if reset_url is not None:
+        click.echo(f"ownloop serve-desktop: {reset_url} reset in {reset_remote(reset_url):.2f} s")
+        return
+    desktop = Desktop(parse_size(size), [a for a in apps.split(",") if a], display)
+    server = DesktopServer(desktop, port=port, log=None if quiet else click.echo)
+    url = server.start()
+    click.echo(f"ownloop serve-desktop: {size} desktop at {url}")
+    sys.stdout.flush()  # whoever started us may read the URL line through a pipe
     server.serve_forever()
 
 
