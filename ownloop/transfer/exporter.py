@@ -5,8 +5,10 @@
 ``steps.jsonl`` in the agent's form (see ``forms.py``) and ``screens/step_NN.png`` byte for byte;
 earlier attempts as ``error_attempt_N/`` with ``attempt.json``. Fields an import kept are written
 back as they came. Each attempt's task, grades and evidence go in an ``ownloop.json`` sidecar
-(``sidecar.py``) that harness graders ignore and import reads back. ``parquet`` writes every
-view as ``<view>.parquet``.
+(``sidecar.py``) that harness graders ignore and import reads back. A session's network
+evidence (the HAR the recorder kept) is also written as ``network.har``, the name and extension
+HAR readers and WebArena-Verified's evaluator expect. ``parquet`` writes every view as
+``<view>.parquet``.
 """
 
 from __future__ import annotations
@@ -207,6 +209,11 @@ class _Writer:
         sidecar = sidecar_of(session, lambda sha256, name: self._copy_blob(sha256, folder / name))
         if sidecar is not None:
             (folder / SIDECAR).write_bytes(sidecar)
+        har = next(
+            (e for e in reversed(session.evidence) if e.name == "network" and e.sha256), None
+        )
+        if har is not None:
+            self._copy_blob(har.sha256, folder / "network.har")
         for item in session.evidence:
             if item.name == "import:file" and item.sha256:
                 if _safe_relative(item.source):

@@ -156,6 +156,9 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
     sent = {h["name"].lower(): h["value"] for h in page["request"]["headers"]}
     assert "text/html" in sent["accept"] and sent["sec-fetch-dest"] == "document", sent
     assert page["response"]["content"]["size"] > 0
+    # Exported as a .har file beside the harness folder, byte for byte.
+    ownloop(store, "export", "--run", "shop", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert (tmp_path / "out" / "blue" / "network.har").read_bytes() == har
 
     # Offline, from the HAR: the same verdicts, checks and grader versions; nothing flips.
     result = ownloop(store, "regrade", "--run", "shop", "--tasks", str(tasks), cwd=tmp_path)
