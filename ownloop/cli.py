@@ -1145,6 +1145,13 @@ def import_command(
     help="otlp: send to this OTLP/HTTP collector (its base URL) instead "
     "of writing traces.jsonl; images and long texts still go under --out.",
 )
+@click.option(
+    "--otlp-encoding",
+    type=click.Choice(["protobuf", "json"]),
+    default="protobuf",
+    show_default=True,
+    help="otlp --endpoint: post application/x-protobuf or OTLP/JSON.",
+)
 @click.pass_context
 @_friendly
 def export_command(
@@ -1156,6 +1163,7 @@ def export_command(
     agent_format: str,
     per_session: bool,
     endpoint: str | None,
+    otlp_encoding: str,
 ) -> None:
     """Write runs as harness folders, Parquet views, SFT records, ATIF or OTLP traces.
 
@@ -1173,6 +1181,7 @@ def export_command(
             agent_format=agent_format,
             per_session=per_session,
             endpoint=endpoint,
+            otlp_encoding=otlp_encoding,
         ).lines()
     )
 

@@ -58,22 +58,22 @@ def export_run(
     agent_format: str = "chat",
     per_session: bool = False,
     endpoint: str | None = None,
+    otlp_encoding: str = "protobuf",
 ) -> ExportResult:
     """Export ``run_id`` as ``fmt`` (one of ``FORMATS``) into ``out``.
 
     ``sft``, ``sft-parquet``, ``atif`` and ``otlp`` export a selection: ``run_id`` and the SQL
     condition ``where`` over the ``sessions`` view (sft's default: passed, counted sessions); see
     ``sft.py``, ``atif.py`` and ``otlp.py``. ``endpoint`` (otlp) sends the traces to an OTLP/HTTP
-    collector instead of writing them.
+    collector instead of writing them, in ``otlp_encoding`` (protobuf or json).
 
     Raises:
         OwnloopError: an unknown format, no run given for session-dir, an unknown run, or an
             ``out`` folder that is not empty (session-dir).
     """
     if fmt in ("sft", "sft-parquet", "atif", "otlp"):
-        return _export_selection(
-            store, run_id, fmt, out, where, agent_format, per_session, endpoint
-        )
+        sink = (endpoint, otlp_encoding)
+        return _export_selection(store, run_id, fmt, out, where, agent_format, per_session, sink)
     if fmt == "parquet":
         from ownloop.store.export import export_views
 
@@ -94,7 +94,7 @@ def _export_selection(
     where: str | None,
     agent_format: str,
     per_session: bool,
-    endpoint: str | None,
+    sink: tuple[str | None, str],
 ) -> ExportResult:
     from ownloop.store.queries import Selection
 
@@ -122,7 +122,8 @@ def _export_selection(
         return ExportResult(Path(out), export_atif(store, selection, out), [])
     from ownloop.transfer.otlp import export_otlp
 
-    return ExportResult(Path(out), export_otlp(store, selection, out, endpoint), [])
+    endpoint, encoding = sink
+    return ExportResult(Path(out), export_otlp(store, selection, out, endpoint, encoding), [])
 
 
 def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportResult:
@@ -212,7 +213,7 @@ class _Writer:
         har = next(
             (e for e in reversed(session.evidence) if e.name == "network" and e.sha256), None
         )
-        if har is not None:
+        if har is not None and har.sha256:
             self._copy_blob(har.sha256, folder / "network.har")
         for item in session.evidence:
             if item.name == "import:file" and item.sha256:
