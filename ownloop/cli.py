@@ -1120,16 +1120,16 @@ def import_command(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "inspect"]),
     default="session-dir",
     show_default=True,
-    help="Harness folders, Parquet views, "
-    "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.",
+    help="Harness folders, Parquet views, SFT records (JSONL or Parquet), "
+    "ATIF trajectories, OTLP traces or Inspect .eval logs (one per run).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(
     "--where",
-    help="sft, atif, otlp: an SQL condition over the sessions view "
+    help="sft, atif, otlp, inspect: an SQL condition over the sessions view "
     "(sft's default: passed and coalesce(counted, true)).",
 )
 @click.option(

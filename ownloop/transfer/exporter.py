@@ -30,7 +30,7 @@ from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
 __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
 
-FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp")
+FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "inspect")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 # In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
@@ -71,7 +71,7 @@ def export_run(
         OwnloopError: an unknown format, no run given for session-dir, an unknown run, or an
             ``out`` folder that is not empty (session-dir).
     """
-    if fmt in ("sft", "sft-parquet", "atif", "otlp"):
+    if fmt in ("sft", "sft-parquet", "atif", "otlp", "inspect"):
         sink = (endpoint, otlp_encoding)
         return _export_selection(store, run_id, fmt, out, where, agent_format, per_session, sink)
     if fmt == "parquet":
@@ -120,6 +120,10 @@ def _export_selection(
         from ownloop.transfer.trajectories import export_atif
 
         return ExportResult(Path(out), export_atif(store, selection, out), [])
+    if fmt == "inspect":
+        from ownloop.transfer.inspect_log import export_inspect
+
+        return ExportResult(Path(out), export_inspect(store, selection, out), [])
     from ownloop.transfer.otlp import export_otlp
 
     endpoint, encoding = sink
