@@ -1,5 +1,6 @@
 """The Python API (``ownloop.open_store``) on a store ``ownloop demo`` recorded, checked against
-the CLI's answers on the same store; the README's example runs as written."""
+the CLI's answers on the same store; the README's example (the same in docs/python-api.md) runs
+as written."""
 
 from __future__ import annotations
 
@@ -36,9 +37,13 @@ def _ownloop(cwd: Path, *args: str) -> str:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A folder where ``ownloop demo --tasks 3`` ran: its store is ./ownloop-data."""
+    """A folder where ``ownloop demo --tasks 3 --judge`` ran: its store is ./ownloop-data."""
     folder = tmp_path_factory.mktemp("demo")
-    _ownloop(folder, "demo", "--tasks", "3")
+    out = _ownloop(folder, "demo", "--tasks", "3", "--judge")
+    # The scripted judge judged the run, three repeats and the controls, and reported on itself.
+    assert "judged 3 of 3 sessions x3 with judge final" in out
+    assert "agreement with the rule graders over 3 sessions: " in out
+    assert "self-agreement over repeats: " in out and "control, blank screenshots: " in out
     yield folder
 
 
@@ -51,7 +56,8 @@ def store_dir(demo: Path, tmp_path: Path) -> Path:
 def _readme_example() -> str:
     section = (ROOT / "README.md").read_text().split("\n## Python API\n", 1)[1].split("\n## ")[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 1
+    page = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "python-api.md").read_text(), re.S)
+    assert len(blocks) == 1 and page == blocks
     return str(blocks[0])
 
 
