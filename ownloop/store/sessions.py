@@ -9,7 +9,7 @@ __all__ = ["budget_notes", "sessions_table"]
 
 _COLUMNS = (
     "session_id, task_id, agent, attempt, status, steps, round(seconds, 1) as seconds, "
-    "passed, answer"
+    "passed, score, answer"
 )
 
 
