@@ -1297,19 +1297,14 @@ def import_command(
 @click.option(
     "--format",
     "fmt",
-<<<<<<< HEAD
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "inspect"]),
-    default="session-dir",
-    show_default=True,
-    help="Harness folders, Parquet views, SFT records (JSONL or Parquet), "
-    "ATIF trajectories, OTLP traces or Inspect .eval logs (one per run).",
-=======
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld"]),
+    type=click.Choice(
+        ["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect"]
+    ),
     default="session-dir",
     show_default=True,
     help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
-    "trajectories, OTLP/JSON traces, or OSWorld's result layout (traj.jsonl, result.txt).",
->>>>>>> main
+    "trajectories, OTLP traces, OSWorld's result layout (traj.jsonl, result.txt), "
+    "or Inspect .eval logs (one per run).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(

@@ -30,11 +30,7 @@ from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
 __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
 
-<<<<<<< HEAD
-FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "inspect")
-=======
-FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld")
->>>>>>> main
+FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 # In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
