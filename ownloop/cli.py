@@ -1297,16 +1297,19 @@ def import_command(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld"]),
+    type=click.Choice(
+        ["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect"]
+    ),
     default="session-dir",
     show_default=True,
     help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
-    "trajectories, OTLP/JSON traces, or OSWorld's result layout (traj.jsonl, result.txt).",
+    "trajectories, OTLP traces, OSWorld's result layout (traj.jsonl, result.txt), "
+    "or Inspect .eval logs (one per run).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(
     "--where",
-    help="sft, atif, otlp: an SQL condition over the sessions view "
+    help="sft, atif, otlp, inspect: an SQL condition over the sessions view "
     "(sft's default: passed and coalesce(counted, true)).",
 )
 @click.option(
@@ -1322,6 +1325,13 @@ def import_command(
     help="otlp: send to this OTLP/HTTP collector (its base URL) instead "
     "of writing traces.jsonl; images and long texts still go under --out.",
 )
+@click.option(
+    "--otlp-encoding",
+    type=click.Choice(["protobuf", "json"]),
+    default="protobuf",
+    show_default=True,
+    help="otlp --endpoint: post application/x-protobuf or OTLP/JSON.",
+)
 @click.pass_context
 @_friendly
 def export_command(
@@ -1333,6 +1343,7 @@ def export_command(
     agent_format: str,
     per_session: bool,
     endpoint: str | None,
+    otlp_encoding: str,
 ) -> None:
     """Write runs as harness folders, Parquet views, SFT records, ATIF or OTLP traces.
 
@@ -1350,6 +1361,7 @@ def export_command(
             agent_format=agent_format,
             per_session=per_session,
             endpoint=endpoint,
+            otlp_encoding=otlp_encoding,
         ).lines()
     )
 
