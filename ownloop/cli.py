@@ -987,13 +987,37 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     "delta",
     type=click.FloatRange(min=0),
     metavar="DELTA",
-    help="Exit 1 when B is worse than A by more than DELTA with confidence.",
+    help="Exit 1 when B is worse than A by more than DELTA with confidence, when fewer than "
+    "--min-tasks tasks are shared, or when a run would fail the seal's completeness audit "
+    "(unless --errors exclude).",
+)
+@click.option(
+    "--errors",
+    type=click.Choice(["fail", "exclude", "refuse"]),
+    help="Units with no graded session (endpoint_error, crashed, missing...): count them as "
+    "failures (fail, the default), leave them out (exclude), or refuse to compare (refuse).",
+)
+@click.option(
+    "--min-tasks",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--fail-if-worse refuses to pass over fewer shared tasks than this.",
 )
 @click.pass_context
 @_friendly
-def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None) -> None:
-    """Run B against run A per task: pass rates, B - A with a paired bootstrap interval,
-    McNemar's test, the tasks that flipped and where each first diverged.
+def compare(
+    ctx: click.Context,
+    run_a: str,
+    run_b: str,
+    fmt: str,
+    delta: float | None,
+    errors: str | None,
+    min_tasks: int,
+) -> None:
+    """Run B against run A per task: pass rates (errored units counted as failures), B - A with
+    the paired t interval and a paired bootstrap, a test of no difference, the tasks solved by
+    one run only and where each first diverged.
 
     Example: ownloop compare baseline candidate --fail-if-worse 0.05
     """
@@ -1001,19 +1025,19 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
 
     from ownloop.replay.compare import compare_runs, comparison_view
 
-    result = compare_runs(_store(ctx), run_a, run_b)
+    policy: Any = errors or "fail"
+    result = compare_runs(_store(ctx), run_a, run_b, errors=policy, min_tasks=min_tasks)
     if fmt == "table":
         Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
         _echo_lines(result.score_lines())  # whole lines, never wrapped
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
-    if delta is not None and result.worse_than(delta):
-        click.echo(
-            f"B is worse than A by more than {delta} with confidence: the interval of "
-            f"B - A ends at {result.difference.high:+.3f} < {-delta}",
-            err=True,
-        )
-        ctx.exit(1)
+    if delta is not None:
+        reasons = result.gate(delta, check_complete=errors != "exclude")
+        for reason in reasons:
+            click.echo(visible(reason, one_line=True), err=True)
+        if reasons:
+            ctx.exit(1)
 
 
 @cli.group()

@@ -381,6 +381,7 @@ _RUN_COLUMNS: dict[str, str] = {
     "replays": "coalesce(p.replays, 0)",
     "imported": "coalesce(starts_with(r.suite, 'import:'), false)",
     "score": "u.score",
+    "errored": "coalesce(u.errored, 0)",
     "ci_low": "u.ci_low",
     "ci_high": "u.ci_high",
     "boot_low": "b.ci_low",
@@ -397,8 +398,8 @@ RUN_COLUMNS: tuple[str, ...] = tuple(_RUN_COLUMNS)
 
 # Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones).
 # Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones). The
-# scores are run_scores' and flip_rates' (the same formulas over scored_units), computed here
-# from one read of scored_units: those views each read the sessions view again, and on a store
+# scores are run_scores' and flip_rates' (the same formulas over unit_outcomes), computed here
+# from one read of unit_outcomes: those views each read the sessions view again, and on a store
 # of 10k sessions every read of it costs about 0.1 s.
 _RUNS_FROM = (
     "(select run_id from run_started union select run_id from session_started) i "
@@ -413,16 +414,20 @@ _RUNS_FROM = (
     "filter (where parent_session_id is null)) as varchar) as statuses, "
     "min(agent) as agent, min(model) as model, min(started_at) as started_at "
     "from sessions group by run_id) p on p.run_id = i.run_id "
-    "left join (select run_id, n, passes / n as score, "
+    "left join (select run_id, n, errored, passes / n as score, "
     "case when passes = 0 then 0.0 else greatest(0.0, centre - half) end as ci_low, "
     "case when passes = n then 1.0 else least(1.0, centre + half) end as ci_high, "
     "flipped / tasks as flip_rate from (select *, "
     "(passes / n + z * z / (2 * n)) / (1 + z * z / n) as centre, "
     "z / (1 + z * z / n) * sqrt(passes / n * (1 - passes / n) / n + z * z / (4 * n * n)) "
     "as half from (select run_id, sum(n) as n, sum(passes) as passes, count(*) as tasks, "
-    "count(*) filter (where passes > 0 and passes < n) as flipped, 1.959963984540054 as z "
-    "from (select run_id, task_id, count(*) as n, count(*) filter (where passed) as passes "
-    "from scored_units where passed is not null group by run_id, task_id) group by run_id))) u "
+    "count(*) filter (where graded_passes > 0 and graded_passes < graded) as flipped, "
+    "sum(errored) as errored, 1.959963984540054 as z "
+    "from (select run_id, task_id, count(*) as n, count(*) filter (where scores_as) as passes, "
+    "count(*) filter (where errored) as errored, count(*) filter (where not errored) as graded, "
+    "count(*) filter (where passed) as graded_passes "
+    "from unit_outcomes where scores_as is not null group by run_id, task_id) "
+    "group by run_id))) u "
     "on u.run_id = i.run_id "
     "left join score_bootstraps b on b.run_id = i.run_id "
     "left join (select distinct run_id from run_sealed) sl on sl.run_id = i.run_id"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import msgspec
 
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import RunSealed, SealedSession, now
+from ownloop.store.events import RunSealed, RunStarted, SealedSession, now
 from ownloop.store.ledger import first_run_started, mixed_budgets
 from ownloop.store.verify import seal_fingerprint, verify_store
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RunIsSealed",
     "SealResult",
+    "completeness_reasons",
     "refuse_if_sealed",
     "run_seals",
     "seal_run",
@@ -113,19 +114,19 @@ def _audit(store: Store, run_id: str) -> tuple[list[str], list[SealedSession], i
             "the run has no end after its last start: a recorder is running it, "
             "or was killed (resume it with the same ownloop record command)"
         )
-    rows = store.sql(
-        "select session_id, task_id, coalesce(repeat, 1), status, coalesce(counted, false), "
-        "score, passed from sessions where run_id = $run and parent_session_id is null "
-        "order by task_id, repeat, started_at, session_id",
-        {"run": run_id},
-    ).rows
-    sessions = [
-        SealedSession(session_id=s, task_id=t, repeat=r, status=st, counted=c, score=sc, passed=p)
-        for s, t, r, st, c, sc, p in rows
+    sessions = _sealed_sessions(store, run_id)
+    reasons += _incomplete(started, sessions)
+    mixed = mixed_budgets(store, run_id)
+    if mixed:
+        reasons.append(mixed)
+    return reasons, sessions, started.max_steps
+
+
+def _incomplete(started: RunStarted, sessions: list[SealedSession]) -> list[str]:
+    """The completeness audit: every declared unit has one counted session, none is open."""
+    reasons = [
+        f"session {s.session_id} ({s.task_id}) has no end" for s in sessions if s.status is None
     ]
-    for session in sessions:
-        if session.status is None:
-            reasons.append(f"session {session.session_id} ({session.task_id}) has no end")
     units = {(t, r) for t in started.task_ids for r in range(1, started.repeats + 1)} or {
         (s.task_id, s.repeat) for s in sessions
     }
@@ -140,10 +141,30 @@ def _audit(store: Store, run_id: str) -> tuple[list[str], list[SealedSession], i
             )
     for key in sorted(counted.keys() - units):
         reasons.append(f"task {key[0]} was counted but the run did not declare it")
-    mixed = mixed_budgets(store, run_id)
-    if mixed:
-        reasons.append(mixed)
-    return reasons, sessions, started.max_steps
+    return reasons
+
+
+def completeness_reasons(store: Store, run_id: str) -> list[str]:
+    """Why ``seal`` would refuse ``run_id`` as incomplete (a declared task and repeat without
+    exactly one counted session, a session without an end), without checking its streams;
+    empty when it is complete. A run with no ``RunStarted`` cannot be audited: one reason."""
+    started = first_run_started(store, run_id)
+    if started is None:
+        return [f"run {run_id} has no RunStarted: the seal cannot audit it"]
+    return _incomplete(started, _sealed_sessions(store, run_id))
+
+
+def _sealed_sessions(store: Store, run_id: str) -> list[SealedSession]:
+    rows = store.sql(
+        "select session_id, task_id, coalesce(repeat, 1), status, coalesce(counted, false), "
+        "score, passed from sessions where run_id = $run and parent_session_id is null "
+        "order by task_id, repeat, started_at, session_id",
+        {"run": run_id},
+    ).rows
+    return [
+        SealedSession(session_id=s, task_id=t, repeat=r, status=st, counted=c, score=sc, passed=p)
+        for s, t, r, st, c, sc, p in rows
+    ]
 
 
 def seal_run(store: Store, run_id: str) -> SealResult:
