@@ -66,6 +66,10 @@ ErrorPolicy = Literal["fail", "exclude", "refuse"]
 MIN_TASKS = 5  # below this many shared tasks the gate refuses to pass
 
 
+# how a run's errored units ended, said of them all when they share one status
+_ENDED = {"missing": "were never run", "unfinished": "never ended"}
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -222,7 +226,7 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
                 }[self.errors]
                 kinds = sorted(side.errored.items(), key=lambda kv: (-kv[1], kv[0]))
                 ended = (
-                    f"ended {kinds[0][0]}"
+                    _ENDED.get(kinds[0][0], f"ended {kinds[0][0]}")
                     if len(kinds) == 1
                     else "had no graded session ("
                     + ", ".join(f"{n} {status}" for status, n in kinds)
@@ -273,11 +277,15 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
         )
         for task in self.flipped:
             side = "A" if task.solved_a else "B"
-            where = task.divergence.line() if task.divergence is not None else ""
+            where = (
+                f"; {task.divergence.line()}"
+                if task.divergence is not None
+                else "; no graded pair to align (errored units)"
+            )
             lines.append(
                 visible(
                     f"  {task.task_id}: solved by {side} only (Fisher p = {task.p_value:.3g}, "
-                    f"Holm {task.p_holm:.3g}); {where}",
+                    f"Holm {task.p_holm:.3g}){where}",
                     one_line=True,
                 )
             )
@@ -515,15 +523,16 @@ def _with_divergence(
     tasks_b: dict[str, list[Unit]],
 ) -> TaskComparison:
     """A split task with its representative pair's first divergent step: the solving run's
-    first passing repeat against the other's first failing one (a recorded one: an errored
-    unit may have no session)."""
+    first passing repeat against the other's first failing one, both graded (an errored unit
+    did not get as far as the agent's choices, or has no session at all): none when there is
+    no such pair."""
     if not row.flipped:
         return row
     pick_a = next(
-        (u for u in tasks_a[row.task_id] if u.passed == row.solved_a and u.session_id), None
+        (u for u in tasks_a[row.task_id] if u.passed == row.solved_a and not u.errored), None
     )
     pick_b = next(
-        (u for u in tasks_b[row.task_id] if u.passed == row.solved_b and u.session_id), None
+        (u for u in tasks_b[row.task_id] if u.passed == row.solved_b and not u.errored), None
     )
     if pick_a is None or pick_b is None:
         return row
