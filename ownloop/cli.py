@@ -1042,7 +1042,8 @@ def compare(
 
 @cli.group()
 def audit() -> None:
-    """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1"""
+    """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1;
+    ownloop audit noop --run r1"""
 
 
 @audit.command("blind")
@@ -1082,6 +1083,51 @@ def audit_blind_command(
             f"{task} blind on seed {seed}: "
             f"{'ungraded' if passed is None else 'pass' if passed else 'fail'}",
             err=True,
+        ),
+    )
+    _print_rows(result.rows, fmt)
+    if fmt == "table":
+        _echo_lines(result.lines())
+
+
+@audit.command("noop")
+@click.option("--run", "run_id", required=True, help="The run whose tasks to grade untouched.")
+@click.option(
+    "--threshold",
+    default=0.2,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Flag a task whose untouched start state scores above this (or passes).",
+)
+@click.option("--settle", default=0.2, show_default=True, help="Pause after setup, seconds.")
+@click.option("--chromium", help="Path to a Chromium to drive.")
+@_format_option("the audit (a row per task)")
+@click.pass_context
+@_friendly
+def audit_noop_command(
+    ctx: click.Context,
+    run_id: str,
+    threshold: float,
+    settle: float,
+    chromium: str | None,
+    fmt: str,
+) -> None:
+    """Grade each task's untouched start state (its setup on the episode the run used, no
+    action, its graders): a task that scores above --threshold with no action is flagged
+    (views noop_audit, passes_untouched; seal lists them).
+
+    Example: ownloop audit noop --run r1
+    """
+    from ownloop.replay.noop import audit_noop
+
+    result = audit_noop(
+        _store(ctx, create=False),
+        run_id,
+        threshold=threshold,
+        settle_s=settle,
+        chromium=chromium,
+        on_replay=lambda task, score: click.echo(
+            f"{task} untouched: {'ungraded' if score is None else f'score {score:g}'}", err=True
         ),
     )
     _print_rows(result.rows, fmt)

@@ -35,6 +35,7 @@ __all__ = [
     "RunIsSealed",
     "SealResult",
     "completeness_reasons",
+    "flagged_task_lines",
     "refuse_if_sealed",
     "run_seals",
     "seal_run",
@@ -52,15 +53,18 @@ class SealResult(NamedTuple):
     run_id: str
     reasons: list[str]
     seal: RunSealed | None
+    notes: tuple[str, ...] = ()  # tasks the audits flagged (they do not stop the seal)
 
     def lines(self) -> list[str]:
         if self.seal is None:
             return [
                 *(f"refused: {reason}" for reason in self.reasons),
+                *self.notes,
                 f"run {self.run_id} was not sealed: {len(self.reasons)} reasons above",
             ]
         counted = sum(s.counted for s in self.seal.sessions)
         return [
+            *self.notes,
             f"sealed run {self.run_id}: {len(self.seal.sessions)} sessions "
             f"({counted} counted), {len(self.seal.streams)} streams, "
             f"{self.seal.blobs} blobs, budget {self.seal.budget}",
@@ -185,8 +189,9 @@ def seal_run(store: Store, run_id: str) -> SealResult:
     report = verify_store(store, streams=streams)
     reasons += [f"damage: {p.line()}" for p in report.problems if p.severity == "error"]
     heads = [report.heads[stream] for stream in streams if stream in report.heads]
+    notes = tuple(flagged_task_lines(store, run_id))
     if reasons:
-        return SealResult(run_id, reasons, None)
+        return SealResult(run_id, reasons, None, notes)
     draft = RunSealed(
         at=now(),
         run_id=run_id,
@@ -200,4 +205,20 @@ def seal_run(store: Store, run_id: str) -> SealResult:
     with store.stream() as writer:
         writer.append([seal])
     store.sync()
-    return SealResult(run_id, [], seal)
+    return SealResult(run_id, [], seal, notes)
+
+
+def flagged_task_lines(store: Store, run_id: str) -> list[str]:
+    """A line for each audit that flagged tasks of the run: those whose untouched start state
+    passes (``passes_untouched``, ``audit noop``) and those a blind replay passes
+    (``non_discriminative``, ``audit blind``); none when no task was flagged."""
+    found = store.sql(
+        "select 'pass with no action at all (audit noop)', task_id from passes_untouched "
+        "where run_id = $run union all select 'a blind replay passes (audit blind)', task_id "
+        "from non_discriminative where run_id = $run order by 1, 2",
+        {"run": run_id},
+    ).rows
+    by_kind: dict[str, list[str]] = {}
+    for kind, task in found:
+        by_kind.setdefault(str(kind), []).append(str(task))
+    return [f"tasks that {kind}: {', '.join(tasks)}" for kind, tasks in by_kind.items()]

@@ -509,3 +509,24 @@ group by run_id, task_id;
 create view non_discriminative as
 select run_id, task_id, replays, passes, blind_pass_rate from blind_audit
 where non_discriminative;
+
+-- Null-agent replays (`ownloop audit noop`): a run's session re-executed with none of its steps
+-- (replay --execute ops over zero steps, ending no_action with no answer): the task's setup on
+-- the episode the run used, no action at all, then the task's graders.
+create view noop_replays as
+select p.run_id, p.task_id, p.session_id as parent_session_id, c.session_id, c.status,
+    c.passed, c.score
+from sessions c join sessions p on p.session_id = c.parent_session_id
+where c.replay_mode = 'ops' and c.task_id = p.task_id and c.steps = 0
+    and c.status = 'no_action' and c.answer is null and p.parent_session_id is null;
+
+-- Per task of a run: its graded null-agent replays, their best score, and the flag: the
+-- untouched start state passes, or scores above 0.2 (`audit noop --threshold` prints others).
+create view noop_audit as
+select run_id, task_id, count(*) as replays, count(*) filter (where passed) as passes,
+    max(score) as noop_score, coalesce(max(score) > 0.2, false) or bool_or(passed)
+        as passes_untouched
+from noop_replays where passed is not null group by run_id, task_id;
+
+create view passes_untouched as
+select run_id, task_id, replays, passes, noop_score from noop_audit where passes_untouched;
