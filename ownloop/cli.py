@@ -610,7 +610,7 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
         if made_here:  # refused before writing anything: leave no empty store behind
             _remove_if_unused(path)
         raise
-    click.echo(summary_text(summary, store))
+    _echo(summary_text(summary, store))  # its query hint names the store when not the default
     if summary.interrupted:
         _exit_interrupted()
     ctx.exit(exit_code(summary))
@@ -623,6 +623,16 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     type=click.Choice(get_args(Status)),
     metavar="STATUS",
     help=f"Only sessions with this status: {', '.join(get_args(Status))}.",
+)
+@click.option(
+    "--passed",
+    type=click.Choice(["yes", "no"]),
+    help="Only sessions whose latest grade passed (yes) or failed (no).",
+)
+@click.option(
+    "--failed",
+    is_flag=True,
+    help="Only sessions that did not pass: a failed grade, or an end with an error.",
 )
 @click.option("--limit", default=50, show_default=True)
 @click.option(
@@ -640,15 +650,22 @@ def sessions(
     ctx: click.Context,
     run_id: str | None,
     status: str | None,
+    passed: str | None,
+    failed: bool,
     limit: int,
     fmt: str,
     max_rows: int | None,
 ) -> None:
-    """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
+    """List sessions, newest first, each failed one with its reason (the grader's failed check
+    or the error). Example: ownloop sessions --run demo --failed"""
     from ownloop.store.sessions import budget_notes, sessions_table
 
+    if failed and passed:
+        raise click.UsageError("give --failed or --passed, not both")
     with _reading(ctx) as store:
-        rows = sessions_table(store, run_id=run_id, status=status, limit=limit)
+        rows = sessions_table(
+            store, run_id=run_id, status=status, limit=limit, passed="failed" if failed else passed
+        )
         notes = budget_notes(store, run_id)
     _print_rows(rows, fmt, max_rows)
     if notes:  # on stderr when the rows are CSV or JSON, which a note would corrupt

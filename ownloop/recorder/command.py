@@ -47,6 +47,9 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     """The closing lines of a run."""
     counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts().items()))
     lines = [f"run {summary.run_id}: {counts or 'nothing to do'} in {summary.seconds:.1f}s"]
+    score = score_line(store, summary.run_id)
+    if score:
+        lines.append(score)
     if summary.skipped:
         lines.append(f"{summary.skipped} tasks were done already")
     if summary.elsewhere:
@@ -73,6 +76,35 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     query = sql_command("select * from sessions where run_id = $run", run=summary.run_id)
     lines.append(f"store: {store.root}   query: {query}")
     return "\n".join(lines)
+
+
+def score_line(store: Store, run_id: str) -> str | None:
+    """How the run did, as the dashboard's headline says it: its pass rate over its scored
+    units with the task-clustered 95% interval, errored units counted as failures (named);
+    None when nothing of it is graded."""
+    rows = store.sql(
+        "select sessions, score, ci_low, ci_high, errored, tasks from run_scores "
+        "where run_id = $run and method = 'task_bootstrap'",
+        {"run": run_id},
+    ).rows
+    if not rows:
+        return None
+    units, score, low, high, errored, tasks = rows[0]
+    passes = round(score * units)
+    errors = store.sql(
+        "select status, count(*) from unit_outcomes where run_id = $run and errored "
+        "group by status order by count(*) desc, status",
+        {"run": run_id},
+    ).rows
+    counted = (
+        "; " + ", ".join(f"{n} {status}" for status, n in errors) + " counted as failures"
+        if errored
+        else ""
+    )
+    return (
+        f"passed {passes}/{units} units: {score:.3f} (95% task-clustered interval "
+        f"{low:.3f} to {high:.3f} over {tasks} tasks{counted})"
+    )
 
 
 def exit_code(summary: RunSummary) -> int:

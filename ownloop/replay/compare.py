@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
@@ -513,7 +514,7 @@ def _standard_error(differences: list[float]) -> float:
     if n < 2:
         return float("nan")
     mean = sum(differences) / n
-    return (sum((d - mean) ** 2 for d in differences) / (n - 1) / n) ** 0.5
+    return math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1) / n)
 
 
 def _with_divergence(

@@ -151,8 +151,8 @@ def sign_flip_test(
         for v in values:
             following: dict[int, int] = {}
             for total, ways in counts.items():
-                for signed in (total + v, total - v):
-                    following[signed] = following.get(signed, 0) + ways
+                for reached in (total + v, total - v):
+                    following[reached] = following.get(reached, 0) + ways
             counts = following
         reaching = sum(ways for total, ways in counts.items() if abs(total) >= observed)
         return reaching / 2 ** len(values), True

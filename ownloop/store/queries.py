@@ -364,6 +364,8 @@ _SESSION_COLUMNS: dict[str, str] = {
     "started_at": "started_at",
     "replay_of": "parent_session_id",
     "answer": "answer",
+    # the grader's first failed check, or the error (see the view failure_reasons)
+    "reason": "(select f.reason from failure_reasons f where f.session_id = sessions.session_id)",
 }
 _RUN_COLUMNS: dict[str, str] = {
     "run_id": "i.run_id",
@@ -745,8 +747,8 @@ def search_steps(
 
 def _rates_query(run_ids: Sequence[str]) -> Query:
     return (
-        "select run_id, task_id, count(*), count(*) filter (where passed) from scored_units "
-        "where passed is not null and list_contains($runs, run_id) group by run_id, task_id "
+        "select run_id, task_id, count(*), count(*) filter (where scores_as) from unit_outcomes "
+        "where scores_as is not null and list_contains($runs, run_id) group by run_id, task_id "
         "order by task_id, run_id",
         {"runs": list(run_ids)},
     )
@@ -757,7 +759,8 @@ def _rates(result: QueryResult) -> list[tuple[str, str, int, int]]:
 
 
 def task_rates(store: Store, run_ids: Sequence[str]) -> list[tuple[str, str, int, int]]:
-    """(run id, task id, graded units, passes) of these runs' scored units."""
+    """(run id, task id, scored units, passes) of these runs' scored units (an errored unit
+    counts as a failed one, see ``unit_outcomes``)."""
     return _rates(store.sql(*_rates_query(run_ids)))
 
 

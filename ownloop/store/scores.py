@@ -39,7 +39,8 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
     rows = con.execute(
         "select run_id, task_id, list(scores_as order by repeat), "
         "count(*) filter (where errored) from unit_outcomes "
-        "where scores_as is not null and list_contains($runs::varchar[], run_id) group by run_id, task_id order by run_id, task_id",
+        "where scores_as is not null and list_contains($runs::varchar[], run_id) "
+        "group by run_id, task_id order by run_id, task_id",
         {"runs": changed},
     ).fetchall()
     by_run: dict[str, list[list[bool]]] = {}

@@ -326,13 +326,19 @@ union all
 select s.stream, s.byte_offset, null, 'unreadable', s.error, false
 from skipped_lines s anti join damaged_lines d using (stream, byte_offset);
 
+-- The sessions the runs recorded themselves: the sessions view without the replays (children:
+-- parent_session_id set, e.g. audit replays). Retried attempts are still here; the scores count
+-- one session per unit (scored_units, unit_outcomes), so `avg(score) from recorded` over a run
+-- with retries can differ from its run_scores score.
+create view recorded as select * from sessions where parent_session_id is null;
+
 -- Statistics. The scored unit is the ledger's: one session per (run, task, repeat), the one
 -- SessionCounted marked counted. A unit no SessionCounted settled (an imported run, or one
 -- recorded before the ledger) takes its first session to end with a scored status. Replays are
 -- left out. passed is the unit's latest grade (NULL: ungraded, left out of the views below).
 create view scored_units as
 with own as (
-    select * from sessions where parent_session_id is null and task_id is not null
+    select * from recorded where task_id is not null
 ),
 ledger as (
     select run_id, task_id, repeat, arg_min(session_id, ended_at) as session_id
@@ -530,3 +536,27 @@ from noop_replays where passed is not null group by run_id, task_id;
 
 create view passes_untouched as
 select run_id, task_id, replays, passes, noop_score from noop_audit where passes_untouched;
+
+-- Why a session did not pass, in one line: the latest grade's first failed check ("answer:
+-- expected 'Myron', got 'Myro'"), else the grade's details when it failed, else the session's
+-- error (endpoint_error, error, crashed...). NULL for a session that passed or has neither.
+create view failure_reasons as
+with g as (
+    select session_id, passed, details,
+        list_filter(
+            coalesce(from_json(checks, '[{"name": "VARCHAR", "passed": "BOOLEAN", '
+                || '"expected": "VARCHAR", "actual": "VARCHAR"}]'), []),
+            lambda c: not coalesce(c.passed, false))[1] as failed
+    from grades where latest
+)
+select s.session_id,
+    case when g.passed = false and g.failed is not null
+            then g.failed.name || ': expected ' || coalesce(g.failed.expected, '') || ', got '
+                || coalesce(g.failed.actual, '')
+        when g.passed = false then coalesce(nullif(g.details, ''), 'failed (' || s.grader || ')')
+        when g.passed is null and s.error is not null then s.status || ': ' || s.error
+        when g.passed is null and s.status is not null and s.status not in ('finished',
+            'call_user', 'fail', 'max_steps', 'timeout', 'parse_error', 'no_action')
+            then s.status
+    end as reason
+from sessions s left join g using (session_id);

@@ -5,6 +5,7 @@ too few shared tasks, and a run against itself is exactly [0, 0]."""
 from __future__ import annotations
 
 import json
+
 import pytest
 from click.testing import CliRunner, Result
 

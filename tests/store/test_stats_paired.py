@@ -79,7 +79,9 @@ def test_the_paired_t_interval_is_mean_plus_minus_t_times_s_over_root_n(
 def _sign_flip_by_enumeration(d: list[Fraction]) -> float:
     observed = abs(sum(d))
     signs = list(itertools.product((1, -1), repeat=len(d)))
-    reaching = sum(1 for s in signs if abs(sum(x * y for x, y in zip(s, d))) >= observed)
+    reaching = sum(
+        1 for s in signs if abs(sum(x * y for x, y in zip(s, d, strict=True))) >= observed
+    )
     return reaching / len(signs)
 
 
