@@ -226,7 +226,7 @@ def _notice(line: str) -> None:
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
-@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob.")
+@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob, judge.")
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
     "--faults",
@@ -518,6 +518,12 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
     help="Run each task N times (repeats sample the agent; attempts retry errors).",
 )
 @click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only the suite's first N tasks (as inspect eval --limit).",
+)
+@click.option(
     "--max-steps",
     default=40,
     show_default=True,
@@ -610,7 +616,7 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
         if made_here:  # refused before writing anything: leave no empty store behind
             _remove_if_unused(path)
         raise
-    _echo(summary_text(summary, store))  # its query hint names the store when not the default
+    _echo(summary_text(summary, store))  # its query hint names --store when it is not the default
     if summary.interrupted:
         _exit_interrupted()
     ctx.exit(exit_code(summary))
@@ -906,6 +912,70 @@ def replay(
 
 
 @cli.command()
+@click.argument("target", required=False)
+@click.option("--run", "run_id", help="The run whose sessions to judge (or TARGET's run).")
+@click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
+@click.option(
+    "--judge",
+    "judge_name",
+    default="final",
+    show_default=True,
+    metavar="NAME|FILE",
+    help="final, webjudge, or a judge file (JSON: name, system, prompt, verdict, pass).",
+)
+@click.option("--endpoint", metavar="URL", help="The judge model's OpenAI-compatible endpoint.")
+@click.option("--model", default="", metavar="M", help="The judge model's name.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", help="Sent as a Bearer token; never recorded.")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N")
+@click.option(
+    "--controls", is_flag=True, help="Also judge each session blanked and answer-swapped."
+)
+@click.option("--replay", is_flag=True, help="Answer from the recorded judge calls, no model.")
+@click.option(
+    "--report", "report_only", is_flag=True, help="Judge nothing: report what was judged."
+)
+@click.pass_context
+@_friendly
+def judge(
+    ctx: click.Context,
+    target: str | None,
+    run_id: str | None,
+    where: str | None,
+    judge_name: str,
+    endpoint: str | None,
+    model: str,
+    api_key: str | None,
+    repeat: int,
+    controls: bool,
+    replay: bool,
+    report_only: bool,
+) -> None:
+    """Judge recorded sessions with a model, offline; report the judge's agreement with the rule
+    graders, with itself over repeats, and on controls.
+
+    Example: ownloop judge --run r1 --endpoint http://127.0.0.1:8000/v1 --model qwen --repeat 3
+    """
+    from ownloop.replay.judging import JudgeOptions, judge
+
+    if target is None and run_id is None:
+        raise click.UsageError("name the sessions to judge: a TARGET or --run R")
+    options = JudgeOptions(
+        judge=judge_name,
+        run_id=run_id,
+        target=target,
+        where=where,
+        endpoint=endpoint,
+        model=model,
+        api_key=api_key,
+        repeat=repeat,
+        controls=controls,
+        replay=replay,
+        report_only=report_only,
+    )
+    _echo_lines(judge(_store(ctx, create=False), options).lines())
+
+
+@cli.command()
 @click.option("--run", "run_id", help="Only this run's sessions.")
 @click.option("--task", "task_id", help="Only this task's sessions.")
 @click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
@@ -1038,14 +1108,12 @@ def compare(
 
     Example: ownloop compare baseline candidate --fail-if-worse 0.05
     """
-    from rich.console import Console
-
     from ownloop.replay.compare import compare_runs, comparison_view
 
     policy: Any = errors or "fail"
     result = compare_runs(_store(ctx), run_a, run_b, errors=policy, min_tasks=min_tasks)
     if fmt == "table":
-        Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
+        _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")

@@ -31,10 +31,17 @@ def sessions_table(
 ) -> QueryResult:
     """Sessions of ``run_id`` (all runs if None) with ``status`` (any if None), newest first,
     each with the reason it failed (``failure_reasons``). ``passed``: "yes", "no" (graded
-    failures) or "failed" (those and the sessions that ended with an error)."""
+    failures) or "failed" (those and the sessions that ended with an error).
+
+    Raises:
+        OwnloopError: ``run_id`` names no run of the store.
+    """
+    from ownloop.store.queries import require_run
+
     where = []
     params: dict[str, str] = {}
     if run_id:
+        require_run(store, run_id)
         where.append("run_id = $run")
         params["run"] = run_id
     if status:
