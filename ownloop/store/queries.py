@@ -787,8 +787,9 @@ def task_rates(store: Store, run_ids: Sequence[str]) -> list[tuple[str, str, int
 
 
 class RunUnits(NamedTuple):
-    """Runs' graded scored units, (run id, task id, repeat, session id, passed) each, and the
-    runs in the order they started (their first session)."""
+    """Runs' scored units, (run id, task id, repeat, session id, passed) each (an errored unit
+    failed, its session id "" when it has none), and the runs in the order they started (their
+    first session)."""
 
     units: list[tuple[str, str, int, str, bool]]
     runs: list[str]
@@ -800,8 +801,9 @@ def run_units_sessions(store: Store, run_ids: Sequence[str]) -> RunUnits:
     units, order = store.sql_many(
         [
             (
-                "select run_id, task_id, repeat, session_id, passed from scored_units "
-                "where passed is not null and list_contains($runs, run_id) "
+                # errored units count as failed ones, as in compare (session '' when none)
+                "select run_id, task_id, repeat, coalesce(session_id, ''), scores_as "
+                "from unit_outcomes where scores_as is not null and list_contains($runs, run_id) "
                 "order by task_id, run_id, repeat",
                 runs,
             ),
