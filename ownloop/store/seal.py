@@ -64,13 +64,13 @@ class SealResult(NamedTuple):
             ]
         counted = sum(s.counted for s in self.seal.sessions)
         return [
-            *self.notes,
             f"sealed run {self.run_id}: {len(self.seal.sessions)} sessions "
             f"({counted} counted), {len(self.seal.streams)} streams, "
             f"{self.seal.blobs} blobs, budget {self.seal.budget}",
             f"fingerprint {self.seal.fingerprint}",
             f"check it any time with: ownloop verify --run {self.run_id} "
             f"--fingerprint {self.seal.fingerprint[:16]}",
+            *self.notes,
         ]
 
 
