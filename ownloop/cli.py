@@ -664,6 +664,7 @@ def sessions(
 ) -> None:
     """List sessions, newest first, each failed one with its reason (the grader's failed check
     or the error). Example: ownloop sessions --run demo --failed"""
+    from ownloop.store.scores import score_line
     from ownloop.store.sessions import budget_notes, sessions_table
 
     if failed and passed:
@@ -673,6 +674,10 @@ def sessions(
             store, run_id=run_id, status=status, limit=limit, passed="failed" if failed else passed
         )
         notes = budget_notes(store, run_id)
+        if run_id:  # how the run did, errored units counted as the scores count them
+            notes = [
+                f"run {run_id}: {line}" for line in [score_line(store, run_id)] if line
+            ] + notes
     _print_rows(rows, fmt, max_rows)
     if notes:  # on stderr when the rows are CSV or JSON, which a note would corrupt
         click.echo(_hinted("\n".join(visible(n, one_line=True) for n in notes)), err=fmt != "table")

@@ -16,6 +16,7 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
+from ownloop.store.scores import score_line
 
 __all__ = [
     "EXIT_FAILED",
@@ -76,35 +77,6 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     query = sql_command("select * from sessions where run_id = $run", run=summary.run_id)
     lines.append(f"store: {store.root}   query: {query}")
     return "\n".join(lines)
-
-
-def score_line(store: Store, run_id: str) -> str | None:
-    """How the run did, as the dashboard's headline says it: its pass rate over its scored
-    units with the task-clustered 95% interval, errored units counted as failures (named);
-    None when nothing of it is graded."""
-    rows = store.sql(
-        "select sessions, score, ci_low, ci_high, errored, tasks from run_scores "
-        "where run_id = $run and method = 'task_bootstrap'",
-        {"run": run_id},
-    ).rows
-    if not rows:
-        return None
-    units, score, low, high, errored, tasks = rows[0]
-    passes = round(score * units)
-    errors = store.sql(
-        "select status, count(*) from unit_outcomes where run_id = $run and errored "
-        "group by status order by count(*) desc, status",
-        {"run": run_id},
-    ).rows
-    counted = (
-        "; " + ", ".join(f"{n} {status}" for status, n in errors) + " counted as failures"
-        if errored
-        else ""
-    )
-    return (
-        f"passed {passes}/{units} units: {score:.3f} (95% task-clustered interval "
-        f"{low:.3f} to {high:.3f} over {tasks} tasks{counted})"
-    )
 
 
 def exit_code(summary: RunSummary) -> int:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ownloop.store import Store
 
-__all__ = ["Unit", "refresh_bootstraps", "run_units"]
+__all__ = ["Unit", "refresh_bootstraps", "run_units", "score_line"]
 
 # scores_as: the grade, false for an errored unit (see unit_outcomes in views.sql)
 _DIGESTS = (
@@ -98,3 +98,32 @@ def run_units(store: Store, run_id: str) -> list[Unit]:
         {"run": run_id},
     ).rows
     return [Unit(str(t), int(r), str(s), bool(p), str(st), bool(e)) for t, r, s, p, st, e in rows]
+
+
+def score_line(store: Store, run_id: str) -> str | None:
+    """How the run did, as the dashboard's headline says it: its pass rate over its scored
+    units with the task-clustered 95% interval, errored units counted as failures (named);
+    None when nothing of it is graded."""
+    rows = store.sql(
+        "select sessions, score, ci_low, ci_high, errored, tasks from run_scores "
+        "where run_id = $run and method = 'task_bootstrap'",
+        {"run": run_id},
+    ).rows
+    if not rows:
+        return None
+    units, score, low, high, errored, tasks = rows[0]
+    passes = round(score * units)
+    errors = store.sql(
+        "select status, count(*) from unit_outcomes where run_id = $run and errored "
+        "group by status order by count(*) desc, status",
+        {"run": run_id},
+    ).rows
+    counted = (
+        "; " + ", ".join(f"{n} {status}" for status, n in errors) + " counted as failures"
+        if errored
+        else ""
+    )
+    return (
+        f"passed {passes}/{units} units: {score:.3f} (95% task-clustered interval "
+        f"{low:.3f} to {high:.3f} over {tasks} tasks{counted})"
+    )

@@ -85,7 +85,7 @@ def _ownloop(at_store: Store, *args: str) -> Result:
 
 def test_sessions_failed_lists_each_failure_with_its_reason(failed: Store) -> None:
     rows = json.loads(
-        _ownloop(failed, "sessions", "--run", "r1", "--failed", "--format", "json").output
+        _ownloop(failed, "sessions", "--run", "r1", "--failed", "--format", "json").stdout
     )
     reasons = {row["session_id"]: row["reason"] for row in rows}
     assert reasons == {
@@ -93,11 +93,14 @@ def test_sessions_failed_lists_each_failure_with_its_reason(failed: Store) -> No
         "down": "endpoint_error: InternalServerError: Error code: 500",
         "noop-wrong": "failed (answer)",
     }
-    passed = json.loads(_ownloop(failed, "sessions", "--passed", "yes", "--format", "json").output)
+    passed = json.loads(_ownloop(failed, "sessions", "--passed", "yes", "--format", "json").stdout)
     assert {row["session_id"] for row in passed} == {"ok", "noop-ok"}
     assert all(row["reason"] is None for row in passed)
-    graded_failures = _ownloop(failed, "sessions", "--passed", "no", "--format", "json").output
+    graded_failures = _ownloop(failed, "sessions", "--passed", "no", "--format", "json").stdout
     assert {row["session_id"] for row in json.loads(graded_failures)} == {"wrong", "noop-wrong"}
+    table = _ownloop(failed, "sessions", "--run", "r1").output
+    assert "run r1: passed 1/3 units: 0.333 (95% task-clustered interval " in table
+    assert "over 3 tasks; 1 endpoint_error counted as failures)" in table
     both = _ownloop(failed, "sessions", "--failed", "--passed", "no")
     assert both.exit_code == 2 and "give --failed or --passed, not both" in both.output
 
