@@ -701,16 +701,27 @@ def sessions(
     metavar="P",
     help="The expert answers a plausible wrong action with probability P per step.",
 )
+@click.option("--judge", is_flag=True, help="Then judge the run with the scripted judge.")
 @click.pass_context
 @_friendly
-def demo(ctx: click.Context, count: int, workers: int, repeat: int, noise: float) -> None:
+def demo(
+    ctx: click.Context, count: int, workers: int, repeat: int, noise: float, judge: bool
+) -> None:
     """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium.
 
     Example: ownloop demo --repeat 5 --noise 0.3 (then: ownloop sql "select * from flips")
     """
     from ownloop.demo import run_demo
 
-    run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo, repeats=repeat, noise=noise)
+    run_demo(
+        _store(ctx),
+        tasks=count,
+        workers=workers,
+        echo=_echo,
+        repeats=repeat,
+        noise=noise,
+        judge=judge,
+    )
 
 
 @cli.command()
