@@ -226,7 +226,12 @@ def _notice(line: str) -> None:
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
-@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob, judge.")
+@click.option(
+    "--expert",
+    default="miniwob",
+    show_default=True,
+    help="Who answers: miniwob, judge, or desktop (the test desktop suite; uitars, opencua).",
+)
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
     "--faults",
@@ -323,6 +328,59 @@ def serve_model(
     )
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
     click.echo(f"ownloop serve-model: {what} at {server.start()}")
+    server.serve_forever()
+
+
+@cli.command("serve-desktop")
+@click.option("--port", default=0, type=int, help="Port to bind on 127.0.0.1; 0 picks a free one.")
+@click.option(
+    "--display", "display", type=int, default=None, help="X display number; default: a free one."
+)
+@click.option(
+    "--size",
+    default="1920x1080",
+    show_default=True,
+    metavar="WxH",
+    help="The screen's size (OSWorld's default is 1920x1080).",
+)
+@click.option(
+    "--apps",
+    default="",
+    metavar="APP,...",
+    help="Apps a fresh desktop runs (after start and each reset): xterm, mousepad, chromium.",
+)
+@click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@click.option(
+    "--reset",
+    "reset_url",
+    metavar="URL",
+    help="Reset the desktop served at URL (POST URL/reset) and exit, e.g. as record --reset.",
+)
+@_friendly
+def serve_desktop(
+    port: int, display: int | None, size: str, apps: str, quiet: bool, reset_url: str | None
+) -> None:
+    """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
+
+    pyautogui code sent to /execute is performed as X input events by ownloop's whitelist
+    interpreter, never run as Python; other commands (task setup steps, getters) run on the
+    desktop as on a VM. POST /reset restores a clean desktop.
+
+    Example: ownloop serve-desktop --size 1280x720 --apps xterm;
+    ownloop record ... --desktop URL --reset "ownloop serve-desktop --reset {url}"
+    """
+    from ownloop.desktopserver import Desktop, DesktopServer
+    from ownloop.desktopserver.display import parse_size
+    from ownloop.desktopserver.server import reset_remote
+
+    if reset_url is not None:
+        click.echo(f"ownloop serve-desktop: {reset_url} reset in {reset_remote(reset_url):.2f} s")
+        return
+    desktop = Desktop(parse_size(size), [a for a in apps.split(",") if a], display)
+    server = DesktopServer(desktop, port=port, log=None if quiet else click.echo)
+    url = server.start()
+    click.echo(f"ownloop serve-desktop: {size} desktop at {url}")
+    sys.stdout.flush()  # whoever started us may read the URL line through a pipe
     server.serve_forever()
 
 
@@ -1107,6 +1165,12 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     type=click.IntRange(min=1),
     help="--fail-if-worse refuses to pass over fewer shared tasks than this.",
 )
+@click.option(
+    "--by-domain",
+    is_flag=True,
+    help="table: also each domain's pass rates (OSWorld's chrome, gimp, ...) and every shared "
+    "task's first divergent step.",
+)
 @click.pass_context
 @_friendly
 def compare(
@@ -1117,6 +1181,7 @@ def compare(
     delta: float | None,
     errors: str | None,
     min_tasks: int,
+    by_domain: bool,
 ) -> None:
     """Run B against run A per task: pass rates (errored units counted as failures), B - A with
     the paired t interval and a paired bootstrap, a test of no difference, the tasks solved by
@@ -1131,6 +1196,10 @@ def compare(
     if fmt == "table":
         _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
+        if by_domain:
+            from ownloop.replay.domains import domain_report
+
+            _echo_lines(domain_report(_store(ctx), result))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
     if delta is not None:
@@ -1255,22 +1324,50 @@ def audit_noop_command(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["harness", "atif"]),
+    type=click.Choice(["harness", "atif", "osworld"]),
     default="harness",
     show_default=True,
-    help="Harness result folders, or ATIF trajectories (a .json file or a folder of them).",
+    help="Harness result folders, ATIF trajectories (a .json file or a folder of them), or "
+    "an OSWorld result_dir (one run per action space, observation type and model).",
+)
+@click.option("--model", help="osworld: import only this model's folders.")
+@click.option(
+    "--tasks-dir",
+    type=click.Path(file_okay=False),
+    help="osworld: OSWorld's evaluation_examples, to attach each example's task file.",
 )
 @click.pass_context
 @_friendly
 def import_command(
-    ctx: click.Context, directory: str, agent: str | None, run_id: str | None, fmt: str
+    ctx: click.Context,
+    directory: str,
+    agent: str | None,
+    run_id: str | None,
+    fmt: str,
+    model: str | None,
+    tasks_dir: str | None,
 ) -> None:
-    """Import result folders written by a plain harness (one per task), or ATIF trajectories.
+    """Import result folders written by a plain harness (one per task), ATIF trajectories, or
+    OSWorld's result folders.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
     """
     from ownloop.transfer import import_dir
 
+    if fmt == "osworld":
+        from ownloop.transfer.osworld_import import import_osworld
+
+        found = import_osworld(
+            _store(ctx),
+            directory,
+            agent=agent,
+            run_id=run_id,
+            model=model,
+            tasks_dir=tasks_dir,
+            argv=tuple(sys.argv),
+        )
+        _echo_lines(found.lines())
+        return
     if fmt == "atif":
         from ownloop.transfer.trajectories import import_atif
 
@@ -1286,16 +1383,16 @@ def import_command(
 @click.option(
     "--run",
     "run_id",
-    help="The run (required for session-dir; the others: all runs when left out).",
+    help="The run (required for session-dir and osworld; the others: all runs when left out).",
 )
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld"]),
     default="session-dir",
     show_default=True,
-    help="Harness folders, Parquet views, "
-    "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.",
+    help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
+    "trajectories, OTLP/JSON traces, or OSWorld's result layout (traj.jsonl, result.txt).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(

@@ -17,6 +17,7 @@ ALLOWED = {
     "grading": {"store"},
     "recorder": {"store", "agents", "grading"},
     "modelserver": {"store", "agents", "recorder"},
+    "desktopserver": {"store", "agents"},
     "replay": {"store", "agents", "grading", "recorder", "modelserver"},
     "transfer": {"store", "agents", "grading", "replay"},
     "view": {"store", "replay"},

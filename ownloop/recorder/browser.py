@@ -846,6 +846,8 @@ class BrowserSession:
                 page.mouse.up(button=op.button)
             case MouseWheel():
                 page.mouse.wheel(op.dx, op.dy)
+            case KeyboardType(paste=True):
+                page.keyboard.insert_text(op.text)
             case KeyboardType():
                 page.keyboard.type(op.text)
             case KeyboardPress():

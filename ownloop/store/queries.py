@@ -66,6 +66,7 @@ __all__ = [
     "sql_command",
     "target_session",
     "task_attempts",
+    "task_suites",
     "task_rates",
     "user_condition",
     "user_query",
@@ -316,6 +317,16 @@ def task_attempts(store: Store, run_id: str) -> dict[str, int]:
         {"run": run_id},
     ).rows
     return {t: int(a) for t, a in rows if t is not None}
+
+
+def task_suites(store: Store, run_ids: Sequence[str]) -> dict[str, str]:
+    """Each task of these runs and the suite its first session came from (e.g. osworld:chrome)."""
+    rows = store.sql(
+        "select task_id, arg_min(suite, started_at) from sessions "
+        "where list_contains($runs, run_id) and task_id is not null group by task_id",
+        {"runs": list(run_ids)},
+    ).rows
+    return {str(t): str(s or "") for t, s in rows}
 
 
 # ------------------------------------------------------------------ selections of sessions

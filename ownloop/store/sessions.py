@@ -9,7 +9,7 @@ __all__ = ["budget_notes", "sessions_table"]
 
 _COLUMNS = (
     "session_id, task_id, agent, attempt, status, steps, round(seconds, 1) as seconds, "
-    "passed, answer, f.reason"
+    "passed, score, answer, f.reason"
 )
 # --passed yes / no: the grade; --failed: a failed grade, or an end no grade follows
 # (endpoint_error, error, crashed, ... : any status outside the scored ones of scored_units)

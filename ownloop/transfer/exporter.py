@@ -28,7 +28,7 @@ from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
 __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
 
-FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp")
+FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 # In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
@@ -77,6 +77,12 @@ def export_run(
 
         files = export_views(store, out, run_id)
         return ExportResult(Path(out), [f"{f.path} ({f.rows} rows)" for f in files], [])
+    if fmt == "osworld":
+        from ownloop.transfer.osworld_export import export_osworld
+
+        if not run_id:
+            raise OwnloopError("osworld needs a run: pass --run R")
+        return export_osworld(store, run_id, out)
     if fmt != "session-dir":
         raise OwnloopError(f"unknown format {fmt!r}. Choose one of: {', '.join(FORMATS)}")
     if not run_id:
