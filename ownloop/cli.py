@@ -732,7 +732,7 @@ def sessions(
             store, run_id=run_id, status=status, limit=limit, passed="failed" if failed else passed
         )
         notes = budget_notes(store, run_id)
-        if run_id:  # how the run did, errored units counted as the scores count them
+        if run_id and fmt == "table":  # how the run did, errors counted as the scores count them
             notes = [
                 f"run {run_id}: {line}" for line in [score_line(store, run_id)] if line
             ] + notes
