@@ -688,6 +688,16 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     metavar="STATUS",
     help=f"Only sessions with this status: {', '.join(get_args(Status))}.",
 )
+@click.option(
+    "--passed",
+    type=click.Choice(["yes", "no"]),
+    help="Only sessions whose latest grade passed (yes) or failed (no).",
+)
+@click.option(
+    "--failed",
+    is_flag=True,
+    help="Only sessions that did not pass: a failed grade, or an end with an error.",
+)
 @click.option("--limit", default=50, show_default=True)
 @click.option(
     "--format",
@@ -704,16 +714,28 @@ def sessions(
     ctx: click.Context,
     run_id: str | None,
     status: str | None,
+    passed: str | None,
+    failed: bool,
     limit: int,
     fmt: str,
     max_rows: int | None,
 ) -> None:
-    """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
+    """List sessions, newest first, each failed one with its reason (the grader's failed check
+    or the error). Example: ownloop sessions --run demo --failed"""
+    from ownloop.store.scores import score_line
     from ownloop.store.sessions import budget_notes, sessions_table
 
+    if failed and passed:
+        raise click.UsageError("give --failed or --passed, not both")
     with _reading(ctx) as store:
-        rows = sessions_table(store, run_id=run_id, status=status, limit=limit)
+        rows = sessions_table(
+            store, run_id=run_id, status=status, limit=limit, passed="failed" if failed else passed
+        )
         notes = budget_notes(store, run_id)
+        if run_id and fmt == "table":  # how the run did, errors counted as the scores count them
+            notes = [
+                f"run {run_id}: {line}" for line in [score_line(store, run_id)] if line
+            ] + notes
     _print_rows(rows, fmt, max_rows)
     if notes:  # on stderr when the rows are CSV or JSON, which a note would corrupt
         click.echo(_hinted("\n".join(visible(n, one_line=True) for n in notes)), err=fmt != "table")
@@ -1126,7 +1148,22 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     "delta",
     type=click.FloatRange(min=0),
     metavar="DELTA",
-    help="Exit 1 when B is worse than A by more than DELTA with confidence.",
+    help="Exit 1 when B is worse than A by more than DELTA with confidence, when fewer than "
+    "--min-tasks tasks are shared, or when a run would fail the seal's completeness audit "
+    "(unless --errors exclude).",
+)
+@click.option(
+    "--errors",
+    type=click.Choice(["fail", "exclude", "refuse"]),
+    help="Units with no graded session (endpoint_error, crashed, missing...): count them as "
+    "failures (fail, the default), leave them out (exclude), or refuse to compare (refuse).",
+)
+@click.option(
+    "--min-tasks",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--fail-if-worse refuses to pass over fewer shared tasks than this.",
 )
 @click.option(
     "--by-domain",
@@ -1137,16 +1174,25 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
 @click.pass_context
 @_friendly
 def compare(
-    ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None, by_domain: bool
+    ctx: click.Context,
+    run_a: str,
+    run_b: str,
+    fmt: str,
+    delta: float | None,
+    errors: str | None,
+    min_tasks: int,
+    by_domain: bool,
 ) -> None:
-    """Run B against run A per task: pass rates, B - A with a paired bootstrap interval,
-    McNemar's test, the tasks that flipped and where each first diverged.
+    """Run B against run A per task: pass rates (errored units counted as failures), B - A with
+    the paired t interval and a paired bootstrap, a test of no difference, the tasks solved by
+    one run only and where each first diverged.
 
     Example: ownloop compare baseline candidate --fail-if-worse 0.05
     """
     from ownloop.replay.compare import compare_runs, comparison_view
 
-    result = compare_runs(_store(ctx), run_a, run_b)
+    policy: Any = errors or "fail"
+    result = compare_runs(_store(ctx), run_a, run_b, errors=policy, min_tasks=min_tasks)
     if fmt == "table":
         _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
@@ -1156,18 +1202,18 @@ def compare(
             _echo_lines(domain_report(_store(ctx), result))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
-    if delta is not None and result.worse_than(delta):
-        click.echo(
-            f"B is worse than A by more than {delta} with confidence: the interval of "
-            f"B - A ends at {result.difference.high:+.3f} < {-delta}",
-            err=True,
-        )
-        ctx.exit(1)
+    if delta is not None:
+        reasons = result.gate(delta, check_complete=errors != "exclude")
+        for reason in reasons:
+            click.echo(visible(reason, one_line=True), err=True)
+        if reasons:
+            ctx.exit(1)
 
 
 @cli.group()
 def audit() -> None:
-    """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1"""
+    """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1;
+    ownloop audit noop --run r1"""
 
 
 @audit.command("blind")
@@ -1207,6 +1253,51 @@ def audit_blind_command(
             f"{task} blind on seed {seed}: "
             f"{'ungraded' if passed is None else 'pass' if passed else 'fail'}",
             err=True,
+        ),
+    )
+    _print_rows(result.rows, fmt)
+    if fmt == "table":
+        _echo_lines(result.lines())
+
+
+@audit.command("noop")
+@click.option("--run", "run_id", required=True, help="The run whose tasks to grade untouched.")
+@click.option(
+    "--threshold",
+    default=0.2,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Flag a task whose untouched start state scores above this (or passes).",
+)
+@click.option("--settle", default=0.2, show_default=True, help="Pause after setup, seconds.")
+@click.option("--chromium", help="Path to a Chromium to drive.")
+@_format_option("the audit (a row per task)")
+@click.pass_context
+@_friendly
+def audit_noop_command(
+    ctx: click.Context,
+    run_id: str,
+    threshold: float,
+    settle: float,
+    chromium: str | None,
+    fmt: str,
+) -> None:
+    """Grade each task's untouched start state (its setup on the episode the run used, no
+    action, its graders): a task that scores above --threshold with no action is flagged
+    (views noop_audit, passes_untouched; seal lists them).
+
+    Example: ownloop audit noop --run r1
+    """
+    from ownloop.replay.noop import audit_noop
+
+    result = audit_noop(
+        _store(ctx, create=False),
+        run_id,
+        threshold=threshold,
+        settle_s=settle,
+        chromium=chromium,
+        on_replay=lambda task, score: click.echo(
+            f"{task} untouched: {'ungraded' if score is None else f'score {score:g}'}", err=True
         ),
     )
     _print_rows(result.rows, fmt)

@@ -107,8 +107,9 @@ def domain_lines(rows: Sequence[DomainRow], runs: Sequence[str]) -> list[str]:
 
 def task_divergences(store: Store, run_a: str, run_b: str) -> list[tuple[str, Divergence]]:
     """For every task both runs graded, where their first graded sessions first part."""
-    first_a = {u.task_id: u.session_id for u in reversed(run_units(store, run_a))}
-    first_b = {u.task_id: u.session_id for u in reversed(run_units(store, run_b))}
+    # errored units (no graded session, maybe none at all) have nothing to align
+    first_a = {u.task_id: u.session_id for u in reversed(run_units(store, run_a)) if not u.errored}
+    first_b = {u.task_id: u.session_id for u in reversed(run_units(store, run_b)) if not u.errored}
     found = []
     for task_id in sorted(first_a.keys() & first_b.keys()):
         a, b = first_a[task_id], first_b[task_id]
