@@ -518,6 +518,12 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
     help="Run each task N times (repeats sample the agent; attempts retry errors).",
 )
 @click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only the suite's first N tasks (as inspect eval --limit).",
+)
+@click.option(
     "--max-steps",
     default=40,
     show_default=True,
@@ -610,7 +616,7 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
         if made_here:  # refused before writing anything: leave no empty store behind
             _remove_if_unused(path)
         raise
-    click.echo(summary_text(summary, store))
+    _echo(summary_text(summary, store))  # its query hint names --store when it is not the default
     if summary.interrupted:
         _exit_interrupted()
     ctx.exit(exit_code(summary))
@@ -997,13 +1003,11 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
 
     Example: ownloop compare baseline candidate --fail-if-worse 0.05
     """
-    from rich.console import Console
-
     from ownloop.replay.compare import compare_runs, comparison_view
 
     result = compare_runs(_store(ctx), run_a, run_b)
     if fmt == "table":
-        Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
+        _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")

@@ -108,6 +108,7 @@ class RecordOptions(NamedTuple):
     ray_address: str | None = None  # --ray-address: "auto", HOST:PORT; None: $RAY_ADDRESS or local
     suite_source: SuiteSource | None = None  # how a Ray actor loads the same suite
     repeats: int = 1  # --repeat N: each task N times (repeats 1..N), each its own scored unit
+    limit: int | None = None  # --limit N: only the suite's first N tasks (in the suite's order)
 
 
 class RunSummary(NamedTuple):
@@ -595,7 +596,7 @@ def record(
         raise unusable[0]
     for refusal in unusable:
         on_notice(f"notice: {refusal}; the run goes on with the other endpoints")
-    tasks = suite.tasks()
+    tasks = suite.tasks()[: options.limit]
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_graders(tasks, suite.default_grader)
