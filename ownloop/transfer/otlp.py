@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,10 +32,10 @@ from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.render import actions_text
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import BrowserActed, ImagePart, Message, ModelCalled, TextPart
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
+from ownloop.transfer.collector import Endpoint, parse_endpoint, post
 
 __all__ = ["ATTRIBUTE_LIMIT", "TEXT_INLINE", "export_otlp", "session_trace"]
 
@@ -336,11 +334,11 @@ def export_otlp(
         OwnloopError: no session selected, ``out`` is not an empty folder, or the collector
             refused a request or could not be reached.
     """
+    url = parse_endpoint(endpoint) if endpoint else None  # parsed once, before any work
     ids = picked(store, selection)
     root = empty_folder(out)
     files = BlobFiles(store, root, "blobs")
     spans = 0
-    url = _traces_url(endpoint) if endpoint else None
     pending: list[dict[str, Any]] = []
     with StepProgress("export otlp", "session", len(ids)) as progress:
         sink = (root / "traces.jsonl").open("w", encoding="utf-8") if url is None else None
@@ -353,45 +351,26 @@ def export_otlp(
                 else:
                     pending.append(trace)
                     if len(pending) >= _SESSIONS_PER_POST:
-                        _post(url or "", pending)
+                        _post(url, pending)
                         pending = []
                 progress.advance(done)
             if pending:
-                _post(url or "", pending)
+                _post(url, pending)
         finally:
             if sink is not None:
                 sink.close()
-    where = f"sent to {url}" if url else f"{root / 'traces.jsonl'}"
+    where = f"sent to {url.shown}" if url else f"{root / 'traces.jsonl'}"
     return [f"{where}: {len(ids)} traces, {spans} spans (OTLP/JSON)", *files.lines("blobs")]
 
 
-def _traces_url(endpoint: str) -> str:
-    base = endpoint.rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise OwnloopError(
-            f"--endpoint {endpoint!r} is not an http(s) URL. Pass the collector's "
-            "OTLP/HTTP base URL, e.g. http://127.0.0.1:4318"
-        )
-    return base if base.endswith("/v1/traces") else base + "/v1/traces"
-
-
-def _post(url: str, traces: list[dict[str, Any]]) -> None:
+def _post(url: Endpoint | None, traces: list[dict[str, Any]]) -> None:
+    assert url is not None  # (posting: no traces.jsonl is written)
     body = json.dumps(
         {"resourceSpans": [r for t in traces for r in t["resourceSpans"]]}, ensure_ascii=False
     ).encode()
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+    post(
+        url,
+        body,
+        "application/json",
+        "Check --endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)",
     )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http(s) only
-            answer.read()
-    except urllib.error.HTTPError as error:
-        raise OwnloopError(
-            f"the collector at {url} answered {error.code} {error.reason}. Check "
-            "--endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)"
-        ) from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise OwnloopError(
-            f"cannot reach the collector at {url} ({reason}). Start it, or check --endpoint"
-        ) from None
