@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 import msgspec
 
 from ownloop.store.blobs import COMPACTED, BlobStore
+from ownloop.store.claims import stale_temporaries
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     BrowserActed,
@@ -533,7 +534,7 @@ def verify_store(
         and blobs_as_before
     ):  # as the last check found it: what that check reported holds
         return VerifyReport(
-            list(header.problems),
+            list(header.problems) + _claim_problems(store),
             len(names),
             header.events,
             header.blobs,
@@ -622,6 +623,7 @@ def verify_store(
         if sha256 in referenced:
             checked_blobs[sha256] = _Hashed(sha256, "missing", RACY)
     problems.extend(_blob_problems(checked_blobs, referenced))
+    problems.extend(_claim_problems(store) if whole else [])
     heads = {
         stream: StreamHead(stream=stream, events=summary.lines, head=summary.head)
         for stream, summary in summaries.items()
@@ -668,6 +670,21 @@ def verify_store(
             ),
         )
     return report
+
+
+def _claim_problems(store: Store) -> list[Problem]:
+    """A warning for each temporary claim file a killed recorder left (not journal data: the
+    next recorder of the run removes it)."""
+    return [
+        Problem(
+            "warning",
+            path.relative_to(store.root).as_posix(),
+            "stale temporary file",
+            "left by a recorder killed while writing a claim; the next recorder of the run "
+            "removes it (or delete it)",
+        )
+        for path in stale_temporaries(store.root)
+    ]
 
 
 def _run_streams(state: _State, run_id: str) -> set[str]:
