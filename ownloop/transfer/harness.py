@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ownloop.store.images import over_budget
 from ownloop.transfer.files import is_dir as _is_dir
 from ownloop.transfer.files import is_file as _is_file
 from ownloop.transfer.files import read_regular as _read
@@ -208,16 +209,22 @@ def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
     if _is_file(path / "steps.jsonl"):
         attempt.steps = _read_steps(path / "steps.jsonl", prefix, skipped)
     screens_dir = path / "screens"
+    refused: set[int] = set()  # screens over the pixel budget: named once, not as missing too
     if _is_dir(screens_dir):
         for file in sorted(screens_dir.iterdir()):
             match = _SCREEN.fullmatch(file.name)
             data = _read_or_none(file) if match else None
             if match and data is not None:
                 number = int(match.group(1))
+                too_large = over_budget(data)  # measured from its header: never decoded
+                if too_large:
+                    skipped.append(f"{prefix}screens/{file.name} ({too_large})")
+                    refused.add(number)
+                    continue
                 attempt.screens[number] = Screen(number, data, *png_size(data))
     if _is_file(path / "ownloop.json"):
         attempt.sidecar = _read_or_none(path / "ownloop.json")
-    for number in sorted({s.step for s in attempt.steps} - set(attempt.screens)):
+    for number in sorted({s.step for s in attempt.steps} - set(attempt.screens) - refused):
         skipped.append(f"{prefix}screens/step_{number:02d}.png (missing)")
     for file in _files(path):
         relative = file.relative_to(path)

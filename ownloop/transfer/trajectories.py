@@ -55,6 +55,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import new_id
+from ownloop.store.images import over_budget
 from ownloop.store.queries import Selection, imported_files
 from ownloop.store.seal import refuse_if_sealed
 from ownloop.transfer.atif import (
@@ -622,9 +623,13 @@ class _Reader:
         reason = inside(self.file.parent, path)  # never a link, never outside the folder
         if reason is None:
             try:
-                return read_regular(self.file.parent / path)
+                data = read_regular(self.file.parent / path)
             except OSError as error:
                 reason = f"not read: {error.strerror or error}"
+            else:
+                reason = over_budget(data)  # measured from its header: never decoded
+                if reason is None:
+                    return data
         self.notes.append(f"image {path!r} skipped ({reason})")
         return None
 

@@ -206,3 +206,40 @@ def test_a_symlinked_atif_file_given_is_refused(tmp_path: Path) -> None:
         f"Error: {folder / 'b-link.json'}: symlink, not followed: import reads regular files "
         "only. Pass the file itself, or a folder of them"
     ]
+
+
+def _bomb() -> bytes:
+    """A 34 kB PNG of 8000x7000 pixels (56 M: over the budget; 168 MB once decoded as RGB)."""
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("1", (8000, 7000)).save(out, format="PNG")
+    return out.getvalue()
+
+
+_OVER = "8000x7000 pixels, over the 50 M pixel budget"
+
+
+def test_import_skips_a_screenshot_over_the_pixel_budget(
+    tmp_path: Path, agent_folder: Callable[..., Path]
+) -> None:
+    folder = agent_folder(tmp_path / "results", "uitars", "task-1")
+    (folder / "screens" / "step_02.png").write_bytes(_bomb())
+    result = _ownloop(tmp_path / "store", "import", str(tmp_path / "results"), "--agent", "uitars")
+    assert result.returncode == 0, result.stderr
+    assert f"task-1: skipped screens/step_02.png ({_OVER})" in result.stdout.splitlines()
+
+
+def test_atif_import_skips_an_image_over_the_pixel_budget(tmp_path: Path) -> None:
+    from tests.transfer.conftest import png
+
+    folder = tmp_path / "in"
+    (folder / "screens").mkdir(parents=True)
+    shutil.copy(_ATIF, folder / "a.json")
+    (folder / "screens" / "0001.png").write_bytes(_bomb())
+    (folder / "screens" / "0002.png").write_bytes(png((1, 2, 3)))
+    result = _ownloop(tmp_path / "store", "import", "--format", "atif", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert f"a.json: image 'screens/0001.png' skipped ({_OVER})" in result.stdout.splitlines()
