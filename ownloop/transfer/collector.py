@@ -106,6 +106,7 @@ def post(endpoint: Endpoint, body: bytes, content_type: str, fix: str) -> None:
         with _OPENER.open(request, timeout=30) as answer:  # noqa: S310 - http(s) only
             answer.read()
     except urllib.error.HTTPError as error:
+        error.close()  # its answer's socket: read no more of it
         if 300 <= error.code < 400:
             location = visible(scrub_url(error.headers.get("Location") or "nowhere"), 200)
             raise OwnloopError(
