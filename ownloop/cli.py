@@ -226,7 +226,7 @@ def _notice(line: str) -> None:
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
-@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob.")
+@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob, judge.")
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
     "--faults",
@@ -679,16 +679,27 @@ def sessions(
     metavar="P",
     help="The expert answers a plausible wrong action with probability P per step.",
 )
+@click.option("--judge", is_flag=True, help="Then judge the run with the scripted judge.")
 @click.pass_context
 @_friendly
-def demo(ctx: click.Context, count: int, workers: int, repeat: int, noise: float) -> None:
+def demo(
+    ctx: click.Context, count: int, workers: int, repeat: int, noise: float, judge: bool
+) -> None:
     """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium.
 
     Example: ownloop demo --repeat 5 --noise 0.3 (then: ownloop sql "select * from flips")
     """
     from ownloop.demo import run_demo
 
-    run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo, repeats=repeat, noise=noise)
+    run_demo(
+        _store(ctx),
+        tasks=count,
+        workers=workers,
+        echo=_echo,
+        repeats=repeat,
+        noise=noise,
+        judge=judge,
+    )
 
 
 @cli.command()
@@ -892,6 +903,70 @@ def replay(
             )
         return
     _print_session(session, fmt)
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--run", "run_id", help="The run whose sessions to judge (or TARGET's run).")
+@click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
+@click.option(
+    "--judge",
+    "judge_name",
+    default="final",
+    show_default=True,
+    metavar="NAME|FILE",
+    help="final, webjudge, or a judge file (JSON: name, system, prompt, verdict, pass).",
+)
+@click.option("--endpoint", metavar="URL", help="The judge model's OpenAI-compatible endpoint.")
+@click.option("--model", default="", metavar="M", help="The judge model's name.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", help="Sent as a Bearer token; never recorded.")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N")
+@click.option(
+    "--controls", is_flag=True, help="Also judge each session blanked and answer-swapped."
+)
+@click.option("--replay", is_flag=True, help="Answer from the recorded judge calls, no model.")
+@click.option(
+    "--report", "report_only", is_flag=True, help="Judge nothing: report what was judged."
+)
+@click.pass_context
+@_friendly
+def judge(
+    ctx: click.Context,
+    target: str | None,
+    run_id: str | None,
+    where: str | None,
+    judge_name: str,
+    endpoint: str | None,
+    model: str,
+    api_key: str | None,
+    repeat: int,
+    controls: bool,
+    replay: bool,
+    report_only: bool,
+) -> None:
+    """Judge recorded sessions with a model, offline; report the judge's agreement with the rule
+    graders, with itself over repeats, and on controls.
+
+    Example: ownloop judge --run r1 --endpoint http://127.0.0.1:8000/v1 --model qwen --repeat 3
+    """
+    from ownloop.replay.judging import JudgeOptions, judge
+
+    if target is None and run_id is None:
+        raise click.UsageError("name the sessions to judge: a TARGET or --run R")
+    options = JudgeOptions(
+        judge=judge_name,
+        run_id=run_id,
+        target=target,
+        where=where,
+        endpoint=endpoint,
+        model=model,
+        api_key=api_key,
+        repeat=repeat,
+        controls=controls,
+        replay=replay,
+        report_only=report_only,
+    )
+    _echo_lines(judge(_store(ctx, create=False), options).lines())
 
 
 @cli.command()

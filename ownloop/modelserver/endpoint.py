@@ -12,7 +12,7 @@ from ownloop.store.errors import OwnloopError
 
 __all__ = ["EXPERTS", "UnknownExpert", "make_responder", "make_server"]
 
-EXPERTS = ("miniwob",)
+EXPERTS = ("miniwob", "judge")
 """The scripted experts ``--expert`` can name (recorded responses: ``--cassette``, served by
 ``ownloop.replay.cassette``)."""
 
@@ -45,11 +45,17 @@ def make_responder(
     """
     phases = parse_faults(faults) if faults else ()  # a bad spec fails before a browser starts
     errors = Noise(noise, noise_seed) if noise else None
-    if expert != "miniwob":
+    if expert not in EXPERTS:
         raise UnknownExpert(f"no expert {expert!r}. Use one of: {', '.join(EXPERTS)}")
-    from ownloop.modelserver.expert import MiniwobExpert  # starts no browser until first asked
+    responder: Responder
+    if expert == "judge":  # ownloop judge's requests: verdicts, --noise flips them
+        from ownloop.modelserver.judge import ScriptedJudge
 
-    responder: Responder = MiniwobExpert(agent, notice=notice, noise=errors)
+        responder = ScriptedJudge(noise, noise_seed)
+    else:
+        from ownloop.modelserver.expert import MiniwobExpert  # no browser until first asked
+
+        responder = MiniwobExpert(agent, notice=notice, noise=errors)
     return FaultyResponder(responder, phases) if phases else responder
 
 
