@@ -45,6 +45,8 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+# desktop_server, desktop: the session's test desktop (ownloop serve-desktop).
+from tests.desktop.fixtures import desktop, desktop_server  # noqa: E402, F401
 from tests.site.server import SiteServer, start_site  # noqa: E402
 
 # The longest modules (measured: 40 s to a few minutes each on two cores), in this order, before all
@@ -61,6 +63,7 @@ _LONGEST_FIRST = (
     "tests/store/test_archive.py",
     "tests/replay/test_audit_blind.py",
     "tests/recorder/test_record_fara7b.py",
+    "tests/recorder/test_record_new_agents.py",
 )
 
 

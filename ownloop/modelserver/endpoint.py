@@ -12,7 +12,7 @@ from ownloop.store.errors import OwnloopError
 
 __all__ = ["EXPERTS", "UnknownExpert", "make_responder", "make_server"]
 
-EXPERTS = ("miniwob", "judge")
+EXPERTS = ("miniwob", "judge", "desktop")
 """The scripted experts ``--expert`` can name (recorded responses: ``--cassette``, served by
 ``ownloop.replay.cassette``)."""
 
@@ -32,7 +32,8 @@ def make_responder(
     """The responder for ``--expert NAME --agent NAME [--faults SPEC]``.
 
     Args:
-        expert: which scripted expert answers ("miniwob").
+        expert: which scripted expert answers: "miniwob", "judge", or "desktop" (the test desktop
+            suite's tasks, ``ownloop.modelserver.desktop_expert``; agents uitars, opencua).
         agent: whose output grammar it answers in (an ownloop agent name, e.g. "uitars").
         faults: a fault plan (see ``ownloop.modelserver.faults``), or None for none.
         notice: told in a line when the expert makes its first plan (seconds), and when done.
@@ -52,6 +53,14 @@ def make_responder(
         from ownloop.modelserver.judge import ScriptedJudge
 
         responder = ScriptedJudge(noise, noise_seed)
+    elif expert == "desktop":
+        from ownloop.modelserver.desktop_expert import DESKTOP_AGENTS, DesktopExpert
+
+        if agent not in DESKTOP_AGENTS:
+            raise UnknownExpert(
+                f"the desktop expert answers as {' or '.join(DESKTOP_AGENTS)}, not {agent!r}"
+            )
+        responder = DesktopExpert(agent)
     else:
         from ownloop.modelserver.expert import MiniwobExpert  # no browser until first asked
 

@@ -286,6 +286,7 @@ class Episode:
                         parser=self.agent.parser_name,
                         parser_version=self.agent.parser_version,
                         error=str(exc)[:1000],
+                        coordinate_frame=self.agent.coordinate_frame,
                     )
                 )
                 continue
@@ -301,6 +302,7 @@ class Episode:
                     thought=parsed.thought,
                     actions=parsed.actions,
                     model_size=parsed.model_size,
+                    coordinate_frame=self.agent.coordinate_frame,
                 )
             )
             break

@@ -18,6 +18,7 @@ import base64
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -91,8 +92,8 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirects())
 
 
-def post(endpoint: Endpoint, body: bytes, content_type: str, fix: str) -> None:
-    """POST ``body`` to ``endpoint``; any answer but 2xx is an error (``fix`` ends it).
+def post(endpoint: Endpoint, body: bytes, content_type: str, fix: Callable[[int], str]) -> None:
+    """POST ``body`` to ``endpoint``; any answer but 2xx is an error (``fix(status)`` ends it).
 
     Raises:
         OwnloopError: the collector answered otherwise (a redirect names its Location), or
@@ -116,7 +117,7 @@ def post(endpoint: Endpoint, body: bytes, content_type: str, fix: str) -> None:
             ) from None
         raise OwnloopError(
             f"the collector at {endpoint.shown} answered {error.code} "
-            f"{visible(error.reason, 100, one_line=True)}. {fix}"
+            f"{visible(error.reason, 100, one_line=True)} to {content_type}. {fix(error.code)}"
         ) from None
     except (urllib.error.URLError, OSError) as error:
         reason = visible(scrub_url(str(getattr(error, "reason", error))), 200, one_line=True)

@@ -33,8 +33,8 @@ from typing import Any
 from ownloop.store.images import over_budget
 from ownloop.transfer.files import is_dir as _is_dir
 from ownloop.transfer.files import is_file as _is_file
+from ownloop.transfer.files import read_regular, unreadable
 from ownloop.transfer.files import read_regular as _read
-from ownloop.transfer.files import unreadable
 from ownloop.transfer.files import walk as _walk
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "is_result_folder",
     "png_size",
     "read_folder",
+    "read_regular",
     "steps_fields",
     "unreadable",
 ]

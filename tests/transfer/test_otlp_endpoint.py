@@ -61,7 +61,7 @@ def test_any_redirect_is_an_error_naming_its_location(server: _Server, status: i
     server.status = status
     server.location = "ftp://elsewhere.example/drop?token=s3cr3t-value"
     with pytest.raises(OwnloopError) as caught:
-        post(parse_endpoint(_base(server)), b"{}", "application/json", "fix")
+        post(parse_endpoint(_base(server)), b"{}", "application/json", lambda code: "fix")
     message = str(caught.value)
     assert message.startswith(f"the collector at {_base(server)}/v1/traces answered {status} ")
     assert message.endswith(
@@ -76,11 +76,11 @@ def test_a_password_is_sent_as_basic_auth_and_never_shown(server: _Server) -> No
     url = f"http://otel:hunter2-pass@127.0.0.1:{server.server_address[1]}/otel?token=tok-12345"
     endpoint = parse_endpoint(url)
     with pytest.raises(OwnloopError) as caught:
-        post(endpoint, b"{}", "application/json", "Check --endpoint")
+        post(endpoint, b"{}", "application/json", lambda code: f"Check --endpoint ({code})")
     message = str(caught.value)
     assert message == (
-        f"the collector at {_base(server)}/otel/v1/traces?token=*** answered 401 Unauthorized. "
-        "Check --endpoint"
+        f"the collector at {_base(server)}/otel/v1/traces?token=*** answered 401 Unauthorized "
+        "to application/json. Check --endpoint (401)"
     )
     [(_, path, authorization, _)] = server.seen
     assert path == "/otel/v1/traces?token=tok-12345"  # the path before the query
@@ -92,7 +92,7 @@ def test_a_collector_not_there_is_named_scrubbed() -> None:
     port = closed.server_address[1]
     closed.server_close()
     with pytest.raises(OwnloopError) as caught:
-        post(parse_endpoint(f"http://u:pw-secret@127.0.0.1:{port}"), b"{}", "x", "fix")
+        post(parse_endpoint(f"http://u:pw-secret@127.0.0.1:{port}"), b"{}", "x", lambda c: "")
     assert str(caught.value).startswith(f"cannot reach the collector at http://127.0.0.1:{port}/")
     assert "pw-secret" not in str(caught.value)
 
