@@ -44,7 +44,14 @@ def image_size(data: bytes) -> Size | None:
         return None
 
 
+_PNG = b"\x89PNG\r\n\x1a\n"
+
+
 def _header_size(data: bytes) -> Size | None:
+    # A PNG's size is in its first chunk (IHDR): read it directly, so a file that is only a
+    # header declaring billions of pixels is measured too, though PIL would not open it.
+    if data[:8] == _PNG and data[12:16] == b"IHDR" and len(data) >= 24:
+        return Size(int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big"))
     from PIL import Image, UnidentifiedImageError
 
     try:
