@@ -428,6 +428,7 @@ _SESSION_COLUMNS: dict[str, str] = {
     "agent": "agent",
     "model": "model",
     "attempt": "attempt",
+    "repeat": "repeat",
     "status": "status",
     "passed": "passed",
     "score": "score",

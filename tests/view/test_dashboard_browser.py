@@ -358,3 +358,18 @@ def test_the_dom_snapshot_is_a_tree_whose_script_stays_text(
     body = page.locator("details.dom li.element details").nth(1)
     body.locator("summary").first.click()
     assert body.get_attribute("open") is None
+
+
+def test_the_sessions_page_has_a_repeat_column_and_fits_1024_pixels(
+    page: Any, site: str, dash: DashboardStore, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{site}sessions?run={_q(dash.run_a)}")
+    headers = page.eval_on_selector_all("#sessions thead th", "t => t.map(x => x.textContent)")
+    assert [h.strip() for h in headers][5:7] == ["attempt", "repeat"]
+    repeats = page.eval_on_selector_all("#sessions td.repeat", "t => t.map(x => x.textContent)")
+    assert sorted(set(repeats)) == ["1", "2", "3"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1024
+    link = page.locator("#sessions tbody tr td.id a[href^='/run/']").first
+    assert link.get_attribute("href") == f"/run/{dash.run_a}"
+    page.screenshot(path=str(tmp_path / "sessions-1024.png"), full_page=False)
