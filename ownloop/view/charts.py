@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
+from urllib.parse import urlencode
 
 from ownloop.store.queries import RunFigures
 from ownloop.store.stats import wilson
@@ -29,6 +30,7 @@ class Bar(NamedTuple):
     kind: str
     title: str
     whisker: tuple[float, float, float, float] | None = None  # x1, y1, x2, y2
+    href: str = ""  # the sessions the bar counts, when the chart knows them
 
 
 class Tick(NamedTuple):
@@ -132,9 +134,10 @@ def _rows(
     *,
     top: float | None = None,
     whisker_text: str = "",
+    hrefs: Sequence[str] = (),
 ) -> Chart:
     """Horizontal bars, one row per item (label, value, whisker from, whisker to; None: no
-    whisker)."""
+    whisker); ``hrefs``, one per item, link each bar to what it counts."""
     if not items:
         return Chart(key, title, 600, 60, [], [], [], "nothing recorded")
     left, width = 210.0, 640.0
@@ -153,6 +156,7 @@ def _rows(
                 row * 0.8,
                 kind,
                 f"{label}: {value:,.{digits}f}{unit}",
+                href=hrefs[i] if i < len(hrefs) else "",
             )
         )
         if low is not None and high is not None:
@@ -185,12 +189,17 @@ def _rows(
     return Chart(key, title, width, 16 + row * len(items), bars, ticks, [])
 
 
-def _task_rates(rates: Sequence[tuple[str, int, int]]) -> Chart:
+def _task_rates(rates: Sequence[tuple[str, int, int]], run_id: str | None) -> Chart:
     ordered = sorted(rates, key=lambda r: (-r[2] / r[1], r[0]))
     items = []
     for task, n, passes in ordered:
         interval = wilson(passes, n)
         items.append((task, interval.estimate, interval.low, interval.high))
+    hrefs = (
+        [f"/sessions?{urlencode({'run': run_id, 'task': task})}" for task, _, _ in ordered]
+        if run_id is not None
+        else []
+    )
     return _rows(
         "tasks",
         "Pass rate per task (95% Wilson interval over its repeats)",
@@ -200,6 +209,7 @@ def _task_rates(rates: Sequence[tuple[str, int, int]]) -> Chart:
         2,
         top=1.0,
         whisker_text="95% interval",
+        hrefs=hrefs,
     )
 
 
@@ -224,19 +234,22 @@ def _steps(figures: RunFigures) -> Chart:
     )
 
 
-def run_charts(rates: Sequence[tuple[str, int, int]], figures: RunFigures) -> list[Chart]:
+def run_charts(
+    rates: Sequence[tuple[str, int, int]], figures: RunFigures, run_id: str | None = None
+) -> list[Chart]:
     """The charts of a run: pass rate per task, steps histogram, latency and tokens per step,
     operation durations and errors.
 
     Args:
         rates: (task id, graded units, passes) per task.
         figures: the run's figures from the store.
+        run_id: the run, to link each task's bar to the task's sessions in it.
     """
     per_step = figures.per_step
     labels = [str(step) for step, *_ in per_step]
     every = max(1, len(labels) // 16)
     return [
-        _task_rates(rates),
+        _task_rates(rates, run_id),
         _steps(figures),
         _columns(
             "latency",

@@ -49,4 +49,5 @@ def build_run(store: Store, run_id: str) -> RunView | None:
         verdicts.setdefault(judge, []).append((session, control or "", repeat or 1, passed, rule))
     judges = [report_of(judge, rows) for judge, rows in sorted(verdicts.items())]
     citation = run_citation(store, run_id) if run.get("sealed") else None
-    return RunView(run, tasks, run_charts(rates, overview.figures), judges, citation)
+    charts = run_charts(rates, overview.figures, run_id)
+    return RunView(run, tasks, charts, judges, citation)

@@ -21,3 +21,16 @@ def test_whole_counts_keep_whole_labels() -> None:
     assert _axis(2) == ["0", "1", "2"]
     assert _axis(9) == ["0", "5", "10"]
     assert _axis(4) == ["0", "2.5", "5"]  # the middle of 5 is 2.5, where the tick stands
+
+
+def test_each_tasks_bar_links_to_the_sessions_it_counts() -> None:
+    figures = RunFigures(steps=[], per_step=[], operations=[], errors=[])
+    rates = [("t-a", 3, 1), ("t b&c", 2, 2)]
+    [tasks] = [c for c in run_charts(rates, figures, "r 1") if c.key == "tasks"]
+    links = {bar.title.split(":")[0]: bar.href for bar in tasks.bars if bar.kind == "rate"}
+    assert links == {
+        "t-a": "/sessions?run=r+1&task=t-a",
+        "t b&c": "/sessions?run=r+1&task=t+b%26c",
+    }
+    [unlinked] = [c for c in run_charts(rates, figures) if c.key == "tasks"]
+    assert {bar.href for bar in unlinked.bars} == {""}
