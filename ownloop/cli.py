@@ -578,6 +578,20 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
     help="--executor ray: the cluster (default: $RAY_ADDRESS, else a Ray started on this machine).",
 )
 @click.option(
+    "--desktop",
+    multiple=True,
+    metavar="URL",
+    help="An OSWorld-protocol desktop server, e.g. http://127.0.0.1:5000 (repeatable: one "
+    "worker per desktop); for --suite osworld:DIR.",
+)
+@click.option(
+    "--reset",
+    metavar="CMD",
+    help="A host command run before each desktop task, e.g. a snapshot revert; {url} in it is "
+    "the desktop's URL.",
+)
+@click.option("--a11y", is_flag=True, help="Keep each desktop step's accessibility tree.")
+@click.option(
     "--max-endpoint-errors",
     default=3,
     show_default=True,

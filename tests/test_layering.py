@@ -15,9 +15,10 @@ ALLOWED = {
     "store": set(),
     "agents": {"store"},
     "grading": {"store"},
-    "recorder": {"store", "agents", "grading"},
-    "modelserver": {"store", "agents", "recorder"},
-    "replay": {"store", "agents", "grading", "recorder", "modelserver"},
+    "world": {"store", "agents"},
+    "recorder": {"store", "agents", "grading", "world"},
+    "modelserver": {"store", "agents", "recorder", "world"},
+    "replay": {"store", "agents", "grading", "recorder", "modelserver", "world"},
     "transfer": {"store", "agents", "grading", "replay"},
     "view": {"store", "replay"},
 }

@@ -88,7 +88,10 @@ class Ending(NamedTuple):
 
 
 def task_text(task: Task) -> str:
-    """How every agent states the task (DESIGN §4)."""
+    """How every agent states the task (DESIGN §4); on a desktop, the instruction alone (as the
+    agents' OSWorld loops give it)."""
+    if task.world == "desktop":
+        return task.prompt
     return (
         f"You are interacting with a web application at {task.start_url}. Your task: {task.prompt}"
     )

@@ -21,6 +21,7 @@ Compact form and JSON-object form, one line each::
                                             "status":200,"request":{"product":"blue-mug"},
                                             "response":{"ok":true}}
     python:MODULE:FUNCTION                 {"type":"python","function":"MODULE:FUNCTION"}
+    osworld                                (an OSWorld task's evaluator, read from evidence)
     none                                   {"type":"none"}
 
 - Everything after the mode is the value, colons included (``answer:exact:a:b`` expects "a:b").
@@ -63,13 +64,14 @@ from ownloop.grading.capture import JSON_OPS, JsonGrader, parse_path
 from ownloop.grading.grade import Grade, Grader, GraderSpecError, quoted
 from ownloop.grading.miniwob import MiniwobGrader
 from ownloop.grading.network import BodyCheck, NetworkGrader
+from ownloop.grading.osworld import OsworldGrader
 from ownloop.grading.plugin import PythonGrader
 from ownloop.grading.url import URL_KINDS, UrlGrader
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["GRADER_TYPES", "NoGrader", "grade_session", "make_grader"]
 
-GRADER_TYPES = ("answer", "url", "miniwob", "json", "network", "python", "none")
+GRADER_TYPES = ("answer", "url", "miniwob", "json", "network", "python", "none", "osworld")
 
 _COMPACT_USAGE = {
     "answer": "answer:MODE:VALUE with MODE exact, normalized, contains, regex, number or any, "
@@ -84,6 +86,7 @@ _COMPACT_USAGE = {
     "network": "network:METHOD:URL[:STATUS], e.g. network:POST:/api/cart:200 (METHOD * is any)",
     "python": "python:MODULE:FUNCTION, e.g. python:my_graders:check_total",
     "none": "none (no arguments)",
+    "osworld": "osworld (no arguments: the evaluator is the session's evidence)",
 }
 _OBJECT_USAGE = {
     "answer": '{"type":"answer","contains":"42"} with one of exact, normalized, contains, regex, '
@@ -98,6 +101,7 @@ _OBJECT_USAGE = {
     '"request":{"product":"blue-mug"}} (url required; request and response map paths to values)',
     "python": '{"type":"python","function":"my_graders:check_total"}',
     "none": '{"type":"none"}',
+    "osworld": '{"type":"osworld"}',
 }
 _ANY_USAGE = (
     "one of answer:MODE:VALUE, url:glob|regex:PATTERN, miniwob, "
@@ -177,6 +181,10 @@ def _from_compact(spec: str) -> Grader:
     kind, has_args, rest = spec.partition(":")
     if kind not in GRADER_TYPES:
         raise _Bad(f"unknown grader type {kind!r}", "")
+    if kind == "osworld":
+        if has_args:
+            raise _Bad("osworld takes no arguments", kind)
+        return OsworldGrader()
     if kind in ("miniwob", "none"):
         if has_args:
             raise _Bad(f"{kind} takes no arguments", kind)
@@ -220,6 +228,8 @@ def _from_object(spec: str) -> Grader:
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise _Bad(f"unknown field {unknown[0]!r} for type {kind!r}", kind)
+    if kind == "osworld":
+        return OsworldGrader()
     if kind in ("miniwob", "none"):
         return MiniwobGrader(spec) if kind == "miniwob" else NoGrader(spec)
     if kind == "python":

@@ -92,6 +92,7 @@ _STATUSES = (
     "error",
     "interrupted",
     "crashed",
+    "env_error",
 )
 _KEPT_END = (
     "status",
