@@ -113,7 +113,7 @@ def load_tasks(argument: str) -> tuple[Path, list[Task]]:
                 )
             )
     if not tasks:
-        raise OsworldTaskError(f"no OSWorld task matches {selector!r} in {root}")
+        raise OsworldTaskError(f"no OSWorld task matches '#{selector}' in {root}")
     return root, tasks
 
 
