@@ -226,7 +226,12 @@ def _notice(line: str) -> None:
 @cli.command("serve-model")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
-@click.option("--expert", default="miniwob", show_default=True, help="Who answers: miniwob.")
+@click.option(
+    "--expert",
+    default="miniwob",
+    show_default=True,
+    help="Who answers: miniwob, or desktop (the test desktop suite; uitars, opencua).",
+)
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
     "--faults",
@@ -323,6 +328,46 @@ def serve_model(
     )
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"
     click.echo(f"ownloop serve-model: {what} at {server.start()}")
+    server.serve_forever()
+
+
+@cli.command("serve-desktop")
+@click.option("--port", default=0, type=int, help="Port to bind on 127.0.0.1; 0 picks a free one.")
+@click.option(
+    "--display", "display", type=int, default=None, help="X display number; default: a free one."
+)
+@click.option(
+    "--size",
+    default="1920x1080",
+    show_default=True,
+    metavar="WxH",
+    help="The screen's size (OSWorld's default is 1920x1080).",
+)
+@click.option(
+    "--apps",
+    default="",
+    metavar="APP,...",
+    help="Apps a fresh desktop runs (after start and each reset): xterm, mousepad, chromium.",
+)
+@click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@_friendly
+def serve_desktop(port: int, display: int | None, size: str, apps: str, quiet: bool) -> None:
+    """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
+
+    pyautogui code sent to /execute is performed as X input events by ownloop's whitelist
+    interpreter, never run as Python; other commands (task setup steps, getters) run on the
+    desktop as on a VM. POST /reset restores a clean desktop.
+
+    Example: ownloop serve-desktop --size 1280x720 --apps xterm
+    """
+    from ownloop.desktopserver import Desktop, DesktopServer
+    from ownloop.desktopserver.display import parse_size
+
+    desktop = Desktop(parse_size(size), [a for a in apps.split(",") if a], display)
+    server = DesktopServer(desktop, port=port, log=None if quiet else click.echo)
+    url = server.start()
+    click.echo(f"ownloop serve-desktop: {size} desktop at {url}")
+    sys.stdout.flush()  # whoever started us may read the URL line through a pipe
     server.serve_forever()
 
 
@@ -518,6 +563,12 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
     help="Run each task N times (repeats sample the agent; attempts retry errors).",
 )
 @click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Only the suite's first N tasks (as inspect eval --limit).",
+)
+@click.option(
     "--max-steps",
     default=40,
     show_default=True,
@@ -624,7 +675,7 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
         if made_here:  # refused before writing anything: leave no empty store behind
             _remove_if_unused(path)
         raise
-    click.echo(summary_text(summary, store))
+    _echo(summary_text(summary, store))  # its query hint names --store when it is not the default
     if summary.interrupted:
         _exit_interrupted()
     ctx.exit(exit_code(summary))
@@ -1011,13 +1062,11 @@ def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float |
 
     Example: ownloop compare baseline candidate --fail-if-worse 0.05
     """
-    from rich.console import Console
-
     from ownloop.replay.compare import compare_runs, comparison_view
 
     result = compare_runs(_store(ctx), run_a, run_b)
     if fmt == "table":
-        Console(soft_wrap=False, markup=False, highlight=False).print(comparison_view(result))
+        _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")

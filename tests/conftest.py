@@ -45,6 +45,8 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+# desktop_server, desktop: the session's test desktop (ownloop serve-desktop).
+from tests.desktop.fixtures import desktop, desktop_server  # noqa: E402, F401
 from tests.site.server import SiteServer, start_site  # noqa: E402
 
 # The longest modules (measured: 40 s to a few minutes each on two cores), in this order, before all

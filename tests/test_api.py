@@ -1,5 +1,6 @@
 """The Python API (``ownloop.open_store``) on a store ``ownloop demo`` recorded, checked against
-the CLI's answers on the same store; the README's example runs as written."""
+the CLI's answers on the same store; the README's example (the same in docs/python-api.md) runs
+as written."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def store_dir(demo: Path, tmp_path: Path) -> Path:
 def _readme_example() -> str:
     section = (ROOT / "README.md").read_text().split("\n## Python API\n", 1)[1].split("\n## ")[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(blocks) == 1
+    page = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "python-api.md").read_text(), re.S)
+    assert len(blocks) == 1 and page == blocks
     return str(blocks[0])
 
 

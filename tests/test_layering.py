@@ -18,6 +18,7 @@ ALLOWED = {
     "world": {"store", "agents"},
     "recorder": {"store", "agents", "grading", "world"},
     "modelserver": {"store", "agents", "recorder", "world"},
+    "desktopserver": {"store", "agents"},
     "replay": {"store", "agents", "grading", "recorder", "modelserver", "world"},
     "transfer": {"store", "agents", "grading", "replay"},
     "view": {"store", "replay"},

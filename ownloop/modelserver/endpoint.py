@@ -12,7 +12,7 @@ from ownloop.store.errors import OwnloopError
 
 __all__ = ["EXPERTS", "UnknownExpert", "make_responder", "make_server"]
 
-EXPERTS = ("miniwob",)
+EXPERTS = ("miniwob", "desktop")
 """The scripted experts ``--expert`` can name (recorded responses: ``--cassette``, served by
 ``ownloop.replay.cassette``)."""
 
@@ -32,7 +32,8 @@ def make_responder(
     """The responder for ``--expert NAME --agent NAME [--faults SPEC]``.
 
     Args:
-        expert: which scripted expert answers ("miniwob").
+        expert: which scripted expert answers: "miniwob", or "desktop" (the test desktop
+            suite's tasks, ``ownloop.modelserver.desktop_expert``; agents uitars, opencua).
         agent: whose output grammar it answers in (an ownloop agent name, e.g. "uitars").
         faults: a fault plan (see ``ownloop.modelserver.faults``), or None for none.
         notice: told in a line when the expert makes its first plan (seconds), and when done.
@@ -45,11 +46,21 @@ def make_responder(
     """
     phases = parse_faults(faults) if faults else ()  # a bad spec fails before a browser starts
     errors = Noise(noise, noise_seed) if noise else None
-    if expert != "miniwob":
+    if expert not in EXPERTS:
         raise UnknownExpert(f"no expert {expert!r}. Use one of: {', '.join(EXPERTS)}")
-    from ownloop.modelserver.expert import MiniwobExpert  # starts no browser until first asked
+    responder: Responder
+    if expert == "desktop":
+        from ownloop.modelserver.desktop_expert import DESKTOP_AGENTS, DesktopExpert
 
-    responder: Responder = MiniwobExpert(agent, notice=notice, noise=errors)
+        if agent not in DESKTOP_AGENTS:
+            raise UnknownExpert(
+                f"the desktop expert answers as {' or '.join(DESKTOP_AGENTS)}, not {agent!r}"
+            )
+        responder = DesktopExpert(agent)
+    else:
+        from ownloop.modelserver.expert import MiniwobExpert  # no browser until first asked
+
+        responder = MiniwobExpert(agent, notice=notice, noise=errors)
     return FaultyResponder(responder, phases) if phases else responder
 
 

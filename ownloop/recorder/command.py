@@ -125,6 +125,7 @@ def record_from_options(
         allow_hosts=tuple(options.get("allow_host") or ()),
         max_endpoint_errors=options.get("max_endpoint_errors", 3),
         repeats=options.get("repeat") or 1,
+        limit=options.get("limit"),
         executor=options.get("executor") or "threads",
         ray_address=options.get("ray_address"),
         desktops=tuple(options.get("desktop") or ()),

@@ -46,12 +46,20 @@ def result_line(result: EpisodeResult) -> str:
         else (f" score={result.score:g} {'passed' if result.passed else 'failed'}")
     )
     answer = "" if result.answer is None else f" answer={result.answer[:40]!r}"
-    error = "" if not result.error else f" ({result.error[:80]})"
+    error = "" if not result.error else f" ({_ends_kept(result.error)})"
     return visible(
         f"{result.task_id} [{result.session_id}] {result.status} "
         f"steps={result.steps} {result.seconds:.1f}s{grade}{answer}{error}",
         one_line=True,
     )
+
+
+def _ends_kept(text: str, limit: int = 400) -> str:
+    """``text`` whole up to ``limit`` characters, else its start and its end: an error's useful
+    part is often at its end (the exception after a long URL or command)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit // 4]} … {text[-(limit - limit // 4) :]}"
 
 
 def _line_buffered(stream: TextIO) -> None:

@@ -111,6 +111,7 @@ class RecordOptions(NamedTuple):
     ray_address: str | None = None  # --ray-address: "auto", HOST:PORT; None: $RAY_ADDRESS or local
     suite_source: SuiteSource | None = None  # how a Ray actor loads the same suite
     repeats: int = 1  # --repeat N: each task N times (repeats 1..N), each its own scored unit
+    limit: int | None = None  # --limit N: only the suite's first N tasks (in the suite's order)
     desktops: tuple[str, ...] = ()  # --desktop URL (repeatable): the desktop world; workers = these
     reset: str | None = None  # --reset CMD: a host command before each desktop task ({url})
     a11y: bool = False  # --a11y: keep each desktop step's accessibility tree as a blob
@@ -616,7 +617,7 @@ def record(
         raise unusable[0]
     for refusal in unusable:
         on_notice(f"notice: {refusal}; the run goes on with the other endpoints")
-    tasks = suite.tasks()
+    tasks = suite.tasks()[: options.limit]
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_world(tasks, agent, options.desktops, options.executor)

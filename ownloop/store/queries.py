@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ownloop.store.errors import OwnloopError
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -43,6 +45,7 @@ __all__ = [
     "imported_files",
     "imported_folders",
     "passing_sessions",
+    "require_run",
     "journal_places",
     "session_places",
     "latest_session_of_task",
@@ -215,6 +218,25 @@ def has_run_started(store: Store, run_id: str) -> bool:
     return bool(
         store.sql("select 1 from run_started where run_id = $run limit 1", {"run": run_id}).rows
     )
+
+
+def require_run(store: Store, run_id: str, *, shown: int = 8) -> None:
+    """Raise unless the store holds a run ``run_id`` (started, or with sessions).
+
+    Raises:
+        OwnloopError: one line naming the run asked for and the runs there are.
+    """
+    known = "select run_id from run_started union select run_id from session_started"
+    if store.sql(f"select 1 from ({known}) where run_id = $run limit 1", {"run": run_id}).rows:
+        return
+    runs = [row[0] for row in store.sql(f"select run_id from ({known}) order by run_id").rows]
+    if not runs:
+        there = "it holds no run yet (record one with: ownloop record AGENT --suite miniwob ...)"
+    else:
+        more = f" and {len(runs) - shown:,} more" if len(runs) > shown else ""
+        names = ", ".join(repr(run) for run in runs[:shown])
+        there = f'its runs: {names}{more}. List them with: ownloop sql "select * from runs"'
+    raise OwnloopError(f"no run {run_id!r} in {store.root}; {there}")
 
 
 def run_settings(store: Store, run_ids: Iterable[str]) -> list[tuple[str, datetime, Any]]:

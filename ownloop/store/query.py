@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime, time, timedelta
@@ -86,7 +87,7 @@ class QueryResult(NamedTuple):
         for name in self.columns:
             table.add_column(cell(name))
         for row in self.rows[:max_rows] if max_rows else self.rows:
-            table.add_row(*(cell(None if v is None else _text(v)) for v in row))
+            table.add_row(*(cell(None if v is None else _shown(v)) for v in row))
         table.caption = self.caption(max_rows)
         return table
 
@@ -95,7 +96,7 @@ class QueryResult(NamedTuple):
         proportional to the rows shown (Rich takes 2-5 ms a row: 20 s for 10k rows)."""
         shown = self.rows[:max_rows] if max_rows else self.rows
         header = [_cell_lines(name) for name in self.columns]
-        body = [[_cell_lines(None if v is None else _text(v)) for v in row] for row in shown]
+        body = [[_cell_lines(None if v is None else _shown(v)) for v in row] for row in shown]
         widths = [max((cell_len(line) for line in lines), default=0) for lines in header]
         for row in body:
             for i, lines in enumerate(row):
@@ -145,6 +146,14 @@ def _text(value: Any) -> str:
     if isinstance(value, list | dict):
         return json.dumps(value, default=_json_default, ensure_ascii=False)
     return str(value)
+
+
+def _shown(value: Any) -> str:
+    """A cell's text in a table for people: a float rounded to 10 significant digits, so
+    binary noise (``7.3725000000000005``) is not printed; CSV and JSON keep every digit."""
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(float(f"{value:.10g}"))
+    return _text(value)
 
 
 def _json_default(value: Any) -> Any:

@@ -16,10 +16,17 @@ _COLUMNS = (
 def sessions_table(
     store: Store, *, run_id: str | None = None, status: str | None = None, limit: int = 50
 ) -> QueryResult:
-    """Sessions of ``run_id`` (all runs if None) with ``status`` (any if None), newest first."""
+    """Sessions of ``run_id`` (all runs if None) with ``status`` (any if None), newest first.
+
+    Raises:
+        OwnloopError: ``run_id`` names no run of the store.
+    """
+    from ownloop.store.queries import require_run
+
     where = []
     params: dict[str, str] = {}
     if run_id:
+        require_run(store, run_id)
         where.append("run_id = $run")
         params["run"] = run_id
     if status:

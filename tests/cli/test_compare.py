@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -155,3 +156,21 @@ def test_compare_through_the_real_cli(two_runs: Store, tmp_path: Path) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["flipped"] == ["t2", "t4", "t5"]
+
+
+def test_compare_into_a_pipe_keeps_its_table_whole(
+    two_runs: Store,
+    record_session: Callable[..., str],  # noqa: F811
+) -> None:
+    task = "a-task-id-as-long-as-the-ones-people-write-" + "x" * 60  # the table passes 80 columns
+    for run, passed in (("A", 1.0), ("B", 0.0)):
+        record_session(f"{run}-long", run_id=run, task=task, counted=True, score=passed, t=1e4)
+    argv = [sys.executable, "-m", "ownloop", "--store", str(two_runs.root), "compare", "A", "B"]
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stdout.splitlines() if line[:1] in "┏┃┡│└"]
+    assert len({len(line) for line in table}) == 1, table  # every row one line, none wrapped
+    assert any(task in line for line in table), table
+    rows = [line for line in table if line.startswith("│")]
+    assert len(rows) == len(_OUTCOMES) + 1, rows  # a row a task, none folded onto a second line

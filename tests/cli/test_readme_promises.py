@@ -1,4 +1,5 @@
-"""The README keeps its promises: every command is documented, and CI runs its test command."""
+"""The README keeps its promises: every command is in its table (subcommands and docs/cli.md:
+tests/test_docs.py), and CI runs its test command."""
 
 from __future__ import annotations
 

@@ -141,3 +141,26 @@ def test_the_piped_table_is_drawn_as_rich_draws_it() -> None:
     )
     console.print(result.to_rich())
     assert list(result.to_text()) == console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+
+
+def test_a_table_prints_floats_without_binary_noise_and_csv_keeps_every_digit(store: Path) -> None:
+    query = "select 7.3725000000000005::double as seconds, 1/3 as third, 2.5::double as half"
+    table = "\n".join(ownloop(store, "sql", query))
+    assert "7.3725 " in table and "0.3333333333 " in table and "2.5 " in table
+    assert "7.3725000000000005" not in table
+    rows = list(csv.reader(io.StringIO("\n".join(ownloop(store, "sql", query, "--format", "csv")))))
+    assert rows[1][0] == "7.3725000000000005"
+
+
+def test_sessions_of_an_unknown_run_is_one_line_naming_the_runs_there(store: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ownloop", "--store", str(store), "sessions", "--run", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"Error: no run 'nope' in {store}; its runs: 'r1'. List them with: ownloop --store "
+        f'{store} sql "select * from runs"\n'
+    )

@@ -341,3 +341,25 @@ def test_a_scored_session_left_uncounted_by_a_killed_recorder_wins_on_the_next_s
     )
     assert "nothing to do" in again.output
     assert store.sql("select count(*) from session_counted").rows == [(1,)]
+
+
+def test_limit_records_only_the_suites_first_tasks_and_declares_them(
+    tmp_path: Path, site, failing: str
+) -> None:  # noqa: ANN001
+    tasks = tmp_path / "three.json"
+    tasks.write_text(
+        json.dumps(
+            [
+                {"task_id": f"form-{i}", "prompt": "Fill the form", "start": "{BASE}/form"}
+                for i in (1, 2, 3)
+            ]
+        )
+    )
+    store = tmp_path / "store"
+    args = ["--tasks", str(tasks), "--base", site.base, "--endpoint", failing, "--retries", "0"]
+    result = _record(store, *args, "--run", "r1", "--limit", "1")
+    assert result.exit_code == 3 and "run r1: 1 endpoint_error" in result.output, result.output
+    assert f"query: ownloop --store {store} sql " in result.output  # a hint that pastes as is
+    found = open_store(store).sql("select task_ids from run_started").rows
+    assert found == [('["form-1"]',)]
+    assert _record(store, *args, "--limit", "0").exit_code == 2  # a usage error: N >= 1

@@ -4,8 +4,8 @@ Each agent is recorded against the MiniWoB expert answering in that agent's own 
 expert per agent: an expert renders its plan with one agent's ``render``), one agent after the
 other so at most two Chromiums run at once (the expert's and the recorder's): that is the
 session's ``recorded_store`` (tests/conftest.py), which the export tests read too; each agent's
-recording printed "2 finished". Then the README's query, run through ``ownloop sql``, shows one
-row per agent.
+recording printed "2 finished". Then docs/recording.md's query, run through ``ownloop sql``,
+shows one row per agent.
 """
 
 from __future__ import annotations

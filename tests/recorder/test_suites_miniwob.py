@@ -186,3 +186,32 @@ def test_bad_suite_options_are_one_line_errors(kwargs, message):
     with pytest.raises(OwnloopError) as caught:
         load_suite(**kwargs)
     assert str(caught.value) == message
+
+
+@pytest.mark.browser
+def test_prompts_read_once_are_cached_and_a_later_suite_launches_no_browser(
+    chromium, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("OWNLOOP_CACHE", str(tmp_path / "cache"))
+    with MiniwobSuite("click-button,click-link", "5,6", browser=chromium) as first:
+        read = first.tasks()
+    [kept] = (tmp_path / "cache" / "miniwob-prompts").glob("click-button-*.json")
+    assert json.loads(kept.read_text())["5"] == 'Click on the "submit" button.'
+    # No Chromium at all: a browser launch would fail, so these prompts came from the cache.
+    with MiniwobSuite("click-button,click-link", "5,6", chromium=str(tmp_path / "none")) as later:
+        assert [(t.task_id, t.prompt) for t in later.tasks()] == [
+            (t.task_id, t.prompt) for t in read
+        ]
+    with pytest.raises(OwnloopError, match="no Chromium at"):  # a seed never read needs one
+        MiniwobSuite("click-button", "7", chromium=str(tmp_path / "none")).tasks()
+
+
+@pytest.mark.browser
+def test_a_damaged_prompt_cache_is_read_again_in_a_browser(chromium, tmp_path, monkeypatch):
+    monkeypatch.setenv("OWNLOOP_CACHE", str(tmp_path / "cache"))
+    MiniwobSuite("click-button", str(SEED), browser=chromium).tasks()
+    [kept] = (tmp_path / "cache" / "miniwob-prompts").glob("click-button-*.json")
+    kept.write_text('{"5": ["not", "a", "prompt"]')  # torn JSON
+    [task] = MiniwobSuite("click-button", str(SEED), browser=chromium).tasks()
+    assert task.prompt == 'Click on the "submit" button.'
+    assert json.loads(kept.read_text()) == {"5": task.prompt}

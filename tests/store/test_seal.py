@@ -280,7 +280,7 @@ def test_every_tampering_of_a_sealed_run_is_found(tmp_path: Path, how: str) -> N
     assert report.errors > 0, how
 
 
-# What `verify` finds without a seal (the README's table): the catalog of the run's stream
+# What `verify` finds without a seal (docs/store.md's table): the catalog of the run's stream
 # covers its session streams; the run stream's own tail and a re-chained run stream need the
 # seal, and a deleted run stream is only a warning.
 _UNSEALED_FOUND = {

@@ -23,7 +23,7 @@ from ownloop.store.schema import TABLES
 from tests.golden.samples import SAMPLES
 from tests.store.conftest import at
 
-# The columns the issue asks for; the views may have more (all documented in the README).
+# The columns the issue asks for; the views may have more (all documented in docs/sql.md).
 REQUIRED = {
     "runs": "run_id agent model started_at ended_at argv versions",
     "sessions": "session_id run_id task_id agent model attempt status agent_status answer steps "
@@ -365,7 +365,7 @@ def test_actions_view_reads_button_and_rejected_actions(store: Store) -> None:
     ]
 
 
-# One action of every kind and the ``text`` the actions view shows for it (the README's ``text``
+# One action of every kind and the ``text`` the actions view shows for it (docs/sql.md's ``text``
 # row says the same). A kind added to events.Action fails the test until it is listed here.
 ACTION_TEXTS: list[tuple[E.Action, str | None]] = [
     (E.Click(x=1.0, y=2.0), None),

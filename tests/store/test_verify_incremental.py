@@ -125,7 +125,7 @@ def test_problems_found_are_found_again_until_mended(checked: Store) -> None:
 
 
 def test_an_edit_that_keeps_size_and_mtime_is_left_to_full(checked: Store) -> None:
-    """The limit of the incremental check, as the README states it: a file whose inode, size and
+    """The limit of the incremental check, as docs/store.md states it: a file whose inode, size and
     mtime are as the last check found them is not read again."""
     path = checked.journal_dir / "b.jsonl"
     stat = path.stat()

@@ -9,8 +9,13 @@ The prompt is the episode's utterance, which only the page can compute. Because 
 writes the Task (prompt included) before the session's first step, :meth:`MiniwobSuite.tasks`
 opens every seeded episode once in a headless page to read it: in the caller's thread when the
 suite was given a ``browser`` made on that thread, else on a private thread with its own
-Chromium. :meth:`MiniwobSuite.prepare` starts the same episode in the session and checks that it
-shows the same utterance. The reward (raw, time-scaled, done, reason) is the suite's evidence.
+Chromium (1.6-2 s per command). What it read is kept in a prompt cache
+(``$OWNLOOP_CACHE``, else ``$XDG_CACHE_HOME/ownloop``, else ``~/.cache/ownloop``), one file per
+task page, named by the hash of ``core.js`` and the page's bytes: the same page and seed give
+the same utterance, so a later command reads the file and launches no browser. The cache is
+never trusted blindly: :meth:`MiniwobSuite.prepare` starts the same episode in the session and
+checks that it shows the task's utterance. The reward (raw, time-scaled, done, reason) is the
+suite's evidence.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 import threading
 import zlib
@@ -40,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "MiniwobSuite",
+    "cache_dir",
     "default_seed",
     "html_dir",
     "parse_seeds",
@@ -289,6 +296,22 @@ class MiniwobSuite:
         return list(self._tasks)
 
     def _utterances(self, pairs: list[tuple[str, int]]) -> list[str]:
+        """Each (task, seed)'s utterance: from the prompt cache, else read in a browser (and
+        then kept in the cache)."""
+        core = hashlib.sha256((self.root / "core" / "core.js").read_bytes())
+        cached = {name: _PromptCache(self.root, name, core.copy()) for name, _ in pairs}
+        known = {pair: cached[pair[0]].get(pair[1]) for pair in pairs}
+        missing = [pair for pair, utterance in known.items() if utterance is None]
+        if missing:
+            for (name, seed), utterance in zip(missing, self._read(missing), strict=True):
+                known[name, seed] = utterance
+                cached[name].put(seed, utterance)
+            for cache in cached.values():
+                cache.save()
+        return [str(known[pair]) for pair in pairs]
+
+    def _read(self, pairs: list[tuple[str, int]]) -> list[str]:
+        """Each (task, seed)'s utterance, read from its episode in a headless page."""
         from ownloop.recorder.browser import BrowserSession, open_browser
 
         def read(browser: Browser) -> list[str]:
@@ -351,6 +374,56 @@ class MiniwobSuite:
                 return [Evidence("miniwob_reward", value_json=json.dumps(reward))]
         error = {"piece": "miniwob_reward", "error": f"no MiniWoB page open ({session.page.url})"}
         return [Evidence("capture_error", value_json=json.dumps(error))]
+
+
+def cache_dir() -> Path:
+    """Where ownloop keeps what it may recompute: ``$OWNLOOP_CACHE``, else
+    ``$XDG_CACHE_HOME/ownloop``, else ``~/.cache/ownloop``."""
+    if os.environ.get("OWNLOOP_CACHE"):
+        return Path(os.environ["OWNLOOP_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ownloop"
+
+
+class _PromptCache:
+    """The utterances of one MiniWoB task page by seed, kept in one JSON file named by the hash
+    of ``core.js`` and the page (another miniwob release is another file). A cache that cannot
+    be read or written is no error: the utterances are read in a browser instead."""
+
+    def __init__(self, root: Path, name: str, digest: Any) -> None:
+        digest.update(b"\0" + (root / "miniwob" / f"{name}.html").read_bytes())
+        self.path = cache_dir() / "miniwob-prompts" / f"{name}-{digest.hexdigest()[:32]}.json"
+        self._new: dict[str, str] = {}
+        try:
+            loaded = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            loaded = {}
+        self._seeds = (
+            {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, str)}
+            if isinstance(loaded, dict)
+            else {}
+        )
+
+    def get(self, seed: int) -> str | None:
+        return self._seeds.get(str(seed))
+
+    def put(self, seed: int, utterance: str) -> None:
+        self._new[str(seed)] = utterance
+
+    def save(self) -> None:
+        """Write the file with what it held and what was read since (atomically: another
+        command may read or write it at the same time)."""
+        if not self._new:
+            return
+        self._seeds.update(self._new)
+        self._new = {}
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary.write_text(json.dumps(self._seeds, ensure_ascii=False, sort_keys=True))
+            os.replace(temporary, self.path)
+        except OSError:
+            temporary.unlink(missing_ok=True)
 
 
 class _OnPage:
