@@ -1,6 +1,7 @@
 """``--reset CMD``: a host command run before each task on a desktop (e.g. a snapshot revert).
 
-``{url}`` in the command is replaced by the desktop's URL. The command is split like a shell
+``{url}`` in the command is replaced by the desktop's URL. ``--reset server`` asks the desktop
+server itself (``POST {url}/reset``, what ``ownloop serve-desktop`` offers) instead. The command is split like a shell
 line but run without a shell; it has 300 s. A command that fails or does not finish is a lost
 desktop (the session ends ``env_error``), with its last output line.
 """
@@ -23,6 +24,13 @@ def reset_desktop(command: str, url: str) -> None:
     Raises:
         WorldLost: the command could not run, failed, or took over 300 s.
     """
+    if command == "server":
+        from ownloop.world.guest import Guest
+
+        reply = Guest(url, timeout_s=RESET_TIMEOUT_S).request("POST", "/reset", body=b"{}")
+        if reply.status != 200:
+            raise WorldLost(f"desktop {url}/reset answered HTTP {reply.status}")
+        return
     argv = [part.replace("{url}", url) for part in shlex.split(command)]
     try:
         done = subprocess.run(

@@ -88,7 +88,8 @@ class OsworldGrader:
         if not isinstance(evaluator, Mapping):
             return Grade(0.0, False, "no osworld_evaluator evidence: not an OSWorld session")
         outcome = _latest(evidence, "osworld_outcome") or {}
-        failed = isinstance(outcome, Mapping) and outcome.get("status") == "fail"
+        # FAIL: the agent gave up (UI-TARS's OSWorld loop reads its call_user as FAIL).
+        failed = isinstance(outcome, Mapping) and outcome.get("status") in ("fail", "call_user")
         funcs = evaluator.get("func")
         names = [str(f) for f in (funcs if isinstance(funcs, list) else [funcs])]
         if names == ["infeasible"]:
