@@ -884,6 +884,16 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
     help="--execute: replay a tasks-file session against another deployment at URL.",
 )
 @click.option(
+    "--desktop",
+    metavar="URL",
+    help="--execute: the desktop server to re-execute a desktop session on.",
+)
+@click.option(
+    "--reset",
+    metavar="CMD",
+    help="--desktop: reset it first (a host command with {url}, or 'server').",
+)
+@click.option(
     "--workers",
     type=click.IntRange(min=1),
     default=2,

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ownloop.store.errors import OwnloopError
 from ownloop.world.desktop import DesktopWorld
 from ownloop.world.guest import Guest
 
-__all__ = ["DesktopLease", "DesktopPool"]
+__all__ = ["DesktopLease", "DesktopPool", "DesktopTarget"]
 
 
 class DesktopLease:
@@ -52,3 +53,13 @@ class DesktopPool:
         with self._lock:
             if url not in self._free:
                 self._free.append(url)
+
+
+class DesktopTarget(NamedTuple):
+    """A desktop to re-execute a session on (``replay --desktop URL [--reset CMD]``)."""
+
+    url: str
+    reset: str | None = None
+
+    def world(self, *, settle_s: float) -> DesktopWorld:
+        return DesktopWorld(Guest(self.url), settle_s=settle_s, reset=self.reset)

@@ -2,8 +2,9 @@
 
 ``{url}`` in the command is replaced by the desktop's URL. ``--reset server`` asks the desktop
 server itself (``POST {url}/reset``, what ``ownloop serve-desktop`` offers) instead. The
-command is split like a shell line but run without a shell; it has 300 s. A command that fails or does not finish is a lost
-desktop (the session ends ``env_error``), with its last output line.
+command is split like a shell line but run without a shell; it has 300 s. A command that fails
+or does not finish is a lost desktop (the session ends ``env_error``), with its last output
+line.
 """
 
 from __future__ import annotations

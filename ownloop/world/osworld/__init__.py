@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from ownloop.store.errors import OwnloopError
@@ -36,6 +37,19 @@ class OsworldSuite:
             digest.update(task.source_json.encode())
         self.tasks_sha256 = digest.hexdigest()
         self._setup: dict[str, list[dict[str, Any]]] = {}
+
+    @classmethod
+    def of_task(cls, task: Task) -> OsworldSuite:
+        """The suite of one recorded task, as its session recorded it (a replay's): its setup
+        and evaluator from ``task.source_json``, local files from the recorded folder."""
+        suite = cls.__new__(cls)
+        suite.argument = task.suite.removeprefix("osworld:")
+        suite.root = Path(suite.argument.partition("#")[0])
+        suite._tasks = [task]
+        suite.name = task.suite
+        suite.tasks_sha256 = hashlib.sha256(task.source_json.encode()).hexdigest()
+        suite._setup = {}
+        return suite
 
     def __enter__(self) -> OsworldSuite:
         return self
