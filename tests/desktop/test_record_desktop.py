@@ -65,3 +65,17 @@ def test_each_session_regrades_offline_to_the_same_grade(
     assert (
         f"passed before: {len(TASKS)}   passed after: {len(TASKS)}   would flip: 0" in result.output
     )
+
+
+def test_replaying_the_recorded_ops_on_a_reset_desktop_reproduces_every_reward(
+    recorded: dict[str, Path], desktop_server: Any
+) -> None:
+    store = recorded["uitars"]
+    (run_id,) = open_store(store).sql("select run_id from runs").rows[0]
+    argv = ["--store", str(store), "replay", "--run", run_id, "--execute", "ops"]
+    argv += ["--desktop", desktop_server.url, "--reset", "server", "--workers", "1"]
+    argv += ["--settle", "0.3"]
+    result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    n = len(TASKS)
+    assert f"{n} sessions, {n} rewards reproduced, 0 not, 0 ungraded, 0 failed" in result.output
