@@ -350,8 +350,22 @@ def serve_model(
     help="Apps a fresh desktop runs (after start and each reset): xterm, mousepad, chromium.",
 )
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")
+@click.option(
+    "--cassette",
+    metavar="SESSION",
+    help="Serve a recorded desktop session's exchanges back (no X display, no apps).",
+)
+@click.pass_context
 @_friendly
-def serve_desktop(port: int, display: int | None, size: str, apps: str, quiet: bool) -> None:
+def serve_desktop(
+    ctx: click.Context,
+    port: int,
+    display: int | None,
+    size: str,
+    apps: str,
+    quiet: bool,
+    cassette: str | None,
+) -> None:
     """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
 
     pyautogui code sent to /execute is performed as X input events by ownloop's whitelist
@@ -360,6 +374,15 @@ def serve_desktop(port: int, display: int | None, size: str, apps: str, quiet: b
 
     Example: ownloop serve-desktop --size 1280x720 --apps xterm
     """
+    if cassette:
+        import threading
+
+        from ownloop.world.cassette import serve_recorded
+
+        url = serve_recorded(_store(ctx), cassette, port=port)
+        click.echo(f"ownloop serve-desktop: session {cassette}'s recorded desktop at {url}")
+        sys.stdout.flush()
+        threading.Event().wait()
     from ownloop.desktopserver import Desktop, DesktopServer
     from ownloop.desktopserver.display import parse_size
 

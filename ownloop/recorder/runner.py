@@ -400,7 +400,12 @@ class TaskRecorder:
         world: World
         if isinstance(handle, DesktopLease):
             options = self.options
-            world = handle.world(a11y=options.a11y, settle_s=options.settle_s, reset=options.reset)
+            world = handle.world(
+                a11y=options.a11y,
+                settle_s=options.settle_s,
+                reset=options.reset,
+                put_blob=self.store.put_blob,  # every exchange kept: the session's cassette
+            )
             chromium = ""
         else:
             session = BrowserSession(

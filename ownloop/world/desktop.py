@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ownloop.agents.base import Agent
 from ownloop.store.events import Action, DesktopCall, Op, SessionEnded, Sleep, Task
 from ownloop.world import Effect, Evidence, Screen
-from ownloop.world.guest import Guest
+from ownloop.world.guest import Guest, Reply
 from ownloop.world.render import RenderRefused, desktop_ops, render
 from ownloop.world.reset import reset_desktop
 
@@ -51,8 +52,14 @@ class DesktopWorld:
         a11y: bool = False,
         settle_s: float = 1.0,
         reset: str | None = None,
+        put_blob: Callable[[bytes], str] | None = None,
     ) -> None:
         self.guest = guest
+        # With put_blob, every exchange is kept for the session's cassette (desktop_cassette).
+        self.put_blob = put_blob
+        self.exchanges: list[dict[str, object]] = []
+        if put_blob is not None:
+            guest.on_exchange = self._note
         self.a11y = a11y
         self.settle_s = settle_s
         self.reset = reset  # a host command run before the task ({url}: the desktop's URL)
@@ -145,8 +152,26 @@ class DesktopWorld:
         return [Evidence("a11y", data=tree.encode(), media_type="application/xml", source="final")]
 
     def capture(self, suite: Any, task: Task, ended: SessionEnded) -> list[Evidence]:
+        """The suite's pieces, then the cassette of every exchange (getters' included)."""
         result: list[Evidence] = suite.capture(self, task, ended)
+        if self.put_blob is not None:
+            lines = b"".join(json.dumps(e, sort_keys=True).encode() + b"\n" for e in self.exchanges)
+            result.append(
+                Evidence("desktop_cassette", data=lines, media_type="application/x-ndjson")
+            )
         return result
+
+    def _note(self, method: str, path: str, body: bytes | None, reply: Reply) -> None:
+        assert self.put_blob is not None
+        self.exchanges.append(
+            {
+                "method": method,
+                "path": path,
+                "request": self.put_blob(body) if body is not None else None,
+                "status": reply.status,
+                "response": self.put_blob(reply.body),
+            }
+        )
 
     def close(self) -> None:
         """Nothing to close: the desktop is the pool's, reset before its next task."""

@@ -15,6 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ownloop.world import WorldLost
@@ -49,6 +50,8 @@ class Guest:
     def __init__(self, url: str, *, timeout_s: float = 60.0) -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
+        # Told every exchange (method, path, request body, answer), for the session's cassette.
+        self.on_exchange: Callable[[str, str, bytes | None, Reply], None] | None = None
 
     def request(
         self,
@@ -65,12 +68,15 @@ class Guest:
         req = urllib.request.Request(url, data=body, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=timeout_s or self.timeout_s) as response:
-                return Reply(response.status, response.read())
+                reply = Reply(response.status, response.read())
         except urllib.error.HTTPError as error:
-            return Reply(error.code, error.read())
+            reply = Reply(error.code, error.read())
         except (urllib.error.URLError, socket.timeout, ConnectionError, OSError) as error:
             reason = getattr(error, "reason", error)
             raise WorldLost(f"desktop {url} did not answer: {reason}") from None
+        if self.on_exchange is not None:
+            self.on_exchange(method, path, body, reply)
+        return reply
 
     def post_json(self, path: str, payload: object, *, timeout_s: float | None = None) -> Reply:
         return self.request("POST", path, body=json.dumps(payload).encode(), timeout_s=timeout_s)

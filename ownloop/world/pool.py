@@ -7,7 +7,7 @@ threaded executor starts one worker per desktop, so no two sessions ever share o
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ownloop.store.errors import OwnloopError
@@ -23,8 +23,19 @@ class DesktopLease:
     def __init__(self, pool: DesktopPool, url: str) -> None:
         self.pool, self.url = pool, url
 
-    def world(self, *, a11y: bool, settle_s: float, reset: str | None) -> DesktopWorld:
-        return DesktopWorld(Guest(self.url), a11y=a11y, settle_s=settle_s, reset=reset)
+    def world(
+        self,
+        *,
+        a11y: bool,
+        settle_s: float,
+        reset: str | None,
+        put_blob: Callable[[bytes], str] | None = None,
+    ) -> DesktopWorld:
+        """A session's world on this desktop; with ``put_blob`` its exchanges are kept."""
+        world = DesktopWorld(
+            Guest(self.url), a11y=a11y, settle_s=settle_s, reset=reset, put_blob=put_blob
+        )
+        return world
 
     def close(self) -> None:
         """Give the desktop back to the pool."""

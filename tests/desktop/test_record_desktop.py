@@ -19,6 +19,7 @@ from ownloop.cli import cli
 from ownloop.modelserver import ModelServer
 from ownloop.modelserver.desktop_expert import TASKS, DesktopExpert
 from ownloop.store import open_store
+from ownloop.world.cassette import CassetteDesktop, cassette_blob
 
 SUITE = Path(__file__).with_name("osworld")
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
@@ -79,3 +80,25 @@ def test_replaying_the_recorded_ops_on_a_reset_desktop_reproduces_every_reward(
     assert result.exit_code == 0, result.output
     n = len(TASKS)
     assert f"{n} sessions, {n} rewards reproduced, 0 not, 0 ungraded, 0 failed" in result.output
+
+
+def test_a_session_replayed_against_its_own_cassette_reproduces_its_reward(
+    recorded: dict[str, Path],
+) -> None:
+    # No desktop: the recorded exchanges answer (serve-desktop --cassette SESSION).
+    store = open_store(recorded["opencua"])
+    (session_id,) = store.sql(
+        "select session_id from sessions where task_id = 'os/term-create-file'"
+    ).rows[0]
+    events = list(store.read_stream(session_id))
+    cassette = CassetteDesktop(store.get_blob(cassette_blob(events, session_id)), store.get_blob)
+    url = cassette.start()
+    try:
+        argv = ["--store", str(recorded["opencua"]), "replay", session_id]
+        argv += ["--execute", "responses", "--desktop", url, "--settle", "0"]
+        result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    finally:
+        cassette.stop()
+    assert result.exit_code == 0, result.output
+    assert "child:  finished, pass 1.00 (osworld)" in result.output
+    assert cassette.counts["missed"] == 0 and cassette.counts["exact"] > 0
