@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
+from ownloop.modelserver import ModelServer, Reply
 from ownloop.world.osworld import OsworldSuite, OsworldTaskError
 
 
@@ -61,4 +62,32 @@ def test_an_unsupported_setup_step_refuses_the_run_before_run_started(tmp_path: 
     assert result.exit_code != 0
     line = result.output.strip().splitlines()[-1]
     assert line.startswith("Error: OSWorld task os/b has a setup step of type 'googledrive'")
+    assert not (store / "journal").exists() or not any((store / "journal").iterdir())
+
+
+@pytest.mark.parametrize(
+    ("agent", "extra", "line"),
+    [
+        ("fara7b", ["--desktop", "http://127.0.0.1:9"], "Error: fara7b is a web agent"),
+        ("molmoweb", ["--desktop", "http://127.0.0.1:9"], "Error: molmoweb is a web agent"),
+        ("uitars", [], "Error: OSWorld tasks run on a desktop: give --desktop URL"),
+    ],
+)
+def test_web_agents_and_a_missing_desktop_are_refused_before_run_started(
+    tmp_path: Path, agent: str, extra: list[str], line: str
+) -> None:
+    store = tmp_path / "s"
+    with ModelServer(lambda request: Reply("Action: finished(content='')")) as model:
+        argv = [
+            "--store",
+            str(store),
+            "record",
+            agent,
+            "--suite",
+            f"osworld:{_folder(tmp_path / 't')}",
+        ]
+        argv += [*extra, "--endpoint", model, "--model", "m"]
+        result = CliRunner().invoke(cli, argv)
+    assert result.exit_code != 0
+    assert result.output.strip().splitlines()[-1].startswith(line)
     assert not (store / "journal").exists() or not any((store / "journal").iterdir())
