@@ -22,14 +22,17 @@ if [ -n "$need" ]; then
     DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq $need >/dev/null
 fi
 
-# `ownloop serve-desktop` (the desktop tests use it): a virtual X display, a window manager that
-# maximizes every window, xdotool for input events, wmctrl for windows, and the desktop's apps,
-# a terminal and a text editor (Chromium is above). Without recommends: they pull in a session.
+# `ownloop serve-desktop` (the desktop tests use it): a virtual X display (xvfb), a window
+# manager that maximizes every window (openbox), input events (xdotool), windows (wmctrl), the
+# desktop's apps, a terminal and a text editor (xterm, mousepad; Chromium is above), git (a
+# task sets a git setting), and the accessibility tree: a session bus (dbus-daemon), AT-SPI
+# (at-spi2-core, libatk-adaptor for GTK apps) read by Debian's python3 (python3-pyatspi,
+# gir1.2-atspi-2.0). Without recommends: they would pull in a whole desktop session.
 desk=""
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--desktop" ]; then
-    for tool in Xvfb:xvfb openbox:openbox xdotool:xdotool wmctrl:wmctrl xterm:xterm \
-        mousepad:mousepad; do
-        command -v "${tool%%:*}" >/dev/null 2>&1 || desk="$desk ${tool#*:}"
+    for package in xvfb openbox xdotool wmctrl xterm mousepad git dbus-daemon at-spi2-core \
+        libatk-adaptor python3-pyatspi gir1.2-atspi-2.0; do
+        dpkg -s "$package" >/dev/null 2>&1 || desk="$desk $package"
     done
 fi
 if [ -n "$desk" ]; then

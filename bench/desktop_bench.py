@@ -75,7 +75,9 @@ def main() -> None:
             CliRunner().invoke(cli, argv, catch_exceptions=False)
             store = open_store(f"{tmp}/s")
             shots = store.sql("select step, time from screenshots order by step").rows
-            calls = dict(store.sql("select step, sum(latency_ms) from model_calls group by step").rows)
+            calls = dict(
+                store.sql("select step, sum(latency_ms) from model_calls group by step").rows
+            )
             loop = [
                 (b[1] - a[1]).total_seconds() - float(calls.get(a[0], 0)) / 1000
                 for a, b in zip(shots, shots[1:], strict=False)

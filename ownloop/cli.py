@@ -230,7 +230,7 @@ def _notice(line: str) -> None:
     "--expert",
     default="miniwob",
     show_default=True,
-    help="Who answers: miniwob, or desktop (the test desktop suite; uitars, opencua).",
+    help="Who answers: miniwob, judge, or desktop (the test desktop suite; uitars, opencua).",
 )
 @click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
 @click.option(
@@ -351,6 +351,12 @@ def serve_model(
 )
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")
 @click.option(
+    "--reset",
+    "reset_url",
+    metavar="URL",
+    help="Reset the desktop served at URL (POST URL/reset) and exit, e.g. as record --reset.",
+)
+@click.option(
     "--cassette",
     metavar="SESSION",
     help="Serve a recorded desktop session's exchanges back (no X display, no apps).",
@@ -364,6 +370,7 @@ def serve_desktop(
     size: str,
     apps: str,
     quiet: bool,
+    reset_url: str | None,
     cassette: str | None,
 ) -> None:
     """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
@@ -372,7 +379,8 @@ def serve_desktop(
     interpreter, never run as Python; other commands (task setup steps, getters) run on the
     desktop as on a VM. POST /reset restores a clean desktop.
 
-    Example: ownloop serve-desktop --size 1280x720 --apps xterm
+    Example: ownloop serve-desktop --size 1280x720 --apps xterm;
+    ownloop record ... --desktop URL --reset "ownloop serve-desktop --reset {url}"
     """
     if cassette:
         import threading
@@ -385,7 +393,11 @@ def serve_desktop(
         threading.Event().wait()
     from ownloop.desktopserver import Desktop, DesktopServer
     from ownloop.desktopserver.display import parse_size
+    from ownloop.desktopserver.server import reset_remote
 
+    if reset_url is not None:
+        click.echo(f"ownloop serve-desktop: {reset_url} reset in {reset_remote(reset_url):.2f} s")
+        return
     desktop = Desktop(parse_size(size), [a for a in apps.split(",") if a], display)
     server = DesktopServer(desktop, port=port, log=None if quiet else click.echo)
     url = server.start()
@@ -761,16 +773,27 @@ def sessions(
     metavar="P",
     help="The expert answers a plausible wrong action with probability P per step.",
 )
+@click.option("--judge", is_flag=True, help="Then judge the run with the scripted judge.")
 @click.pass_context
 @_friendly
-def demo(ctx: click.Context, count: int, workers: int, repeat: int, noise: float) -> None:
+def demo(
+    ctx: click.Context, count: int, workers: int, repeat: int, noise: float, judge: bool
+) -> None:
     """The whole loop offline: MiniWoB tasks, the scripted expert model, a real Chromium.
 
     Example: ownloop demo --repeat 5 --noise 0.3 (then: ownloop sql "select * from flips")
     """
     from ownloop.demo import run_demo
 
-    run_demo(_store(ctx), tasks=count, workers=workers, echo=_echo, repeats=repeat, noise=noise)
+    run_demo(
+        _store(ctx),
+        tasks=count,
+        workers=workers,
+        echo=_echo,
+        repeats=repeat,
+        noise=noise,
+        judge=judge,
+    )
 
 
 @cli.command()
@@ -984,6 +1007,70 @@ def replay(
             )
         return
     _print_session(session, fmt)
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--run", "run_id", help="The run whose sessions to judge (or TARGET's run).")
+@click.option("--where", help="A SQL condition over the sessions view, e.g. \"status = 'fail'\".")
+@click.option(
+    "--judge",
+    "judge_name",
+    default="final",
+    show_default=True,
+    metavar="NAME|FILE",
+    help="final, webjudge, or a judge file (JSON: name, system, prompt, verdict, pass).",
+)
+@click.option("--endpoint", metavar="URL", help="The judge model's OpenAI-compatible endpoint.")
+@click.option("--model", default="", metavar="M", help="The judge model's name.")
+@click.option("--api-key", envvar="OPENAI_API_KEY", help="Sent as a Bearer token; never recorded.")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N")
+@click.option(
+    "--controls", is_flag=True, help="Also judge each session blanked and answer-swapped."
+)
+@click.option("--replay", is_flag=True, help="Answer from the recorded judge calls, no model.")
+@click.option(
+    "--report", "report_only", is_flag=True, help="Judge nothing: report what was judged."
+)
+@click.pass_context
+@_friendly
+def judge(
+    ctx: click.Context,
+    target: str | None,
+    run_id: str | None,
+    where: str | None,
+    judge_name: str,
+    endpoint: str | None,
+    model: str,
+    api_key: str | None,
+    repeat: int,
+    controls: bool,
+    replay: bool,
+    report_only: bool,
+) -> None:
+    """Judge recorded sessions with a model, offline; report the judge's agreement with the rule
+    graders, with itself over repeats, and on controls.
+
+    Example: ownloop judge --run r1 --endpoint http://127.0.0.1:8000/v1 --model qwen --repeat 3
+    """
+    from ownloop.replay.judging import JudgeOptions, judge
+
+    if target is None and run_id is None:
+        raise click.UsageError("name the sessions to judge: a TARGET or --run R")
+    options = JudgeOptions(
+        judge=judge_name,
+        run_id=run_id,
+        target=target,
+        where=where,
+        endpoint=endpoint,
+        model=model,
+        api_key=api_key,
+        repeat=repeat,
+        controls=controls,
+        replay=replay,
+        report_only=report_only,
+    )
+    _echo_lines(judge(_store(ctx, create=False), options).lines())
 
 
 @cli.command()

@@ -51,9 +51,12 @@ def run_demo(
     echo: Callable[[str], None] = print,
     repeats: int = 1,
     noise: float = 0.0,
+    judge: bool = False,
 ) -> str:
     """Record uitars against the expert on ``tasks`` MiniWoB tasks, each ``repeats`` times,
-    the expert wrong with probability ``noise`` per step; returns the run id."""
+    the expert wrong with probability ``noise`` per step; with ``judge``, then judge the run with
+    the scripted judge (three repeats and controls) and print the judge's report. Returns the
+    run id."""
     names = DEMO_TASKS[: max(1, min(tasks, len(DEMO_TASKS)))]
     pattern = "miniwob:" + ",".join(names)
     run_id = f"demo-{new_id(8)}"
@@ -83,8 +86,26 @@ def run_demo(
     console.print(store.sql(_SESSIONS_QUERY, {"run": run_id}).to_rich())
     echo("\n" + sql_command(_EXAMPLE_QUERY, run=run_id))
     console.print(store.sql(_EXAMPLE_QUERY, {"run": run_id}).to_rich())
+    if judge:
+        _judge_demo(store, run_id, echo)
     echo(
         f"\nThe store is in {store.root.resolve()}; replay a task with: "
         f"ownloop replay {names[0]} --run {run_id}"
     )
     return run_id
+
+
+def _judge_demo(store: Store, run_id: str, echo: Callable[[str], None]) -> None:
+    """Judge the demo's run with the scripted judge (a little noisy, so repeats disagree)."""
+    from ownloop.modelserver import ModelServer
+    from ownloop.modelserver.judge import ScriptedJudge
+    from ownloop.replay.judging import JudgeOptions
+    from ownloop.replay.judging import judge as judge_run
+
+    with ModelServer(ScriptedJudge(noise=0.1), models=("scripted-judge",)) as endpoint:
+        echo(f"\nThe scripted judge at {endpoint} judges the run (ownloop judge):")
+        options = JudgeOptions(
+            run_id=run_id, endpoint=endpoint, model="scripted-judge", repeat=3, controls=True
+        )
+        for line in judge_run(store, options).lines():
+            echo(line)

@@ -37,9 +37,13 @@ def _ownloop(cwd: Path, *args: str) -> str:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A folder where ``ownloop demo --tasks 3`` ran: its store is ./ownloop-data."""
+    """A folder where ``ownloop demo --tasks 3 --judge`` ran: its store is ./ownloop-data."""
     folder = tmp_path_factory.mktemp("demo")
-    _ownloop(folder, "demo", "--tasks", "3")
+    out = _ownloop(folder, "demo", "--tasks", "3", "--judge")
+    # The scripted judge judged the run, three repeats and the controls, and reported on itself.
+    assert "judged 3 of 3 sessions x3 with judge final" in out
+    assert "agreement with the rule graders over 3 sessions: " in out
+    assert "self-agreement over repeats: " in out and "control, blank screenshots: " in out
     yield folder
 
 

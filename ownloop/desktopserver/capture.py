@@ -3,14 +3,18 @@
 The screenshot is the X display grabbed through XCB (Pillow's ``ImageGrab``) with an arrow drawn
 at the pointer, as OSWorld's server draws one (X screenshots do not hold the cursor).
 
-The accessibility tree is NOT AT-SPI's (see ``window_tree``): it is the window manager's view,
-one ``<application>`` per window with its name (title), class, process id, geometry and whether
-it has the focus, read from ``wmctrl`` and ``xdotool``.
+The accessibility tree (``accessibility_tree``) is AT-SPI's when the desktop has a session bus
+and Debian's pyatspi (``atspi_tree.py``): the apps' own trees, with the editor's buffer and a
+page's fields as ``text``. A window with no AT-SPI tree of its own (xterm is no AT-SPI app) is
+added as the window manager sees it. Without AT-SPI the whole tree is the window manager's view
+(``window_tree``): one ``<application>`` per window with its title, class, process id, geometry
+and whether it has the focus, read from ``wmctrl`` and ``xdotool``.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -18,7 +22,15 @@ from xml.sax.saxutils import quoteattr
 
 from PIL import ImageDraw, ImageGrab
 
-__all__ = ["Window", "active_window", "pointer", "screenshot_png", "window_tree", "windows"]
+__all__ = [
+    "Window",
+    "accessibility_tree",
+    "active_window",
+    "pointer",
+    "screenshot_png",
+    "window_tree",
+    "windows",
+]
 
 # An arrow pointer, 12 x 19 px, tip at (0, 0).
 _ARROW = ((0, 0), (0, 16), (4, 12), (7, 19), (9, 18), (6, 11), (12, 11))
@@ -90,6 +102,39 @@ def active_window(env: Mapping[str, str]) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+_PID = re.compile(r'<application [^>]*pid="(\d+)"')
+
+
+def accessibility_tree(env: Mapping[str, str], size: tuple[int, int], atspi: str | None) -> str:
+    """The desktop's accessibility tree as XML: the AT-SPI tree ``atspi`` (None: there is none)
+    with the windows it lacks added, else the windows alone."""
+    tree = (atspi or "").rstrip()
+    if not tree.endswith("</desktop-frame>"):
+        return window_tree(env, size)
+    covered = {int(pid) for pid in _PID.findall(tree)}
+    focused = active_window(env)
+    missing = [
+        line
+        for window in windows(env)
+        if window.pid not in covered
+        for line in _window_lines(window, focused)
+    ]
+    head, _, _ = tree.rpartition("</desktop-frame>")
+    return "\n".join([head.rstrip("\n"), *missing, "</desktop-frame>"])
+
+
+def _window_lines(window: Window, focused: int | None) -> list[str]:
+    is_focused = focused is not None and int(window.id, 16) == focused
+    return [
+        f"  <application name={quoteattr(window.title)} class={quoteattr(window.wm_class)} "
+        f'pid="{window.pid}">',
+        f"    <frame name={quoteattr(window.title)} id={quoteattr(window.id)} "
+        f'x="{window.x}" y="{window.y}" width="{window.width}" height="{window.height}"'
+        f' focused="{"true" if is_focused else "false"}"/>',
+        "  </application>",
+    ]
+
+
 def window_tree(env: Mapping[str, str], size: tuple[int, int]) -> str:
     """The desktop as XML: ``<desktop-frame>`` holding one ``<application>`` per window.
 
@@ -106,16 +151,6 @@ def window_tree(env: Mapping[str, str], size: tuple[int, int]) -> str:
         f'pointer-x="{px}" pointer-y="{py}">'
     ]
     for window in windows(env):
-        is_focused = focused is not None and int(window.id, 16) == focused
-        lines.append(
-            f"  <application name={quoteattr(window.title)} class={quoteattr(window.wm_class)} "
-            f'pid="{window.pid}">'
-        )
-        lines.append(
-            f"    <frame name={quoteattr(window.title)} id={quoteattr(window.id)} "
-            f'x="{window.x}" y="{window.y}" width="{window.width}" height="{window.height}"'
-            f' focused="{"true" if is_focused else "false"}"/>'
-        )
-        lines.append("  </application>")
+        lines.extend(_window_lines(window, focused))
     lines.append("</desktop-frame>")
     return "\n".join(lines)

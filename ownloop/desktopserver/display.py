@@ -24,9 +24,18 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from ownloop.desktopserver.atspi import AtspiReader
 from ownloop.store.errors import OwnloopError
 
-__all__ = ["APPS", "HOME_FOLDERS", "Desktop", "DesktopError", "parse_size", "window_ids"]
+__all__ = [
+    "APPS",
+    "ATSPI_PYTHON",
+    "HOME_FOLDERS",
+    "Desktop",
+    "DesktopError",
+    "parse_size",
+    "window_ids",
+]
 
 APPS: dict[str, list[str]] = {
     "xterm": ["xterm"],
@@ -40,6 +49,7 @@ HOME_FOLDERS = ("Desktop", "Documents", "Downloads")
 
 # The desktop's programs are the system's (as on a VM), not those of the shell that started us.
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ATSPI_PYTHON = "/usr/bin/python3"  # Debian's, which has python3-pyatspi
 _NEEDED = ("Xvfb", "openbox", "xdotool", "wmctrl")
 _START_S = 15.0  # Xvfb and the window manager are up well within this, even on a busy machine
 
@@ -111,6 +121,9 @@ class Desktop:
         self._xvfb: subprocess.Popen[bytes] | None = None
         self._wm: subprocess.Popen[bytes] | None = None
         self._launched: list[subprocess.Popen[bytes]] = []  # reaped when they end
+        self._bus: tuple[str, int] | None = None  # the D-Bus session bus: address, pid
+        self.atspi = False  # whether apps publish AT-SPI trees on that bus
+        self._reader = AtspiReader(ATSPI_PYTHON)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -130,6 +143,7 @@ class Desktop:
         self._write_tools()
         try:
             self._start_xvfb()
+            self._start_bus()
             self._fresh_home()
             self._start_wm()
             self._start_apps()
@@ -139,7 +153,8 @@ class Desktop:
 
     def reset(self) -> None:
         """Close every application, wipe and recreate HOME, start the fresh desktop's apps."""
-        self._end_processes(keep={self._pid(self._xvfb), self._pid(self._wm)})
+        self._reader.close()
+        self._end_processes(keep=self._infrastructure())
         if self._wm is None or self._wm.poll() is not None:
             self._start_wm()
         self._fresh_home()
@@ -147,7 +162,9 @@ class Desktop:
 
     def stop(self) -> None:
         """End every process of this desktop (Xvfb last) and remove its folder; safe twice."""
+        self._reader.close()
         self._end_processes(keep={self._pid(self._xvfb)})
+        self._bus = None
         for process in (self._wm, self._xvfb):
             if process is not None and process.poll() is None:
                 process.terminate()
@@ -180,10 +197,13 @@ class Desktop:
             XDG_SESSION_TYPE="x11",
             XDG_RUNTIME_DIR=str(self.root / "run"),
             XDG_CONFIG_HOME=str(self.home / ".config"),
-            NO_AT_BRIDGE="1",
             LANG=env.get("LANG", "C.UTF-8"),
             OWNLOOP_DESKTOP=self.id,
         )
+        if self._bus is not None:
+            env.update(DBUS_SESSION_BUS_ADDRESS=self._bus[0], ACCESSIBILITY_ENABLED="1")
+        else:
+            env.update(NO_AT_BRIDGE="1")  # no bus: GTK apps must not look for one
         return env
 
     def launch(self, argv: list[str] | str, shell: bool = False) -> subprocess.Popen[bytes]:
@@ -201,6 +221,10 @@ class Desktop:
         )
         self._launched.append(process)
         return process
+
+    def accessibility(self, timeout_s: float = 30.0) -> str | None:
+        """The apps' AT-SPI tree as XML; None without AT-SPI, or when it could not be read."""
+        return self._reader.read(self.env, timeout_s) if self.atspi else None
 
     def processes(self) -> list[int]:
         """The ids of every live process this desktop started (Xvfb and openbox included)."""
@@ -257,6 +281,32 @@ class Desktop:
             os.close(read)
         self._wait_for(lambda: Path(f"/tmp/.X11-unix/X{self.display}").exists(), "Xvfb")
 
+    def _start_bus(self) -> None:
+        """A D-Bus session bus of the desktop's own, when AT-SPI can be read (see
+        ``atspi_tree.py``): apps publish their accessibility trees there."""
+        if shutil.which("dbus-daemon") is None or not Path(ATSPI_PYTHON).exists():
+            return
+        probe = subprocess.run(
+            [ATSPI_PYTHON, "-c", "import pyatspi"], capture_output=True, timeout=30, check=False
+        )
+        if probe.returncode != 0:
+            return
+        result = subprocess.run(
+            ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
+            env=self.env,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        lines = result.stdout.decode().split()
+        if result.returncode == 0 and len(lines) == 2 and lines[1].isdigit():
+            self._bus = (lines[0], int(lines[1]))
+            self.atspi = True
+
+    @property
+    def _bus_pid(self) -> int | None:
+        return None if self._bus is None else self._bus[1]
+
     def _start_wm(self) -> None:
         self._wm = self.launch(["openbox", "--config-file", str(self.root / "openbox.xml")])
         self._wait_for(self._wm_ready, "openbox")
@@ -266,11 +316,18 @@ class Desktop:
         return result.returncode == 0 and b"Openbox" in result.stdout
 
     def _fresh_home(self) -> None:
-        if self.home.exists():  # moved aside first: a dying app may still write into it
-            trash = self.root / f"old-home-{uuid.uuid4().hex[:8]}"
-            self.home.rename(trash)
-            shutil.rmtree(trash, ignore_errors=True)
-        self.home.mkdir()
+        # Moved aside first, then checked: an app that was still dying may have written into
+        # it (and made it again); its processes are ended once more and the move repeated.
+        for _ in range(5):
+            if self.home.exists():
+                trash = self.root / f"old-home-{uuid.uuid4().hex[:8]}"
+                self.home.rename(trash)
+                shutil.rmtree(trash, ignore_errors=True)
+            time.sleep(0.05)
+            if not self.home.exists():
+                break
+            self._end_processes(keep=self._infrastructure())
+        self.home.mkdir(exist_ok=True)
         for name in HOME_FOLDERS:
             (self.home / name).mkdir()
 
@@ -291,8 +348,10 @@ class Desktop:
             time.sleep(0.05)
 
     def _end_processes(self, keep: set[int | None]) -> None:
-        """SIGTERM every process of the desktop but ``keep``, then SIGKILL what is left."""
-        for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        """SIGTERM every process of the desktop but ``keep``, then SIGKILL what is left, again
+        while any is left (a browser may start a helper while it shuts down)."""
+        rounds = [(signal.SIGTERM, 3.0)] + [(signal.SIGKILL, 2.0)] * 5
+        for sig, grace in rounds:
             targets = [pid for pid in self.processes() if pid not in keep]
             if not targets:
                 return
@@ -307,6 +366,10 @@ class Desktop:
                 for process in self._launched:
                     process.poll()  # reap what we started, so none lingers as a zombie
         self._launched = [process for process in self._launched if process.poll() is None]
+
+    def _infrastructure(self) -> set[int | None]:
+        """What a reset keeps running: Xvfb, the window manager, the session bus."""
+        return {self._pid(self._xvfb), self._pid(self._wm), self._bus_pid}
 
     @staticmethod
     def _pid(process: subprocess.Popen[bytes] | None) -> int | None:

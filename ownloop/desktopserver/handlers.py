@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from ownloop.desktopserver.capture import screenshot_png, window_tree, windows
+from ownloop.desktopserver.capture import accessibility_tree, screenshot_png, windows
 from ownloop.desktopserver.display import Desktop
 from ownloop.desktopserver.operations import perform_code, pyautogui_code
 
@@ -87,7 +87,8 @@ def screenshot(desktop: Desktop) -> Answer:
 
 
 def accessibility(desktop: Desktop) -> Answer:
-    return json_answer({"AT": window_tree(desktop.env, desktop.size)})
+    tree = accessibility_tree(desktop.env, desktop.size, desktop.accessibility())
+    return json_answer({"AT": tree})
 
 
 def screen_size(desktop: Desktop) -> Answer:

@@ -21,10 +21,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from ownloop.desktopserver import handlers
-from ownloop.desktopserver.display import Desktop
+from ownloop.desktopserver.display import Desktop, DesktopError
 from ownloop.desktopserver.handlers import Answer, json_answer, text_answer
 
-__all__ = ["DesktopServer"]
+__all__ = ["DesktopServer", "reset_remote"]
 
 _MAX_BODY = 256 * 1024 * 1024  # an upload larger than this is refused
 
@@ -276,3 +276,32 @@ class DesktopServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def reset_remote(url: str, timeout_s: float = 120.0) -> float:
+    """``POST URL/reset`` to a running test desktop; the seconds the reset took.
+
+    Raises:
+        DesktopError: no test desktop answered at ``url``, or its reset failed.
+    """
+    import urllib.error
+    import urllib.request
+
+    if not url.startswith(("http://127.0.0.1", "http://localhost")):
+        raise DesktopError(
+            f"--reset takes the test desktop's http://127.0.0.1:PORT URL, not {url[:60]}"
+        )
+    request = urllib.request.Request(url.rstrip("/") + "/reset", data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise DesktopError(f"the desktop at {url} could not reset (HTTP {error.code})") from None
+    except (OSError, ValueError) as error:
+        raise DesktopError(
+            f"no test desktop answered at {url} ({error}); start one with: ownloop serve-desktop"
+        ) from None
+    seconds = answer.get("seconds") if isinstance(answer, dict) else None
+    if not isinstance(seconds, int | float):
+        raise DesktopError(f"{url} answered /reset, but not as ownloop serve-desktop does")
+    return float(seconds)

@@ -28,6 +28,7 @@ __all__ = [
     "TaskStatement",
     "assistant_turns",
     "find_task",
+    "image_urls",
     "last_image_size",
     "request_text",
     "steps_taken",
@@ -177,7 +178,7 @@ def steps_taken(request: dict[str, Any]) -> int:
     return int(headings[-1]) if headings else 0
 
 
-def _image_urls(request: dict[str, Any]) -> list[str]:
+def image_urls(request: dict[str, Any]) -> list[str]:
     urls: list[str] = []
     for _, content in _contents(request):
         if not isinstance(content, list):
@@ -196,7 +197,7 @@ def last_image_size(request: dict[str, Any]) -> tuple[int, int] | None:
 
     Only the first bytes of the data URL are decoded: the header is all that is needed.
     """
-    urls = _image_urls(request)
+    urls = image_urls(request)
     if not urls:
         return None
     url = urls[-1]

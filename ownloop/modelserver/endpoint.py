@@ -12,7 +12,7 @@ from ownloop.store.errors import OwnloopError
 
 __all__ = ["EXPERTS", "UnknownExpert", "make_responder", "make_server"]
 
-EXPERTS = ("miniwob", "desktop")
+EXPERTS = ("miniwob", "judge", "desktop")
 """The scripted experts ``--expert`` can name (recorded responses: ``--cassette``, served by
 ``ownloop.replay.cassette``)."""
 
@@ -32,7 +32,7 @@ def make_responder(
     """The responder for ``--expert NAME --agent NAME [--faults SPEC]``.
 
     Args:
-        expert: which scripted expert answers: "miniwob", or "desktop" (the test desktop
+        expert: which scripted expert answers: "miniwob", "judge", or "desktop" (the test desktop
             suite's tasks, ``ownloop.modelserver.desktop_expert``; agents uitars, opencua).
         agent: whose output grammar it answers in (an ownloop agent name, e.g. "uitars").
         faults: a fault plan (see ``ownloop.modelserver.faults``), or None for none.
@@ -49,7 +49,11 @@ def make_responder(
     if expert not in EXPERTS:
         raise UnknownExpert(f"no expert {expert!r}. Use one of: {', '.join(EXPERTS)}")
     responder: Responder
-    if expert == "desktop":
+    if expert == "judge":  # ownloop judge's requests: verdicts, --noise flips them
+        from ownloop.modelserver.judge import ScriptedJudge
+
+        responder = ScriptedJudge(noise, noise_seed)
+    elif expert == "desktop":
         from ownloop.modelserver.desktop_expert import DESKTOP_AGENTS, DesktopExpert
 
         if agent not in DESKTOP_AGENTS:

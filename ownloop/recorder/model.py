@@ -395,8 +395,8 @@ class ModelClient:
                     attempt=attempt,
                     purpose="retry"
                     if transport_try
-                    else "resample"
-                    if purpose == "resample"
+                    else purpose
+                    if purpose in ("resample", "judge")
                     else "step",
                     model=self.model,
                     messages=messages,

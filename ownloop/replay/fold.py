@@ -97,6 +97,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     outcome: SessionEnded | None = None
     evidence: tuple[EvidenceCaptured, ...] = ()
     grades: tuple[SessionGraded, ...] = ()
+    judgements: tuple[SessionGraded, ...] = ()  # a model judge's verdicts (``ownloop judge``)
 
     @property
     def task_id(self) -> str:
@@ -219,12 +220,15 @@ def _build(session_id: str, events: list[Event]) -> Session:
     outcome: SessionEnded | None = None
     evidence: list[EvidenceCaptured] = []
     grades: list[SessionGraded] = []
+    judgements: list[SessionGraded] = []
     for event in events:
         slot = slot_of(type(event), -1)
         if slot < 5:
             if slot < 0:
                 continue
             number = event.step  # type: ignore[union-attr]
+            if number < 0:
+                continue  # a judge's call about the session (ownloop judge): no step of it
             bucket = buckets.get(number)
             if bucket is None:
                 buckets[number] = bucket = [None, [], [], [], None]
@@ -235,7 +239,10 @@ def _build(session_id: str, events: list[Event]) -> Session:
         elif slot == 5:
             evidence.append(event)  # type: ignore[arg-type]
         elif slot == 6:
-            grades.append(event)  # type: ignore[arg-type]
+            if event.source == "judge":  # type: ignore[union-attr]
+                judgements.append(event)  # type: ignore[arg-type]
+            else:
+                grades.append(event)  # type: ignore[arg-type]
         elif slot == 7:
             outcome = event  # type: ignore[assignment]
         elif started is None:
@@ -264,6 +271,7 @@ def _build(session_id: str, events: list[Event]) -> Session:
             outcome=outcome,
             evidence=tuple(evidence),
             grades=tuple(grades),
+            judgements=tuple(judgements),
         )
     return Session(
         session_id=session_id,
@@ -281,4 +289,5 @@ def _build(session_id: str, events: list[Event]) -> Session:
         outcome=outcome,
         evidence=tuple(evidence),
         grades=tuple(grades),
+        judgements=tuple(judgements),
     )

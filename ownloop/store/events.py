@@ -35,6 +35,7 @@ __all__ = [
     "FidelityMeasured",
     "GuardChecked",
     "Goto",
+    "GradeSource",
     "Hotkey",
     "ImagePart",
     "KeyDown",
@@ -100,9 +101,10 @@ Status = Literal[
     "env_error",  # the desktop stopped answering mid-task: not the agent's doing, re-run on resume
 ]
 
-CallPurpose = Literal["step", "resample", "retry"]
-"""Why a model call was made: the step's first call, a re-sample after a parse failure, or a
-retry of a call that failed in transport."""
+CallPurpose = Literal["step", "resample", "retry", "judge"]
+"""Why a model call was made: the step's first call, a re-sample after a parse failure, a
+retry of a call that failed in transport, or a judge's call about a recorded session (``ownloop
+judge``: it belongs to no step of the session it judges)."""
 
 
 def now() -> datetime:
@@ -579,13 +581,18 @@ class SessionEnded(EventBase, tag="session_ended", frozen=True, kw_only=True):
     error: str | None = None
 
 
+GradeSource = Literal["record", "regrade", "import", "judge"]
+"""Who made a grade: the recorder as the session ended, ``ownloop regrade``, an import, or a
+model judge (``ownloop judge``: its verdicts are kept apart from the rule graders')."""
+
+
 class SessionGraded(EventBase, tag="session_graded", frozen=True, kw_only=True):
     grader: str
     grader_version: str = ""
     score: float = 0.0
     passed: bool = False
     details: str = ""
-    source: Literal["record", "regrade", "import"] = "record"
+    source: GradeSource = "record"
     against_seal: str = ""  # a regrade of a sealed run: the seal's fingerprint
     checks: tuple[Check, ...] = ()  # per check: expected, actual, actual_normalized
 

@@ -40,6 +40,7 @@ __all__ = [
     "has_run_started",
     "has_session",
     "Listed",
+    "Neighbours",
     "blind_audit_rows",
     "blind_replayed",
     "imported_files",
@@ -58,6 +59,7 @@ __all__ = [
     "run_settings",
     "run_units_sessions",
     "search_steps",
+    "session_neighbours",
     "selected_sessions",
     "session_choices",
     "session_listing",
@@ -178,6 +180,40 @@ def latest_session_of_task(store: Store, task_id: str) -> str | None:
         {"task": task_id},
     ).rows
     return str(rows[0][0]) if rows else None
+
+
+class Neighbours(NamedTuple):
+    """A session's place in its run, for the session page's links."""
+
+    previous: str | None  # the run's session started just before (replays left out)
+    next: str | None  # and just after
+    repeats: list[tuple[str, int | None, bool | None]]  # the task's other sessions in the run:
+    # (session id, repeat, passed), in repeat order
+
+
+def session_neighbours(store: Store, session_id: str) -> Neighbours:
+    """The sessions before and after ``session_id`` in its run (by start; replays of another
+    session left out) and the other sessions of its task in the run."""
+    rows = store.sql(
+        "with me as (select run_id, task_id from session_facts where session_id = $id), "
+        "run as (select f.session_id, f.task_id, f.repeat, f.passed, f.started_at, "
+        "lag(f.session_id) over w as previous, lead(f.session_id) over w as next "
+        "from session_facts f join me using (run_id) where f.parent_session_id is null "
+        "window w as (order by f.started_at, f.session_id)) "
+        "select session_id, repeat, passed, previous, next, session_id = $id as mine, "
+        "task_id = (select task_id from me) as same_task from run "
+        "where session_id = $id or task_id = (select task_id from me) "
+        "order by repeat, started_at",
+        {"id": session_id},
+    ).rows
+    previous = following = None
+    repeats = []
+    for sid, repeat, passed, before, after, mine, same_task in rows:
+        if mine:
+            previous, following = before, after
+        elif same_task:
+            repeats.append((str(sid), repeat, passed))
+    return Neighbours(previous, following, repeats)
 
 
 def target_session(store: Store, target: str, run_id: str | None = None) -> str | None:

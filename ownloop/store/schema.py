@@ -210,9 +210,11 @@ ended as (
         = 1
 ),
 graded as (
-    -- a regrade of a sealed run is recorded against the seal: the sealed grade stays
+    -- a regrade of a sealed run is recorded against the seal: the sealed grade stays; a
+    -- model judge's verdicts (ownloop judge) are the judge_grades view's, never the session's
     select * from main.session_graded
-    where coalesce(against_seal, '') = '' and session_id in (select session_id from touched)
+    where coalesce(against_seal, '') = '' and coalesce(source, '') <> 'judge'
+        and session_id in (select session_id from touched)
     qualify row_number() over (partition by session_id order by time desc, stream desc, seq desc)
         = 1
 ),

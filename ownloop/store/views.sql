@@ -286,13 +286,28 @@ from screenshot_taken;
 create view grades as
 select session_id, grader, grader_version, score, passed, source, details,
     time as graded_at,
-    coalesce(against_seal, '') = '' and row_number() over (
-        partition by session_id, coalesce(against_seal, '') = ''
+    coalesce(against_seal, '') = '' and source <> 'judge' and row_number() over (
+        partition by session_id, coalesce(against_seal, '') = '' and source <> 'judge'
         order by time desc, stream desc, seq desc) = 1 as latest,
     run_id,
     coalesce(against_seal, '') as against_seal,
     checks  -- JSON list of {name, passed, expected, actual, actual_normalized}
 from session_graded;
+
+-- A model judge's verdicts (ownloop judge), never a session's grade: judge is the judge's
+-- name, control the kind of control session (blank, swapped) or NULL, repeat which of the
+-- judging's repeats, reasoning the judge's text before its verdict line.
+create view judge_grades as
+select session_id, run_id,
+    split_part(grader, '/control:', 1)[7:] as judge,
+    nullif(split_part(grader, '/control:', 2), '') as control,
+    grader_version as judge_version,
+    passed,
+    try_cast(try_cast(details as json) ->> 'repeat' as bigint) as repeat,
+    try_cast(details as json) ->> 'reasoning' as reasoning,
+    time as judged_at
+from session_graded
+where source = 'judge';
 
 create view evidence as
 select session_id, name,

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Literal
 
 import msgspec
 
 from ownloop.replay.fold import Session
-from ownloop.store.events import EvidenceCaptured, SessionGraded, Task
+from ownloop.store.events import EvidenceCaptured, GradeSource, SessionGraded, Task
 
 __all__ = [
     "EVIDENCE_FOLDER",
@@ -54,7 +53,7 @@ class KeptGrade(msgspec.Struct, frozen=True, kw_only=True):
     score: float = 0.0
     passed: bool = False
     details: str = ""
-    source: Literal["record", "regrade", "import"] = "record"
+    source: GradeSource = "record"
     against_seal: str = ""
 
 

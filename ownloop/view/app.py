@@ -33,6 +33,7 @@ from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.kept import KeptIndex
+from ownloop.store.queries import session_neighbours
 from ownloop.store.stats import warm_up
 from ownloop.view.domtree import parse_dom
 from ownloop.view.grid import grid_of, grid_units
@@ -40,6 +41,7 @@ from ownloop.view.listing import list_runs, list_sessions
 from ownloop.view.page import build_page
 from ownloop.view.pair import build_pair
 from ownloop.view.rendering import environment
+from ownloop.view.requests import request_views
 from ownloop.view.runpage import build_run
 from ownloop.view.search import search
 from ownloop.view.thumbs import THUMB_WIDTHS, Box, ImageCache, content_box, thumbnail
@@ -278,7 +280,15 @@ def make_app(
                 except MissingBlob:
                     continue
                 trees[item.sha256] = parse_dom(html)
-        return render(request, "session.html", page=page, trees=trees)
+        neighbours = read(session_neighbours, session_id)
+        return render(
+            request,
+            "session.html",
+            page=page,
+            trees=trees,
+            neighbours=neighbours,
+            requests=request_views(folded),
+        )
 
     def blob(request: Request) -> Response:
         sha = request.path_params["sha256"]

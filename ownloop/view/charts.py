@@ -59,10 +59,18 @@ def _nice(value: float) -> float:
     return float(next(step * power for step in (1, 2, 5, 10) if step * power >= value))
 
 
+def _tick_label(value: float, digits: int) -> str:
+    """An axis value with ``digits`` decimals, or more (up to 3) where it needs them: the middle
+    tick of a count axis up to 1 is 0.5, not a second 0."""
+    while digits < 3 and round(value, digits) != value:
+        digits += 1
+    return f"{value:,.{digits}f}"
+
+
 def _y_ticks(top: float, height: float, digits: int = 0) -> list[Tick]:
     plot = height - _BOTTOM - _TOP
     return [
-        Tick(_LEFT - 6, _TOP + plot * (1 - f), f"{top * f:,.{digits}f}", "end")
+        Tick(_LEFT - 6, _TOP + plot * (1 - f), _tick_label(top * f, digits), "end")
         for f in (0.0, 0.5, 1.0)
     ]
 

@@ -5,7 +5,8 @@ use the fixtures:
 - ``desktop_server``: the session's ``DesktopServer`` (1280x720, no apps on a fresh desktop),
   started on first use (Xvfb + openbox: about a second), stopped at the end of the run.
 - ``desktop``: a ``TestDesktop`` (``url``, ``size``, ``home``, ``get``/``post`` helpers) on a
-  desktop just reset (every window closed, HOME wiped). Mark such tests ``@pytest.mark.desktop``.
+  desktop just reset (every window closed, HOME wiped); its ``home`` is the desktop's HOME.
+  Mark such tests ``@pytest.mark.desktop``.
 
 The desktop is shared: tests using it must not run at once in one process (they do not:
 pytest runs a worker's tests one after another), and each leaves nothing it needs to the next.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,8 +45,12 @@ class TestDesktop(NamedTuple):
             data=json.dumps(body or {}).encode(),
             headers={"Content-Type": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
-            raw = response.read()
+        try:
+            with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as error:
+            error.msg = f"{error.msg}: {error.read()[:500]!r}"  # the server's reason, in the report
+            raise
         try:
             return json.loads(raw)
         except ValueError:
@@ -63,8 +69,12 @@ class TestDesktop(NamedTuple):
         return answer
 
     def windows(self) -> str:
-        """The accessibility tree (the desktop's windows as XML)."""
+        """The accessibility tree as XML (about a second: prefer ``titles`` to wait on)."""
         return str(json.loads(self.get("/accessibility"))["AT"])
+
+    def titles(self) -> str:
+        """``wmctrl -l``: one line per window, its title last."""
+        return str(self.shell("wmctrl -l")["output"])
 
     def wait_for(self, ready: Callable[[], bool], what: str, seconds: float = 20) -> None:
         end = time.monotonic() + seconds

@@ -18,7 +18,7 @@ from PIL import Image
 
 from ownloop.cli import cli
 from ownloop.modelserver.desktop_expert import TASKS
-from ownloop.modelserver.endpoint import make_server
+from ownloop.modelserver.endpoint import UnknownExpert, make_responder, make_server
 
 
 @pytest.mark.desktop
@@ -38,9 +38,13 @@ def test_serve_desktop_prints_its_url_serves_and_stops_cleanly_on_sigterm() -> N
         request = urllib.request.Request(url + "/screen_size", data=b"", method="POST")
         with urllib.request.urlopen(request, timeout=30) as response:
             assert json.loads(response.read()) == {"width": 320, "height": 200}
-        with urllib.request.urlopen(url + "/accessibility", timeout=30) as response:
-            tree = json.loads(response.read())["AT"]
-        pid = int(tree.split('pid="', 1)[1].split('"', 1)[0])  # the fresh desktop's xterm
+        command = json.dumps({"command": "wmctrl -lp", "shell": True}).encode()
+        with urllib.request.urlopen(url + "/execute", data=command, timeout=30) as response:
+            pid = int(json.loads(response.read())["output"].split()[2])  # the fresh xterm's
+        reset = CliRunner().invoke(cli, ["serve-desktop", "--reset", url])
+        assert reset.exit_code == 0 and reset.output.startswith(
+            f"ownloop serve-desktop: {url} reset in "
+        )
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)
@@ -55,8 +59,12 @@ def test_serve_desktop_refuses_bad_options_in_one_line() -> None:
     assert result.output == "Error: no app 'gimp': --apps takes xterm, mousepad, chromium\n"
     result = runner.invoke(cli, ["serve-desktop", "--size", "big"])
     assert result.output == "Error: --size must be WxH, like 1920x1080, not 'big'\n"
-    result = runner.invoke(cli, ["serve-model", "--expert", "desktop", "--agent", "fara7b"])
-    assert result.output == "Error: the desktop expert answers as uitars or opencua, not 'fara7b'\n"
+    result = runner.invoke(cli, ["serve-desktop", "--reset", "http://127.0.0.1:1"])
+    assert result.output.startswith("Error: no test desktop answered at http://127.0.0.1:1 (")
+    assert result.output.endswith("; start one with: ownloop serve-desktop\n")
+    # (serve-model's CLI loads the cassette machinery and openai first: the same check, cheaper)
+    with pytest.raises(UnknownExpert, match="^the desktop expert answers as uitars or opencua, "):
+        make_responder("desktop", "fara7b")
 
 
 def _png(size: tuple[int, int]) -> str:

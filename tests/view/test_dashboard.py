@@ -214,3 +214,66 @@ def test_a_cached_page_changes_when_the_store_does(tmp_path: Path) -> None:
         with store.stream("r2") as stream:
             stream.append([E.RunStarted(at=at(1), run_id="second", session_id="", agent="a")])
         assert b"second" in _get(url).body
+
+
+def test_a_session_page_links_its_run_its_neighbours_and_its_tasks_other_repeats(
+    site: str, dash: DashboardStore
+) -> None:
+    body = _get(site + "session/a-t-pass-2").body.decode()
+    assert f'<a class="run" href="/run/{dash.run_a}">{dash.run_a}</a>' in body
+    assert 'rel="prev" href="/session/a-t-pass-1"' in body
+    assert 'rel="next" href="/session/a-t-pass-3"' in body
+    repeats = body.split('class="repeats"', 1)[1].split("</span>", 1)[0]
+    assert 'href="/session/a-t-pass-1">repeat 1</a>' in repeats
+    assert 'href="/session/a-t-pass-3">repeat 3</a>' in repeats and "a-t-pass-2" not in repeats
+    first = _get(
+        site
+        + "session/a-"
+        + dash.store.sql(
+            "select task_id from sessions where run_id = $r order by started_at limit 1",
+            {"r": dash.run_a},
+        ).rows[0][0]
+        + "-1"
+    ).body.decode()
+    assert 'rel="prev"' not in first and 'rel="next"' in first  # the run's first session
+
+
+def test_each_step_shows_what_the_model_saw_every_image_in_order(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    shots = [store.put_blob(page_png(shade)) for shade in (40, 90)]
+    ids = {"run_id": "r", "session_id": "s1"}
+    system = E.Message(role="system", parts=(E.TextPart(text="You are a <b>helpful</b> agent."),))
+    history: list[E.Message] = [system]
+    events: list[E.Event] = [
+        E.SessionStarted(at=at(0), **ids, task=E.Task(task_id="t", prompt="p", start_url="u"))
+    ]
+    for number, sha in enumerate(shots, 1):
+        image = E.ImagePart(sha256=sha, width=1280, height=800)
+        history.append(E.Message(role="user", parts=(E.TextPart(text=f"step {number}"), image)))
+        events += [
+            E.ScreenshotTaken(
+                at=at(number), **ids, step=number, sha256=sha, width=1280, height=800
+            ),
+            E.ModelCalled(
+                at=at(number + 0.1),
+                **ids,
+                step=number,
+                call_id=f"c{number}",
+                messages=tuple(history),
+                response=f"Thought: t{number}\nAction: click",
+            ),
+        ]
+        history.append(E.Message(role="assistant", parts=(E.TextPart(text=f"answer {number}"),)))
+    events.append(E.SessionEnded(at=at(9), **ids, status="finished", steps=2))
+    with store.stream("s1") as stream:
+        stream.append(events)
+    with ViewServer(store, port=0) as url:
+        body = _get(url + "session/s1").body.decode()
+    second = body.split('id="request-2"', 1)[1].split("</details>", 1)[0]
+    assert "what the model saw: 4 messages, 2 images" in second
+    assert '1. system</span>\n<span class="same">as at step 1</span>' in second
+    images = [part.split('"', 1)[0] for part in second.split('class="sent" src="/thumb/')[1:]]
+    assert images == [f"{sha}?w=240" for sha in shots]  # every image sent, in order
+    assert "answer 1" in second  # the history the model was sent
+    first = body.split('id="request-1"', 1)[1].split("</details>", 1)[0]
+    assert "You are a &lt;b&gt;helpful&lt;/b&gt; agent." in first  # recorded text is escaped
