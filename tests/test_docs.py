@@ -125,3 +125,18 @@ def test_every_shell_block_quotes_its_globs() -> None:
     every = "\n".join(d.read_text() for d in DOCUMENTS)
     assert "--suite 'miniwob:click-*'" in README.read_text()
     assert not re.search(r"--suite miniwob:[^\s`']*\*", every)
+
+
+def test_the_tasks_file_example_is_a_valid_tasks_file_with_each_grader(tmp_path: Path) -> None:
+    from ownloop.recorder.suites import TasksFileSuite
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "recording.md").read_text()
+    [example] = re.findall(r"```json\n(\{\n  \"setup\".*?)```", page, flags=re.S)
+    path = tmp_path / "tasks.json"
+    path.write_text(example)
+    tasks = TasksFileSuite(str(path), "http://127.0.0.1:8312").tasks()
+    graders = {t.task_id: t.grader for t in tasks}
+    assert len(tasks) == 6 and graders["browse"] == "answer:contains:done"
+    assert graders["add-mug"] is not None and '"type":"network"' in graders["add-mug"]
+    assert graders["rename"] == 'json:/_admin/record:$.user.name:eq:"Ada"'
+    assert all(t.start_url.startswith("http://127.0.0.1:8312/") for t in tasks)

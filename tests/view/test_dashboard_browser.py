@@ -220,17 +220,21 @@ def _session_page(page: Any, site: str, dash: DashboardStore) -> None:
     wait_until(page, "document.querySelector('#step-1 .frame img').complete")
 
 
-def test_zoom_shows_the_screenshot_at_its_natural_size(
+def test_zoom_shows_the_screenshot_at_its_natural_size_with_its_marks(
     page: Any, site: str, dash: DashboardStore
 ) -> None:
     _session_page(page, site, dash)
-    shown = page.locator("#step-1 .frame img").bounding_box()
+    shown = page.locator("#step-1 .frame").bounding_box()  # cropped to content, and smaller
     assert shown["width"] < SIZE[0]
     page.click("#step-1 .frame img")
     zoomed = page.locator("div.zoomed img")
     wait_until(page, "document.querySelector('div.zoomed img').complete")
     box = zoomed.bounding_box()
     assert (box["width"], box["height"]) == (SIZE[0], SIZE[1])
+    # the pointer mark is kept, at natural size: the click (300, 201) where it was
+    ring = page.locator("div.zoomed .mark .ring").first.bounding_box()
+    assert ring["x"] + ring["width"] / 2 == pytest.approx(box["x"] + 300, abs=2)
+    assert ring["y"] + ring["height"] / 2 == pytest.approx(box["y"] + 201, abs=2)
     page.keyboard.press("Escape")
     assert page.locator("div.zoomed").count() == 0
     page.click("#step-1 button.zoom")
@@ -239,12 +243,12 @@ def test_zoom_shows_the_screenshot_at_its_natural_size(
     assert page.locator("div.zoomed").count() == 0
 
 
-def test_crop_shows_only_the_content_and_keeps_the_marks_on_it(
-    page: Any, site: str, dash: DashboardStore
+def test_screenshots_are_cropped_to_content_by_default_and_keep_the_marks_on_it(
+    page: Any, site: str, dash: DashboardStore, tmp_path: Path
 ) -> None:
     _session_page(page, site, dash)
-    page.click("#step-1 button.crop")
     wait_until(page, "document.querySelector('#step-1 figure.shot').dataset.box")
+    assert page.locator("#step-1 button.crop").get_attribute("aria-pressed") == "true"
     x, y, w, h = map(int, page.locator("#step-1 figure.shot").get_attribute("data-box").split(","))
     left, top, right, bottom = CONTENT
     assert left - 10 <= x <= left and top - 10 <= y <= top
@@ -257,22 +261,46 @@ def test_crop_shows_only_the_content_and_keeps_the_marks_on_it(
     scale = frame["width"] / w
     assert ring["x"] + ring["width"] / 2 == pytest.approx(frame["x"] + (300 - x) * scale, abs=2)
     assert ring["y"] + ring["height"] / 2 == pytest.approx(frame["y"] + (201 - y) * scale, abs=2)
-    page.click("#step-1 button.crop")
+    page.locator("#step-1").screenshot(path=str(tmp_path / "cropped.png"))
+    page.click("#step-1 button.crop")  # off, for every screenshot, and on the next pages
     assert page.locator("#step-1 svg.marks").get_attribute("viewBox") == "0 0 1280 800"
-
-
-def test_the_magnifier_sits_on_the_pointer_mark(page: Any, site: str, dash: DashboardStore) -> None:
     _session_page(page, site, dash)
+    assert page.locator("#step-1 button.crop").get_attribute("aria-pressed") == "false"
+    page.click("#step-1 button.crop")
+    wait_until(page, "document.querySelector('#step-1 .frame').classList.contains('cropped')")
+
+
+def test_the_magnifier_shows_the_pointer_mark_beside_it_inside_the_frame(
+    page: Any, site: str, dash: DashboardStore, tmp_path: Path
+) -> None:
+    _session_page(page, site, dash)
+    wait_until(page, "document.querySelector('#step-1 .frame').classList.contains('cropped')")
     page.click("#step-1 button.magnify")
     lens = page.locator("#step-1 .lens")
     assert lens.count() == 1
     img = page.locator("#step-1 .frame img").bounding_box()
+    frame = page.locator("#step-1 .frame").bounding_box()
+    tools = page.locator("#step-1 .tools").bounding_box()
     box = lens.bounding_box()
     scale = img["width"] / SIZE[0]
-    assert box["x"] + box["width"] / 2 == pytest.approx(img["x"] + 300 * scale, abs=4)
-    assert box["y"] + box["height"] / 2 == pytest.approx(img["y"] + 201 * scale, abs=4)
+    mark = (img["x"] + 300 * scale, img["y"] + 201 * scale)
+    # never over the mark, never out of the frame (so never over the buttons above it)
+    inside = box["x"] <= mark[0] <= box["x"] + box["width"] and (
+        box["y"] <= mark[1] <= box["y"] + box["height"]
+    )
+    assert not inside
+    assert frame["x"] - 1 <= box["x"] and box["x"] + box["width"] <= frame["x"] + frame["width"] + 1
+    assert (
+        frame["y"] - 1 <= box["y"] and box["y"] + box["height"] <= frame["y"] + frame["height"] + 1
+    )
+    assert box["y"] >= tools["y"] + tools["height"]
+    # what it magnifies is the mark: the point at the lens's centre is (300, 201)
     size = lens.evaluate("l => l.style.backgroundSize")
     assert float(size.split("px")[0]) == pytest.approx(img["width"] * 3, rel=0.01)
+    position = lens.evaluate("l => l.style.backgroundPosition").split("px")
+    centre = box["width"] / 2
+    assert (centre - float(position[0])) / (scale * 3) == pytest.approx(300, abs=2)
+    page.locator("#step-1").screenshot(path=str(tmp_path / "magnified.png"))
     page.click("#step-1 button.magnify")
     assert lens.count() == 0
 

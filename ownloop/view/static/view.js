@@ -67,12 +67,21 @@
     overlay.className = "zoomed";
     overlay.setAttribute("role", "dialog");
     overlay.setAttribute("aria-label", "screenshot at natural size; click or Escape to close");
+    const holder = document.createElement("div");
+    holder.className = "zoomed-frame";
     const big = document.createElement("img");
     big.src = img.src;
     big.alt = img.alt;
     big.width = img.naturalWidth || Number(figure.dataset.width);
     big.height = img.naturalHeight || Number(figure.dataset.height);
-    overlay.appendChild(big);
+    holder.appendChild(big);
+    const marks = figure.querySelector("svg.marks");
+    if (marks) {  // the pointer marks at natural size too, over the whole screenshot
+      const copy = marks.cloneNode(true);
+      copy.setAttribute("viewBox", "0 0 " + figure.dataset.width + " " + figure.dataset.height);
+      holder.appendChild(copy);
+    }
+    overlay.appendChild(holder);
     overlay.addEventListener("click", closeZoom);
     document.body.appendChild(overlay);
   }
@@ -96,11 +105,23 @@
     if (svg) svg.setAttribute("viewBox", [box.x, box.y, box.width, box.height].join(" "));
   }
 
+  // A crop never cuts the pointer mark off: the box grows to hold it (and a margin around it).
+  function withMark(figure, box) {
+    if (figure.dataset.markX === undefined) return box;
+    const x = Number(figure.dataset.markX), y = Number(figure.dataset.markY), m = 40;
+    const w = Number(figure.dataset.width), h = Number(figure.dataset.height);
+    const left = Math.max(0, Math.min(box.x, x - m)), top = Math.max(0, Math.min(box.y, y - m));
+    const right = Math.min(w, Math.max(box.x + box.width, x + m));
+    const bottom = Math.min(h, Math.max(box.y + box.height, y + m));
+    return {x: left, y: top, width: right - left, height: bottom - top, image_width: box.image_width};
+  }
+
   function cropOne(figure, on) {
     const button = figure.querySelector("button.crop");
     if (button) button.setAttribute("aria-pressed", on ? "true" : "false");
     if (!on) { setCrop(figure, null); return; }
     fetch("/box/" + figure.dataset.sha).then(function (r) { return r.json(); }).then(function (box) {
+      box = withMark(figure, box);
       if (!button || button.getAttribute("aria-pressed") === "true") setCrop(figure, box);
       figure.dataset.box = [box.x, box.y, box.width, box.height].join(",");
     });
@@ -117,8 +138,13 @@
     });
   }
 
-  let remembered = "";
-  try { remembered = sessionStorage.getItem("ownloop-crop") || ""; } catch (e) { /* none */ }
+  // Cropped by default (a MiniWoB screenshot is mostly its grey background); toggling it off
+  // keeps it off on the next pages.
+  let remembered = "1";
+  try {
+    const stored = sessionStorage.getItem("ownloop-crop");
+    if (stored !== null) remembered = stored;
+  } catch (e) { /* private mode: the default */ }
   if (remembered) {
     document.querySelectorAll("figure.shot[data-sha]").forEach(function (f) { cropOne(f, true); });
   }
@@ -132,8 +158,17 @@
     const size = lens.offsetWidth;
     const frame = figure.querySelector(".frame").getBoundingClientRect();
     const r = img.getBoundingClientRect();
-    lens.style.left = (r.left - frame.left + x * scale - size / 2) + "px";
-    lens.style.top = (r.top - frame.top + y * scale - size / 2) + "px";
+    // The lens sits beside the point it magnifies, never on it (the mark stays in sight), and
+    // inside the frame (never over the buttons above it): right and above, else mirrored.
+    const px = r.left - frame.left + x * scale, py = r.top - frame.top + y * scale;
+    const gap = 16;
+    let left = px + gap, top = py - size - gap;
+    if (left + size > frame.width) left = px - gap - size;
+    if (top < 0) top = py + gap;
+    left = Math.max(0, Math.min(left, frame.width - size));
+    top = Math.max(0, Math.min(top, frame.height - size));
+    lens.style.left = left + "px";
+    lens.style.top = top + "px";
     lens.style.backgroundSize = (img.naturalWidth * scale * LENS) + "px " + (img.naturalHeight * scale * LENS) + "px";
     lens.style.backgroundPosition = (size / 2 - x * scale * LENS) + "px " + (size / 2 - y * scale * LENS) + "px";
     lens.dataset.x = x; lens.dataset.y = y;
