@@ -79,7 +79,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--chromium", default=None)
+    parser.add_argument("--smoke", action="store_true", help="two rounds (a check)")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 2
     launched = open_browser(args.chromium)
     try:
         print(f"chromium {launched.browser.version}, viewport 1280x800, {args.rounds} rounds")

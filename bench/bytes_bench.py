@@ -162,8 +162,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20 sessions instead of 100")
     parser.add_argument("--miniwob", type=int, default=0, metavar="N", help="real tasks too")
+    parser.add_argument("--smoke", action="store_true", help="2 sessions x 3 steps (a check)")
     args = parser.parse_args()
-    sessions, steps = (20, 20) if args.quick else (100, 20)
+    sessions, steps = (2, 3) if args.smoke else (20, 20) if args.quick else (100, 20)
     load = os.getloadavg()[0]
     print(f"bytes: {sessions} sessions x {steps} steps, load {load:.1f}")
     pngs = screenshots(sessions * steps)

@@ -39,9 +39,10 @@ def cache_folder(steps: int) -> Path:
     return Path(tempfile.gettempdir()) / "ownloop-bench-shots" / key
 
 
-def real_screenshots(sessions: int, steps: int) -> list[list[bytes]]:
-    """``steps`` screenshots for each of ``sessions`` MiniWoB sessions (cached, see above)."""
-    folder = cache_folder(steps)
+def real_screenshots(sessions: int, steps: int, folder: Path | None = None) -> list[list[bytes]]:
+    """``steps`` screenshots for each of ``sessions`` MiniWoB sessions (cached in ``folder``,
+    by default the temporary folder's, see above)."""
+    folder = folder or cache_folder(steps)
     missing = [s for s in range(sessions) if not (folder / f"{s:04d}" / "done").exists()]
     if missing:
         _capture(folder, missing, steps)
@@ -96,7 +97,12 @@ def _capture(folder: Path, sessions: list[int], steps: int) -> None:
 
 
 if __name__ == "__main__":
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2
-    shots = real_screenshots(n, 20)
+    # bench/miniwob_shots.py [N]: N sessions of 20 steps (default 2); --smoke: one session of two
+    # steps, taken afresh into a folder of its own (a check that capturing still works)
+    if sys.argv[1:] == ["--smoke"]:
+        with tempfile.TemporaryDirectory() as fresh:
+            shots = real_screenshots(1, 2, Path(fresh))
+    else:
+        shots = real_screenshots(int(sys.argv[1]) if len(sys.argv) > 1 else 2, 20)
     flat = [png for session in shots for png in session]
     print(f"{len(flat)} PNGs, {len(set(flat))} distinct, {sum(map(len, flat)) / 1e6:.1f} MB")

@@ -62,6 +62,7 @@ OWNLOOP_QUERY = (
 )
 # Every request in full (what a compact journal must put back together).
 REQUESTS_QUERY = "select session_id, step, messages from model_calls"
+SMOKE = False  # --smoke: every measure taken once, no warm-up call (a check, not a figure)
 
 
 # ------------------------------------------------------------------ the trajectories
@@ -395,7 +396,7 @@ def timed(fn: Callable[[], object], repeat: int, best: bool = False) -> float:
     """The median wall time of ``fn`` in seconds (with ``best``, the shortest: what it costs
     when the machine's other load leaves it alone)."""
     times = []
-    for _ in range(repeat):
+    for _ in range(1 if SMOKE else repeat):
         started = time.perf_counter()
         fn()
         times.append(time.perf_counter() - started)
@@ -415,7 +416,7 @@ def cpu_timed(fn: Callable[[], object], repeat: int) -> float:
     """The median CPU time of ``fn`` in seconds, every thread of this process counted: what a
     busy machine's other work does not inflate as it does the wall time."""
     times = []
-    for _ in range(repeat):
+    for _ in range(1 if SMOKE else repeat):
         started = time.process_time()
         fn()
         times.append(time.process_time() - started)
@@ -428,8 +429,9 @@ def cold(argv: list[str], repeat: int) -> tuple[float, float]:
     # As a user's shell runs it: with Python's bytecode cache (some sandboxes turn it off,
     # which adds the compiling of every module to each call). One warm-up call writes it.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
-    for _ in range(repeat):
+    if not SMOKE:
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+    for _ in range(1 if SMOKE else repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
@@ -454,12 +456,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, help="how many sessions (default 100)")
     parser.add_argument("--rounds", type=int, default=3, help="write rounds (median)")
     parser.add_argument(
+        "--smoke", action="store_true", help="2 synthetic sessions, one round (a check)"
+    )
+    parser.add_argument(
         "--synthetic", action="store_true", help="distinct noisy PNGs, not real MiniWoB pages"
     )
     parser.add_argument(
         "--ownloop", help="the ownloop command for the cold CLI call (default: beside Python)"
     )
     args = parser.parse_args(argv)
+    if args.smoke:
+        global SMOKE
+        SMOKE = True
+        args.sessions, args.rounds, args.synthetic = args.sessions or 2, 1, True
     sessions = args.sessions or (20 if args.quick else 100)
     steps = 20
     ownloop = args.ownloop.split() if args.ownloop else cli("ownloop")
@@ -546,7 +555,7 @@ def report(
         )
     }
     if log is not None:
-        inspect_cli = cli("inspect")
+        inspect_cli = None if SMOKE else cli("inspect")  # the same measure as the next one
         if inspect_cli:
             cold_s["inspect"] = cold([*inspect_cli, "log", "dump", str(log)], 3)
         cold_s["inspect_py"] = cold(

@@ -1,12 +1,13 @@
 """Sessions per minute: ``--executor threads`` against ``--executor ray`` on a two-node local Ray
 cluster, the same MiniWoB tasks and scripted expert, one store; and the numbers a 100-node run
-is sized from (README, "Beyond one machine"): journal bytes and events per session, claim files
-per task, index ingest speed for the resulting journal.
+is sized from (docs/performance.md, "Threads and Ray"): journal bytes and events per session,
+claim files per task, index ingest speed for the resulting journal.
 
 Runs itself in a fresh network and pid namespace (Linux, root: ``unshare``), where Ray uses
 127.0.0.1 and ``ray stop`` sees only the bench's own cluster.
 
     .venv/bin/python bench/ray_bench.py [--tasks GLOBS] [--seeds N] [--workers N]
+    .venv/bin/python bench/ray_bench.py --smoke   # one task, one seed, one worker: a check
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ _ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
 def _ray(*args: str) -> None:
-    subprocess.run(
+    done = subprocess.run(
         [str(_BIN / "ray"), *args],
         env={**os.environ, **_ENV},
-        check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    if done.returncode:
+        sys.exit(f"ray {' '.join(args)}: exit {done.returncode}\n{done.stdout}{done.stderr}")
 
 
 def _record(store: Path, url: str, run: str, args: argparse.Namespace, *extra: str) -> float:
@@ -152,7 +155,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2, help="seeds per task (1-N)")
     parser.add_argument("--workers", type=int, default=2, help="browsers at once, both runs")
     parser.add_argument("--cpus", type=int, default=1, help="--num-cpus of each Ray node")
+    parser.add_argument("--smoke", action="store_true", help="one task, one seed (a check)")
     args = parser.parse_args()
+    if args.smoke:
+        args.tasks, args.seeds, args.workers = "click-button", 1, 1
     if os.environ.get(_INSIDE) == "1":
         subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
         bench(args)

@@ -4,6 +4,7 @@
     .venv/bin/python bench/replay_bench.py --sessions 2000
     .venv/bin/python bench/replay_bench.py --execute      # only --execute ops vs its floor
     .venv/bin/python bench/replay_bench.py --execute --workers 2   # (the batch's browsers)
+    .venv/bin/python bench/replay_bench.py --smoke        # every part, tiny: a check
 
 Regrade: 10k synthetic sessions (3 steps each, one journal stream per session, as the recorder
 writes them; fsync off) are written with the store API and indexed, then ``regrade`` runs over all
@@ -412,7 +413,13 @@ def bare_chromium(parents: list[Any], browsers: int) -> float:
     return took
 
 
-def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
+def bench_batch(
+    work: Path,
+    workers: int = 2,
+    seeds: str = "1-4",
+    tasks: str = BATCH_TASKS,
+    browsers: set[int] | None = None,
+) -> float:
     """``replay --run R --execute ops --workers N`` over 20 MiniWoB sessions (5 tasks x 4 seeds,
     recorded in this run with the expert, settle 0) against the sum of their browser floors, next
     to the baseline measured in the same run: the same sessions replayed one by one, each in a
@@ -426,7 +433,7 @@ def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
 
     store = open_store(work / "batch")
     with (
-        load_suite(suite=f"miniwob:{BATCH_TASKS}", seeds=seeds) as suite,
+        load_suite(suite=f"miniwob:{tasks}", seeds=seeds) as suite,
         make_server("miniwob", "uitars") as url,
     ):
         record(
@@ -454,7 +461,7 @@ def bench_batch(work: Path, workers: int = 2, seeds: str = "1-4") -> float:
         f"{single / floor:.2f}x the floors (baseline; {_load()})"
     )
     ratio = float("inf")
-    for n in sorted({1, 2, workers}):
+    for n in sorted(browsers or {1, 2, workers}):
         cpu_before, machine_before = _cpu_s(), _machine_busy()
         began = time.perf_counter()
         batched = execute_batch(store, parents, "ops", workers=n, settle_s=0.0)
@@ -499,9 +506,18 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=2, help="the batch's browsers (besides 1 and 2)"
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="every part on one task, once (a check)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ownloop-replay-bench-"))
     try:
+        if args.smoke:
+            bench_regrade(work, 20)
+            bench_execute_ops(work, "click-button")
+            bench_batch(work, 1, seeds="1", tasks="click-button", browsers={1})
+            bench_browser_cpu(1)
+            return
         if not args.execute:
             bench_regrade(work, args.sessions)
         bench_execute_ops(work)

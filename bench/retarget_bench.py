@@ -85,7 +85,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=TASKS)
     parser.add_argument("--seeds", type=int, default=20, help="other seeds per task")
+    parser.add_argument("--smoke", action="store_true", help="one task, one seed (a check)")
     args = parser.parse_args()
+    if args.smoke:
+        args.tasks, args.seeds = "focus-text", 1
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="retarget-bench-") as folder:
         sessions = record(Path(folder) / "store", args.tasks)

@@ -46,6 +46,7 @@ from ownloop.store import events as E  # noqa: E402
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
 STEPS = 20
+SMOKE = False  # --smoke: every command timed once (a check, not a figure)
 RUNS = 10
 _OWNLOOP = str(Path(sys.executable).parent / "ownloop")
 
@@ -108,7 +109,7 @@ def timed(
 ) -> Timing:
     """The best of ``repeat`` runs; ``cpu``: the clock of the process that does the work."""
     wall = used = float("inf")
-    for _ in range(repeat):
+    for _ in range(1 if SMOKE else repeat):
         started, before = time.perf_counter(), cpu()
         fn()
         wall = min(wall, time.perf_counter() - started)
@@ -184,6 +185,11 @@ def measure(store: Store, sessions: int, work: Path) -> dict[str, Timing]:
     """Every command a user runs on a large store, seconds (the best of two where cheap)."""
     one = f"s{sessions // 2:07d}"
     ownloop(store, "index")()  # the index exists and is up to date: what follows reads it
+    if SMOKE:  # a command, the viewer and a check, once each: the bench's own code still runs
+        times = {"show one session": timed(ownloop(store, "show", one))}
+        times["viewer: runs page"], times["viewer: sessions page"] = view_pages(store)
+        times["verify --full"] = timed(ownloop(store, "verify", "--full"))
+        return times
     times = {
         "sql select * from sessions (table)": timed(
             ownloop(store, "sql", "select * from sessions"), 2
@@ -289,7 +295,12 @@ def main() -> None:
     parser.add_argument(
         "--archived", action="store_true", help="Time only the rebuild before and after archive."
     )
+    parser.add_argument("--smoke", action="store_true", help="20 sessions of 2 steps (a check)")
     args = parser.parse_args()
+    if args.smoke:
+        global SMOKE
+        SMOKE = True
+        args.sizes, args.steps = "20", 2
     sizes = [int(s) for s in args.sizes.split(",")]
     work = args.keep or Path(tempfile.mkdtemp(prefix="ownloop-scale-"))
     print(

@@ -403,8 +403,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
     parser.add_argument("--dir", help="where to write (default: a temporary folder)")
     parser.add_argument("--only", choices=("append", "index", "query"), help="run one part only")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (a check)")
     args = parser.parse_args()
-    steps, sessions = (100, 1_000) if args.quick else (1_000, 10_000)
+    steps, sessions = (5, 20) if args.smoke else (100, 1_000) if args.quick else (1_000, 10_000)
     work = Path(args.dir or tempfile.mkdtemp(prefix="ownloop-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     print(

@@ -201,7 +201,10 @@ def main() -> None:
     parser.add_argument(
         "--baseline", action="store_true", help="also time a viewer that opens the index per page"
     )
+    parser.add_argument("--smoke", action="store_true", help="80 sessions, one fetch (a check)")
     args = parser.parse_args()
+    if args.smoke:
+        args.sessions, args.repeat = 2 * RUNS * REPEATS, 1
     root = args.store or Path(tempfile.mkdtemp(prefix="view-bench-")) / "store"
     store = open_store(root, fsync=False)
     if not (root / "journal").exists() or not any((root / "journal").iterdir()):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ownloop.api import Recordings, Result, Session, open_store
 
-__version__ = "0.1.0"
+from ownloop.version import __version__
 
 __all__ = ["Recordings", "Result", "Session", "__version__", "open_store"]
 

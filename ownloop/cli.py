@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
-from ownloop import __version__
 from ownloop.store import DEFAULT_STORE, Store, open_store
 from ownloop.store.disk import disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Status
 from ownloop.store.extras import missing_extra
 from ownloop.store.text import visible
+from ownloop.version import __version__
 
 if TYPE_CHECKING:
     from rich.console import Console  # loaded when a command draws a table: not for csv/json
@@ -724,6 +724,16 @@ def record(ctx: click.Context, agent: str, **options: Any) -> None:
     metavar="STATUS",
     help=f"Only sessions with this status: {', '.join(get_args(Status))}.",
 )
+@click.option(
+    "--passed",
+    type=click.Choice(["yes", "no"]),
+    help="Only sessions whose latest grade passed (yes) or failed (no).",
+)
+@click.option(
+    "--failed",
+    is_flag=True,
+    help="Only sessions that did not pass: a failed grade, or an end with an error.",
+)
 @click.option("--limit", default=50, show_default=True)
 @click.option(
     "--format",
@@ -740,16 +750,28 @@ def sessions(
     ctx: click.Context,
     run_id: str | None,
     status: str | None,
+    passed: str | None,
+    failed: bool,
     limit: int,
     fmt: str,
     max_rows: int | None,
 ) -> None:
-    """List sessions, newest first. Example: ownloop sessions --run demo --status finished"""
+    """List sessions, newest first, each failed one with its reason (the grader's failed check
+    or the error). Example: ownloop sessions --run demo --failed"""
+    from ownloop.store.scores import score_line
     from ownloop.store.sessions import budget_notes, sessions_table
 
+    if failed and passed:
+        raise click.UsageError("give --failed or --passed, not both")
     with _reading(ctx) as store:
-        rows = sessions_table(store, run_id=run_id, status=status, limit=limit)
+        rows = sessions_table(
+            store, run_id=run_id, status=status, limit=limit, passed="failed" if failed else passed
+        )
         notes = budget_notes(store, run_id)
+        if run_id and fmt == "table":  # how the run did, errors counted as the scores count them
+            notes = [
+                f"run {run_id}: {line}" for line in [score_line(store, run_id)] if line
+            ] + notes
     _print_rows(rows, fmt, max_rows)
     if notes:  # on stderr when the rows are CSV or JSON, which a note would corrupt
         click.echo(_hinted("\n".join(visible(n, one_line=True) for n in notes)), err=fmt != "table")
@@ -1172,36 +1194,72 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     "delta",
     type=click.FloatRange(min=0),
     metavar="DELTA",
-    help="Exit 1 when B is worse than A by more than DELTA with confidence.",
+    help="Exit 1 when B is worse than A by more than DELTA with confidence, when fewer than "
+    "--min-tasks tasks are shared, or when a run would fail the seal's completeness audit "
+    "(unless --errors exclude).",
+)
+@click.option(
+    "--errors",
+    type=click.Choice(["fail", "exclude", "refuse"]),
+    help="Units with no graded session (endpoint_error, crashed, missing...): count them as "
+    "failures (fail, the default), leave them out (exclude), or refuse to compare (refuse).",
+)
+@click.option(
+    "--min-tasks",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="--fail-if-worse refuses to pass over fewer shared tasks than this.",
+)
+@click.option(
+    "--by-domain",
+    is_flag=True,
+    help="table: also each domain's pass rates (OSWorld's chrome, gimp, ...) and every shared "
+    "task's first divergent step.",
 )
 @click.pass_context
 @_friendly
-def compare(ctx: click.Context, run_a: str, run_b: str, fmt: str, delta: float | None) -> None:
-    """Run B against run A per task: pass rates, B - A with a paired bootstrap interval,
-    McNemar's test, the tasks that flipped and where each first diverged.
+def compare(
+    ctx: click.Context,
+    run_a: str,
+    run_b: str,
+    fmt: str,
+    delta: float | None,
+    errors: str | None,
+    min_tasks: int,
+    by_domain: bool,
+) -> None:
+    """Run B against run A per task: pass rates (errored units counted as failures), B - A with
+    the paired t interval and a paired bootstrap, a test of no difference, the tasks solved by
+    one run only and where each first diverged.
 
     Example: ownloop compare baseline candidate --fail-if-worse 0.05
     """
     from ownloop.replay.compare import compare_runs, comparison_view
 
-    result = compare_runs(_store(ctx), run_a, run_b)
+    policy: Any = errors or "fail"
+    result = compare_runs(_store(ctx), run_a, run_b, errors=policy, min_tasks=min_tasks)
     if fmt == "table":
         _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped
+        if by_domain:
+            from ownloop.replay.domains import domain_report
+
+            _echo_lines(domain_report(_store(ctx), result))
     else:
         click.echo(result.to_csv() if fmt == "csv" else result.to_json(), nl=fmt == "json")
-    if delta is not None and result.worse_than(delta):
-        click.echo(
-            f"B is worse than A by more than {delta} with confidence: the interval of "
-            f"B - A ends at {result.difference.high:+.3f} < {-delta}",
-            err=True,
-        )
-        ctx.exit(1)
+    if delta is not None:
+        reasons = result.gate(delta, check_complete=errors != "exclude")
+        for reason in reasons:
+            click.echo(visible(reason, one_line=True), err=True)
+        if reasons:
+            ctx.exit(1)
 
 
 @cli.group()
 def audit() -> None:
-    """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1"""
+    """Audit a benchmark with what a run recorded. Example: ownloop audit blind --run r1;
+    ownloop audit noop --run r1"""
 
 
 @audit.command("blind")
@@ -1248,6 +1306,51 @@ def audit_blind_command(
         _echo_lines(result.lines())
 
 
+@audit.command("noop")
+@click.option("--run", "run_id", required=True, help="The run whose tasks to grade untouched.")
+@click.option(
+    "--threshold",
+    default=0.2,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+    help="Flag a task whose untouched start state scores above this (or passes).",
+)
+@click.option("--settle", default=0.2, show_default=True, help="Pause after setup, seconds.")
+@click.option("--chromium", help="Path to a Chromium to drive.")
+@_format_option("the audit (a row per task)")
+@click.pass_context
+@_friendly
+def audit_noop_command(
+    ctx: click.Context,
+    run_id: str,
+    threshold: float,
+    settle: float,
+    chromium: str | None,
+    fmt: str,
+) -> None:
+    """Grade each task's untouched start state (its setup on the episode the run used, no
+    action, its graders): a task that scores above --threshold with no action is flagged
+    (views noop_audit, passes_untouched; seal lists them).
+
+    Example: ownloop audit noop --run r1
+    """
+    from ownloop.replay.noop import audit_noop
+
+    result = audit_noop(
+        _store(ctx, create=False),
+        run_id,
+        threshold=threshold,
+        settle_s=settle,
+        chromium=chromium,
+        on_replay=lambda task, score: click.echo(
+            f"{task} untouched: {'ungraded' if score is None else f'score {score:g}'}", err=True
+        ),
+    )
+    _print_rows(result.rows, fmt)
+    if fmt == "table":
+        _echo_lines(result.lines())
+
+
 # --- import and export (ownloop/transfer/) ---------------------------------------------------
 
 
@@ -1267,22 +1370,50 @@ def audit_blind_command(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["harness", "atif"]),
+    type=click.Choice(["harness", "atif", "osworld"]),
     default="harness",
     show_default=True,
-    help="Harness result folders, or ATIF trajectories (a .json file or a folder of them).",
+    help="Harness result folders, ATIF trajectories (a .json file or a folder of them), or "
+    "an OSWorld result_dir (one run per action space, observation type and model).",
+)
+@click.option("--model", help="osworld: import only this model's folders.")
+@click.option(
+    "--tasks-dir",
+    type=click.Path(file_okay=False),
+    help="osworld: OSWorld's evaluation_examples, to attach each example's task file.",
 )
 @click.pass_context
 @_friendly
 def import_command(
-    ctx: click.Context, directory: str, agent: str | None, run_id: str | None, fmt: str
+    ctx: click.Context,
+    directory: str,
+    agent: str | None,
+    run_id: str | None,
+    fmt: str,
+    model: str | None,
+    tasks_dir: str | None,
 ) -> None:
-    """Import result folders written by a plain harness (one per task), or ATIF trajectories.
+    """Import result folders written by a plain harness (one per task), ATIF trajectories, or
+    OSWorld's result folders.
 
     Example: ownloop import results/uitars-0611 --agent uitars --run uitars-0611
     """
     from ownloop.transfer import import_dir
 
+    if fmt == "osworld":
+        from ownloop.transfer.osworld_import import import_osworld
+
+        found = import_osworld(
+            _store(ctx),
+            directory,
+            agent=agent,
+            run_id=run_id,
+            model=model,
+            tasks_dir=tasks_dir,
+            argv=tuple(sys.argv),
+        )
+        _echo_lines(found.lines())
+        return
     if fmt == "atif":
         from ownloop.transfer.trajectories import import_atif
 
@@ -1298,21 +1429,24 @@ def import_command(
 @click.option(
     "--run",
     "run_id",
-    help="The run (required for session-dir; the others: all runs when left out).",
+    help="The run (required for session-dir and osworld; the others: all runs when left out).",
 )
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp"]),
+    type=click.Choice(
+        ["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect"]
+    ),
     default="session-dir",
     show_default=True,
-    help="Harness folders, Parquet views, "
-    "SFT records (JSONL or Parquet), ATIF trajectories or OTLP/JSON traces.",
+    help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
+    "trajectories, OTLP traces, OSWorld's result layout (traj.jsonl, result.txt), "
+    "or Inspect .eval logs (one per run).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
 @click.option(
     "--where",
-    help="sft, atif, otlp: an SQL condition over the sessions view "
+    help="sft, atif, otlp, inspect: an SQL condition over the sessions view "
     "(sft's default: passed and coalesce(counted, true)).",
 )
 @click.option(
@@ -1328,6 +1462,13 @@ def import_command(
     help="otlp: send to this OTLP/HTTP collector (its base URL) instead "
     "of writing traces.jsonl; images and long texts still go under --out.",
 )
+@click.option(
+    "--otlp-encoding",
+    type=click.Choice(["protobuf", "json"]),
+    default="protobuf",
+    show_default=True,
+    help="otlp --endpoint: post application/x-protobuf or OTLP/JSON.",
+)
 @click.pass_context
 @_friendly
 def export_command(
@@ -1339,6 +1480,7 @@ def export_command(
     agent_format: str,
     per_session: bool,
     endpoint: str | None,
+    otlp_encoding: str,
 ) -> None:
     """Write runs as harness folders, Parquet views, SFT records, ATIF or OTLP traces.
 
@@ -1356,6 +1498,7 @@ def export_command(
             agent_format=agent_format,
             per_session=per_session,
             endpoint=endpoint,
+            otlp_encoding=otlp_encoding,
         ).lines()
     )
 

@@ -63,6 +63,7 @@ _LONGEST_FIRST = (
     "tests/store/test_archive.py",
     "tests/replay/test_audit_blind.py",
     "tests/recorder/test_record_fara7b.py",
+    "tests/recorder/test_record_new_agents.py",
 )
 
 

@@ -51,11 +51,32 @@ def _opencua() -> type[AgentBase[Any]]:
     return OpenCuaAgent
 
 
+def _qwen3vl() -> type[AgentBase[Any]]:
+    from ownloop.agents.qwen3vl import Qwen3VlAgent
+
+    return Qwen3VlAgent
+
+
+def _holo() -> type[AgentBase[Any]]:
+    from ownloop.agents.holo import HoloAgent
+
+    return HoloAgent
+
+
+def _glmv() -> type[AgentBase[Any]]:
+    from ownloop.agents.glmv import GlmvAgent
+
+    return GlmvAgent
+
+
 AGENTS: dict[str, Callable[[], type[AgentBase[Any]]]] = {
     "molmoweb": _molmoweb,
     "uitars": _uitars,
     "opencua": _opencua,
     "fara7b": _fara7b,
+    "qwen3vl": _qwen3vl,
+    "holo": _holo,
+    "glmv": _glmv,
 }
 """Agent name → a function returning the agent's class (imported on demand)."""
 

@@ -87,10 +87,11 @@ class Ending(NamedTuple):
     answer: str | None
 
 
-def task_text(task: Task) -> str:
-    """How every agent states the task (DESIGN §4); on a desktop, the instruction alone (as the
-    agents' OSWorld loops give it)."""
-    if task.world == "desktop":
+def task_text(task: Task, form: str = "wrapped") -> str:
+    """How every agent states the task (DESIGN §4): ``wrapped`` with the start URL (the seed
+    harness's wording, which the scripted experts look for), ``bare`` as the released loops
+    pass it; on a desktop always the instruction alone (as the agents' OSWorld loops give it)."""
+    if form == "bare" or task.world == "desktop":
         return task.prompt
     return (
         f"You are interacting with a web application at {task.start_url}. Your task: {task.prompt}"
@@ -105,6 +106,7 @@ class Agent(Protocol):
     parser_version: str
     prompt_source: str  # "package:ui-tars 0.5.1", "released:/path/module.py" or "built-in"
     settings: LoopSettings
+    coordinate_frame: str  # how its points map to the page (``frames.FRAMES``)
 
     def options(self) -> dict[str, Scalar]:
         """The agent's own settings (its options Struct), recorded in RunStarted."""
@@ -175,6 +177,8 @@ class AgentBase(Generic[_O]):
     prompt_source: str
     settings: LoopSettings
     style: TranslationStyle
+    coordinate_frame: str = "smart-resize"
+    """The frame of the model's points (``frames.FRAMES``), recorded with every parse."""
 
     def __init__(self, options: _O | None = None, released: Released | None = None) -> None:
         """
@@ -196,6 +200,10 @@ class AgentBase(Generic[_O]):
         client does."""
         return image_size
 
+    def task_text(self, task: Task) -> str:
+        """The task as this agent states it (option ``task_text``: wrapped or bare)."""
+        return task_text(task, self.config.task_text)
+
     def parse(
         self, text: str, image_size: tuple[int, int], history: Sequence[PastStep] = ()
     ) -> Parsed:
@@ -212,7 +220,7 @@ class AgentBase(Generic[_O]):
                 f"{self.max_response_chars})"
             )
         try:
-            return _inside(self.read(text, image_size, history), image_size)
+            return _inside(self.read(text, image_size, history), image_size, self.config.off_page)
         except AgentParseError:
             raise
         except Exception as error:  # noqa: BLE001 - the guard: any failure is a parse error
@@ -248,17 +256,33 @@ class AgentBase(Generic[_O]):
 
 
 _POINTS = (("x", "y"), ("x2", "y2"))
+OFF_PAGE_MARGIN = 1.0
+"""How far outside the page an off-page point is moved (``off_page=chromium``): still outside,
+so Chromium delivers the click to ``<html>`` as it delivers the model's own point, without
+sending a browser coordinates such as 1e308."""
 
 
-def _inside(parsed: Parsed, image_size: tuple[int, int]) -> Parsed:
-    """Pointer actions outside the page become ``Rejected`` no-ops (a point a model wrote off
-    the screen hits nothing in its released loop either; the episode goes on)."""
+def _inside(parsed: Parsed, image_size: tuple[int, int], off_page: str = "chromium") -> Parsed:
+    """Pointer actions outside the page, by ``off_page``:
+
+    - ``chromium`` (the default): the point moves to just outside the page's edge
+      (``OFF_PAGE_MARGIN``), so the browser does what Chromium does with the model's own point:
+      a click there lands on ``<html>`` and blurs the focused input (measured; a test keeps it);
+    - ``reject``: the action becomes a ``Rejected`` no-op that hits nothing, the episode goes on.
+    """
     width, height = image_size
     actions = list(parsed.actions)
     for index, action in enumerate(actions):
         for x_field, y_field in _POINTS:
             x, y = getattr(action, x_field, None), getattr(action, y_field, None)
             if x is None or y is None or (0 <= x <= width and 0 <= y <= height):
+                continue
+            if off_page == "chromium":
+                edge = {
+                    x_field: _bounded(x, width),
+                    y_field: _bounded(y, height),
+                }
+                action = actions[index] = msgspec.structs.replace(action, **edge)
                 continue
             actions[index] = Rejected(
                 raw=action.raw,
@@ -271,3 +295,7 @@ def _inside(parsed: Parsed, image_size: tuple[int, int]) -> Parsed:
     if actions == list(parsed.actions):
         return parsed
     return msgspec.structs.replace(parsed, actions=tuple(actions))
+
+
+def _bounded(value: float, side: int) -> float:
+    return float(min(max(value, -OFF_PAGE_MARGIN), side + OFF_PAGE_MARGIN))

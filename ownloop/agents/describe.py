@@ -16,6 +16,9 @@ MODELS = {
     "fara7b": "Fara-7B, the loop of microsoft/fara",
     "molmoweb": "MolmoWeb, the loop of allenai/molmoweb",
     "opencua": "OpenCUA-7B, the loop of OSWorld's mm_agents/opencua",
+    "qwen3vl": "Qwen3-VL computer_use (and EvoCUA), the loop of OSWorld's qwen3vl_agent",
+    "holo": "H Company's Holo2/Holo3, their web navigation loop",
+    "glmv": "GLM-4.5V/4.6V, the PC action space of hud-python's GLM tool",
 }
 """One line per agent: the model and whose loop it follows."""
 
@@ -57,7 +60,7 @@ def agent_lines(name: str, roots: str | None) -> list[str]:
             f"  - {_plain(row.behaviour)}",
             f"    released: {_plain(row.released)}",
             f"    ownloop:  {_plain(row.default)}",
-            f"    option:   {_plain(row.option) or 'none (a released bug, not reproduced)'}",
+            f"    option:   {_plain(row.option) or 'none'}",
             f"    why:      {_plain(row.why)}",
         ]
     return lines
@@ -75,7 +78,7 @@ def deviations_markdown(rows: tuple[Deviation, ...] = DEVIATIONS) -> str:
             row.behaviour,
             row.released,
             row.default,
-            row.option or "none: a released bug, not reproduced",
+            row.option or "none",
             row.why,
         )
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
@@ -110,8 +113,10 @@ def _docs(name: str) -> tuple[OptionDoc, ...]:
 
 def _prompt(name: str, roots: str | None) -> str:
     spec = released_spec(name)
-    if spec is None:
+    if spec is None and name == "uitars":
         return "its package's (not read from a clone)"
+    if spec is None:
+        return "built-in (its released loop has no prompt constant to read)"
     texts = released_texts(name, roots)
     if texts is None:
         return f"built-in (no clone of {spec.repository} found under --released/$OWNLOOP_PATH)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["DEVIATIONS", "Deviation", "deviations_of"]
+__all__ = ["DEVIATIONS", "RELEASED_COMMITS", "Deviation", "deviations_of"]
 
 
 class Deviation(NamedTuple):
@@ -82,9 +82,12 @@ _ROWS: tuple[Deviation, ...] = (
     Deviation(
         "opencua",
         "a point with both numbers in [0, 1], e.g. `click(x=1, y=1)`",
-        "OSWorld's qwen25 projection reads it as a fraction of the screen (`round(x*W)`): the "
-        "bottom-right corner for (1, 1)",
-        "the same: a fraction of the page, clamped to the last pixel (1919x1079 for 1920x1080)",
+        "OSWorld's qwen25 projection reads it as a fraction but multiplies by the smart_resize "
+        "size (`round(x*W')`: 1932x1092 for a 1920x1080 screen, past its edge, where the X "
+        "server keeps the pointer on the last pixel): the bottom-right corner for (1, 1)",
+        "a fraction of the page's own size (`round(x*W)`), clamped to the last pixel "
+        "(1919x1079 for 1920x1080): the same corner for (1, 1), a point up to 0.6% nearer the "
+        "top-left elsewhere",
         "`fractions=false` reads it as model pixels like every other point ((1, 1) is the "
         "top-left pixel)",
         "OSWorld's rule is deliberate and the published 7B scores come from it; no target sits "
@@ -115,6 +118,247 @@ _ROWS: tuple[Deviation, ...] = (
         "presses and releases the key",
         "",
         "a released bug: a key held down changes every later key and click",
+    ),
+    Deviation(
+        "all",
+        "a point the model wrote off the page",
+        "the released loops send it to the browser or the X server as it is: Chromium delivers a "
+        "click outside the page to `<html>`, which blurs the focused input",
+        "the same for the browser: the point is moved just outside the page's edge (1 px) and "
+        "clicked there, so Chromium does what it does with the model's own point",
+        "`off_page=reject` records a no-op that hits nothing",
+        "a coordinate such as 1e308 is not sent to a browser; what the page sees is Chromium's",
+    ),
+    Deviation(
+        "all",
+        "the task as the model reads it",
+        "the released loops pass the task text bare",
+        'wrapped: "You are interacting with a web application at URL. Your task: ..." (the '
+        "seed harness's wording; the scripted experts find the task and its start URL in it)",
+        "`task_text=bare` passes the task alone",
+        "a recorded run keeps the wording it was recorded with (`runs.agent_settings`)",
+    ),
+    Deviation(
+        "fara7b",
+        "`key` with `control`, `Return` and other names outside the released key map",
+        "passed to Playwright as written (lower-cased): `control` and `return` are no Playwright "
+        "keys, and the action fails",
+        "`control` presses Control, `Return` presses Enter (the shared key table)",
+        "",
+        "a released gap: the model means the key",
+    ),
+    Deviation(
+        "fara7b",
+        '`keys` given as one string, e.g. `"keys": "Enter"`',
+        "the released controller iterates it and presses E, n, t, e, r",
+        "presses the one key named",
+        "",
+        "a released bug: the model names one key",
+    ),
+    Deviation(
+        "fara7b",
+        "`web_search` and a `visit_url` with a space",
+        "Bing (`https://www.bing.com/search?q=...&FORM=QBLH`)",
+        "the same",
+        "`search_url=...` sends the query elsewhere (a local test site)",
+        "tests and offline runs cannot reach Bing",
+    ),
+    Deviation(
+        "molmoweb",
+        "`browser_nav` with `tab_focus`",
+        "focuses the tab of that index",
+        "a `Rejected` no-op: ownloop shows the model one tab, the newest",
+        "",
+        "ownloop follows the newest tab and has no tab-switch operation",
+    ),
+    Deviation(
+        "molmoweb",
+        "`browser_nav` with `new_tab`",
+        "opens a new blank page and makes it the current one",
+        "goes to `about:blank` in the current tab",
+        "",
+        "the model sees the same blank page; ownloop records one tab per session",
+    ),
+    Deviation(
+        "opencua",
+        "non-ASCII text in `pyautogui.write`",
+        "pyautogui on the released X11 VM types only the characters it has keys for: the rest "
+        "is dropped",
+        "types every character (Playwright's `keyboard.type`)",
+        "",
+        "the model wrote the text; the drop is the X11 keyboard's, not the model's",
+    ),
+    Deviation(
+        "opencua",
+        "X11 key names pyautogui does not know (e.g. `cmd`, `command`, `super`)",
+        "pyautogui on X11 presses nothing for a name it does not know",
+        "mapped through the shared key table (`cmd` is Meta); a name no table knows is a parse "
+        "error, re-sampled",
+        "",
+        "the model means the key; an unknown key would otherwise be a silent no-op",
+    ),
+    Deviation(
+        "opencua",
+        "`computer.triple_click(x, y)`, `scroll(x=, y=)` and `mouseDown`/`mouseUp` points",
+        "OSWorld projects only click-like calls, moveTo and dragTo: these points are used as "
+        "screen pixels unprojected",
+        "every point is projected from the model's space",
+        "",
+        "a released gap: the model wrote every point in one space",
+    ),
+    Deviation(
+        "opencua",
+        "`pyautogui.scroll(-5, x=..., y=...)`",
+        "the projection rebuilds the call without its positional amount",
+        "scrolls 5 notches at the point",
+        "",
+        "a released bug: the amount is the model's",
+    ),
+    Deviation(
+        "opencua",
+        "a `)` inside a string, e.g. `pyautogui.write(message='f(x)')`",
+        "the extraction regex `pyautogui\\.\\w+\\([^\\)]*\\)` cuts the call at the first `)`",
+        "the whole call (an AST reads it)",
+        "",
+        "a released bug: the model wrote the whole text",
+    ),
+    Deviation(
+        "opencua",
+        "a statement outside the whitelist (e.g. `import os`, `subprocess.run(...)`)",
+        "OSWorld runs the code block as Python on the VM",
+        "the block stops there as `python -c` stops at a failing statement; a `Rejected` action "
+        "records why",
+        "",
+        "ownloop never runs model text",
+    ),
+    Deviation(
+        "opencua",
+        "a block with nothing to do (only `pass` or imports)",
+        "ends the episode with no action",
+        "a zero-second wait; the episode goes on",
+        "",
+        "the released loop would have gone on to the next step had the code done nothing",
+    ),
+    Deviation(
+        "uitars",
+        "`scroll(direction='left')` / `'right'`",
+        "the package's pyautogui code handles only up and down: left and right do nothing",
+        "scrolls horizontally",
+        "",
+        "a released gap: the model asked for a horizontal scroll",
+    ),
+    Deviation(
+        "uitars",
+        "box tokens left in, square boxes `[x1, y1, x2, y2]`, `Action:` followed by a newline",
+        "the package fails to read them (its regexes and its split on `Action: `)",
+        "repaired before the package reads the text",
+        "",
+        "the model's intent is plain; a re-sample would cost a call for a formatting slip",
+    ),
+    Deviation(
+        "uitars",
+        "two actions on one line, e.g. `click(...) type(...)`",
+        "the package reads the line as one `type` of the whole line and pastes it",
+        "a parse error, re-sampled",
+        "",
+        "typing the model's own action text into the page is never what it meant",
+    ),
+    Deviation(
+        "uitars",
+        "a tab inside typed text",
+        "pasted (input_swap): the tab goes into the field",
+        "the same: the tab is inserted as a character (`keyboard.insert_text`), the rest typed",
+        "",
+        "typed key by key a tab would move the focus",
+    ),
+    Deviation(
+        "uitars",
+        "typed text in general",
+        "pasted through the clipboard (pyperclip + ctrl+v, `input_swap=True`)",
+        "typed key by key (Playwright's `keyboard.type`), but for tabs",
+        "",
+        "key events are what pages listen to; the text that arrives is the same",
+    ),
+    Deviation(
+        "qwen3vl",
+        "a response without a readable `<tool_call>`",
+        "OSWorld's parser logs the error and returns no code: the step does nothing and the "
+        "episode goes on",
+        "a parse error, re-sampled (`calls_per_step`)",
+        "",
+        "an empty step is recorded as a failure to act, never as a silent no-op",
+    ),
+    Deviation(
+        "qwen3vl",
+        "`terminate` with `status: failure`",
+        "OSWorld maps every terminate to DONE, whatever the status",
+        "ends the session as `fail`",
+        "",
+        "the model said it failed; the status is recorded as it said",
+    ),
+    Deviation(
+        "qwen3vl",
+        "`triple_click`, `hscroll`, `answer`",
+        "OSWorld's qwen3vl parser has no branch for them: nothing happens (its prompt does not "
+        "offer them; the Qwen cookbook's tool does)",
+        "a triple click; a horizontal wheel; the answer is kept and ends the episode's answer "
+        "at `terminate`",
+        "",
+        "the cookbook's action space is the model's; ownloop's prompt states it",
+    ),
+    Deviation(
+        "qwen3vl",
+        "`scroll` by a large `pixels`",
+        "`pyautogui.scroll(pixels)`: that many wheel clicks",
+        "at most 50 notches",
+        "",
+        "a scroll of -500 clicks would hold a worker for long and scroll nowhere new",
+    ),
+    Deviation(
+        "qwen3vl",
+        "the system prompt and the instruction",
+        "built inside `Qwen3VLAgent.predict()` (OSWorld's `mm_agents/qwen3vl_agent.py`); "
+        "EvoCUA's S2 prompt is constants in `mm_agents/evocua/prompts.py`",
+        "read from the clone given by `--released` (the string literals `predict()` assigns, "
+        "never run; the tool's property descriptions and its action enum, which offers the "
+        "Qwen cookbook's full list, are ownloop's); without a clone, ownloop's own wording",
+        "`--released PATH`; `prompt=evocua` for EvoCUA's",
+        "no released text is copied into ownloop",
+    ),
+    Deviation(
+        "holo",
+        "the navigation prompt and the thinking switch",
+        "H Company's demo builds its prompt from the pydantic schema of `NavigationStep`; "
+        "thinking is switched by the chat template (`enable_thinking`)",
+        "ownloop's own prompt stating the same schema; `thinking=true` asks for a think block "
+        "in the prompt (the request carries no chat-template switch)",
+        "`thinking=true`",
+        "no released text is copied; ownloop's request has no chat-template field",
+    ),
+    Deviation(
+        "holo",
+        "`refresh` and `restart`",
+        "reload the page; restart the episode at its first URL",
+        "a parse error, re-sampled",
+        "",
+        "ownloop has no page-reload operation",
+    ),
+    Deviation(
+        "glmv",
+        "the system prompt",
+        "zai-org/GLM-V's agent guide and hud-python's GLM tool describe the PC action space; no "
+        "prompt constant to read",
+        "ownloop's own statement of the same actions and 0-999 grid",
+        "",
+        "no released text is copied into ownloop",
+    ),
+    Deviation(
+        "glmv",
+        "`key(keys=...)` names",
+        "hud-python lowercases and splits on `+`, then the executor presses them",
+        "the same, and a name no keyboard knows is a parse error, re-sampled",
+        "",
+        "the browser would fail one step later on an unknown key",
     ),
 )
 
@@ -166,15 +410,31 @@ _DESKTOP: tuple[Deviation, ...] = (
 )
 
 
-def _grouped(rows: tuple[Deviation, ...]) -> tuple[Deviation, ...]:
-    order = list(dict.fromkeys(row.agent for row in rows))
-    return tuple(sorted(rows, key=lambda row: order.index(row.agent)))
+DEVIATIONS: tuple[Deviation, ...] = tuple(
+    sorted(_ROWS + _DESKTOP, key=lambda row: (row.agent != "all", row.agent))
+)
+"""Every documented deviation, grouped by agent (those of every agent first)."""
 
 
-DEVIATIONS: tuple[Deviation, ...] = _grouped(_ROWS + _DESKTOP)
-"""Every documented deviation, grouped by agent."""
+RELEASED_COMMITS: tuple[tuple[str, str], ...] = (
+    ("uitars", "bytedance/UI-TARS @ 582f3a7 and the ui-tars 0.5.1 package"),
+    (
+        "opencua",
+        "xlang-ai/OpenCUA @ 1d70f20; OSWorld's mm_agents/opencua (fork mrwwk/DeskCraft @ 3e11457)",
+    ),
+    ("fara7b", "microsoft/fara @ 3f3f1fd"),
+    ("molmoweb", "allenai/molmoweb @ 6a841b4"),
+    (
+        "qwen3vl",
+        "OSWorld's mm_agents/qwen3vl_agent.py and mm_agents/evocua/prompts.py "
+        "(fork mrwwk/DeskCraft @ 4db5e46 and 4893b45)",
+    ),
+    ("holo", "H Company's Holo1.5 navigation demo: the NavigationStep schema and its actions"),
+    ("glmv", "hud-evals/hud-python @ 0cbcd15, hud/tools/computer/glm.py"),
+)
+"""The released code each agent's rows were checked against: the table is complete for it."""
 
 
 def deviations_of(agent: str) -> tuple[Deviation, ...]:
-    """The rows of one agent."""
-    return tuple(row for row in DEVIATIONS if row.agent == agent)
+    """The rows of one agent, those of every agent (``all``) first."""
+    return tuple(row for row in DEVIATIONS if row.agent in ("all", agent))

@@ -52,7 +52,6 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
-    task_text,
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.fara_prompt import (
@@ -296,7 +295,7 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
                     Message(role="assistant", parts=(TextPart(text=history[index - 1].response),))
                 )
             if index == 0:
-                text = task_text(task)
+                text = self.task_text(task)
             elif index < keep_from:
                 continue  # the released agent drops these whole
             else:
@@ -414,7 +413,7 @@ class _Reader:
         if name in ("key", "keypress"):
             return self._key()
         if name == "scroll":
-            pixels = int(self._number("pixels", 0))
+            pixels = self._pixels()
             if pixels == 0:
                 return (self._nothing(),)
             amount = self.agent.config.scroll_px
@@ -466,6 +465,18 @@ class _Reader:
         if not _is_number(value) or not math.isfinite(value):
             raise AgentParseError(f"{self.name}: {key} must be a number, got {_clip(repr(value))}")
         return float(value)
+
+    def _pixels(self) -> int:
+        """``pixels`` as the released ``int()`` reads it: a number, or text such as "-300"."""
+        value = self.args.get("pixels", 0)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                raise AgentParseError(
+                    f"{self.name}: pixels must be a whole number, got {_clip(repr(value))}"
+                ) from None
+        return int(self._number("pixels", 0))
 
     def _text(self, key: str) -> str:
         value = self.args.get(key)

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ownloop.agents.released import Released, find_released
+from ownloop.agents.released import Released, find_released, read_facts
 from ownloop.store.errors import OwnloopError
 
 __all__ = [
@@ -230,7 +230,12 @@ def load_fara_texts(roots: str) -> Released | None:
             if tools is None
             else " (template built-in)"
         )
-        return Released(constants, "released:" + ", ".join(sources) + note)
+        digests = template.sha256 if template is not None else ()
+        commit = template.commit if template is not None else ""
+        if tools is not None:
+            tool_digests, tool_commit = read_facts(tools[1])
+            digests, commit = digests + tool_digests, commit or tool_commit
+        return Released(constants, "released:" + ", ".join(sources) + note, digests, commit)
     return None
 
 

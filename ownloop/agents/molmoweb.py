@@ -45,7 +45,6 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
-    task_text,
 )
 from ownloop.agents.molmoweb_actions import (
     MAX_RESPONSE_CHARS,
@@ -170,6 +169,7 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
     name = "molmoweb"
     parser_name = "molmoweb"
     parser_version = f"ownloop {_PARSER_REVISION}"
+    coordinate_frame = "percent"
     options_type = MolmoWebOptions
     released_spec = ReleasedSpec("allenai/molmoweb", RELEASED_CANDIDATES, (RELEASED_CONSTANT,))
     max_response_chars = MAX_RESPONSE_CHARS
@@ -222,7 +222,7 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             reading = _reading(history[index])
             past.append({"index": index + 1, "thought": reading.thought, "action": reading.action})
         user_message = self._template.render(
-            task_description=task_text(task),
+            task_description=self.task_text(task),
             past_actions=past,
             page_index=0,  # the followed tab; the recorder shows the model one page
             page_title=_truncate(now.title, _TITLE_LIMIT),

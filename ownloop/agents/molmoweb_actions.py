@@ -214,8 +214,7 @@ def actions_of(
     if name == "hover_at":
         x, y, mx, my = at("x", "y")
         duration = _number(action, "duration", 1.0)
-        if duration < 0:
-            raise AgentParseError(f"hover_at duration is negative: {duration}")
+        # A negative sleep returns at once in the released loop: the pointer moves, no wait.
         move = Move(x=x, y=y, model_x=mx, model_y=my, raw=raw)
         return (move, Wait(seconds=duration, raw=raw)) if duration > 0 else (move,)
     if name in ("drag_and_drop", "mouse_drag_and_drop"):
@@ -346,6 +345,11 @@ def _browser_nav(action: dict[str, Any], raw: str) -> Action:
     if nav not in _NAV_TYPES:
         raise AgentParseError(f"nav_type must be one of {', '.join(_NAV_TYPES)}: {nav!r}")
     index = action.get("index", -1)
+    if isinstance(index, str):  # pydantic's lax mode reads "1" as 1, as the released loop does
+        try:
+            index = int(index.strip())
+        except ValueError:
+            raise AgentParseError(f"browser_nav index is not a whole number: {index!r}") from None
     if isinstance(index, bool) or not (
         isinstance(index, int) or (isinstance(index, float) and index.is_integer())
     ):

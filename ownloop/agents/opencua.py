@@ -12,9 +12,11 @@ found as OSWorld's regular expressions find them; the code is the last fenced bl
 ``python`` or ``code`` optional). It runs through ``pyautogui.py``'s whitelist interpreter —
 never through Python. Numbers are absolute pixels of the screenshot's smart_resize space
 (factor 28, min_pixels 3136: 1920x1080 is seen as 1932x1092), mapped back as OSWorld's "qwen25"
-projection does: ``int(x / 1932 * 1920)``. As there, a point with both numbers in [0, 1] is read
-as a fraction of the screen (``round(x * 1920)``; ``click(x=1, y=1)`` is the bottom-right corner),
-kept on the page's last pixel as the released VM's X server keeps the pointer; option
+projection does: ``int(x / 1932 * 1920)``. A point with both numbers in [0, 1] is read as a
+fraction: OSWorld multiplies it by the smart_resize size (``round(x * 1932)``, which can fall past
+the screen's edge, where the VM's X server keeps the pointer on the last pixel); ownloop
+multiplies by the page's own size (``round(x * 1920)``, at most its last pixel), so
+``click(x=1, y=1)`` is the bottom-right corner either way; option
 ``fractions=false`` reads it as model pixels like every other point (the 7B's training format,
 where (1, 1) is the top-left pixel).
 
@@ -49,7 +51,6 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
-    task_text,
 )
 from ownloop.agents.coordinates import Point, Size, smart_resize
 from ownloop.agents.opencua_prompt import RELEASED_SPEC, prompt_texts
@@ -125,8 +126,9 @@ class QwenCoordinates:
     """OSWorld's "qwen25" projection: model pixels of the smart-resized image → page pixels.
 
     Args:
-        fractions: a point with both numbers in [0, 1] is a fraction of the page (OSWorld's
-            rule), kept on its last pixel; False reads it as model pixels like any other.
+        fractions: a point with both numbers in [0, 1] is a fraction of the page, kept on its
+            last pixel (OSWorld multiplies it by the smart_resize size instead, then the X server
+            clamps); False reads it as model pixels like any other.
     """
 
     def __init__(self, image: Size, model: Size, *, fractions: bool = True) -> None:
@@ -273,7 +275,7 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
                     messages.append(
                         Message(role="assistant", parts=(TextPart(text="\n".join(merged)),))
                     )
-        instruction = self.texts.instruction.format(instruction=task_text(task))
+        instruction = self.texts.instruction.format(instruction=self.task_text(task))
         messages.append(Message(role="user", parts=(now.screenshot, TextPart(text=instruction))))
         return tuple(messages)
 

@@ -40,6 +40,22 @@ class AgentOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """Options every agent has; subclasses add theirs and may change a default."""
 
     viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x800"
+    task_text: Annotated[
+        Literal["wrapped", "bare"],
+        Meta(
+            description="wrapped: 'You are interacting with a web application at URL. Your "
+            "task: ...' (the seed harness's wording); bare: the task alone, as the released "
+            "loops pass it"
+        ),
+    ] = "wrapped"
+    off_page: Annotated[
+        Literal["chromium", "reject"],
+        Meta(
+            description="a point the model wrote off the page: chromium clicks just outside it "
+            "as Chromium delivers such a click (to <html>, blurring the focused input); reject "
+            "records it as a no-op that hits nothing"
+        ),
+    ] = "chromium"
 
     def __post_init__(self) -> None:
         width, height = viewport_size(self.viewport)

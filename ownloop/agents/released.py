@@ -14,12 +14,24 @@ built-in prompt, and ``prompt_source`` says which was used.
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Released", "ReleasedSpec", "find_released", "load_released", "search_roots"]
+__all__ = [
+    "Released",
+    "ReleasedSpec",
+    "checkout_commit",
+    "find_released",
+    "load_released",
+    "read_facts",
+    "released_commit",
+    "released_sha256",
+    "search_roots",
+]
 
 # Callables whose single string-literal argument is taken as the constant's text (the template
 # source); the call itself is never made.
@@ -29,6 +41,87 @@ _TEMPLATE_CALLS = frozenset({"Template"})
 class Released(NamedTuple):
     constants: dict[str, str]
     source: str  # "released:/abs/path/to/module.py"
+    sha256: tuple[tuple[str, str], ...] = ()  # (absolute path, sha256 of its bytes) per file read
+    commit: str = ""  # HEAD of the git checkout holding the files ("" when not one)
+
+
+def released_commit(agent: object) -> str:
+    """The commit of the clone ``agent``'s released texts came from ("" when none)."""
+    released = getattr(agent, "released", None)
+    return released.commit if isinstance(released, Released) else ""
+
+
+def released_sha256(agent: object) -> dict[str, str]:
+    """Each file ``agent``'s released texts were read from, with its sha256 (empty: none)."""
+    released = getattr(agent, "released", None)
+    return dict(released.sha256) if isinstance(released, Released) else {}
+
+
+def read_facts(path: Path) -> tuple[tuple[tuple[str, str], ...], str]:
+    """((path, sha256 of its bytes),) and the commit of the git checkout holding ``path``, for
+    ``RunStarted`` to say exactly which text was read."""
+    resolved = path.resolve()
+    try:
+        digest = hashlib.sha256(resolved.read_bytes()).hexdigest()
+    except OSError:
+        digest = ""
+    return ((str(resolved), digest),), checkout_commit(resolved)
+
+
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def checkout_commit(path: Path) -> str:
+    """The commit HEAD names in the git checkout holding ``path`` ("" when there is none or it
+    cannot be read). The repository's files are read, git is never run."""
+    for folder in (path if path.is_dir() else path.parent, *path.parents):
+        dot = folder / ".git"
+        if dot.is_file():  # a worktree or submodule: "gitdir: PATH"
+            try:
+                text = dot.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                return ""
+            if not text.startswith("gitdir:"):
+                return ""
+            dot = (folder / text.removeprefix("gitdir:").strip()).resolve()
+        if dot.is_dir():
+            return _head(dot)
+    return ""
+
+
+def _head(git: Path) -> str:
+    try:
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if _SHA.fullmatch(head):
+        return head
+    ref = head.removeprefix("ref:").strip()
+    if not ref.startswith("refs/"):
+        return ""
+    common = git
+    commondir = git / "commondir"
+    if commondir.is_file():
+        try:
+            common = (git / commondir.read_text(encoding="utf-8").strip()).resolve()
+        except (OSError, UnicodeDecodeError):
+            return ""
+    for base in (git, common):
+        try:
+            value = (base / ref).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if _SHA.fullmatch(value):
+            return value
+    try:
+        packed = (common / "packed-refs").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    for line in packed.splitlines():
+        sha, _, name = line.partition(" ")
+        if name.strip() == ref and _SHA.fullmatch(sha):
+            return sha
+    return ""
 
 
 class ReleasedSpec(NamedTuple):
@@ -58,7 +151,8 @@ def load_released(spec: ReleasedSpec, roots: str) -> Released | None:
                     continue
                 constants = _string_constants(path)
                 if all(name in constants for name in spec.names):
-                    return Released(constants, f"released:{path.resolve()}")
+                    digests, commit = read_facts(path)
+                    return Released(constants, f"released:{path.resolve()}", digests, commit)
     return None
 
 
@@ -149,5 +243,11 @@ def find_released(
                     continue
                 constants = _string_constants(path)
                 if all(name in constants for name in names):
-                    return Released({n: constants[n] for n in names}, f"released:{path.resolve()}")
+                    digests, commit = read_facts(path)
+                    return Released(
+                        {n: constants[n] for n in names},
+                        f"released:{path.resolve()}",
+                        digests,
+                        commit,
+                    )
     return None

@@ -60,6 +60,7 @@ class TranslationStyle(msgspec.Struct, frozen=True, kw_only=True):
     drag_steps: int = 20  # intermediate mouse moves between press and release
     literal_newline_submits: bool = False  # a trailing backslash-n (two characters) means Enter
     search_url: str = "https://www.bing.com/search?q={query}"
+    tab_is_text: bool = False  # a tab in typed text goes in as a character (the text is pasted)
 
 
 def translate_action(action: Action, style: TranslationStyle) -> tuple[Op, ...]:
@@ -154,7 +155,14 @@ def _type(text: str, style: TranslationStyle) -> tuple[Op, ...]:
     elif style.literal_newline_submits and text.endswith("\\n"):
         text, submit = text[:-2], True
     ops: list[Op] = []
-    if text:
+    if text and style.tab_is_text and "\t" in text:
+        # As a paste (ui-tars' input_swap): the tab is inserted; the rest is typed as ever.
+        for index, part in enumerate(text.split("\t")):
+            if index:
+                ops.append(KeyboardType(text="\t", paste=True))
+            if part:
+                ops.append(KeyboardType(text=part))
+    elif text:
         ops.append(KeyboardType(text=text))
     if submit:
         ops.append(KeyboardPress(key="Enter"))

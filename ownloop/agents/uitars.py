@@ -39,7 +39,6 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
-    task_text,
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
@@ -175,7 +174,10 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
             max_steps=40,
         )
         self.style = TranslationStyle(
-            notch_px=config.notch_px, drag_steps=config.drag_steps, literal_newline_submits=True
+            notch_px=config.notch_px,
+            drag_steps=config.drag_steps,
+            literal_newline_submits=True,
+            tab_is_text=True,  # the released code pastes typed text (input_swap): a tab stays
         )
 
     # ------------------------------------------------------------------ request
@@ -185,7 +187,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         from ui_tars.prompt import COMPUTER_USE_DOUBAO
 
         template: str = COMPUTER_USE_DOUBAO
-        return template.format(language=self.config.language, instruction=task_text(task))
+        return template.format(language=self.config.language, instruction=self.task_text(task))
 
     def build_messages(
         self, task: Task, history: Sequence[PastStep], now: Observation
@@ -226,6 +228,11 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         normalized = _normalize(text)
         if not normalized.rpartition("Action: ")[2].strip():
             raise AgentParseError("no action after 'Action:'")
+        joined = _two_on_one_line(normalized)
+        if joined is not None:
+            raise AgentParseError(
+                f"two actions on one line (the released parser reads them as one): {_clip(joined)}"
+            )
         unreadable = _unreadable_action(normalized)
         if unreadable is not None:
             raise AgentParseError(f"ui-tars cannot parse the action: {_clip(unreadable)}")
@@ -295,7 +302,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         raise AgentParseError(f"unknown action {name[:40]!r}")
 
     def _scroll(self, inputs: dict[str, Any], raw: str, image: Size, model: Size) -> Scroll:
-        direction = str(inputs.get("direction", "")).strip().lower()
+        direction = _direction(str(inputs.get("direction", "")))
         if direction not in _DIRECTIONS:
             raise AgentParseError(f"scroll direction must be up, down, left or right: {_clip(raw)}")
         towards = cast(Direction, direction)
@@ -374,6 +381,38 @@ def _normalize(text: str) -> str:
 
 
 _TYPE_CONTENT = re.compile(r"type\(content='(.*?)'\)")
+_CALL_NAMES = (
+    "click|left_single|left_double|right_single|hover|drag|select|hotkey|press|keydown|keyup|"
+    "release|type|scroll|wait|finished|call_user"
+)
+_FIRST_CALL = re.compile(rf"^\s*({_CALL_NAMES})\(")
+_NEXT_CALL = re.compile(rf"\)\s+({_CALL_NAMES})\(")
+
+
+def _two_on_one_line(text: str) -> str | None:
+    """The first action text holding a second call after the first one's ")" with no blank
+    line between them (``click(...) type(...)``): the package reads such a text as one action,
+    a ``type`` of the whole line when "type(content" is in it. None when there is none; text
+    typed by a ``type`` call is never looked into."""
+    for action in text.rpartition("Action: ")[2].split(")\n\n"):
+        first = _FIRST_CALL.match(action)
+        if first is None or first[1] == "type":
+            continue
+        if _NEXT_CALL.search(action) is not None:
+            return action
+    return None
+
+
+def _direction(text: str) -> str:
+    """A scroll direction as the released code reads it: "up" or "down" anywhere in it
+    (``downward`` scrolls down; up is looked for first), else left or right likewise."""
+    word = text.strip().lower()
+    if word in _DIRECTIONS:
+        return word
+    for name in ("up", "down", "left", "right"):
+        if name in word:
+            return name
+    return word
 
 
 def _unreadable_action(text: str) -> str | None:

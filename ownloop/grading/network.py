@@ -185,7 +185,7 @@ class NetworkGrader:
 
 def wants_network(grader: Grader) -> bool:
     """Whether ``grader`` reads the HAR, so its caller must load it with :func:`with_network`."""
-    return isinstance(grader, NetworkGrader)
+    return isinstance(grader, NetworkGrader) or getattr(grader, "reads_network", False) is True
 
 
 def with_network(

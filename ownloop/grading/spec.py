@@ -21,6 +21,8 @@ Compact form and JSON-object form, one line each::
                                             "status":200,"request":{"product":"blue-mug"},
                                             "response":{"ok":true}}
     python:MODULE:FUNCTION                 {"type":"python","function":"MODULE:FUNCTION"}
+    webarena-verified:TASK_ID              {"type":"webarena-verified","task_id":157,
+                                            "sites":{"shopping_admin":"{BASE}/admin"}}
     osworld                                (an OSWorld task's evaluator, read from evidence)
     none                                   {"type":"none"}
 
@@ -45,6 +47,8 @@ Compact form and JSON-object form, one line each::
   is read as the status; give such a URL in the object form.
 - ``python`` imports MODULE once and calls ``FUNCTION(answer, evidence)``; it returns a Grade, a
   bool, or a float score that passes at 1 or more. What it raises becomes a failed grade.
+- ``webarena-verified`` grades by WebArena-Verified's own evaluator over the answer and the HAR
+  (see ``ownloop.grading.webarena``; needs the ``webarena`` extra).
 - ``none``: the task is not graded (``grade_session`` returns None).
 """
 
@@ -67,11 +71,22 @@ from ownloop.grading.network import BodyCheck, NetworkGrader
 from ownloop.grading.osworld import OsworldGrader
 from ownloop.grading.plugin import PythonGrader
 from ownloop.grading.url import URL_KINDS, UrlGrader
+from ownloop.grading.webarena import WEBARENA_TYPE, WebArenaGrader, WebArenaUnavailable
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["GRADER_TYPES", "NoGrader", "grade_session", "make_grader"]
 
-GRADER_TYPES = ("answer", "url", "miniwob", "json", "network", "python", "none", "osworld")
+GRADER_TYPES = (
+    "answer",
+    "url",
+    "miniwob",
+    "json",
+    "network",
+    "python",
+    WEBARENA_TYPE,
+    "none",
+    "osworld",
+)
 
 _COMPACT_USAGE = {
     "answer": "answer:MODE:VALUE with MODE exact, normalized, contains, regex, number or any, "
@@ -85,6 +100,7 @@ _COMPACT_USAGE = {
     'e.g. json:/_admin/record:$.items[0].name:eq:"Bob"',
     "network": "network:METHOD:URL[:STATUS], e.g. network:POST:/api/cart:200 (METHOD * is any)",
     "python": "python:MODULE:FUNCTION, e.g. python:my_graders:check_total",
+    WEBARENA_TYPE: "webarena-verified:TASK_ID, e.g. webarena-verified:157",
     "none": "none (no arguments)",
     "osworld": "osworld (no arguments: the evaluator is the session's evidence)",
 }
@@ -100,6 +116,8 @@ _OBJECT_USAGE = {
     "network": '{"type":"network","method":"POST","url":"/api/cart","status":200,'
     '"request":{"product":"blue-mug"}} (url required; request and response map paths to values)',
     "python": '{"type":"python","function":"my_graders:check_total"}',
+    WEBARENA_TYPE: '{"type":"webarena-verified","task_id":157,'
+    '"sites":{"shopping_admin":"{BASE}/admin"}} (sites optional)',
     "none": '{"type":"none"}',
     "osworld": '{"type":"osworld"}',
 }
@@ -205,6 +223,8 @@ def _from_compact(spec: str) -> Grader:
         return _json_compact(spec, rest)
     if kind == "network":
         return _network_compact(spec, rest)
+    if kind == WEBARENA_TYPE:
+        return _webarena(spec, rest.strip(), {})
     return _python(spec, rest)
 
 
@@ -224,6 +244,7 @@ def _from_object(spec: str) -> Grader:
         "json": {"capture", "path", "equals", "contains", "exists"},
         "network": {"method", "url", "status", "request", "response"},
         "python": {"function"},
+        WEBARENA_TYPE: {"task_id", "sites"},
     }.get(kind, set())
     unknown = sorted(set(fields) - allowed)
     if unknown:
@@ -238,6 +259,13 @@ def _from_object(spec: str) -> Grader:
         return _json_object(spec, fields)
     if kind == "network":
         return _network_object(spec, fields)
+    if kind == WEBARENA_TYPE:
+        sites = fields.get("sites", {})
+        if not isinstance(sites, dict) or not all(
+            isinstance(url, str) and url for url in sites.values()
+        ):
+            raise _Bad("sites must map site names to URLs", kind)
+        return _webarena(spec, fields.get("task_id"), sites)
     modes = [key for key in fields if key != "tolerance"]
     if len(modes) != 1:
         raise _Bad(f"needs exactly one {'mode' if kind == 'answer' else 'pattern'} field", kind)
@@ -413,3 +441,16 @@ def _network(
     if not url:
         raise _Bad("needs a URL glob", "network")
     return NetworkGrader.build(spec, url, None if method == "*" else method, status, bodies)
+
+
+def _webarena(spec: str, task_id: object, sites: dict[str, str]) -> Grader:
+    if isinstance(task_id, str) and task_id.isdigit():
+        task_id = int(task_id)
+    if isinstance(task_id, bool) or not isinstance(task_id, int) or task_id < 0:
+        raise _Bad(
+            f"task_id must be a WebArena-Verified task number, got {task_id!r}", WEBARENA_TYPE
+        )
+    try:
+        return WebArenaGrader.build(spec, task_id, sites)
+    except WebArenaUnavailable as error:
+        raise _Bad(str(error), WEBARENA_TYPE) from None

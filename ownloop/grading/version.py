@@ -4,7 +4,9 @@ Two grades with the same ``grader_version`` were made by the same spec and the s
 so a flip between them is the session's; a different ``grader_version`` says the grader changed.
 The code is every module of ``ownloop.grading`` (the graders share their parsing and evidence
 helpers), and for a ``python:MODULE:FUNCTION`` plug-in the file of its function too. The
-grader's declared version (``Grader.version``) is part of it.
+grader's declared version (``Grader.version``) is part of it. A grader that names another
+project's evaluator (``webarena-verified``) adds its ``version_label`` after the hash, readable:
+``3f0c... webarena-verified 1.2.3 task 157 r2 evaluator 35c3385b1db4``.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ _PACKAGE = Path(__file__).parent
 
 
 def grader_version(grader: Grader) -> str:
-    """The first 16 hex digits of the sha256 of ``grader``'s spec, declared version and code."""
+    """The first 16 hex digits of the sha256 of ``grader``'s spec, declared version and code,
+    then its ``version_label`` if it has one."""
     digest = hashlib.sha256()
     for part in (grader.name, grader.version, _package_digest(), _plugin_digest(grader)):
         digest.update(part.encode())
         digest.update(b"\x00")
-    return digest.hexdigest()[:16]
+    label = getattr(grader, "version_label", "")
+    return digest.hexdigest()[:16] + (f" {label}" if isinstance(label, str) and label else "")
 
 
 @lru_cache(maxsize=1)

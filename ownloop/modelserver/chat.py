@@ -160,18 +160,25 @@ _STEP_HEADING = re.compile(r"^## Step (\d+)$", re.MULTILINE)
 # An agent that merges older steps into one assistant message (opencua) heads each "# Step N:".
 _MERGED_STEP_HEADING = re.compile(r"^# Step (\d+):$", re.MULTILINE)
 
+# An agent that lists the steps before its window of turns as "Step N: <summary>" (qwen3vl).
+_LISTED_STEP = re.compile(r"^Step (\d+): ", re.MULTILINE)
+
 
 def steps_taken(request: dict[str, Any]) -> int:
     """How many steps the session had taken when it sent ``request``; the step asked for is this
     plus one.
 
     One assistant message per past step (uitars, fara7b), or more steps than messages when older
-    steps are merged into one under ``# Step N:`` headings (opencua): the larger of the two counts.
+    steps are merged into one under ``# Step N:`` headings (opencua): the larger of the two counts;
+    the steps listed as ``Step N: ...`` lines before a window of turns (qwen3vl) plus the turns.
     No assistant message at all (molmoweb, whose one user turn holds the history as text): the
     last ``## Step N`` heading, else 0.
     """
     turns = assistant_turns(request)
     text = request_text(request)
+    listed = _LISTED_STEP.findall(text)
+    if turns and listed:  # qwen3vl: the steps before its window, then the window's turns
+        return turns + int(listed[-1])
     if turns:
         return max([turns, *(int(n) for n in _MERGED_STEP_HEADING.findall(text))])
     headings = _STEP_HEADING.findall(text)

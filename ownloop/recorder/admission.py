@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ownloop.agents.base import Agent
+from ownloop.agents.released import released_commit, released_sha256
 from ownloop.grading import make_grader
 from ownloop.store import Store
 from ownloop.store.claims import Claims
@@ -206,6 +207,8 @@ def declare(
             suite=suite.name,
             tasks_sha256=suite.tasks_sha256,
             prompt_source=agent.prompt_source,
+            released_commit=released_commit(agent),
+            released_sha256=released_sha256(agent),
             versions=versions,
             suite_version=str(getattr(suite, "suite_version", "") or ""),
             task_ids=tuple(task.task_id for task in tasks),

@@ -27,6 +27,7 @@ from playwright.sync_api import (
     Page,
     Playwright,
     Request,
+    Response,
     Route,
     sync_playwright,
 )
@@ -511,11 +512,11 @@ class BrowserSession:
                 started=started / 1000 if started > 0 else time.time(),
                 method=request.method,
                 url=request.url,
-                request_headers=dict(request.headers),
+                request_headers=_all_headers(request),
                 post_data=post_data,
                 status=response.status if response is not None else 0,
                 status_text=response.status_text if response is not None else "",
-                response_headers=dict(response.headers) if response is not None else {},
+                response_headers=_all_headers(response) if response is not None else {},
                 body=body,
                 body_note=note,
                 resource_type=request.resource_type,
@@ -846,6 +847,8 @@ class BrowserSession:
                 page.mouse.up(button=op.button)
             case MouseWheel():
                 page.mouse.wheel(op.dx, op.dy)
+            case KeyboardType(paste=True):
+                page.keyboard.insert_text(op.text)
             case KeyboardType():
                 page.keyboard.type(op.text)
             case KeyboardPress():
@@ -910,3 +913,12 @@ class BrowserSession:
             self.context.close()
         except PlaywrightError:
             pass
+
+
+def _all_headers(message: Request | Response) -> dict[str, str]:
+    """The headers as sent or received, Accept, Sec-Fetch-* and cookies too (a round trip to the
+    browser); Playwright's provisional ones if the browser no longer has them."""
+    try:
+        return message.all_headers()
+    except PlaywrightError:
+        return dict(message.headers)

@@ -16,6 +16,7 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
+from ownloop.store.scores import score_line
 
 __all__ = [
     "EXIT_FAILED",
@@ -47,6 +48,9 @@ def summary_text(summary: RunSummary, store: Store) -> str:
     """The closing lines of a run."""
     counts = ", ".join(f"{n} {status}" for status, n in sorted(summary.counts().items()))
     lines = [f"run {summary.run_id}: {counts or 'nothing to do'} in {summary.seconds:.1f}s"]
+    score = score_line(store, summary.run_id)
+    if score:
+        lines.append(score)
     if summary.skipped:
         lines.append(f"{summary.skipped} tasks were done already")
     if summary.elsewhere:

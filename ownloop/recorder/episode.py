@@ -305,6 +305,7 @@ class Episode:
                         parser=self.agent.parser_name,
                         parser_version=self.agent.parser_version,
                         error=str(exc)[:1000],
+                        coordinate_frame=self.agent.coordinate_frame,
                     )
                 )
                 continue
@@ -320,6 +321,7 @@ class Episode:
                     thought=parsed.thought,
                     actions=parsed.actions,
                     model_size=parsed.model_size,
+                    coordinate_frame=self.agent.coordinate_frame,
                 )
             )
             break

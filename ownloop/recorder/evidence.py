@@ -24,9 +24,9 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ownloop import __version__
 from ownloop.recorder.har import build_har
 from ownloop.store.errors import OwnloopError
+from ownloop.version import __version__
 from ownloop.world.evidence import Evidence
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ownloop import __version__
 from ownloop.agents import make_agent
 from ownloop.agents.base import Agent
 from ownloop.agents.released import Released
@@ -60,6 +59,7 @@ from ownloop.store.ids import new_id
 from ownloop.store.journal import StreamWriter
 from ownloop.store.ledger import ledger_sessions
 from ownloop.store.scrub import scrub_text
+from ownloop.version import __version__
 from ownloop.world import World
 from ownloop.world.pool import DesktopLease, DesktopPool
 

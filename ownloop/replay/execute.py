@@ -32,6 +32,7 @@ import msgspec
 
 from ownloop.agents.base import Agent, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
+from ownloop.agents.released import released_commit, released_sha256
 from ownloop.recorder.browser import Browser, BrowserSession, open_browser
 from ownloop.recorder.browser_world import BrowserWorld
 from ownloop.recorder.episode import (
@@ -427,6 +428,8 @@ def _ensure_run(
                     viewport=agent.settings.viewport,
                     suite=suite,
                     prompt_source=agent.prompt_source,
+                    released_commit=released_commit(agent),
+                    released_sha256=released_sha256(agent),
                 )
             ]
         )

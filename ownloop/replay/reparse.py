@@ -174,6 +174,10 @@ def reparse_session(session: Session, agent: Agent) -> tuple[list[StepChange], i
             new_actions = parsed.actions if parsed is not None else ()
             new_ops = tuple(op for a in new_actions for op in agent.translate(a))
             old_ops = tuple(effect.op for effect in step.effects) if accepted else ()
+            if call.served_by == "import" and not step.effects:
+                # An imported step kept no operations of ownloop's (OSWorld ran its own code):
+                # only the actions can be compared.
+                new_ops = old_ops
             if parse.error is not None and error is not None:
                 continue  # failed then, fails now: nothing was or would be done
             if parse.error is not None:

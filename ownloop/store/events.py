@@ -299,6 +299,9 @@ class MouseWheel(_OpBase, tag="mouse.wheel", frozen=True, kw_only=True):
 
 class KeyboardType(_OpBase, tag="keyboard.type", frozen=True, kw_only=True):
     text: str
+    # True: the text goes in as one input, as a paste does (keyboard.insert_text): a tab in it is
+    # a character, not a focus move. False: typed key by key (keyboard.type).
+    paste: bool = False
 
 
 class KeyboardPress(_OpBase, tag="keyboard.press", frozen=True, kw_only=True):
@@ -467,6 +470,10 @@ class RunStarted(EventBase, tag="run_started", frozen=True, kw_only=True):
     suite: str = ""
     tasks_sha256: str = ""
     prompt_source: str = ""
+    # Where a released text came from, exactly: the clone's commit (when a git checkout) and the
+    # sha256 of each file read (absolute path -> hex digest); empty for built-in prompts.
+    released_commit: str = ""
+    released_sha256: dict[str, str] = {}
     versions: Versions = Versions()
     # The run's contract (admission, see DESIGN §10): what a resume must match.
     suite_version: str = ""  # e.g. the miniwob package's version
@@ -536,6 +543,10 @@ class ActionParsed(EventBase, tag="action_parsed", frozen=True, kw_only=True):
     actions: tuple[Action, ...] = ()
     error: str | None = None
     model_size: tuple[int, int] | None = None  # the model's coordinate space (width, height)
+    # How the model's points map to the page: "pixels", "smart-resize" (x * W / model width),
+    # "relative-999" (int(x * W / 999)), "relative-1000" (x * W / 1000) or "percent"; "" when
+    # not recorded (older journals, imports). See ownloop/agents/frames.py.
+    coordinate_frame: str = ""
 
 
 class BrowserActed(EventBase, tag="browser_acted", frozen=True, kw_only=True):

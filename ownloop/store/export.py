@@ -3,6 +3,10 @@
 ``ownloop sql`` runs on a connection that cannot write files (external access is off and COPY is
 refused), so export opens its own read-only connection under the shared index lock: it reads the
 database and writes only the Parquet files it is asked for.
+
+The files are for other tools (pyarrow, polars, pandas, Spark): JSON columns are written as UTF-8
+strings holding the JSON text (DuckDB's JSON type would arrive as binary), and timestamps,
+stored as UTC, as timestamps adjusted to UTC (``isAdjustedToUTC``), so a reader shows them in UTC.
 """
 
 from __future__ import annotations
@@ -69,7 +73,9 @@ def export_views(
                 ).fetchall()
             ]
             for view in views:
-                query = f'select * from "{view}"' + _run_filter(con, view, run_id)
+                query = f'select {_columns(con, view)} from "{view}"' + _run_filter(
+                    con, view, run_id
+                )
                 target = folder / f"{view}.parquet"
                 partial = folder / f".{view}.parquet.{os.getpid()}.tmp"
                 try:
@@ -99,3 +105,19 @@ def _run_filter(con: duckdb.DuckDBPyConnection, view: str, run_id: str | None) -
     if "run_id" in columns:
         return f" where run_id = {sql_literal(run_id)}"
     return ""
+
+
+def _columns(con: duckdb.DuckDBPyConnection, view: str) -> str:
+    """The view's columns for other tools: JSON as text, UTC timestamps marked as UTC."""
+    out = []
+    for name, kind, *_ in con.execute(f'describe select * from "{view}"').fetchall():
+        column = '"' + str(name).replace('"', '""') + '"'
+        if kind == "JSON":
+            out.append(f"cast({column} as varchar) as {column}")
+        elif kind == "JSON[]":
+            out.append(f"cast({column} as varchar[]) as {column}")
+        elif kind == "TIMESTAMP":
+            out.append(f"timezone('UTC', {column}) as {column}")
+        else:
+            out.append(column)
+    return ", ".join(out) or "*"

@@ -66,6 +66,7 @@ __all__ = [
     "sql_command",
     "target_session",
     "task_attempts",
+    "task_suites",
     "task_rates",
     "user_condition",
     "user_query",
@@ -318,6 +319,16 @@ def task_attempts(store: Store, run_id: str) -> dict[str, int]:
     return {t: int(a) for t, a in rows if t is not None}
 
 
+def task_suites(store: Store, run_ids: Sequence[str]) -> dict[str, str]:
+    """Each task of these runs and the suite its first session came from (e.g. osworld:chrome)."""
+    rows = store.sql(
+        "select task_id, arg_min(suite, started_at) from sessions "
+        "where list_contains($runs, run_id) and task_id is not null group by task_id",
+        {"runs": list(run_ids)},
+    ).rows
+    return {str(t): str(s or "") for t, s in rows}
+
+
 # ------------------------------------------------------------------ selections of sessions
 class Selection(NamedTuple):
     """Which sessions: all of run, task and ``where`` that are given (everything if none).
@@ -422,6 +433,8 @@ _SESSION_COLUMNS: dict[str, str] = {
     "started_at": "started_at",
     "replay_of": "parent_session_id",
     "answer": "answer",
+    # the grader's first failed check, or the error (see the view failure_reasons)
+    "reason": "(select f.reason from failure_reasons f where f.session_id = sessions.session_id)",
 }
 _RUN_COLUMNS: dict[str, str] = {
     "run_id": "i.run_id",
@@ -439,6 +452,7 @@ _RUN_COLUMNS: dict[str, str] = {
     "replays": "coalesce(p.replays, 0)",
     "imported": "coalesce(starts_with(r.suite, 'import:'), false)",
     "score": "u.score",
+    "errored": "coalesce(u.errored, 0)",
     "ci_low": "u.ci_low",
     "ci_high": "u.ci_high",
     "boot_low": "b.ci_low",
@@ -455,8 +469,8 @@ RUN_COLUMNS: tuple[str, ...] = tuple(_RUN_COLUMNS)
 
 # Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones).
 # Runs with a RunStarted, and runs known only from their sessions (e.g. imported ones). The
-# scores are run_scores' and flip_rates' (the same formulas over scored_units), computed here
-# from one read of scored_units: those views each read the sessions view again, and on a store
+# scores are run_scores' and flip_rates' (the same formulas over unit_outcomes), computed here
+# from one read of unit_outcomes: those views each read the sessions view again, and on a store
 # of 10k sessions every read of it costs about 0.1 s.
 _RUNS_FROM = (
     "(select run_id from run_started union select run_id from session_started) i "
@@ -471,16 +485,20 @@ _RUNS_FROM = (
     "filter (where parent_session_id is null)) as varchar) as statuses, "
     "min(agent) as agent, min(model) as model, min(started_at) as started_at "
     "from sessions group by run_id) p on p.run_id = i.run_id "
-    "left join (select run_id, n, passes / n as score, "
+    "left join (select run_id, n, errored, passes / n as score, "
     "case when passes = 0 then 0.0 else greatest(0.0, centre - half) end as ci_low, "
     "case when passes = n then 1.0 else least(1.0, centre + half) end as ci_high, "
     "flipped / tasks as flip_rate from (select *, "
     "(passes / n + z * z / (2 * n)) / (1 + z * z / n) as centre, "
     "z / (1 + z * z / n) * sqrt(passes / n * (1 - passes / n) / n + z * z / (4 * n * n)) "
     "as half from (select run_id, sum(n) as n, sum(passes) as passes, count(*) as tasks, "
-    "count(*) filter (where passes > 0 and passes < n) as flipped, 1.959963984540054 as z "
-    "from (select run_id, task_id, count(*) as n, count(*) filter (where passed) as passes "
-    "from scored_units where passed is not null group by run_id, task_id) group by run_id))) u "
+    "count(*) filter (where graded_passes > 0 and graded_passes < graded) as flipped, "
+    "sum(errored) as errored, 1.959963984540054 as z "
+    "from (select run_id, task_id, count(*) as n, count(*) filter (where scores_as) as passes, "
+    "count(*) filter (where errored) as errored, count(*) filter (where not errored) as graded, "
+    "count(*) filter (where passed) as graded_passes "
+    "from unit_outcomes where scores_as is not null group by run_id, task_id) "
+    "group by run_id))) u "
     "on u.run_id = i.run_id "
     "left join score_bootstraps b on b.run_id = i.run_id "
     "left join (select distinct run_id from run_sealed) sl on sl.run_id = i.run_id"
@@ -798,8 +816,8 @@ def search_steps(
 
 def _rates_query(run_ids: Sequence[str]) -> Query:
     return (
-        "select run_id, task_id, count(*), count(*) filter (where passed) from scored_units "
-        "where passed is not null and list_contains($runs, run_id) group by run_id, task_id "
+        "select run_id, task_id, count(*), count(*) filter (where scores_as) from unit_outcomes "
+        "where scores_as is not null and list_contains($runs, run_id) group by run_id, task_id "
         "order by task_id, run_id",
         {"runs": list(run_ids)},
     )
@@ -810,13 +828,15 @@ def _rates(result: QueryResult) -> list[tuple[str, str, int, int]]:
 
 
 def task_rates(store: Store, run_ids: Sequence[str]) -> list[tuple[str, str, int, int]]:
-    """(run id, task id, graded units, passes) of these runs' scored units."""
+    """(run id, task id, scored units, passes) of these runs' scored units (an errored unit
+    counts as a failed one, see ``unit_outcomes``)."""
     return _rates(store.sql(*_rates_query(run_ids)))
 
 
 class RunUnits(NamedTuple):
-    """Runs' graded scored units, (run id, task id, repeat, session id, passed) each, and the
-    runs in the order they started (their first session)."""
+    """Runs' scored units, (run id, task id, repeat, session id, passed) each (an errored unit
+    failed, its session id "" when it has none), and the runs in the order they started (their
+    first session)."""
 
     units: list[tuple[str, str, int, str, bool]]
     runs: list[str]
@@ -828,8 +848,9 @@ def run_units_sessions(store: Store, run_ids: Sequence[str]) -> RunUnits:
     units, order = store.sql_many(
         [
             (
-                "select run_id, task_id, repeat, session_id, passed from scored_units "
-                "where passed is not null and list_contains($runs, run_id) "
+                # errored units count as failed ones, as in compare (session '' when none)
+                "select run_id, task_id, repeat, coalesce(session_id, ''), scores_as "
+                "from unit_outcomes where scores_as is not null and list_contains($runs, run_id) "
                 "order by task_id, run_id, repeat",
                 runs,
             ),

@@ -1,4 +1,4 @@
-"""Run scores the index keeps, and the outcomes ``compare`` reads: SQL over ``scored_units``.
+"""Run scores the index keeps, and the outcomes ``compare`` reads: SQL over ``unit_outcomes``.
 
 The task-clustered bootstrap of ``run_scores`` is computed in Python (``stats.py``), not in
 SQL: DuckDB's ``random()`` cannot be seeded inside a view and its ``hash()`` is not promised
@@ -18,11 +18,13 @@ if TYPE_CHECKING:
 
     from ownloop.store import Store
 
-__all__ = ["Unit", "refresh_bootstraps", "run_units"]
+__all__ = ["Unit", "refresh_bootstraps", "run_units", "score_line"]
 
+# scores_as: the grade, false for an errored unit (see unit_outcomes in views.sql)
 _DIGESTS = (
-    "select run_id, md5(string_agg(task_id || chr(0) || repeat || chr(0) || passed, chr(1) "
-    "order by task_id, repeat)) from scored_units where passed is not null group by run_id"
+    "select run_id, md5(string_agg(task_id || chr(0) || repeat || chr(0) || scores_as "
+    "|| chr(0) || errored, chr(1) order by task_id, repeat)) from unit_outcomes "
+    "where scores_as is not null group by run_id"
 )
 
 
@@ -35,14 +37,17 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
     if not changed and not gone:
         return 0
     rows = con.execute(
-        "select run_id, task_id, list(passed order by repeat) from scored_units "
-        "where passed is not null and list_contains($runs::varchar[], run_id) "
+        "select run_id, task_id, list(scores_as order by repeat), "
+        "count(*) filter (where errored) from unit_outcomes "
+        "where scores_as is not null and list_contains($runs::varchar[], run_id) "
         "group by run_id, task_id order by run_id, task_id",
         {"runs": changed},
     ).fetchall()
     by_run: dict[str, list[list[bool]]] = {}
-    for run, _, outcomes in rows:
+    errored: dict[str, int] = {}
+    for run, _, outcomes, errors in rows:
         by_run.setdefault(run, []).append(outcomes)
+        errored[run] = errored.get(run, 0) + int(errors)
     con.begin()
     con.execute(
         "delete from score_bootstraps where list_contains($runs::varchar[], run_id)",
@@ -52,7 +57,7 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
         tasks = by_run.get(run, [])
         interval = clustered_bootstrap(tasks)
         con.execute(
-            "insert into score_bootstraps values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "insert into score_bootstraps values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 run,
                 digests[run],
@@ -63,6 +68,7 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
                 interval.high,
                 BOOTSTRAP_RESAMPLES,
                 BOOTSTRAP_SEED,
+                errored.get(run, 0),
             ],
         )
     con.commit()
@@ -70,20 +76,54 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
 
 
 class Unit(NamedTuple):
-    """One scored unit of a run: a task's repeat, its session and whether it passed."""
+    """One scored unit of a run: a task's repeat, its session and whether it passed. An errored
+    unit (see ``unit_outcomes``) has passed False, errored True, and its last session's status
+    (or "missing", and no session id, when it has none)."""
 
     task_id: str
     repeat: int
     session_id: str
     passed: bool
+    status: str = ""
+    errored: bool = False
 
 
 def run_units(store: Store, run_id: str) -> list[Unit]:
-    """The graded scored units of ``run_id`` (see the ``scored_units`` view), by task and
-    repeat."""
+    """The scored units of ``run_id`` (see the ``unit_outcomes`` view): the graded ones and the
+    errored ones, by task and repeat; ungraded ones are left out."""
     rows = store.sql(
-        "select task_id, repeat, session_id, passed from scored_units "
-        "where run_id = $run and passed is not null order by task_id, repeat",
+        "select task_id, repeat, coalesce(session_id, ''), scores_as, status, errored "
+        "from unit_outcomes where run_id = $run and scores_as is not null "
+        "order by task_id, repeat",
         {"run": run_id},
     ).rows
-    return [Unit(str(t), int(r), str(s), bool(p)) for t, r, s, p in rows]
+    return [Unit(str(t), int(r), str(s), bool(p), str(st), bool(e)) for t, r, s, p, st, e in rows]
+
+
+def score_line(store: Store, run_id: str) -> str | None:
+    """How the run did, as the dashboard's headline says it: its pass rate over its scored
+    units with the task-clustered 95% interval, errored units counted as failures (named);
+    None when nothing of it is graded."""
+    rows = store.sql(
+        "select sessions, score, ci_low, ci_high, errored, tasks from run_scores "
+        "where run_id = $run and method = 'task_bootstrap'",
+        {"run": run_id},
+    ).rows
+    if not rows:
+        return None
+    units, score, low, high, errored, tasks = rows[0]
+    passes = round(score * units)
+    errors = store.sql(
+        "select status, count(*) from unit_outcomes where run_id = $run and errored "
+        "group by status order by count(*) desc, status",
+        {"run": run_id},
+    ).rows
+    counted = (
+        "; " + ", ".join(f"{n} {status}" for status, n in errors) + " counted as failures"
+        if errored
+        else ""
+    )
+    return (
+        f"passed {passes}/{units} units: {score:.3f} (95% task-clustered interval "
+        f"{low:.3f} to {high:.3f} over {tasks} tasks{counted})"
+    )

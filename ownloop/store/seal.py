@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import msgspec
 
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import RunSealed, SealedSession, now
+from ownloop.store.events import RunSealed, RunStarted, SealedSession, now
 from ownloop.store.ledger import first_run_started, mixed_budgets
 from ownloop.store.verify import seal_fingerprint, verify_store
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = [
     "RunIsSealed",
     "SealResult",
+    "completeness_reasons",
+    "flagged_task_lines",
     "refuse_if_sealed",
     "run_seals",
     "seal_run",
@@ -51,11 +53,13 @@ class SealResult(NamedTuple):
     run_id: str
     reasons: list[str]
     seal: RunSealed | None
+    notes: tuple[str, ...] = ()  # tasks the audits flagged (they do not stop the seal)
 
     def lines(self) -> list[str]:
         if self.seal is None:
             return [
                 *(f"refused: {reason}" for reason in self.reasons),
+                *self.notes,
                 f"run {self.run_id} was not sealed: {len(self.reasons)} reasons above",
             ]
         counted = sum(s.counted for s in self.seal.sessions)
@@ -66,6 +70,7 @@ class SealResult(NamedTuple):
             f"fingerprint {self.seal.fingerprint}",
             f"check it any time with: ownloop verify --run {self.run_id} "
             f"--fingerprint {self.seal.fingerprint[:16]}",
+            *self.notes,
         ]
 
 
@@ -113,19 +118,19 @@ def _audit(store: Store, run_id: str) -> tuple[list[str], list[SealedSession], i
             "the run has no end after its last start: a recorder is running it, "
             "or was killed (resume it with the same ownloop record command)"
         )
-    rows = store.sql(
-        "select session_id, task_id, coalesce(repeat, 1), status, coalesce(counted, false), "
-        "score, passed from sessions where run_id = $run and parent_session_id is null "
-        "order by task_id, repeat, started_at, session_id",
-        {"run": run_id},
-    ).rows
-    sessions = [
-        SealedSession(session_id=s, task_id=t, repeat=r, status=st, counted=c, score=sc, passed=p)
-        for s, t, r, st, c, sc, p in rows
+    sessions = _sealed_sessions(store, run_id)
+    reasons += _incomplete(started, sessions)
+    mixed = mixed_budgets(store, run_id)
+    if mixed:
+        reasons.append(mixed)
+    return reasons, sessions, started.max_steps
+
+
+def _incomplete(started: RunStarted, sessions: list[SealedSession]) -> list[str]:
+    """The completeness audit: every declared unit has one counted session, none is open."""
+    reasons = [
+        f"session {s.session_id} ({s.task_id}) has no end" for s in sessions if s.status is None
     ]
-    for session in sessions:
-        if session.status is None:
-            reasons.append(f"session {session.session_id} ({session.task_id}) has no end")
     units = {(t, r) for t in started.task_ids for r in range(1, started.repeats + 1)} or {
         (s.task_id, s.repeat) for s in sessions
     }
@@ -140,10 +145,30 @@ def _audit(store: Store, run_id: str) -> tuple[list[str], list[SealedSession], i
             )
     for key in sorted(counted.keys() - units):
         reasons.append(f"task {key[0]} was counted but the run did not declare it")
-    mixed = mixed_budgets(store, run_id)
-    if mixed:
-        reasons.append(mixed)
-    return reasons, sessions, started.max_steps
+    return reasons
+
+
+def completeness_reasons(store: Store, run_id: str) -> list[str]:
+    """Why ``seal`` would refuse ``run_id`` as incomplete (a declared task and repeat without
+    exactly one counted session, a session without an end), without checking its streams;
+    empty when it is complete. A run with no ``RunStarted`` cannot be audited: one reason."""
+    started = first_run_started(store, run_id)
+    if started is None:
+        return [f"run {run_id} has no RunStarted: the seal cannot audit it"]
+    return _incomplete(started, _sealed_sessions(store, run_id))
+
+
+def _sealed_sessions(store: Store, run_id: str) -> list[SealedSession]:
+    rows = store.sql(
+        "select session_id, task_id, coalesce(repeat, 1), status, coalesce(counted, false), "
+        "score, passed from sessions where run_id = $run and parent_session_id is null "
+        "order by task_id, repeat, started_at, session_id",
+        {"run": run_id},
+    ).rows
+    return [
+        SealedSession(session_id=s, task_id=t, repeat=r, status=st, counted=c, score=sc, passed=p)
+        for s, t, r, st, c, sc, p in rows
+    ]
 
 
 def seal_run(store: Store, run_id: str) -> SealResult:
@@ -164,8 +189,9 @@ def seal_run(store: Store, run_id: str) -> SealResult:
     report = verify_store(store, streams=streams)
     reasons += [f"damage: {p.line()}" for p in report.problems if p.severity == "error"]
     heads = [report.heads[stream] for stream in streams if stream in report.heads]
+    notes = tuple(flagged_task_lines(store, run_id))
     if reasons:
-        return SealResult(run_id, reasons, None)
+        return SealResult(run_id, reasons, None, notes)
     draft = RunSealed(
         at=now(),
         run_id=run_id,
@@ -179,4 +205,20 @@ def seal_run(store: Store, run_id: str) -> SealResult:
     with store.stream() as writer:
         writer.append([seal])
     store.sync()
-    return SealResult(run_id, [], seal)
+    return SealResult(run_id, [], seal, notes)
+
+
+def flagged_task_lines(store: Store, run_id: str) -> list[str]:
+    """A line for each audit that flagged tasks of the run: those whose untouched start state
+    passes (``passes_untouched``, ``audit noop``) and those a blind replay passes
+    (``non_discriminative``, ``audit blind``); none when no task was flagged."""
+    found = store.sql(
+        "select 'pass with no action at all (audit noop)', task_id from passes_untouched "
+        "where run_id = $run union all select 'a blind replay passes (audit blind)', task_id "
+        "from non_discriminative where run_id = $run order by 1, 2",
+        {"run": run_id},
+    ).rows
+    by_kind: dict[str, list[str]] = {}
+    for kind, task in found:
+        by_kind.setdefault(str(kind), []).append(str(task))
+    return [f"tasks that {kind}: {', '.join(tasks)}" for kind, tasks in by_kind.items()]

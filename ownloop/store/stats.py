@@ -120,7 +120,8 @@ def clustered_bootstrap(
 
     Each replicate draws len(tasks) tasks with replacement, then, within each drawn task, its
     repeats with replacement; the replicate's score is its passes over its sessions. Tasks
-    without outcomes are left out.
+    without outcomes are left out. When every session has the same outcome no replicate
+    differs: the interval is then Wilson's over the number of tasks, never zero-width.
     """
     groups = [[bool(o) for o in t] for t in tasks if len(t)]
     sessions = sum(map(len, groups))
@@ -133,7 +134,13 @@ def clustered_bootstrap(
         if np is None
         else _clustered_replicates_numpy(np, groups, resamples, seed)
     )
-    return _interval(estimate, replicates, level)
+    interval = _interval(estimate, replicates, level)
+    if interval.low == interval.high:
+        # every session alike (0/6, 2/2): no replicate varies, and [0, 0] would claim
+        # certainty from a handful of tasks. Wilson's interval over the tasks instead.
+        solved = sum(1 for g in groups if all(g))
+        return wilson(solved, len(groups), level)._replace(estimate=estimate)
+    return interval
 
 
 def _clustered_replicates(groups: list[list[bool]], resamples: int, seed: int) -> list[float]:
@@ -249,99 +256,54 @@ def paired_bootstrap(
 ) -> Interval:
     """The mean over tasks of B's pass rate minus A's, with a paired percentile bootstrap.
 
-    ``pairs[i]`` is task i's (A outcomes, B outcomes). Each replicate draws tasks with
-    replacement (a drawn task keeps its A and B together: that is the pairing), then each side's
-    repeats with replacement. Pairs where a side has no outcomes are left out.
+    ``pairs[i]`` is task i's (A outcomes, B outcomes); task i's difference is B's observed pass
+    rate minus A's. Each replicate draws len(pairs) tasks with replacement (a drawn task keeps
+    its A and B together: that is the pairing) and averages their differences. The repeats are
+    not drawn again within a task: their noise is already in how the observed rates vary from
+    task to task, and drawing them again counts it twice (an interval about a quarter too wide).
+    Pairs where a side has no outcomes are left out.
     """
-    kept = [([bool(o) for o in a], [bool(o) for o in b]) for a, b in pairs if len(a) and len(b)]
+    kept = [(a, b) for a, b in pairs if len(a) and len(b)]
     if not kept:
         return Interval(0.0, -1.0, 1.0)
-    estimate = sum(_rate(b) - _rate(a) for a, b in kept) / len(kept)
+    differences = [_rate(b) - _rate(a) for a, b in kept]
+    estimate = sum(differences) / len(differences)
     np = _numpy()
     replicates = (
-        _paired_replicates(kept, resamples, seed)
+        _paired_replicates(differences, resamples, seed)
         if np is None
-        else _paired_replicates_numpy(np, kept, resamples, seed)
+        else _paired_replicates_numpy(np, differences, resamples, seed)
     )
     return _interval(estimate, replicates, level)
 
 
-def _paired_replicates(
-    kept: list[tuple[list[bool], list[bool]]], resamples: int, seed: int
-) -> list[float]:
+def _paired_replicates(differences: list[float], resamples: int, seed: int) -> list[float]:
     """The paired bootstrap's replicates, one draw of ``random.Random(seed)`` at a time."""
     rng = random.Random(seed)
+    k = len(differences)
     replicates = []
     for _ in range(resamples):
         total = 0.0
-        for _ in kept:
-            a, b = kept[int(rng.random() * len(kept))]
-            total += _resample(rng, b) / len(b) - _resample(rng, a) / len(a)
-        replicates.append(total / len(kept))
+        for _ in range(k):
+            total += differences[int(rng.random() * k)]
+        replicates.append(total / k)
     return replicates
 
 
-def _drawn_passes(np: Any, ahead: Any, first: Any, sizes: Any, starts: Any, outcomes: Any) -> Any:
-    """Per pick, the passes among ``sizes[i]`` repeats drawn with the doubles of ``ahead`` from
-    ``first[i]`` on, out of the outcomes ``outcomes[starts[i]:starts[i] + sizes[i]]``."""
-    offsets = np.cumsum(sizes) - sizes
-    ramp = np.arange(int(sizes.sum())) - np.repeat(offsets, sizes)
-    draws = ahead[np.repeat(first, sizes) + ramp]
-    within = (draws * np.repeat(sizes, sizes)).astype(np.int64)
-    return np.add.reduceat(outcomes[np.repeat(starts, sizes) + within], offsets)
-
-
 def _paired_replicates_numpy(
-    np: Any, kept: list[tuple[list[bool], list[bool]]], resamples: int, seed: int
+    np: Any, differences: list[float], resamples: int, seed: int
 ) -> list[float]:
-    """``_paired_replicates`` with numpy: the same draws, so the same replicates.
-
-    Each pick reads one double for the task, then one per B repeat, then one per A repeat. A
-    loop finds where each pick is; the repeats' draws of a chunk are taken at once, and each
-    replicate's differences are added left to right (a cumulative sum) as the loop adds them.
-    """
-    k = len(kept)
-    size_a = np.array([len(a) for a, _ in kept], dtype=np.int64)
-    size_b = np.array([len(b) for _, b in kept], dtype=np.int64)
-    start_a, start_b = np.cumsum(size_a) - size_a, np.cumsum(size_b) - size_b
-    outcomes_a = np.array([o for a, _ in kept for o in a], dtype=np.int64)
-    outcomes_b = np.array([o for _, b in kept for o in b], dtype=np.int64)
-    step = [1 + len(a) + len(b) for a, b in kept]
-    most = k * max(step)  # doubles a replicate reads at most
+    """``_paired_replicates`` with numpy: the same draws, and each replicate's differences
+    added left to right (a cumulative sum) as the loop adds them, so the same replicates."""
+    k = len(differences)
+    values = np.array(differences, dtype=np.float64)
     stream = _Stream(np, seed)
-    ahead_size = max(_CHUNK, most)
     replicates: list[float] = []
     while len(replicates) < resamples:
-        ahead = stream.peek(ahead_size)
-        if min(step) == max(step):  # every pick reads as many doubles: they sit evenly
-            count = min(resamples - len(replicates), ahead_size // most)
-            where = np.arange(count * k, dtype=np.int64) * step[0]
-            pick = (ahead[where] * k).astype(np.int64)
-            at = count * most
-        else:
-            values, at, count, places, picks = ahead.tolist(), 0, 0, [], []
-            while len(replicates) + count < resamples:
-                start = at
-                for _ in range(k):
-                    if at >= ahead_size:
-                        break
-                    chosen = int(values[at] * k)
-                    places.append(at)
-                    picks.append(chosen)
-                    at += step[chosen]
-                if at > ahead_size or len(picks) < (count + 1) * k:
-                    # the next chunk starts with this replicate
-                    at = start
-                    del places[count * k :], picks[count * k :]
-                    break
-                count += 1
-            where, pick = np.array(places, dtype=np.int64), np.array(picks, dtype=np.int64)
-        stream.consume(at)
-        first = where + 1
-        b = _drawn_passes(np, ahead, first, size_b[pick], start_b[pick], outcomes_b)
-        a = _drawn_passes(np, ahead, first + size_b[pick], size_a[pick], start_a[pick], outcomes_a)
-        differences = (b / size_b[pick] - a / size_a[pick]).reshape(count, k)
-        replicates += (np.cumsum(differences, axis=1)[:, -1] / k).tolist()
+        count = min(resamples - len(replicates), max(1, _CHUNK // k))
+        pick = (stream.peek(count * k) * k).astype(np.int64).reshape(count, k)
+        stream.consume(count * k)
+        replicates += (np.cumsum(values[pick], axis=1)[:, -1] / k).tolist()
     return replicates
 
 

@@ -345,13 +345,19 @@ union all
 select s.stream, s.byte_offset, null, 'unreadable', s.error, false
 from skipped_lines s anti join damaged_lines d using (stream, byte_offset);
 
+-- The sessions the runs recorded themselves: the sessions view without the replays (children:
+-- parent_session_id set, e.g. audit replays). Retried attempts are still here; the scores count
+-- one session per unit (scored_units, unit_outcomes), so `avg(score) from recorded` over a run
+-- with retries can differ from its run_scores score.
+create view recorded as select * from sessions where parent_session_id is null;
+
 -- Statistics. The scored unit is the ledger's: one session per (run, task, repeat), the one
 -- SessionCounted marked counted. A unit no SessionCounted settled (an imported run, or one
 -- recorded before the ledger) takes its first session to end with a scored status. Replays are
 -- left out. passed is the unit's latest grade (NULL: ungraded, left out of the views below).
 create view scored_units as
 with own as (
-    select * from sessions where parent_session_id is null and task_id is not null
+    select * from recorded where task_id is not null
 ),
 ledger as (
     select run_id, task_id, repeat, arg_min(session_id, ended_at) as session_id
@@ -374,12 +380,60 @@ select u.run_id, u.task_id, u.repeat, u.session_id, s.passed, s.score, s.status,
     u.counted
 from units u join own s using (session_id);
 
+-- Every unit a run planned, and how it ended. Planned: each task id its first RunStarted
+-- declared, in each of its repeats, and every (task, repeat) its own sessions ran (all a run
+-- that declared none has). A planned unit with no scored session is **errored**: its sessions
+-- ended with a status no grade follows (endpoint_error, error, crashed, interrupted, or any other
+-- such status), never ended, or it has none ('missing'); status says which (of its last
+-- session). scores_as is what the scores count: the grade, false for an errored unit (an error
+-- is a failure, as tau-bench and Inspect count it), NULL for an ungraded one (left out).
+create view unit_outcomes as
+with own as (
+    select * from sessions where parent_session_id is null and task_id is not null
+),
+declared as (
+    select run_id, arg_min(task_ids, time) as task_ids,
+        arg_min(coalesce(repeats, 1), time) as repeats
+    from run_started group by run_id
+),
+planned as (
+    select d.run_id, t.task_id, r.repeat
+    from declared d,
+        unnest(coalesce(from_json(d.task_ids, '["VARCHAR"]'), []::varchar[])) t(task_id),
+        range(1, d.repeats + 1) r(repeat)
+    union
+    select run_id, task_id, repeat from own
+),
+last_try as (
+    select run_id, task_id, repeat,
+        arg_max(session_id, coalesce(ended_at, started_at)) as session_id,
+        arg_max(coalesce(status, 'unfinished'), coalesce(ended_at, started_at)) as status,
+        arg_max(error, coalesce(ended_at, started_at)) as error
+    from own group by run_id, task_id, repeat
+)
+select p.run_id, p.task_id, p.repeat,
+    coalesce(s.session_id, l.session_id) as session_id,
+    coalesce(s.status, l.status, 'missing') as status,
+    s.passed, s.score,
+    case when s.session_id is null then 'errored' when s.passed is null then 'ungraded'
+        when s.passed then 'passed' else 'failed' end as outcome,
+    s.session_id is null as errored,
+    case when s.session_id is null then false else s.passed end as scores_as,
+    case when s.session_id is null then l.error end as error,
+    coalesce(s.counted, false) as counted
+from planned p
+left join scored_units s using (run_id, task_id, repeat)
+left join last_try l using (run_id, task_id, repeat);
+
 -- Per task and k = 1..n, with c = passes: pass@k = 1 - C(n-c, k) / C(n, k) and
--- pass^k = C(c, k) / C(n, k), as products of k ratios (exact for small n, no factorials).
+-- pass^k = C(c, k) / C(n, k), as products of k ratios (exact for small n, no factorials). Over
+-- unit_outcomes' scores_as: an errored repeat is a failed one, so every task of a run has all
+-- its planned repeats; a task has rows for k = 1..n only, n its units (errored counted).
 create view task_outcomes as
 with t as (
-    select run_id, task_id, count(*) as n, count(*) filter (where passed) as passes
-    from scored_units where passed is not null group by run_id, task_id
+    select run_id, task_id, count(*) as n, count(*) filter (where scores_as) as passes,
+        count(*) filter (where errored) as errored
+    from unit_outcomes where scores_as is not null group by run_id, task_id
 )
 select run_id, task_id, n, passes, passes / n as pass_rate, r.k,
     case when n - passes < r.k then 1.0
@@ -387,21 +441,22 @@ select run_id, task_id, n, passes, passes / n as pass_rate, r.k,
         end as pass_at_k,
     case when passes < r.k then 0.0
         else list_product(list_transform(range(r.k), lambda j: (passes - j) / (n - j)))
-        end as pass_hat_k
+        end as pass_hat_k,
+    errored
 from t, range(1, n + 1) r(k);
 
--- The task-clustered bootstrap of each run's score, computed in Python at every sync that
--- changed the run's units (ownloop/store/scores.py; seeded, so the same on every rebuild).
+-- Wilson's interval over sessions (z = 1.959964, 95%) and the task-clustered bootstrap, both
+-- over unit_outcomes' scores_as: sessions counts the units scored, errored those of them that
+-- are errored units counted as failures, graded the others.
 create table score_bootstraps (run_id VARCHAR primary key, units_md5 VARCHAR, tasks BIGINT,
     sessions BIGINT, score DOUBLE, ci_low DOUBLE, ci_high DOUBLE, resamples BIGINT,
-    seed BIGINT);
+    seed BIGINT, errored BIGINT);
 
--- Wilson's interval over sessions (z = 1.959964, 95%) and the task-clustered bootstrap.
 create view run_scores as
 with u as (
     select run_id, count(distinct task_id) as tasks, count(*) as sessions,
-        count(*) filter (where passed) as passes
-    from scored_units where passed is not null group by run_id
+        count(*) filter (where scores_as) as passes, count(*) filter (where errored) as errored
+    from unit_outcomes where scores_as is not null group by run_id
 ),
 z as (
     select *, passes / sessions as p, 1.959963984540054 as z from u
@@ -424,12 +479,12 @@ select w.run_id, coalesce(nullif(r.agent, ''), n.agent) as agent,
     w.tasks, w.sessions, w.p as score,
     case when w.passes = 0 then 0.0 else greatest(0.0, w.centre - w.half) end as ci_low,
     case when w.passes = w.sessions then 1.0 else least(1.0, w.centre + w.half) end as ci_high,
-    'wilson' as method
+    'wilson' as method, w.errored, w.sessions - w.errored as graded
 from w left join r using (run_id) left join named n using (run_id)
 union all
 select b.run_id, coalesce(nullif(r.agent, ''), n.agent), coalesce(nullif(r.model, ''), n.model),
     b.tasks, b.sessions,
-    b.score, b.ci_low, b.ci_high, 'task_bootstrap'
+    b.score, b.ci_low, b.ci_high, 'task_bootstrap', b.errored, b.sessions - b.errored
 from score_bootstraps b left join r using (run_id) left join named n using (run_id);
 
 -- Tasks whose repeats disagree: outcomes in repeat order.
@@ -479,3 +534,48 @@ group by run_id, task_id;
 create view non_discriminative as
 select run_id, task_id, replays, passes, blind_pass_rate from blind_audit
 where non_discriminative;
+
+-- Null-agent replays (`ownloop audit noop`): a run's session re-executed with none of its steps
+-- (replay --execute ops over zero steps, ending no_action with no answer): the task's setup on
+-- the episode the run used, no action at all, then the task's graders.
+create view noop_replays as
+select p.run_id, p.task_id, p.session_id as parent_session_id, c.session_id, c.status,
+    c.passed, c.score
+from sessions c join sessions p on p.session_id = c.parent_session_id
+where c.replay_mode = 'ops' and c.task_id = p.task_id and c.steps = 0
+    and c.status = 'no_action' and c.answer is null and p.parent_session_id is null;
+
+-- Per task of a run: its graded null-agent replays, their best score, and the flag: the
+-- untouched start state passes, or scores above 0.2 (`audit noop --threshold` prints others).
+create view noop_audit as
+select run_id, task_id, count(*) as replays, count(*) filter (where passed) as passes,
+    max(score) as noop_score, coalesce(max(score) > 0.2, false) or bool_or(passed)
+        as passes_untouched
+from noop_replays where passed is not null group by run_id, task_id;
+
+create view passes_untouched as
+select run_id, task_id, replays, passes, noop_score from noop_audit where passes_untouched;
+
+-- Why a session did not pass, in one line: the latest grade's first failed check ("answer:
+-- expected 'Myron', got 'Myro'"), else the grade's details when it failed, else the session's
+-- error (endpoint_error, error, crashed...). NULL for a session that passed or has neither.
+create view failure_reasons as
+with g as (
+    select session_id, passed, details,
+        list_filter(
+            coalesce(from_json(checks, '[{"name": "VARCHAR", "passed": "BOOLEAN", '
+                || '"expected": "VARCHAR", "actual": "VARCHAR"}]'), []),
+            lambda c: not coalesce(c.passed, false))[1] as failed
+    from grades where latest
+)
+select s.session_id,
+    case when g.passed = false and g.failed is not null
+            then g.failed.name || ': expected ' || coalesce(g.failed.expected, '') || ', got '
+                || coalesce(g.failed.actual, '')
+        when g.passed = false then coalesce(nullif(g.details, ''), 'failed (' || s.grader || ')')
+        when g.passed is null and s.error is not null then s.status || ': ' || s.error
+        when g.passed is null and s.status is not null and s.status not in ('finished',
+            'call_user', 'fail', 'max_steps', 'timeout', 'parse_error', 'no_action')
+            then s.status
+    end as reason
+from sessions s left join g using (session_id);

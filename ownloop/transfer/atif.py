@@ -1,8 +1,12 @@
 """ATIF, the Agent Trajectory Interchange Format: the schema as Structs, read and checked.
 
-Written from the public ATIF specification (Harbor's RFC 0001, v1.6: message and observation
-content may be a list of parts, an image part naming its file by a relative path). Fields and
-types are those of the spec; unknown fields are ignored on reading, as the spec's readers do.
+Written from the public ATIF specification (Harbor's RFC 0001): v1.6 (message and observation
+content may be a list of parts, an image part naming its file by a relative path), v1.7
+(``session_id`` optional, ``trajectory_id``, embedded subagent trajectories, a step's
+``llm_call_count``) and v1.8 (``audio`` parts). Versions v1.0 to v1.8 are read. Fields and types
+are those of the spec; unknown fields are ignored on reading, as the spec's readers do, and so are
+part types other than text and image (the importer notes each one it skips). Export writes v1.8:
+everything ownloop writes is valid in it.
 ``read_trajectory`` decodes a file and ``problems`` lists what breaks the spec's rules beyond
 types: the version string, step ids 1, 2, 3 ..., agent-only fields on agent steps only, tool call
 ids unique in a step and the results' ``source_call_id`` naming one of them.
@@ -19,6 +23,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AtifError",
     "ContentPart",
+    "NEWEST_MINOR",
     "FinalMetrics",
     "ImageSource",
     "Metrics",
@@ -33,7 +38,8 @@ __all__ = [
     "read_trajectory",
 ]
 
-SCHEMA_VERSION = "ATIF-v1.6"
+SCHEMA_VERSION = "ATIF-v1.8"
+NEWEST_MINOR = 8  # the newest ATIF-v1.N read
 _VERSION = re.compile(r"ATIF-v1\.(\d+)")
 
 
@@ -46,16 +52,19 @@ class _Part(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ImageSource(_Part):
-    """An image stored as a file: ``path`` relative to the trajectory file, or a URL."""
+    """An image (or, from v1.8, audio) stored as a file: ``path`` relative to the trajectory
+    file, or a URL."""
 
     media_type: str
     path: str
+    duration_sec: float | None = None  # audio only
 
 
 class ContentPart(_Part):
-    """One part of a message or an observation: text, or an image by path."""
+    """One part of a message or an observation: text, an image by path, or (v1.8) audio; any
+    other type is read and left for the importer to skip."""
 
-    type: Literal["text", "image"]
+    type: str
     text: str | None = None
     source: ImageSource | None = None
 
@@ -100,6 +109,7 @@ class Step(_Part):
     metrics: Metrics | None = None
     is_copied_context: bool | None = None
     extra: dict[str, Any] | None = None
+    llm_call_count: int | None = None  # v1.7
 
 
 class TrajectoryAgent(_Part):
@@ -119,15 +129,17 @@ class FinalMetrics(_Part):
     extra: dict[str, Any] | None = None
 
 
-class Trajectory(_Part):
+class Trajectory(_Part, kw_only=True):  # kw_only: required fields after session_id's default
     schema_version: str
-    session_id: str
+    session_id: str | None = None  # required before v1.7
+    trajectory_id: str | None = None  # v1.7
     agent: TrajectoryAgent
     steps: list[Step]
     notes: str | None = None
     final_metrics: FinalMetrics | None = None
     continued_trajectory_ref: str | None = None
     extra: dict[str, Any] | None = None
+    subagent_trajectories: list[dict[str, Any]] | None = None  # v1.7, not imported
 
 
 _AGENT_ONLY = ("model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics")
@@ -139,6 +151,12 @@ def problems(trajectory: Trajectory) -> list[str]:
     version = _VERSION.fullmatch(trajectory.schema_version)
     if version is None:
         found.append(f"schema_version {trajectory.schema_version!r} is not ATIF-v1.N")
+    elif int(version.group(1)) > NEWEST_MINOR:
+        found.append(
+            f"schema_version {trajectory.schema_version!r} is newer than ATIF-v1.{NEWEST_MINOR}"
+        )
+    elif int(version.group(1)) < 7 and trajectory.session_id is None:
+        found.append(f"session_id is required before ATIF-v1.7 ({trajectory.schema_version})")
     if not trajectory.steps:
         found.append("steps is empty")
     for index, step in enumerate(trajectory.steps, start=1):
@@ -161,8 +179,8 @@ def problems(trajectory: Trajectory) -> list[str]:
                     "which the step does not make"
                 )
         for part in _parts(step):
-            if part.type == "image" and part.source is None:
-                found.append(f"{where} has an image part without a source")
+            if part.type in ("image", "audio") and part.source is None:
+                found.append(f"{where} has an {part.type} part without a source")
             if part.type == "text" and part.text is None:
                 found.append(f"{where} has a text part without text")
             if version is not None and int(version.group(1)) < 6 and part.type == "image":

@@ -5,8 +5,10 @@
 ``steps.jsonl`` in the agent's form (see ``forms.py``) and ``screens/step_NN.png`` byte for byte;
 earlier attempts as ``error_attempt_N/`` with ``attempt.json``. Fields an import kept are written
 back as they came. Each attempt's task, grades and evidence go in an ``ownloop.json`` sidecar
-(``sidecar.py``) that harness graders ignore and import reads back. ``parquet`` writes every
-view as ``<view>.parquet``.
+(``sidecar.py``) that harness graders ignore and import reads back. A session's network
+evidence (the HAR the recorder kept) is also written as ``network.har``, the name and extension
+HAR readers and WebArena-Verified's evaluator expect. ``parquet`` writes every view as
+``<view>.parquet``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
 __all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
 
-FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp")
+FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 # In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
@@ -56,27 +58,33 @@ def export_run(
     agent_format: str = "chat",
     per_session: bool = False,
     endpoint: str | None = None,
+    otlp_encoding: str = "protobuf",
 ) -> ExportResult:
     """Export ``run_id`` as ``fmt`` (one of ``FORMATS``) into ``out``.
 
     ``sft``, ``sft-parquet``, ``atif`` and ``otlp`` export a selection: ``run_id`` and the SQL
     condition ``where`` over the ``sessions`` view (sft's default: passed, counted sessions); see
     ``sft.py``, ``atif.py`` and ``otlp.py``. ``endpoint`` (otlp) sends the traces to an OTLP/HTTP
-    collector instead of writing them.
+    collector instead of writing them, in ``otlp_encoding`` (protobuf or json).
 
     Raises:
         OwnloopError: an unknown format, no run given for session-dir, an unknown run, or an
             ``out`` folder that is not empty (session-dir).
     """
-    if fmt in ("sft", "sft-parquet", "atif", "otlp"):
-        return _export_selection(
-            store, run_id, fmt, out, where, agent_format, per_session, endpoint
-        )
+    if fmt in ("sft", "sft-parquet", "atif", "otlp", "inspect"):
+        sink = (endpoint, otlp_encoding)
+        return _export_selection(store, run_id, fmt, out, where, agent_format, per_session, sink)
     if fmt == "parquet":
         from ownloop.store.export import export_views
 
         files = export_views(store, out, run_id)
         return ExportResult(Path(out), [f"{f.path} ({f.rows} rows)" for f in files], [])
+    if fmt == "osworld":
+        from ownloop.transfer.osworld_export import export_osworld
+
+        if not run_id:
+            raise OwnloopError("osworld needs a run: pass --run R")
+        return export_osworld(store, run_id, out)
     if fmt != "session-dir":
         raise OwnloopError(f"unknown format {fmt!r}. Choose one of: {', '.join(FORMATS)}")
     if not run_id:
@@ -92,7 +100,7 @@ def _export_selection(
     where: str | None,
     agent_format: str,
     per_session: bool,
-    endpoint: str | None,
+    sink: tuple[str | None, str],
 ) -> ExportResult:
     from ownloop.store.queries import Selection
 
@@ -118,9 +126,14 @@ def _export_selection(
         from ownloop.transfer.trajectories import export_atif
 
         return ExportResult(Path(out), export_atif(store, selection, out), [])
+    if fmt == "inspect":
+        from ownloop.transfer.inspect_log import export_inspect
+
+        return ExportResult(Path(out), export_inspect(store, selection, out), [])
     from ownloop.transfer.otlp import export_otlp
 
-    return ExportResult(Path(out), export_otlp(store, selection, out, endpoint), [])
+    endpoint, encoding = sink
+    return ExportResult(Path(out), export_otlp(store, selection, out, endpoint, encoding), [])
 
 
 def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportResult:
@@ -207,6 +220,11 @@ class _Writer:
         sidecar = sidecar_of(session, lambda sha256, name: self._copy_blob(sha256, folder / name))
         if sidecar is not None:
             (folder / SIDECAR).write_bytes(sidecar)
+        har = next(
+            (e for e in reversed(session.evidence) if e.name == "network" and e.sha256), None
+        )
+        if har is not None and har.sha256:
+            self._copy_blob(har.sha256, folder / "network.har")
         for item in session.evidence:
             if item.name == "import:file" and item.sha256:
                 if _safe_relative(item.source):

@@ -40,6 +40,7 @@ __all__ = [
     "is_result_folder",
     "png_size",
     "read_folder",
+    "read_regular",
     "steps_fields",
     "unreadable",
 ]
@@ -151,6 +152,11 @@ def _read(path: Path) -> bytes:
         if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
             raise OSError(f"{path} is not a regular file")
         return file.read()
+
+
+def read_regular(path: Path) -> bytes:
+    """A regular file's bytes, never through a symlink nor blocking on a FIFO (OSError else)."""
+    return _read(path)
 
 
 def _walk(path: Path) -> Iterator[Path]:

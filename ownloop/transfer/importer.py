@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ownloop import __version__
 from ownloop.agents import AGENTS, make_agent
 from ownloop.agents.base import Agent
 from ownloop.store import Store
@@ -59,6 +58,7 @@ from ownloop.transfer.harness import (
 )
 from ownloop.transfer.sidecar import Sidecar, SidecarError, captured, graded, read_sidecar
 from ownloop.transfer.statuses import ownloop_status
+from ownloop.version import __version__
 
 __all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "import_dir"]
 

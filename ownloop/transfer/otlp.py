@@ -1,4 +1,4 @@
-"""``ownloop export --format otlp``: sessions as OpenTelemetry traces, in OTLP/JSON.
+"""``ownloop export --format otlp``: sessions as OpenTelemetry traces, in OTLP/JSON or protobuf.
 
 One trace per session (its id derived from the session id, so exporting twice gives the same
 ids): an ``invoke_agent`` span for the session, a span per step under it, and under each step a
@@ -14,22 +14,28 @@ sha256 of its bytes.
 
 The traces are written as ``traces.jsonl`` (one ``ExportTraceServiceRequest`` per line, a
 session each, as the OpenTelemetry Collector's file exporter writes them), or posted to an
-OTLP/HTTP collector's ``/v1/traces`` with ``endpoint``, a few sessions a request.
+OTLP/HTTP collector's ``/v1/traces`` with ``endpoint``, a few sessions a request: as protobuf
+(``application/x-protobuf``, the official ``opentelemetry-proto`` messages, the encoding every
+collector takes) unless ``encoding`` is ``json``.
+
+Span bounds: a model call's ``at`` is when its request was sent, so its ``chat`` span is
+``[at, at + latency]``; a browser operation's ``at`` is when it returned, so its span is
+``[at - duration, at]``; a step spans its screenshot, calls and operations.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ownloop import __version__
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.render import actions_text
@@ -38,8 +44,12 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import BrowserActed, ImagePart, Message, ModelCalled, TextPart
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
+from ownloop.version import __version__
 
-__all__ = ["ATTRIBUTE_LIMIT", "TEXT_INLINE", "export_otlp", "session_trace"]
+__all__ = ["ATTRIBUTE_LIMIT", "ENCODINGS", "TEXT_INLINE", "export_otlp", "session_trace"]
+
+ENCODINGS = ("protobuf", "json")
+_CONTENT_TYPES = {"protobuf": "application/x-protobuf", "json": "application/json"}
 
 TEXT_INLINE = 2048  # characters of a message part kept inline
 ATTRIBUTE_LIMIT = 32 * 1024  # bytes of an attribute value kept inline (backends cap at 64 KiB+)
@@ -157,8 +167,8 @@ def _step_bounds(step: Step, fallback: datetime) -> tuple[datetime, datetime]:
         starts.append(step.screenshot.at)
         ends.append(step.screenshot.at)
     for call in step.calls:
-        starts.append(_before(call.at, call.latency_ms))
-        ends.append(call.at)
+        starts.append(call.at)
+        ends.append(_after(call.at, call.latency_ms))
     for effect in step.effects:
         starts.append(_before(effect.at, effect.duration_ms))
         ends.append(effect.at)
@@ -166,9 +176,11 @@ def _step_bounds(step: Step, fallback: datetime) -> tuple[datetime, datetime]:
 
 
 def _before(moment: datetime, milliseconds: float) -> datetime:
-    from datetime import timedelta
-
     return moment - timedelta(milliseconds=max(milliseconds, 0.0))
+
+
+def _after(moment: datetime, milliseconds: float) -> datetime:
+    return moment + timedelta(milliseconds=max(milliseconds, 0.0))
 
 
 def session_trace(session: Session, files: BlobFiles) -> dict[str, Any]:
@@ -269,8 +281,8 @@ def _call_span(builder: _Builder, parent: str, step: Step, call: ModelCalled, pa
         parent,
         f"chat {call.model or 'model'}",
         _CLIENT,
-        _before(call.at, call.latency_ms),
         call.at,
+        _after(call.at, call.latency_ms),
         {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": call.model,
@@ -327,15 +339,21 @@ def _op_span(builder: _Builder, parent: str, step: Step, effect: BrowserActed) -
 
 
 def export_otlp(
-    store: Store, selection: Selection, out: str | Path, endpoint: str | None = None
+    store: Store,
+    selection: Selection,
+    out: str | Path,
+    endpoint: str | None = None,
+    encoding: str = "protobuf",
 ) -> list[str]:
     """Write the selected sessions as OTLP/JSON traces under ``out`` (or post them to
-    ``endpoint``); the lines to print.
+    ``endpoint`` in ``encoding``: ``protobuf`` or ``json``); the lines to print.
 
     Raises:
         OwnloopError: no session selected, ``out`` is not an empty folder, or the collector
             refused a request or could not be reached.
     """
+    if encoding not in ENCODINGS:
+        raise OwnloopError(f"unknown OTLP encoding {encoding!r}. Choose protobuf or json")
     ids = picked(store, selection)
     root = empty_folder(out)
     files = BlobFiles(store, root, "blobs")
@@ -353,16 +371,17 @@ def export_otlp(
                 else:
                     pending.append(trace)
                     if len(pending) >= _SESSIONS_PER_POST:
-                        _post(url or "", pending)
+                        _post(url or "", pending, encoding)
                         pending = []
                 progress.advance(done)
             if pending:
-                _post(url or "", pending)
+                _post(url or "", pending, encoding)
         finally:
             if sink is not None:
                 sink.close()
     where = f"sent to {url}" if url else f"{root / 'traces.jsonl'}"
-    return [f"{where}: {len(ids)} traces, {spans} spans (OTLP/JSON)", *files.lines("blobs")]
+    shape = "OTLP/protobuf" if url and encoding == "protobuf" else "OTLP/JSON"
+    return [f"{where}: {len(ids)} traces, {spans} spans ({shape})", *files.lines("blobs")]
 
 
 def _traces_url(endpoint: str) -> str:
@@ -375,20 +394,57 @@ def _traces_url(endpoint: str) -> str:
     return base if base.endswith("/v1/traces") else base + "/v1/traces"
 
 
-def _post(url: str, traces: list[dict[str, Any]]) -> None:
-    body = json.dumps(
-        {"resourceSpans": [r for t in traces for r in t["resourceSpans"]]}, ensure_ascii=False
-    ).encode()
+def _encoded(payload: dict[str, Any], encoding: str) -> bytes:
+    """The request body: OTLP/JSON as is, or the same request as the official protobuf message
+    (OTLP/JSON's hex trace and span ids become their bytes)."""
+    if encoding == "json":
+        return json.dumps(payload, ensure_ascii=False).encode()
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    def ids_as_base64(span: dict[str, Any]) -> dict[str, Any]:
+        # The proto's JSON mapping reads bytes as base64; OTLP/JSON writes ids as hex.
+        fixed = dict(span)
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in fixed:
+                fixed[key] = base64.b64encode(bytes.fromhex(fixed[key])).decode()
+        return fixed
+
+    resources = [
+        {
+            **resource,
+            "scopeSpans": [
+                {**scope, "spans": [ids_as_base64(span) for span in scope["spans"]]}
+                for scope in resource["scopeSpans"]
+            ],
+        }
+        for resource in payload["resourceSpans"]
+    ]
+    message = json_format.ParseDict({"resourceSpans": resources}, ExportTraceServiceRequest())
+    return bytes(message.SerializeToString())
+
+
+def _post(url: str, traces: list[dict[str, Any]], encoding: str = "protobuf") -> None:
+    payload = {"resourceSpans": [r for t in traces for r in t["resourceSpans"]]}
+    body = _encoded(payload, encoding)
+    content_type = _CONTENT_TYPES[encoding]
     request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+        url, data=body, method="POST", headers={"Content-Type": content_type}
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http(s) only
             answer.read()
     except urllib.error.HTTPError as error:
+        other = "--otlp-encoding json" if encoding == "protobuf" else "the default protobuf"
+        fix = (
+            f"Send the other encoding: {other}"
+            if error.code == 415
+            else "Check --endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)"
+        )
         raise OwnloopError(
-            f"the collector at {url} answered {error.code} {error.reason}. Check "
-            "--endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)"
+            f"the collector at {url} answered {error.code} {error.reason} to {content_type}. {fix}"
         ) from None
     except (urllib.error.URLError, OSError) as error:
         reason = getattr(error, "reason", error)

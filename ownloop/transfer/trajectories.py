@@ -13,9 +13,12 @@ Export writes one trajectory per session, ``<session id>.json``, and each screen
 What ATIF has no field for (the task as ownloop ran it, the end status, grades, call ids, the
 operations as events, screenshot URLs) goes in ``extra["ownloop"]``, so that import gives the
 session back and export → import → export writes the same file. Import also reads trajectories
-other tools write: a tool call named like an ownloop action (``click`` with ``x``/``y``, ``type``
-with ``text`` ...) becomes that action, any other is kept as a parse error; images are read from
-relative paths inside the trajectory's folder only.
+other tools write (ATIF v1.0 to v1.8): a tool call named like an ownloop action (``click`` with
+``x``/``y``, ``type`` with ``text`` ...) becomes that action, any other is a parse error of its
+step; images are read from relative paths inside the trajectory's folder only; parts of other
+types (v1.8's ``audio``) are skipped with a note. A step another tool wrote keeps its tool calls
+and its observations' text in full (evidence ``imported_atif_step``), so export writes them back
+as they were. Times come from the steps' timestamps (a step without one takes the one before).
 """
 
 from __future__ import annotations
@@ -27,11 +30,10 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
 
-from ownloop import __version__
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.render import op_text
@@ -50,6 +52,7 @@ from ownloop.store.events import (
     ScreenshotTaken,
     SessionEnded,
     SessionStarted,
+    Status,
     Task,
     Versions,
     now,
@@ -75,25 +78,14 @@ from ownloop.transfer.atif import (
 from ownloop.transfer.atif import Step as AtifStep
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
 from ownloop.transfer.sidecar import KeptGrade, graded
+from ownloop.version import __version__
 
 __all__ = ["AtifImport", "export_atif", "import_atif", "trajectory_of"]
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 _ORIGIN = "imported_atif"  # evidence: the trajectory's own session id and the file's sha256
-_STATUSES = (
-    "finished",
-    "call_user",
-    "fail",
-    "max_steps",
-    "timeout",
-    "parse_error",
-    "no_action",
-    "endpoint_error",
-    "error",
-    "interrupted",
-    "crashed",
-    "env_error",
-)
+_KEPT_STEP = "imported_atif_step"  # evidence: a foreign step's tool calls and observation text
+_STATUSES = get_args(Status)  # a tuple: a hostile file's unhashable status is not an error
 _KEPT_END = (
     "status",
     "agent_status",
@@ -164,6 +156,23 @@ def _results(step: Step, calls: list[ToolCall]) -> list[ObservationResult]:
     return results
 
 
+def _kept_steps(session: Session) -> dict[int, dict[str, Any]]:
+    """The tool calls and observation texts an import kept, by ownloop step number."""
+    kept: dict[int, dict[str, Any]] = {}
+    for item in session.evidence:
+        if item.name == _KEPT_STEP and item.value_json:
+            value = msgspec.json.decode(item.value_json)
+            if isinstance(value, dict) and isinstance(value.get("step"), int):
+                kept[value["step"]] = value
+    return kept
+
+
+def _kept_calls(kept: dict[str, Any]) -> tuple[list[ToolCall], list[ObservationResult]]:
+    calls = [msgspec.convert(c, ToolCall) for c in kept.get("tool_calls", ())]
+    results = [msgspec.convert(r, ObservationResult) for r in kept.get("results", ())]
+    return calls, results
+
+
 def trajectory_of(session: Session, image_path: Callable[[str, str], str]) -> Trajectory:
     """One session as an ATIF trajectory.
 
@@ -181,6 +190,7 @@ def trajectory_of(session: Session, image_path: Callable[[str, str], str]) -> Tr
     version = ""
     totals = [0, 0]
     counted = [False, False]
+    foreign = _kept_steps(session)
     for step in session.steps:
         shot = step.screenshot
         if shot is not None:
@@ -199,6 +209,9 @@ def trajectory_of(session: Session, image_path: Callable[[str, str], str]) -> Tr
         parsed = step.parsed
         version = version or (parsed.parser_version if parsed is not None else "")
         calls = [_tool_call(step.step, i, a) for i, a in enumerate(step.actions)]
+        results = _results(step, calls)
+        if step.step in foreign:  # another tool's step: its calls and texts as they were
+            calls, results = _kept_calls(foreign[step.step])
         kept: dict[str, Any] = {
             "step": step.step,
             "call_id": call.call_id,
@@ -225,7 +238,7 @@ def trajectory_of(session: Session, image_path: Callable[[str, str], str]) -> Tr
             model_name=call.model or session.model or None,
             reasoning_content=step.thought or None,
             tool_calls=calls or None,
-            observation=Observation(results=_results(step, calls)),
+            observation=Observation(results=results),
             metrics=Metrics(
                 prompt_tokens=call.prompt_tokens,
                 completion_tokens=call.completion_tokens,
@@ -297,7 +310,7 @@ def export_atif(store: Store, selection: Selection, out: str | Path) -> list[str
     with StepProgress("export atif", "session", len(ids)) as progress:
         for done, session in enumerate(each_session(store, ids), start=1):
             trajectory = trajectory_of(session, files.path_of)
-            name = trajectory.session_id
+            name = trajectory.session_id or session.session_id
             if not _SAFE_NAME.fullmatch(name) or name.lower() in names:
                 name = session.session_id
             names.add(name.lower())
@@ -400,17 +413,23 @@ def import_atif(
             stream.close()
     if stream is not None:
         store.sync()
+    if not sessions and not any("already imported" in line for line in skipped):
+        raise OwnloopError(
+            f"no trajectory imported from {source}: {'; '.join(skipped)[:500]}. "
+            "Pass ATIF v1.0-v1.8 files"
+        )
     return AtifImport(run, sessions, skipped)
 
 
-def _when(text: str | None) -> datetime:
+def _when(text: str | None, fallback: datetime | None = None) -> datetime:
+    """A step's timestamp; without one (or unreadable), ``fallback``, else the clock."""
     if text:
         try:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            return now()
+            return fallback or now()
         return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return now()
+    return fallback or now()
 
 
 def _ownloop(extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -435,6 +454,13 @@ class _Reader:
         self.session_id = new_id()
         self.ids = {"run_id": run_id, "session_id": self.session_id}
         self.notes: list[str] = []
+        self.last_at: datetime | None = None  # the latest step timestamp read
+        self.started_at: datetime | None = None
+
+    def at(self, timestamp: str | None) -> datetime:
+        """The step's time (the one before when it has none); remembered for the next."""
+        self.last_at = _when(timestamp, self.last_at)
+        return self.last_at
 
     def events(self, trajectory: Trajectory) -> list[Event]:
         kept = _ownloop(trajectory.extra)
@@ -445,11 +471,15 @@ class _Reader:
         last_actions: tuple[Action, ...] = ()
         last_text = ""
         ignored = 0
+        others = _other_parts(trajectory)
+        if others:
+            self.notes.append(f"{others} skipped (ownloop keeps text and image parts)")
         for step in trajectory.steps:
             extra = _ownloop(step.extra)
             if step.source != "agent":
                 if first_user is None and step.source == "user":
                     first_user = step
+                    self.at(step.timestamp)
                     body.extend(self._screens(step.message, extra, 1, step.timestamp))
                 else:
                     ignored += 1
@@ -473,8 +503,9 @@ class _Reader:
             if shots
             else (0, 0)
         )
+        first = next((s.timestamp for s in trajectory.steps if s.timestamp), None)
         start = SessionStarted(
-            at=_when(first_user.timestamp if first_user else None),
+            at=_when(first_user.timestamp if first_user else None, _when(first)),
             run_id=self.run_id,
             session_id=self.session_id,
             task=task,
@@ -493,7 +524,11 @@ class _Reader:
                 {"session_id": trajectory.session_id, "sha256": self.sha256}
             ).decode(),
         )
-        return [start, origin, *body, *self._end(kept, last_actions, last_text, number)]
+        self.started_at = start.at
+        parses = [e for e in body if isinstance(e, ActionParsed)]
+        failures = (sum(p.error is not None for p in parses), bool(parses and parses[-1].error))
+        end = self._end(kept, last_actions, last_text, number, failures)
+        return [start, origin, *body, *end]
 
     def _task(
         self,
@@ -508,13 +543,16 @@ class _Reader:
             url = next((e.url for e in body if isinstance(e, ScreenshotTaken) and e.url), "")
             prompt = _message_text(first_user.message) if first_user else ""
             return Task(
-                task_id=trajectory.session_id, prompt=prompt, start_url=url, suite="import:atif"
+                task_id=trajectory.session_id or trajectory.trajectory_id or self.file.stem,
+                prompt=prompt,
+                start_url=url,
+                suite="import:atif",
             )
 
     def _agent_step(
         self, step: AtifStep, extra: dict[str, Any], number: int, agent: TrajectoryAgent
     ) -> list[Event]:
-        at = _when(step.timestamp)
+        at = self.at(step.timestamp)
         call_id = str(extra.get("call_id") or new_id())
         metrics = step.metrics or Metrics()
         more = metrics.extra or {}
@@ -562,12 +600,33 @@ class _Reader:
             else None,
         )
         events: list[Event] = [call, parsed]
+        if "ops" not in extra:  # another tool's step: keep its calls and texts in full
+            events.append(self._kept(step, number, at))
         for op in extra.get("ops", ()):
             try:
                 events.append(msgspec.convert({**op, **self.ids}, BrowserActed))
             except (msgspec.ValidationError, TypeError):
                 self.notes.append(f"step {step.step_id}: a browser operation not kept")
         return events
+
+    def _kept(self, step: AtifStep, number: int, at: datetime) -> EvidenceCaptured:
+        results = []
+        for result in step.observation.results if step.observation else ():
+            text = _message_text(result.content) if result.content is not None else ""
+            if text or result.source_call_id is not None:
+                results.append({"source_call_id": result.source_call_id, "content": text})
+        value = {
+            "step": number,
+            "tool_calls": [msgspec.to_builtins(c) for c in step.tool_calls or ()],
+            "results": [{k: v for k, v in r.items() if v is not None} for r in results],
+        }
+        return EvidenceCaptured(
+            at=at,
+            **self.ids,
+            name=_KEPT_STEP,
+            source=f"steps[{step.step_id - 1}]",
+            value_json=msgspec.json.encode(value).decode(),
+        )
 
     def _screens(
         self, content: Any, extra: dict[str, Any], number: int, timestamp: str | None
@@ -587,7 +646,7 @@ class _Reader:
             width, height = _size(data)
             events.append(
                 ScreenshotTaken(
-                    at=_when(timestamp),
+                    at=_when(timestamp, self.last_at),
                     run_id=self.run_id,
                     session_id=self.session_id,
                     step=int(seen.get("step", number)),
@@ -617,8 +676,44 @@ class _Reader:
             return None
         return target.read_bytes()
 
+    def _ended(
+        self, actions: tuple[Action, ...], text: str, steps: int, failures: tuple[int, bool]
+    ) -> SessionEnded:
+        """The end of a trajectory another tool wrote: finished when it ends on a finish or a
+        plain message; a parse error when its last tool calls are not ownloop actions."""
+        count, last_failed = failures
+        finish = next((a for a in actions if isinstance(a, Finish)), None)
+        ended = finish is not None or (not actions and not last_failed)
+        status: Literal["finished", "parse_error", "error"] = "finished"
+        error = None
+        if not ended:
+            status = "parse_error" if last_failed else "error"
+            error = (
+                "the trajectory ends on tool calls ownloop cannot run"
+                if last_failed
+                else "the trajectory ends after a tool call"
+            )
+        end = self.last_at or now()
+        return SessionEnded(
+            at=end,
+            run_id=self.run_id,
+            session_id=self.session_id,
+            status=status,
+            agent_status="imported",
+            steps=steps,
+            answer=(finish.answer if finish is not None else text) if ended else None,
+            error=error,
+            parse_failures=count,
+            seconds=max(0.0, (end - self.started_at).total_seconds()) if self.started_at else 0.0,
+        )
+
     def _end(
-        self, kept: dict[str, Any], actions: tuple[Action, ...], text: str, steps: int
+        self,
+        kept: dict[str, Any],
+        actions: tuple[Action, ...],
+        text: str,
+        steps: int,
+        failures: tuple[int, bool] = (0, False),
     ) -> list[Event]:
         end = kept.get("end") if isinstance(kept.get("end"), dict) else None
         events: list[Event] = []
@@ -628,20 +723,7 @@ class _Reader:
             except msgspec.ValidationError:
                 end = None
         if not events:
-            finish = next((a for a in actions if isinstance(a, Finish)), None)
-            ended = finish is not None or not actions
-            events.append(
-                SessionEnded(
-                    at=now(),
-                    run_id=self.run_id,
-                    session_id=self.session_id,
-                    status="finished" if ended else "error",
-                    agent_status="imported",
-                    steps=steps,
-                    answer=(finish.answer if finish is not None else text) if ended else None,
-                    error=None if ended else "the trajectory ends after a tool call",
-                )
-            )
+            events.append(self._ended(actions, text, steps, failures))
         for grade in kept.get("grades", ()):
             try:
                 when = _when(grade.get("at"))
@@ -656,6 +738,19 @@ class _Reader:
             except (msgspec.ValidationError, AttributeError):
                 self.notes.append("a grade not kept")
         return events
+
+
+def _other_parts(trajectory: Trajectory) -> str:
+    """The parts of types other than text and image, counted by type ("" when none)."""
+    counts: dict[str, int] = {}
+    for step in trajectory.steps:
+        contents: list[Any] = [step.message]
+        contents += [r.content for r in step.observation.results] if step.observation else []
+        for content in contents:
+            for part in content if isinstance(content, list) else ():
+                if part.type not in ("text", "image"):
+                    counts[part.type] = counts.get(part.type, 0) + 1
+    return ", ".join(f"{n} {kind!r} part{'s' * (n != 1)}" for kind, n in sorted(counts.items()))
 
 
 def _size(data: bytes) -> tuple[int, int]:

@@ -29,11 +29,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ownloop.replay.domains import TaskOutcomes, by_domain
 from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.kept import KeptIndex
-from ownloop.store.queries import session_neighbours
+from ownloop.store.queries import session_neighbours, task_suites
 from ownloop.store.stats import warm_up
 from ownloop.view.domtree import parse_dom
 from ownloop.view.grid import grid_of, grid_units
@@ -49,7 +50,7 @@ from ownloop.view.thumbs import THUMB_WIDTHS, Box, ImageCache, content_box, thum
 __all__ = ["CSP", "make_app"]
 
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 _BLOB_CSP = "default-src 'none'; sandbox"  # a blob is data: never a document that runs
@@ -99,6 +100,8 @@ def _media_type(data: bytes) -> str:
             return media
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
+    if data[4:8] == b"ftyp":  # an ISO media file: OSWorld's recording.mp4
+        return "video/mp4"
     return "text/plain; charset=utf-8"  # anything else is shown as text, never as HTML
 
 
@@ -188,7 +191,12 @@ def make_app(
             grid = grid_of(cached(grid_units, tuple(request.query_params.getlist("run"))))
         except OwnloopError as exc:  # too few runs, or one without graded sessions
             raise HTTPException(400, str(exc)) from None
-        return render(request, "compare.html", grid=grid)
+        outcomes = (
+            TaskOutcomes(r.task_id, [(c.n, c.passes) for c in r.cells], r.flipped)
+            for r in grid.rows
+        )
+        domains = by_domain(outcomes, cached(task_suites, tuple(grid.runs)))
+        return render(request, "compare.html", grid=grid, domains=domains)
 
     def compare_intervals(request: Request) -> Response:
         try:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import NamedTuple
 
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.paired import sign_flip_test
 from ownloop.store.queries import run_units_sessions
 from ownloop.store.stats import Interval, mcnemar_exact, paired_bootstrap
 
@@ -83,8 +85,8 @@ class Grid(NamedTuple):
 def _representative(units: Sequence[tuple[int, str, bool]], solved: bool) -> str | None:
     """The first repeat whose outcome is the run's verdict on the task."""
     return next(
-        (session for _, session, passed in units if passed == solved),
-        units[0][1] if units else None,
+        (session for _, session, passed in units if passed == solved and session),
+        next((session for _, session, _ in units if session), None),
     )
 
 
@@ -152,6 +154,16 @@ def grid_units(store: Store, run_ids: Sequence[str]) -> GridUnits:
     return GridUnits(runs, units)
 
 
+def _p_value(pairs: Pairs, only_first: int, only_this: int) -> float:
+    """``compare``'s test: the sign-flip test of the tasks' differences when a run has repeats,
+    McNemar's on the tasks solved by one run only when every task has one."""
+    if all(len(a) <= 1 and len(b) <= 1 for a, b in pairs):
+        return mcnemar_exact(only_first, only_this)
+    return sign_flip_test([Fraction(sum(b), len(b)) - Fraction(sum(a), len(a)) for a, b in pairs])[
+        0
+    ]
+
+
 def grid_of(found: GridUnits, *, intervals: bool = False) -> Grid:
     """The grid drawn from ``found`` (``build_grid`` without the store: no query)."""
     runs, units = found
@@ -194,7 +206,7 @@ def grid_of(found: GridUnits, *, intervals: bool = False) -> Grid:
                 _interval(pairs, intervals),
                 only_first,
                 only_this,
-                mcnemar_exact(only_first, only_this),
+                _p_value(pairs, only_first, only_this),
             )
         )
     return Grid(runs, rows, differences)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,8 @@ def test_uitars_defaults_follow_the_design() -> None:
     assert settings.max_steps == 40
     assert agent.options() == {
         "viewport": "1280x800",
+        "task_text": "wrapped",
+        "off_page": "chromium",
         "frequency_penalty": 0.0,
         "max_tokens": 500,
         "images": 5,
@@ -54,7 +57,8 @@ def test_unknown_agent_is_one_line_listing_the_agents() -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("gpt-99")
     assert str(caught.value) == (
-        "unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars"
+        "unknown agent 'gpt-99'. Choose one of: "
+        "fara7b, glmv, holo, molmoweb, opencua, qwen3vl, uitars"
     )
 
 
@@ -62,9 +66,9 @@ def test_unknown_option_lists_the_options() -> None:
     with pytest.raises(OwnloopError) as caught:
         make_agent("uitars", temprature=0.5)
     assert str(caught.value) == (
-        "agent 'uitars' has no option 'temprature'. Its options: viewport, frequency_penalty, "
-        "max_tokens, images, scroll_notches, notch_px, drag_steps, wait_s, language. "
-        "See: ownloop agents uitars"
+        "agent 'uitars' has no option 'temprature'. Its options: viewport, task_text, off_page, "
+        "frequency_penalty, max_tokens, images, scroll_notches, notch_px, drag_steps, wait_s, "
+        "language. See: ownloop agents uitars"
     )
 
 
@@ -107,7 +111,7 @@ def test_options_from_the_command_line_are_read() -> None:
 
 def test_agent_options_lists_defaults() -> None:
     assert agent_options("uitars")["images"] == 5
-    assert set(AGENTS) == {"uitars", "opencua", "fara7b", "molmoweb"}
+    assert set(AGENTS) == {"uitars", "opencua", "fara7b", "molmoweb", "qwen3vl", "holo", "glmv"}
 
 
 @pytest.mark.parametrize(
@@ -168,7 +172,7 @@ def test_agents_import_nothing_of_ours_but_the_store() -> None:
     for module in ["base", "keys", "coordinates", "translation", "uitars", "options"]:
         source = importlib.import_module(f"ownloop.agents.{module}").__file__
         assert source is not None
-        text = open(source, encoding="utf-8").read()
+        text = Path(source).read_text(encoding="utf-8")
         for other in ("recorder", "replay", "grading", "cli", "modelserver"):
             assert f"ownloop.{other}" not in text, (module, other)
     assert ownloop.agents.__all__

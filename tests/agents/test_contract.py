@@ -1,9 +1,10 @@
-"""One contract over all four agents: what the recorder and replay rely on from any agent.
+"""One contract over every agent: what the recorder and replay rely on from any agent.
 
 - any text parses or raises AgentParseError (one line), nothing else;
 - render → parse gives back every action kind the agent can write;
 - a very long response is refused before the grammar sees it, quickly;
-- every pointer action of a parsed response lands inside the viewport, at three viewport sizes;
+- every pointer action of a parsed response lands inside the viewport (or just outside it, where
+  Chromium gets a point the model wrote off the page), at three viewport sizes;
 - hostile text never reaches eval or exec (nor starts a process or writes a file).
 """
 
@@ -25,9 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ownloop.agents import AGENTS, Agent, make_agent
-from ownloop.agents.base import AgentBase, AgentParseError, Parsed
+from ownloop.agents.base import OFF_PAGE_MARGIN, AgentBase, AgentParseError, Parsed
 from ownloop.agents.describe import deviations_markdown, options_markdown
-from ownloop.agents.deviations import DEVIATIONS, deviations_of
+from ownloop.agents.deviations import DEVIATIONS, RELEASED_COMMITS, deviations_of
 from ownloop.agents.fara7b import Fara7bOptions
 from ownloop.agents.options import option_docs
 from ownloop.store.errors import OwnloopError
@@ -311,7 +312,12 @@ def test_pointer_actions_land_inside_the_viewport(
             x, y = getattr(action, x_field, None), getattr(action, y_field, None)
             if x is None or y is None:
                 continue
-            assert 0 <= x <= width and 0 <= y <= height, (text, action)
+            # inside the page, or just outside it where Chromium gets an off-page point
+            margin = OFF_PAGE_MARGIN
+            assert -margin <= x <= width + margin and -margin <= y <= height + margin, (
+                text,
+                action,
+            )
 
 
 # ---------------------------------------------------------------------- hostile text
@@ -387,7 +393,7 @@ def test_the_watch_would_see_an_eval(tmp_path: Path) -> None:
     target = tmp_path / "pwned"
     _watch.events = []
     try:
-        eval(f"open('{target}', 'w').write('x')")  # noqa: S307 - the point of this test
+        eval(f"__import__('pathlib').Path('{target}').write_text('x')")  # noqa: S307 - the point
         events = list(_watch.events)
     finally:
         _watch.events = None
@@ -396,15 +402,26 @@ def test_the_watch_would_see_an_eval(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_point_off_the_page_is_a_rejected_no_op_or_the_agents_own_clamp(name: str) -> None:
+def test_a_point_off_the_page_goes_where_chromium_sends_it_or_is_a_rejected_no_op(
+    name: str,
+) -> None:
     agent = agent_for(name)
     text = _NUMBER.sub("99999", agent.render("", [Click(x=640.0, y=360.0)], (1280, 720)))
+    if name == "holo":  # its schema bounds a point to [0, 1000]: off the grid is a parse error
+        with pytest.raises(AgentParseError, match=r"action\.x must be a number in \[0, 1000\]"):
+            agent.parse(text, (1280, 720), ())
+        return
     parsed = _parse(agent, text, (1280, 720))
     assert parsed is not None, text
     (action,) = parsed.actions
-    if isinstance(action, Click):  # molmoweb clamps to the page, as its released executor
+    assert isinstance(action, Click), action
+    if name == "molmoweb":  # it clamps to the page, as its released executor
         assert 0 <= action.x <= 1280 and 0 <= action.y <= 720
         return
+    # the default (off_page=chromium): just outside the page, where Chromium clicks <html>
+    assert (action.x, action.y) == (1280 + OFF_PAGE_MARGIN, 720 + OFF_PAGE_MARGIN)
+    rejecting = make_agent(name, viewport="1280x720", off_page="reject")
+    (action,) = rejecting.parse(text, (1280, 720), ()).actions
     assert isinstance(action, Rejected), action
     assert "is outside the 1280x720 page" in action.reason
     assert agent.translate(action) == ()
@@ -432,7 +449,26 @@ def test_every_released_bug_the_issue_names_is_a_row() -> None:
     assert any(agent == "uitars" and "`')`" in what for agent, what in rows)
     assert any(agent == "opencua" and "hotkey(keys=" in what for agent, what in rows)
     assert any(agent == "fara7b" and '"/"' in what for agent, what in rows)
-    assert {row.agent for row in DEVIATIONS} == set(AGENTS)
+    assert {row.agent for row in DEVIATIONS} == set(AGENTS) | {"all"}
+    # issue 31: the rows that were missing
+    behaviours = " ".join(f"{agent}: {what}" for agent, what in rows)
+    for agent, what in [
+        ("all", "off the page"),
+        ("all", "the task as the model reads it"),
+        ("opencua", "non-ASCII"),
+        ("opencua", "X11 key names"),
+        ("molmoweb", "tab_focus"),
+        ("molmoweb", "new_tab"),
+        ("fara7b", "`control`, `Return`"),
+        ("fara7b", "one string"),
+        ("uitars", "'left'"),
+        ("uitars", "box tokens left in"),
+        ("uitars", "two actions on one line"),
+    ]:
+        assert f"{agent}: " in behaviours and any(
+            row_agent == agent and what in row_what for row_agent, row_what in rows
+        ), (agent, what)
+    assert {agent for agent, _ in RELEASED_COMMITS} == set(AGENTS)
 
 
 def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Path) -> None:
@@ -445,7 +481,7 @@ def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Pa
         env={**os.environ, "OWNLOOP_PATH": str(tmp_path)},
     )
     assert listing.returncode == 0, listing.stderr
-    assert [line.split()[0] for line in listing.stdout.splitlines()[:4]] == NAMES
+    assert [line.split()[0] for line in listing.stdout.splitlines()[: len(NAMES)]] == NAMES
     assert "prompt: built-in (no clone of microsoft/fara found" in listing.stdout
     one = subprocess.run(
         [*command, "fara7b", "--released", str(tmp_path)],
@@ -461,7 +497,7 @@ def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Pa
     bad = subprocess.run([*command, "gpt-99"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1
     assert bad.stderr.strip() == (
-        "Error: unknown agent 'gpt-99'. Choose one of: fara7b, molmoweb, opencua, uitars"
+        "Error: unknown agent 'gpt-99'. Choose one of: " + ", ".join(NAMES)
     )
 
 

@@ -202,6 +202,8 @@ def test_settings_follow_the_released_harness(fara: Fara7bAgent) -> None:
     assert (settings.pause_s, settings.error_retries) == (3.0, 5)
     assert fara.options() == {
         "viewport": "1440x900",
+        "task_text": "wrapped",
+        "off_page": "chromium",
         "images": 3,
         "max_tokens": None,
         "pause": 3.0,

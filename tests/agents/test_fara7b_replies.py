@@ -121,6 +121,13 @@ CASES = [
         [Scroll(direction="down", amount=400, unit="px")],
         [MouseWheel(dx=0.0, dy=400.0)],
     ),
+    (
+        # issue 31: the released int("-300") scrolls; it is no parse error
+        "scroll_pixels_text.txt",
+        "The list goes on below; scroll down.",
+        [Scroll(direction="down", amount=400, unit="px")],
+        [MouseWheel(dx=0.0, dy=400.0)],
+    ),
     ("memorize.txt", "…", [Memorize(fact="Flight UA 123 costs $240")], []),
     (
         "python_literal.txt",
@@ -215,6 +222,7 @@ def test_reply(
         ("bad_no_arguments.txt", "the tool call has no 'arguments' object"),
         ("bad_string_coordinate.txt", "coordinate must be [x, y] numbers"),
         ("bad_call_expression.txt", "the tool call is neither JSON nor a literal"),
+        ("bad_scroll_pixels_fraction_text.txt", "scroll: pixels must be a whole number"),
     ],
 )
 def test_bad_reply_is_one_line_parse_error(fara: Fara7bAgent, name: str, message: str) -> None:

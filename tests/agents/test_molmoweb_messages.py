@@ -68,6 +68,8 @@ def test_defaults_follow_the_design(tmp_path: Path) -> None:
     assert (s.pause_s, s.error_retries, s.max_steps) == (0.0, 0, 40)
     assert a.options() == {
         "viewport": "1280x720",
+        "task_text": "wrapped",
+        "off_page": "chromium",
         "history": 10,
         "temperature": 0.7,
         "top_p": 0.8,

@@ -174,6 +174,12 @@ EXPECTED: dict[str, tuple[str, tuple[Action, ...]]] = {
     "report_infeasible.txt": ("The site is down.", (Fail(reason="The site does not load."),)),
     "browser_back.txt": ("Back.", (Back(),)),
     "browser_new_tab.txt": ("New tab.", (Goto(url="about:blank"),)),
+    # issue 31: pydantic's lax mode reads "1" as 1; a negative sleep returns at once
+    "browser_index_text.txt": ("Back, by a text index.", (Back(),)),
+    "hover_negative_duration.txt": (
+        "Show the tooltip briefly.",
+        (Move(x=384.0, y=288.0, model_x=30.0, model_y=40.0),),
+    ),
     "browser_tab_focus.txt": (
         "First tab.",
         (Rejected(reason="tab_focus: ownloop shows the model one tab, the newest"),),

@@ -21,6 +21,7 @@ from ownloop.store.events import (
     Drag,
     Finish,
     Hotkey,
+    KeyboardType,
     KeyDown,
     KeyUp,
     Move,
@@ -122,6 +123,9 @@ OK: dict[str, tuple[str, list[Action]]] = {
     ),
     "start_end_point": ("Move the slider.", [drag((100, 400), (600, 400))]),
     "crlf": ("Windows line endings.", [click(10, 10)]),
+    # issue 31: the released code scrolls down for any direction holding "down"
+    "scroll_downward": ("Scroll down.", [scroll("down", (500, 500))]),
+    "type_tab": ("Type the row.", [TypeText(text="a\tb")]),
     "trailing_whitespace": ("Extra blank lines follow.", [click(10, 10)]),
 }
 
@@ -140,6 +144,8 @@ ERRORS: dict[str, str] = {
     "keydown_two_keys": "keydown takes one key, got 'ctrl shift'",
     "prose_after_action": "ui-tars cannot parse the action",
     "unquoted_box": "an argument is not a quoted string",
+    # issue 31: the package reads this as one type of the whole line; refused, re-sampled
+    "two_on_one_line": "two actions on one line (the released parser reads them as one)",
 }
 
 
@@ -190,3 +196,14 @@ def test_reply_is_a_parse_error(uitars: UiTarsAgent, stem: str) -> None:
 def test_each_action_keeps_its_own_text(uitars: UiTarsAgent, stem: str, raws: list[str]) -> None:
     parsed = uitars.parse(_reply(stem), SIZE)
     assert [action.raw for action in parsed.actions] == raws
+
+
+def test_a_tab_in_typed_text_is_pasted_as_a_character(uitars: UiTarsAgent) -> None:
+    # The released code pastes typed text (input_swap): the tab goes into the field; typing it
+    # key by key would move the focus instead.
+    (action,) = uitars.parse(_reply("type_tab"), SIZE).actions
+    assert uitars.translate(action) == (
+        KeyboardType(text="a"),
+        KeyboardType(text="\t", paste=True),
+        KeyboardType(text="b"),
+    )

@@ -62,7 +62,10 @@ def test_compare_pairs_tasks_and_finds_each_flip_and_its_first_divergent_step(
     result = compare_runs(two_runs, "A", "B")
     assert [t.task_id for t in result.flipped] == ["t2", "t4", "t5"]
     assert (result.only_a, result.only_b) == (2, 1)
-    assert result.p_value == mcnemar_exact(2, 1) == 1.0
+    # repeats: the sign-flip test of the differences -1/3, -1/3, +1/3 (every sign pattern
+    # reaches |sum| >= 1/3), not McNemar's on the majorities (which throws the repeats away)
+    assert (result.test, result.p_value, result.exact) == ("sign_flip", 1.0, True)
+    assert mcnemar_exact(2, 1) == 1.0
     pairs = [([bool(x) for x in a], [bool(x) for x in b]) for a, b in _OUTCOMES.values()]
     assert result.difference == paired_bootstrap(pairs)
     assert result.difference.estimate == pytest.approx((0 - 1 / 3 + 0 - 1 / 3 + 1 / 3) / 5)
@@ -107,8 +110,10 @@ def test_compare_formats(two_runs: Store) -> None:
         return result.output
 
     table = run()
-    assert "t2" in table and "A 2 / B 2" in table and "3 tasks flipped" in table
-    assert "McNemar exact over tasks: solved only by A 2, only by B 1, p = 1" in table
+    assert "t2" in table and "A 2 / B 2" in table
+    assert "3 tasks solved by one run only (expected with no change: 3.0)" in table
+    assert "sign-flip permutation test over the tasks' differences (exact): p = 1" in table
+    assert "over the 5 shared tasks (mean of the tasks' pass rates): A 0.533, B 0.467" in table
     rows = list(csv.DictReader(io.StringIO(run("--format", "csv"))))
     assert [r["task_id"] for r in rows] == ["t1", "t2", "t3", "t4", "t5"]
     assert rows[1]["flipped"] == "True" and rows[1]["session_b"] == "B-t2-1"

@@ -298,3 +298,49 @@ def test_the_spec_round_trips_through_msgspec() -> None:
     # A grade's checks are stored on the SessionGraded event as they are.
     checks = grade("network:POST:/api/cart:200").checks
     assert msgspec.json.decode(msgspec.json.encode(checks), type=tuple[Check, ...]) == checks
+
+
+def test_the_har_keeps_the_browsers_headers_cookies_and_query_read_by_haralyzer() -> None:
+    """What WebArena-Verified reads from a HAR (Accept and Sec-Fetch-* of a navigation, the
+    response's cookies, the query) is there, and haralyzer (a HAR reader of its own) reads it."""
+    from haralyzer import HarParser
+
+    page = exchange(
+        "GET",
+        "/pages/shop.html?q=red+mug&page=2",
+        accept="text/html,application/xhtml+xml",
+        **{"sec-fetch-dest": "document", "sec-fetch-mode": "navigate", "sec-fetch-user": "?1"},
+        cookie="theme=dark; PHPSESSID=s3cr3t0123456789",
+    )
+    page = page._replace(
+        resource_type="document",
+        response_headers={
+            "content-type": "text/html",
+            "content-length": "1234",
+            "set-cookie": "theme=dark; Path=/; SameSite=Lax\n"
+            "PHPSESSID=s3cr3t0123456789; Path=/; HttpOnly; Secure\n"
+            "cart=a1b2c3d4e5f6a7b8c9d0",
+        },
+    )
+    har = json.loads(build_har((page,)))
+    [entry] = HarParser(har).har_data["entries"]
+    request, response = entry["request"], entry["response"]
+    headers = {h["name"]: h["value"] for h in request["headers"]}
+    assert headers["accept"].startswith("text/html") and headers["sec-fetch-user"] == "?1"
+    assert headers["cookie"] == "***"
+    assert request["queryString"] == [
+        {"name": "q", "value": "red mug"},
+        {"name": "page", "value": "2"},
+    ]
+    assert request["cookies"] == [
+        {"name": "theme", "value": "***"},
+        {"name": "PHPSESSID", "value": "***"},
+    ]
+    # A plain preference keeps its value; a session id and a long random value do not.
+    assert response["cookies"] == [
+        {"name": "theme", "value": "dark", "path": "/", "sameSite": "Lax"},
+        {"name": "PHPSESSID", "value": "***", "path": "/", "httpOnly": True, "secure": True},
+        {"name": "cart", "value": "***"},
+    ]
+    assert response["content"]["size"] == 1234
+    assert b"s3cr3t0123456789" not in build_har((page,))

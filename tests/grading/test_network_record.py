@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from haralyzer import HarParser
 
 from ownloop.modelserver import ModelServer, Reply
 from ownloop.store import open_store
@@ -145,6 +146,19 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
     assert headers["authorization"] == "***"
     for secret in (b"tok-abcdef123456", b"k-12345678"):
         assert secret not in har
+    # The page's own navigation, with the headers the browser sent (a navigation to
+    # WebArena-Verified is a GET whose Accept asks for text/html), read by haralyzer too.
+    page = next(
+        e
+        for e in HarParser(json.loads(har)).har_data["entries"]
+        if e["request"]["url"].endswith("/pages/shop.html")
+    )
+    sent = {h["name"].lower(): h["value"] for h in page["request"]["headers"]}
+    assert "text/html" in sent["accept"] and sent["sec-fetch-dest"] == "document", sent
+    assert page["response"]["content"]["size"] > 0
+    # Exported as a .har file beside the harness folder, byte for byte.
+    ownloop(store, "export", "--run", "shop", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert (tmp_path / "out" / "blue" / "network.har").read_bytes() == har
 
     # Offline, from the HAR: the same verdicts, checks and grader versions; nothing flips.
     result = ownloop(store, "regrade", "--run", "shop", "--tasks", str(tasks), cwd=tmp_path)

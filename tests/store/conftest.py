@@ -93,6 +93,11 @@ def store(tmp_path: Path) -> Store:
 def record_session(store: Store) -> Callable[..., str]:
     """Record one whole session in a stream named after it (as a recorder does), after its
     run's RunStarted (in a stream of the run's own, once per run): returns its session id."""
+    return session_recorder(store)
+
+
+def session_recorder(store: Store) -> Callable[..., str]:
+    """``record_session`` for any store (e.g. one a module-scoped fixture builds)."""
     started: set[str] = set()
 
     def record(

@@ -180,12 +180,20 @@ def test_recorded_sessions_export_valid_and_round_trip_identically(
     recorded_store: Path, tmp_path: Path
 ) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
+    try:
+        import atif as peer
+    except ImportError:  # the test extra installs it
+        peer = None
     result = run_ownloop(recorded_store, "export", "--format", "atif", "--out", str(first))
     assert result.returncode == 0, result.stderr
     files = sorted(first.glob("*.json"))
     assert len(files) == 8
     for file in files:
         trajectory = read_trajectory(file.read_bytes())  # types and the spec's rules
+        if peer is not None:  # and the peer's own models (the atif package, ATIF v1.8)
+            assert peer.Trajectory.model_validate_json(file.read_bytes()).schema_version == (
+                "ATIF-v1.8"
+            )
         agent_steps = [s for s in trajectory.steps if s.source == "agent"]
         assert agent_steps and all(s.metrics and s.metrics.prompt_tokens for s in agent_steps)
         assert all(

@@ -1,6 +1,8 @@
 """Issue 17: ``ownloop export --format otlp`` (real CLI) read with the OpenTelemetry proto's JSON
 mapping, and sent to a collector this test starts (a stdlib HTTP server on 127.0.0.1 that keeps
-what is posted to /v1/traces)."""
+what is posted to /v1/traces and parses it with the official protos). Issue 30: protobuf is
+posted by default, JSON on request; a collector that refuses one is told which; every span lies
+inside its parent."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ LIMIT = 64 * 1024
 
 
 class _Collector(ThreadingHTTPServer):
-    bodies: list[bytes]
+    bodies: list[tuple[str, bytes]]
+    accepts: tuple[str, ...] = ("application/x-protobuf", "application/json")
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -36,10 +39,13 @@ class _Receiver(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - the handler's name is http.server's
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        if self.path != "/v1/traces" or self.headers["Content-Type"] != "application/json":
+        kind = self.headers["Content-Type"]
+        if self.path != "/v1/traces":
             self.send_response(404)
+        elif kind not in self.server.accepts:
+            self.send_response(415)  # as a protobuf-only collector answers JSON
         else:
-            self.server.bodies.append(body)
+            self.server.bodies.append((kind, body))
             self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -92,8 +98,13 @@ def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
         assert len(root) == 1 and root[0].name.startswith("invoke_agent ")
         chats = [s for s in spans if s.name == "chat expert"]
         assert chats and any(s.name.startswith("browser mouse.") for s in spans)
+        by_id = {span.span_id: span for span in spans}
         for span in spans:
             assert span.end_time_unix_nano >= span.start_time_unix_nano > 0
+            if span.parent_span_id:  # a chat span starts when its request was sent
+                parent = by_id[span.parent_span_id]
+                assert parent.start_time_unix_nano <= span.start_time_unix_nano, span.name
+                assert span.end_time_unix_nano <= parent.end_time_unix_nano, span.name
             for attribute in span.attributes:
                 assert len(attribute.value.SerializeToString()) <= LIMIT, attribute.key
         for chat in chats:
@@ -140,16 +151,46 @@ def test_the_collector_receives_every_span(
     )
     assert sent.returncode == 0 and files.returncode == 0, sent.stderr
     assert sent.stdout.splitlines()[0] == (
-        f"sent to {url}/v1/traces: 8 traces, {expected} spans (OTLP/JSON)"
+        f"sent to {url}/v1/traces: 8 traces, {expected} spans (OTLP/protobuf)"
     )
     assert not (tmp_path / "sent" / "traces.jsonl").exists()
+    assert {kind for kind, _ in collector.bodies} == {"application/x-protobuf"}
     received = [
         s
-        for body in collector.bodies
-        for s in _spans(json_format.Parse(body, ExportTraceServiceRequest()))
+        for _, body in collector.bodies
+        for s in _spans(ExportTraceServiceRequest.FromString(body))
     ]
     assert len(received) == expected
-    assert len({s.trace_id for s in received}) == 8
+    # The ids are the bytes the OTLP/JSON file spells in hex.
+    written = {
+        span["traceId"]
+        for line in (tmp_path / "files" / "traces.jsonl").read_text().splitlines()
+        for span in json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    }
+    assert {s.trace_id.hex() for s in received} == written and len(written) == 8
+
+
+def test_a_json_only_collector_is_told_the_content_type_and_takes_otlp_json(
+    recorded_store: Path, tmp_path: Path, collector: _Collector
+) -> None:
+    collector.accepts = ("application/json",)
+    host, port = collector.server_address[:2]
+    url = f"http://{host!s}:{port}"
+    args = ("export", "--format", "otlp", "--endpoint", url, "--where", "agent = 'uitars'")
+    refused = run_ownloop(recorded_store, *args, "--out", str(tmp_path / "a"))
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"Error: the collector at {url}/v1/traces answered 415 Unsupported Media Type to "
+        "application/x-protobuf. Send the other encoding: --otlp-encoding json"
+    )
+    sent = run_ownloop(
+        recorded_store, *args, "--otlp-encoding", "json", "--out", str(tmp_path / "b")
+    )
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.splitlines()[0].endswith(" (OTLP/JSON)")
+    [(kind, body)] = collector.bodies
+    assert kind == "application/json"
+    assert _spans(json_format.Parse(body, ExportTraceServiceRequest()))
 
 
 def test_a_collector_that_is_not_there_is_a_one_line_error(

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow
+import pyarrow.json
 import pyarrow.parquet as pq
 import pytest
 
@@ -101,6 +103,12 @@ def test_chat_form_places_images_in_order_and_native_form_is_the_request_as_sent
             "content": [{"type": "text", "text": n["target"]}],
         }
         assert c["messages"][:-1][0]["role"] == n["request"]["messages"][0]["role"]
+    # Issue 30: the chat form has one content shape, a list of parts, so pyarrow's JSON reader
+    # (which refuses a field that is a string in one record and a list in another) loads it.
+    table = pyarrow.json.read_json(chat / "sft.jsonl")
+    assert table.num_rows == len(_records(chat / "sft.jsonl"))
+    content = table.schema.field("messages").type.value_type.field("content").type
+    assert pyarrow.types.is_list(content), content
 
 
 def test_per_session_and_parquet(recorded_store: Path, tmp_path: Path) -> None:

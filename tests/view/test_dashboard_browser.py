@@ -74,24 +74,27 @@ def test_the_runs_page_shows_the_views_rates_and_intervals(
         flip = store.sql("select flip_rate from flip_rates where run_id = $r", {"r": run}).rows[0]
         row = page.locator("#runs tbody tr").filter(has=page.locator(f"input[value='{run}']"))
         cell = row.locator("td.score")
+        # the bar is the task-clustered interval (issue 24: Wilson over sessions covers 83% at
+        # 3 repeats when tasks differ); Wilson's is shown beside it
+        assert cell.get_attribute("data-method") == "task_bootstrap"
         assert float(cell.get_attribute("data-score")) == pytest.approx(wilson_row[0])
-        assert float(cell.get_attribute("data-low")) == pytest.approx(wilson_row[1])
-        assert float(cell.get_attribute("data-high")) == pytest.approx(wilson_row[2])
+        assert float(cell.get_attribute("data-low")) == pytest.approx(boot[0])
+        assert float(cell.get_attribute("data-high")) == pytest.approx(boot[1])
         assert cell.locator(".rate").text_content() == f"{wilson_row[0]:.3f}"
-        boot_cell = row.locator("td.boot")
-        assert float(boot_cell.get_attribute("data-low")) == pytest.approx(boot[0])
-        assert float(boot_cell.get_attribute("data-high")) == pytest.approx(boot[1])
+        wilson_cell = row.locator("td.wilson")
+        assert float(wilson_cell.get_attribute("data-low")) == pytest.approx(wilson_row[1])
+        assert float(wilson_cell.get_attribute("data-high")) == pytest.approx(wilson_row[2])
         assert row.locator("td.flips").text_content() == f"{flip[0]:.2f}"
         assert row.locator("td.tasks").text_content() == str(wilson_row[3])
         assert row.locator("td.sessions a").text_content() == str(wilson_row[4])
         assert "3 repeats" in row.locator("td.sessions").text_content()
-        # the bar: its interval spans ci_low..ci_high of 120 units, the point at the score
+        # the bar: its interval spans the bootstrap's low..high of 120 units
         bar = cell.locator("svg.ci")
         assert float(bar.locator("rect.interval").get_attribute("x")) == pytest.approx(
-            wilson_row[1] * 120
+            boot[0] * 120
         )
         assert float(bar.locator("rect.interval").get_attribute("width")) == pytest.approx(
-            (wilson_row[2] - wilson_row[1]) * 120
+            (boot[1] - boot[0]) * 120
         )
         assert "12 finished" in row.locator("td.statuses").text_content()
     # a hostile run id is text, in the table and in the run's own page
@@ -104,6 +107,19 @@ def test_a_runs_page_draws_its_charts(page: Any, site: str, dash: DashboardStore
     page.goto(site + "run/" + _q(dash.run_b))
     assert page.locator("h1 .sid").text_content() == HOSTILE_RUN
     _no_script_ran(page)
+    # the headline's bar is the task-clustered interval, and its legend says so
+    low, high = dash.store.sql(
+        "select ci_low, ci_high from run_scores where run_id = $r and method = 'task_bootstrap'",
+        {"r": dash.run_b},
+    ).rows[0]
+    headline = page.locator("#run-facts dd.score")
+    assert headline.get_attribute("data-method") == "task_bootstrap"
+    assert f"the bar: 95% task-clustered bootstrap {low:.3f} to {high:.3f}" in (
+        headline.locator(".legend").text_content()
+    )
+    bar = headline.locator("svg.ci rect.interval")
+    assert float(bar.get_attribute("x")) == pytest.approx(low * 120)
+    assert float(bar.get_attribute("width")) == pytest.approx((high - low) * 120)
     keys = page.eval_on_selector_all("figure.chart", "f => f.map(x => x.dataset.chart)")
     assert keys == ["tasks", "steps", "latency", "tokens", "operations", "errors"]
     # pass rate per task: one bar (or none at rate 0) and one whisker per task, sorted
