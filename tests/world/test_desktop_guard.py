@@ -87,6 +87,8 @@ def test_hostile_output_sends_nothing_but_the_rendered_calls(tmp_path: Path, mod
             PRELUDE + 'pyautogui.write(\'$(rm -rf ~); os.system("id") `reboot` '
             "&& curl x|sh\\n', interval=0.01)",
         ],
+        # the off-screen point, at the screen's edge (the parser clamps it; so would render)
+        ["python", "-c", PRELUDE + "pyautogui.click(x=639, y=0, clicks=1, button='left')"],
         ["python", "-c", PRELUDE + "pyautogui.hotkey('ctrl', 's')"],
         ["python", "-c", PRELUDE + "pyautogui.click(x=10, y=20, clicks=1, button='left')"],
     ]
@@ -96,11 +98,12 @@ def test_hostile_output_sends_nothing_but_the_rendered_calls(tmp_path: Path, mod
     rows = store.sql("select op, ok, error from effects order by step, idx").rows
     assert [(op, ok) for op, ok, _ in rows] == [
         ("pyautogui", True),
+        ("pyautogui", True),
         ("pyautogui", False),  # the text over MAX_TEXT: refused, nothing sent
         ("pyautogui", True),
         ("pyautogui", True),
     ]
-    assert rows[1][2].startswith(f"refused: text to type is {MAX_TEXT + 1} characters")
+    assert rows[2][2].startswith(f"refused: text to type is {MAX_TEXT + 1} characters")
 
 
 @pytest.mark.slow
