@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from ownloop.replay.fold import Session
 
-__all__ = ["JudgeReport", "Kappa", "cohen_kappa", "judge_report"]
+__all__ = ["JudgeReport", "Kappa", "Verdict", "cohen_kappa", "judge_report", "report_of"]
 
 
 class Kappa(NamedTuple):
@@ -61,6 +61,7 @@ def cohen_kappa(pairs: Iterable[tuple[bool, bool]]) -> Kappa:
     if chance >= 1.0:
         return Kappa(*counts, None, None, None)
     kappa = (observed - chance) / (1 - chance)
+    kappa = 0.0 if abs(kappa) < 1e-12 else kappa  # a rounding error is no sign
     se = math.sqrt(observed * (1 - observed) / (n * (1 - chance) ** 2))
     return Kappa(*counts, kappa, max(-1.0, kappa - 1.96 * se), min(1.0, kappa + 1.96 * se))
 
@@ -116,9 +117,15 @@ class JudgeReport(NamedTuple):
         return lines
 
 
-def _verdicts(session: Session, grader: str) -> dict[tuple[str, int], bool]:
-    """(control, repeat) -> the latest verdict of the judge ``grader`` on the session."""
-    out: dict[tuple[str, int], bool] = {}
+Verdict = tuple[str, str, int, bool, bool | None]
+"""One verdict of a judge: (session id, control or "", repeat, passed, the session's rule grade
+``passed`` or None), in the order they were made."""
+
+
+def _session_verdicts(session: Session, grader: str) -> list[Verdict]:
+    """The session's verdicts by the judge ``grader`` (``judge:NAME``), as ``Verdict`` rows."""
+    rule = session.latest_grade.passed if session.latest_grade is not None else None
+    out: list[Verdict] = []
     for grade in session.judgements:
         control = ""
         if grade.grader != grader:
@@ -129,7 +136,7 @@ def _verdicts(session: Session, grader: str) -> dict[tuple[str, int], bool]:
             repeat = int(json.loads(grade.details).get("repeat", 1))
         except (ValueError, AttributeError, TypeError):
             repeat = 1
-        out[control, repeat] = grade.passed
+        out.append((session.session_id, control, repeat, grade.passed, rule))
     return out
 
 
@@ -143,35 +150,44 @@ def _pairs_agreeing(verdicts: Sequence[bool]) -> float:
 def judge_report(sessions: Iterable[Session], judge: str) -> JudgeReport:
     """The report of judge ``judge`` (its name) over ``sessions`` (see the module docstring)."""
     grader = f"judge:{judge}"
+    return report_of(judge, [v for s in sessions for v in _session_verdicts(s, grader)])
+
+
+def report_of(judge: str, verdicts: Iterable[Verdict]) -> JudgeReport:
+    """The report of judge ``judge`` from its verdicts (the latest of each session, control and
+    repeat counts)."""
+    latest: dict[tuple[str, str, int], bool] = {}
+    rules: dict[str, bool | None] = {}
+    for session_id, control, repeat, passed, rule in verdicts:
+        latest[session_id, control, repeat] = passed
+        rules[session_id] = rule
+    own: dict[str, list[bool]] = {}
+    controls: dict[str, list[int]] = {}
+    for (session_id, control, _), passed in sorted(latest.items()):
+        if control:
+            seen = controls.setdefault(control, [0, 0])
+            seen[0] += passed
+            seen[1] += 1
+        else:
+            own.setdefault(session_id, []).append(passed)
     pairs: list[tuple[bool, bool]] = []
     agreeing: list[float] = []
-    unanimous = judged = passed = most = 0
-    controls: dict[str, list[int]] = {}
-    for session in sessions:
-        verdicts = _verdicts(session, grader)
-        own = [v for (control, _), v in sorted(verdicts.items()) if not control]
-        for (control, _), verdict in verdicts.items():
-            if control:
-                seen = controls.setdefault(control, [0, 0])
-                seen[0] += verdict
-                seen[1] += 1
-        if not own:
-            continue
-        judged += 1
-        most = max(most, len(own))
-        majority = sum(own) * 2 > len(own)
-        passed += majority
-        if len(own) > 1:
-            agreeing.append(_pairs_agreeing(own))
-            unanimous += len(set(own)) == 1
-        rule = session.latest_grade
+    unanimous = passed_sessions = most = 0
+    for session_id, mine in own.items():
+        most = max(most, len(mine))
+        majority = sum(mine) * 2 > len(mine)
+        passed_sessions += majority
+        if len(mine) > 1:
+            agreeing.append(_pairs_agreeing(mine))
+            unanimous += len(set(mine)) == 1
+        rule = rules.get(session_id)
         if rule is not None:
-            pairs.append((rule.passed, majority))
+            pairs.append((rule, majority))
     return JudgeReport(
         judge=judge,
-        sessions=judged,
+        sessions=len(own),
         repeats=most,
-        passed=passed,
+        passed=passed_sessions,
         kappa=cohen_kappa(pairs),
         unanimous=unanimous,
         repeated=len(agreeing),

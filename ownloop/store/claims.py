@@ -50,6 +50,7 @@ __all__ = [
     "claims_dir",
     "holder_alive",
     "lease_seconds",
+    "stale_temporaries",
     "this_holder",
 ]
 
@@ -128,6 +129,36 @@ def _sha(text: str) -> str:
 def claims_dir(store_root: Path, run_id: str) -> Path:
     """The folder of a run's claims."""
     return store_root / "claims" / _sha(run_id)
+
+
+_TEMPORARY_S = CLAIM_MARGIN_S  # a claim's temporary file lives for milliseconds: older is stale
+
+
+def stale_temporaries(store_root: Path, run_id: str | None = None) -> list[Path]:
+    """The temporary files (``.<name>.<pid>.<thread>.tmp``) that a claimant killed between
+    writing and linking one left in the claims of ``run_id`` (of every run: None), older than a
+    minute. Age, not a pid, tells them: a claimant on another machine has pids of its own."""
+    folders = [claims_dir(store_root, run_id)] if run_id is not None else []
+    if run_id is None:
+        try:
+            folders = sorted(p for p in (store_root / "claims").iterdir() if p.is_dir())
+        except OSError:
+            return []
+    cutoff = time.time() - _TEMPORARY_S
+    found: list[Path] = []
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                try:
+                    if entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                        found.append(Path(entry.path))
+                except OSError:
+                    continue
+    return sorted(found)
 
 
 def _create(path: Path, data: bytes) -> bool:
@@ -226,6 +257,11 @@ class Claims:
                 f"cannot write claims in {self.dir}: {error.strerror}. Check the store's "
                 "permissions and free space"
             ) from None
+        for stale in stale_temporaries(store_root, run_id):  # a kill -9 mid-write left them
+            try:
+                stale.unlink()
+            except OSError:
+                pass
 
     # ------------------------------------------------------------------ names
     def _key(self, task_id: str, repeat: int) -> str:

@@ -37,6 +37,7 @@ from ownloop.store.blobs import (
     pixel_sha256,
     write_file,
 )
+from ownloop.store.images import PIXEL_BUDGET, over_budget
 
 __all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs"]
 
@@ -143,6 +144,8 @@ def _compact_one(png: Path, webp: Path, method: int, quality: int) -> str:
         return ""  # compacted by another run meanwhile
     if not data.startswith(_PNG_MAGIC):
         return ""
+    if over_budget(data):  # measured from its header: never decoded
+        return f"over the {PIXEL_BUDGET // 1_000_000} M pixel budget"
     try:
         image = Image.open(io.BytesIO(data), formats=("PNG",))
         image.load()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVERY_SESSION",
+    "Citation",
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
     "RunFigures",
@@ -51,7 +52,9 @@ __all__ = [
     "session_places",
     "latest_session_of_task",
     "run_choices",
+    "run_citation",
     "run_figures",
+    "run_judge_verdicts",
     "run_listing",
     "run_overview",
     "run_page",
@@ -953,6 +956,43 @@ def run_overview(store: Store, run_id: str) -> RunOverview:
     )
     found = dict(zip(row.columns, row.rows[0], strict=True)) if row.rows else None
     return RunOverview(found, _rates(rates), _figures(figures))
+
+
+class Citation(NamedTuple):
+    """What a sealed run's page gives to cite it."""
+
+    fingerprint: str
+    sealed_at: datetime
+    ownloop_version: str  # the ownloop that recorded the run (its first RunStarted)
+    git_commit: str
+
+
+def run_citation(store: Store, run_id: str) -> Citation | None:
+    """The seal and versions of ``run_id``, or None when it is not sealed."""
+    rows = store.sql(
+        "select s.fingerprint, s.time, coalesce(r.versions ->> 'ownloop', ''), "
+        "coalesce(r.versions ->> 'git_commit', '') from run_sealed s "
+        "left join (select run_id, arg_min(versions, time) as versions from run_started "
+        "group by run_id) r using (run_id) where s.run_id = $run order by s.time limit 1",
+        {"run": run_id},
+    ).rows
+    return Citation(*rows[0]) if rows else None
+
+
+def run_judge_verdicts(
+    store: Store, run_id: str
+) -> list[tuple[str, str, str | None, int | None, bool, bool | None]]:
+    """Every model judge's verdict on the run's sessions, oldest first: (judge, session id,
+    control, repeat, passed, the session's rule grade ``passed``)."""
+    return [
+        (str(j), str(s), c, r, bool(p), rule)
+        for j, s, c, r, p, rule in store.sql(
+            "select j.judge, j.session_id, j.control, j.repeat, j.passed, s.passed "
+            "from judge_grades j left join sessions s using (session_id) "
+            "where j.run_id = $run order by j.judged_at, j.session_id",
+            {"run": run_id},
+        ).rows
+    ]
 
 
 # ------------------------------------------------------------------ the blind-replay audit

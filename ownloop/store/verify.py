@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 import msgspec
 
 from ownloop.store.blobs import COMPACTED, BlobStore
+from ownloop.store.claims import stale_temporaries
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     BrowserActed,
@@ -49,6 +50,7 @@ from ownloop.store.events import (
     StreamHead,
     StreamsCataloged,
 )
+from ownloop.store.filestat import RACY, STAT, blob_stat, changed_blobs, file_stat, pack
 from ownloop.store.journal import check_stream
 
 if TYPE_CHECKING:
@@ -149,6 +151,7 @@ class _Summary(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     run_lines: dict[str, int] = {}  # run -> its last line that a seal must cover
     catalog: tuple[tuple[int, StreamHead], ...] = ()
     seals: tuple[tuple[int, RunSealed], ...] = ()
+    ctime_ns: int = 0
 
 
 class _State(msgspec.Struct, kw_only=True):
@@ -161,7 +164,7 @@ class _State(msgspec.Struct, kw_only=True):
 
 
 _NEVER = (-1, -1)  # a folder's (inode, mtime_ns) that no folder has: list it again
-_STAT = 3  # a stream's (inode, size, mtime_ns) in ``_Header.stats``
+_STAT = STAT  # a stream's (inode, size, mtime_ns, ctime_ns) in ``_Header.stats``
 
 
 class _Header(msgspec.Struct, kw_only=True):
@@ -170,11 +173,13 @@ class _Header(msgspec.Struct, kw_only=True):
     the blob folders' inodes and mtimes (a folder's mtime changes when a file is added to it or
     removed). What that check reported is kept, to be reported again."""
 
-    version: int = 2
+    version: int = 3
     checked_ns: int = 0
     journal: tuple[int, int] = _NEVER  # the journal folder's (inode, mtime_ns)
     names: list[str] = []  # every stream file, sorted
-    stats: bytes = b""  # array('q'): (inode, size, mtime_ns) per name; -1s: read it again
+    stats: bytes = b""  # array('q'): (inode, size, mtime_ns, ctime_ns) per name; -1s: read it
+    blob_names: list[str] = []  # the blobs found sound, sorted
+    blob_stats: bytes = b""  # array('q'): the same four per blob file; -1s: hash it again
     blob_folders: list[tuple[str, int, int]] = []  # ("" for the root, each shard), inode, mtime
     events: int = 0
     blobs: int = 0  # blobs present or referenced
@@ -308,6 +313,7 @@ def _check_one(path: Path, old: _Summary | None) -> _Checked:
     summary = _Summary(
         inode=before.st_ino,
         mtime_ns=before.st_mtime_ns,
+        ctime_ns=before.st_ctime_ns,
         file_size=before.st_size,
         size=end,
         digest=digest.hexdigest(),
@@ -322,23 +328,28 @@ def _check_one(path: Path, old: _Summary | None) -> _Checked:
         catalog=tuple(catalog),
         seals=tuple(seals),
     )
-    stable = (
-        (before.st_ino, before.st_size, before.st_mtime_ns)
-        == (after.st_ino, after.st_size, after.st_mtime_ns)
-        == (after.st_ino, len(data), after.st_mtime_ns)
-    )
+    stable = file_stat(before) == file_stat(after) and after.st_size == len(data)
     return _Checked(path.stem, summary, problems, references, stable)
 
 
-def _check_blobs(job: tuple[str, list[str]]) -> list[tuple[str, str | None]]:
-    """(sha256, what is wrong or None) for each blob name (in a worker process)."""
+class _Hashed(NamedTuple):
+    """One blob checked: what is wrong (None: nothing), and its file's stat before."""
+
+    sha256: str
+    wrong: str | None
+    stat: tuple[int, int, int, int]
+
+
+def _check_blobs(job: tuple[str, list[str]]) -> list[_Hashed]:
+    """Each blob name checked (in a worker process)."""
     blobs = BlobStore(Path(job[0]), fsync=False)
-    checked: list[tuple[str, str | None]] = []
+    checked: list[_Hashed] = []
     for sha256 in job[1]:
-        try:
-            checked.append((sha256, blobs.check(sha256)))
-        except ValueError:
-            checked.append((sha256, "not a sha256 name"))
+        if not _SHA256.match(sha256):
+            checked.append(_Hashed(sha256, "not a sha256 name", RACY))
+            continue
+        stat = blob_stat(job[0], sha256)  # before reading: a later change shows next time
+        checked.append(_Hashed(sha256, blobs.check(sha256), stat))
     return checked
 
 
@@ -472,16 +483,16 @@ def verify_store(
     lines it listed (so removed, truncated, emptied and swapped streams are found), a session's
     own stream carries its name, and every session and run named anywhere has its start.
     With ``run_id``, the run must be sealed (and match ``fingerprint`` when given), and nothing
-    may have been added to it since.
+    may have been added to it since; the run's streams are read and every blob they refer to is
+    hashed again, whatever ``incremental`` says (the check a paper cites reads every byte).
 
     A check of the whole store without an error is remembered (``verify.state``): each stream's
     size, the sha256 of its bytes and its chain's head, and the blobs found sound. Every later
     check reports a remembered stream that is gone, shorter or rewritten. With ``incremental``,
-    a stream whose inode, size and mtime are as remembered is not read again (unless it changed
-    within 2 s of that check), nor is a remembered blob hashed again (its presence is checked,
-    by listing the blob folders whose mtime changed); seals and catalogs are checked in full
-    whenever a stream or a blob folder changed, and when none did, the last check's report
-    stands.
+    a stream or blob file whose inode, size, mtime and ctime are as remembered is not read again
+    (unless it changed within 2 s of that check; see ``filestat``); seals and catalogs are
+    checked in full whenever a stream or a blob changed, and when none did, the last check's
+    report stands.
     """
     if store.journal_dir.exists() and not store.journal_dir.is_dir():
         raise OwnloopError(
@@ -502,8 +513,14 @@ def verify_store(
         names = header.names  # no file was added, removed or renamed
     else:
         names = _stream_names(store.journal_dir)
+    restat, same_blobs = (
+        changed_blobs(root, header.blob_names, header.blob_stats)
+        if incremental and whole
+        else (set(header.blob_names), {})
+    )
     blobs_as_before = (
         incremental
+        and not restat
         and blob_folders == header.blob_folders
         and all(entry[1:] != _NEVER for entry in blob_folders)
     )
@@ -517,7 +534,7 @@ def verify_store(
         and blobs_as_before
     ):  # as the last check found it: what that check reported holds
         return VerifyReport(
-            list(header.problems),
+            list(header.problems) + _claim_problems(store),
             len(names),
             header.events,
             header.blobs,
@@ -529,6 +546,9 @@ def verify_store(
     remembered = state.checked_ns == header.checked_ns != 0
     if state.checked_ns != header.checked_ns:  # the bulk did not decode: read everything
         changed = names
+    if run_id is not None and incremental:  # the run's streams are read again, always
+        ours = _run_streams(state, run_id)
+        changed = [name for name in names if name in changed or name[:-6] in ours]
     jobs = [(os.path.join(journal, name), state.streams.get(name[:-6])) for name in changed]
     if not whole:
         present: set[str] = set()
@@ -543,9 +563,24 @@ def verify_store(
         present |= _blob_names(store.blobs.root, {e[0] for e in blob_folders} - kept)
     else:
         present = _blob_names(store.blobs.root)
-    known = state.blobs if incremental else {}
+    # A remembered blob is taken as sound only while its own file is as that check found it.
+    known = {s: w for s, w in state.blobs.items() if s not in restat} if incremental else {}
     blob_jobs = sorted(present - known.keys())
     results, checked_blobs = _check_in_parallel(store, jobs, blob_jobs, workers)
+    if run_id is not None:  # every blob the run's streams refer to, hashed again
+        again = sorted(
+            {
+                sha256
+                for checked in results.values()
+                if checked.summary is not None and run_id in checked.summary.named_runs
+                for sha256 in checked.references
+            }
+            - checked_blobs.keys()
+        )
+        checked_blobs.update(_check_in_parallel(store, [], again, workers)[1])
+        known = {s: w for s, w in known.items() if s not in checked_blobs}
+    for sha256 in [s for s, h in checked_blobs.items() if h.wrong == "missing"]:
+        present.discard(sha256)  # gone since it was listed (or remembered): found below
     problems: list[Problem] = []
     summaries: dict[str, _Summary] = {}
     sound: dict[str, _Summary] = {}  # what the next check may take as it is
@@ -564,8 +599,8 @@ def verify_store(
             sound[stream] = checked.summary
         for sha256, number in checked.references.items():
             referenced.setdefault(sha256, f"journal/{name}:{number}")
-    for sha256, where in known.items():
-        if where:
+    for sha256, where in (state.blobs if incremental else {}).items():
+        if where:  # (a blob hashed again, or gone, keeps the line that refers to it)
             referenced.setdefault(sha256, where)
     for stream in sorted(state.streams.keys() - summaries.keys() if whole else ()):
         problems.append(
@@ -582,24 +617,13 @@ def verify_store(
     problems.extend(spanning)
     if run_id is not None:
         problems.extend(_run_problems(seen, run_id, fingerprint))
-    for sha256 in sorted(referenced.keys() - present - known.keys() - checked_blobs.keys()):
-        checked_blobs[sha256] = _check_blobs((str(store.blobs.root), [sha256]))[0][1]
+    unlisted = sorted(referenced.keys() - present - known.keys() - checked_blobs.keys())
+    checked_blobs.update((h.sha256, h) for h in _check_blobs((root, unlisted)))
     for sha256 in known.keys() - present:
         if sha256 in referenced:
-            checked_blobs[sha256] = "missing"
-    for sha256, wrong in sorted(checked_blobs.items()):
-        if wrong is None:
-            continue
-        source = referenced.get(sha256)
-        detail = f"{wrong} (referenced by {source})" if source else f"{wrong} (not referenced)"
-        problems.append(
-            Problem(
-                "error",
-                f"blob {sha256}",
-                "missing blob" if wrong == "missing" else "bad blob",
-                detail,
-            )
-        )
+            checked_blobs[sha256] = _Hashed(sha256, "missing", RACY)
+    problems.extend(_blob_problems(checked_blobs, referenced))
+    problems.extend(_claim_problems(store) if whole else [])
     heads = {
         stream: StreamHead(stream=stream, events=summary.lines, head=summary.head)
         for stream, summary in summaries.items()
@@ -611,7 +635,7 @@ def verify_store(
         len(referenced.keys() | present),
         heads,
         len(names) - len(jobs),
-        len(present) - len(blob_jobs),
+        len(present - checked_blobs.keys()),
     )
     unchanged = (  # as the state says (also its folders: one listed again is remembered)
         not jobs
@@ -621,20 +645,16 @@ def verify_store(
         and (names, folder, blob_folders) == (header.names, header.journal, header.blob_folders)
     )
     if whole and not report.errors and not (incremental and unchanged):
-        stats = array.array("q")
-        for name in names:
-            summary = sound.get(name[:-6])
-            if summary is None or summary.mtime_ns > started - _RACY_NS:
-                stats.extend((-1, -1, -1))  # (a change within the mtime's grain may not show)
-            else:
-                stats.extend((summary.inode, summary.file_size, summary.mtime_ns))
+        blob_names = sorted(present)
         _save_state(
             store,
             _Header(
                 checked_ns=started,
                 journal=folder,
                 names=names,
-                stats=stats.tobytes(),
+                stats=_stream_stats(names, sound, started),
+                blob_names=blob_names,
+                blob_stats=_blob_stats(blob_names, same_blobs, checked_blobs, started),
                 blob_folders=blob_folders,
                 events=report.events,
                 blobs=report.blobs,
@@ -650,6 +670,76 @@ def verify_store(
             ),
         )
     return report
+
+
+def _claim_problems(store: Store) -> list[Problem]:
+    """A warning for each temporary claim file a killed recorder left (not journal data: the
+    next recorder of the run removes it)."""
+    return [
+        Problem(
+            "warning",
+            path.relative_to(store.root).as_posix(),
+            "stale temporary file",
+            "left by a recorder killed while writing a claim; the next recorder of the run "
+            "removes it (or delete it)",
+        )
+        for path in stale_temporaries(store.root)
+    ]
+
+
+def _run_streams(state: _State, run_id: str) -> set[str]:
+    """The streams the last check found holding ``run_id``'s events, and those its seals list."""
+    ours = {stream for stream, summary in state.streams.items() if run_id in summary.named_runs}
+    for summary in state.streams.values():
+        for _, seal in summary.seals:
+            if seal.run_id == run_id:
+                ours.update(head.stream for head in seal.streams)
+    return ours
+
+
+def _blob_problems(checked: dict[str, _Hashed], referenced: dict[str, str]) -> Iterator[Problem]:
+    """A problem for each blob found missing or bad."""
+    for sha256, hashed in sorted(checked.items()):
+        if hashed.wrong is None:
+            continue
+        source = referenced.get(sha256)
+        if hashed.wrong == "missing" and source is None:
+            continue  # an unreferenced blob removed: forgotten
+        detail = (
+            f"{hashed.wrong} (referenced by {source})"
+            if source
+            else f"{hashed.wrong} (not referenced)"
+        )
+        kind = "missing blob" if hashed.wrong == "missing" else "bad blob"
+        yield Problem("error", f"blob {sha256}", kind, detail)
+
+
+def _stream_stats(names: list[str], sound: dict[str, _Summary], started: int) -> bytes:
+    """The stats to remember of each stream: -1s for one not found sound, or changed so close to
+    the check that a later change might not move its mtime."""
+    return pack(
+        RACY
+        if (summary := sound.get(name[:-6])) is None or summary.mtime_ns > started - _RACY_NS
+        else (summary.inode, summary.file_size, summary.mtime_ns, summary.ctime_ns)
+        for name in names
+    )
+
+
+def _blob_stats(
+    names: list[str],
+    same: dict[str, tuple[int, int, int, int]],
+    hashed: dict[str, _Hashed],
+    started: int,
+) -> bytes:
+    """The stats to remember of each blob found sound: as compared, or taken before hashing."""
+    stats: list[tuple[int, int, int, int]] = []
+    for name in names:
+        found = hashed.get(name)
+        stat = found.stat if found is not None and found.wrong is None else same.get(name)
+        if stat is None or stat[2] > started - _RACY_NS:
+            stat = RACY
+        stats.append(stat)
+    return pack(stats)
 
 
 def _store_problems(seen: _Seen) -> Iterator[Problem]:
@@ -748,9 +838,9 @@ def _changed_streams(journal: str, names: list[str], header: _Header) -> list[st
             try:
                 stat = os.stat(name, dir_fd=folder)
             except OSError:
-                now.extend((-2, -2, -2))  # (never as remembered)
+                now.extend((-2,) * _STAT)  # (never as remembered)
             else:
-                now.extend((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+                now.extend(file_stat(stat))
     finally:
         os.close(folder)
     if names == header.names and len(old) == len(now):
@@ -779,7 +869,7 @@ def _check_in_parallel(
     jobs: list[tuple[str, _Summary | None]],
     blob_names: list[str],
     workers: int | None,
-) -> tuple[dict[str, _Checked], dict[str, str | None]]:
+) -> tuple[dict[str, _Checked], dict[str, _Hashed]]:
     """Check the streams and hash the blobs, in worker processes when there are enough of them
     (the checks are Python code: threads would take turns).
 
@@ -812,7 +902,7 @@ def _check_in_parallel(
             blob_results = pool.map(_check_blobs, blob_batches)
             checked = [c for batch in stream_results for c in batch]
             blobs = [b for batch in blob_results for b in batch]
-    return {c.stream: c for c in checked}, dict(blobs)
+    return {c.stream: c for c in checked}, {b.sha256: b for b in blobs}
 
 
 def _batches(items: list[_T], workers: int) -> list[list[_T]]:

@@ -13,9 +13,9 @@ The layout, one folder per task::
 Nothing here touches the store: ``read_folder`` returns the folder's contents and a list of what
 it had to skip (a line that is not JSON, a screenshot that is missing, ...).
 
-Only regular files are read (DESIGN §8): a symlink is never followed (it could name any file on the
-machine) and a FIFO, socket or device is never opened (a FIFO would block the import). Each one is
-skipped and named in the folder's skip list.
+Only regular files are read (DESIGN §8, the checks of ``files.py``): a symlink is never followed
+(it could name any file on the machine) and a FIFO, socket or device is never opened (a FIFO would
+block the import). Each one is skipped and named in the folder's skip list.
 """
 
 from __future__ import annotations
@@ -24,12 +24,18 @@ import hashlib
 import json
 import os
 import re
-import stat
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ownloop.store.images import over_budget
+from ownloop.transfer.files import is_dir as _is_dir
+from ownloop.transfer.files import is_file as _is_file
+from ownloop.transfer.files import read_regular, unreadable
+from ownloop.transfer.files import read_regular as _read
+from ownloop.transfer.files import walk as _walk
 
 __all__ = [
     "Attempt",
@@ -105,70 +111,6 @@ class ResultFolder:
     final: Attempt
     error_attempts: list[Attempt]
     skipped: list[str]
-
-
-def unreadable(path: Path) -> str | None:
-    """Why import skips ``path`` ("symlink, not followed", "FIFO, not read", ...), else None.
-
-    A missing path, a regular file and a folder (not through a symlink) are readable: None.
-    """
-    try:
-        mode = os.lstat(path).st_mode
-    except OSError:
-        return None
-    if stat.S_ISLNK(mode):
-        return "symlink, not followed"
-    for test, kind in (
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISSOCK, "socket"),
-        (stat.S_ISCHR, "device"),
-        (stat.S_ISBLK, "device"),
-    ):
-        if test(mode):
-            return f"{kind}, not read"
-    return None
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _read(path: Path) -> bytes:
-    """A regular file's bytes; raises OSError for anything else, without following or blocking."""
-    # O_NOFOLLOW: a file swapped for a symlink after the check is not followed; O_NONBLOCK: a FIFO
-    # swapped in does not block the open. fstat then proves what was opened is a regular file.
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_BINARY", 0))
-    with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        return file.read()
-
-
-def read_regular(path: Path) -> bytes:
-    """A regular file's bytes, never through a symlink nor blocking on a FIFO (OSError else)."""
-    return _read(path)
-
-
-def _walk(path: Path) -> Iterator[Path]:
-    """Every entry under ``path`` in name order, not descending through symlinks."""
-    try:
-        entries = sorted(path.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        yield entry
-        if _is_dir(entry):
-            yield from _walk(entry)
 
 
 def _files(path: Path) -> Iterator[Path]:
@@ -268,16 +210,22 @@ def _read_attempt(path: Path, label: str, skipped: list[str]) -> Attempt:
     if _is_file(path / "steps.jsonl"):
         attempt.steps = _read_steps(path / "steps.jsonl", prefix, skipped)
     screens_dir = path / "screens"
+    refused: set[int] = set()  # screens over the pixel budget: named once, not as missing too
     if _is_dir(screens_dir):
         for file in sorted(screens_dir.iterdir()):
             match = _SCREEN.fullmatch(file.name)
             data = _read_or_none(file) if match else None
             if match and data is not None:
                 number = int(match.group(1))
+                too_large = over_budget(data)  # measured from its header: never decoded
+                if too_large:
+                    skipped.append(f"{prefix}screens/{file.name} ({too_large})")
+                    refused.add(number)
+                    continue
                 attempt.screens[number] = Screen(number, data, *png_size(data))
     if _is_file(path / "ownloop.json"):
         attempt.sidecar = _read_or_none(path / "ownloop.json")
-    for number in sorted({s.step for s in attempt.steps} - set(attempt.screens)):
+    for number in sorted({s.step for s in attempt.steps} - set(attempt.screens) - refused):
         skipped.append(f"{prefix}screens/step_{number:02d}.png (missing)")
     for file in _files(path):
         relative = file.relative_to(path)

@@ -21,8 +21,8 @@ five coordinates from its place: below an observation-type folder (``screenshot`
 ``screenshot_a11y_tree``, ``som``), else by position.
 
 Only regular files are read and no symlink is followed (``harness.unreadable``); every file has a
-size limit, and a screenshot's pixel count is read from its PNG header and checked against
-``MAX_SCREENSHOT_PIXELS`` before anything decodes it.
+size limit, and a screenshot's pixel count is read from its PNG header and checked against the
+store's pixel budget (``ownloop.store.images``) before anything decodes it.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ownloop.store.images import over_budget
 from ownloop.transfer.harness import folder_sha256, png_size, read_regular, unreadable
 
 __all__ = [
-    "MAX_SCREENSHOT_PIXELS",
     "OBSERVATION_TYPES",
     "Coordinates",
     "Example",
@@ -48,13 +48,9 @@ __all__ = [
     "read_summary",
     "read_task_file",
     "traj_responses",
-    "within_pixel_budget",
 ]
 
 OBSERVATION_TYPES = ("screenshot", "a11y_tree", "screenshot_a11y_tree", "som")
-MAX_SCREENSHOT_PIXELS = 40_000_000
-"""A screenshot above this many pixels (an 8K screen is 33 million) is not imported: a PNG of a
-few kilobytes can declare billions of pixels, and the viewer decodes what import keeps."""
 _MAX_DEPTH = 8  # {action_space}/{observation_type}/{model: up to 4 folders}/{domain}/{example_id}
 _MAX_BYTES = {
     "traj.jsonl": 64 << 20,
@@ -69,11 +65,6 @@ _MAX_BYTES = {
 _MARKERS = ("traj.jsonl", "result.txt")
 _SHOT = re.compile(r"step_(\d{1,6})(?:_[0-9A-Za-z@._-]{1,40})?\.png")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,199}")
-
-
-def within_pixel_budget(width: int, height: int) -> bool:
-    """Whether a picture of ``width`` x ``height`` may be kept (and later decoded)."""
-    return 0 < width and 0 < height and width * height <= MAX_SCREENSHOT_PIXELS
 
 
 class Coordinates(NamedTuple):
@@ -260,12 +251,11 @@ def _read_shot(example: Example, entry: Path) -> None:
     if data is None:
         return
     width, height = png_size(data)
-    if not (width or height):
+    too_large = over_budget(data)  # the store's one pixel budget, read from the header
+    if not (width and height):
         example.skipped.append(f"{entry.name} (not a PNG)")
-    elif not within_pixel_budget(width, height):
-        example.skipped.append(
-            f"{entry.name} ({width}x{height} pixels, above {MAX_SCREENSHOT_PIXELS})"
-        )
+    elif too_large is not None:
+        example.skipped.append(f"{entry.name} ({too_large})")
     else:
         example.shots[entry.name] = Shot(entry.name, data, width, height)
 

@@ -28,8 +28,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,7 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import BrowserActed, ImagePart, Message, ModelCalled, TextPart
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
+from ownloop.transfer.collector import Endpoint, parse_endpoint, post
 from ownloop.version import __version__
 
 __all__ = ["ATTRIBUTE_LIMIT", "ENCODINGS", "TEXT_INLINE", "export_otlp", "session_trace"]
@@ -354,11 +353,11 @@ def export_otlp(
     """
     if encoding not in ENCODINGS:
         raise OwnloopError(f"unknown OTLP encoding {encoding!r}. Choose protobuf or json")
+    url = parse_endpoint(endpoint) if endpoint else None  # parsed once, before any work
     ids = picked(store, selection)
     root = empty_folder(out)
     files = BlobFiles(store, root, "blobs")
     spans = 0
-    url = _traces_url(endpoint) if endpoint else None
     pending: list[dict[str, Any]] = []
     with StepProgress("export otlp", "session", len(ids)) as progress:
         sink = (root / "traces.jsonl").open("w", encoding="utf-8") if url is None else None
@@ -371,27 +370,17 @@ def export_otlp(
                 else:
                     pending.append(trace)
                     if len(pending) >= _SESSIONS_PER_POST:
-                        _post(url or "", pending, encoding)
+                        _post(url, pending, encoding)
                         pending = []
                 progress.advance(done)
             if pending:
-                _post(url or "", pending, encoding)
+                _post(url, pending, encoding)
         finally:
             if sink is not None:
                 sink.close()
-    where = f"sent to {url}" if url else f"{root / 'traces.jsonl'}"
+    where = f"sent to {url.shown}" if url else f"{root / 'traces.jsonl'}"
     shape = "OTLP/protobuf" if url and encoding == "protobuf" else "OTLP/JSON"
     return [f"{where}: {len(ids)} traces, {spans} spans ({shape})", *files.lines("blobs")]
-
-
-def _traces_url(endpoint: str) -> str:
-    base = endpoint.rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise OwnloopError(
-            f"--endpoint {endpoint!r} is not an http(s) URL. Pass the collector's "
-            "OTLP/HTTP base URL, e.g. http://127.0.0.1:4318"
-        )
-    return base if base.endswith("/v1/traces") else base + "/v1/traces"
 
 
 def _encoded(payload: dict[str, Any], encoding: str) -> bytes:
@@ -426,28 +415,14 @@ def _encoded(payload: dict[str, Any], encoding: str) -> bytes:
     return bytes(message.SerializeToString())
 
 
-def _post(url: str, traces: list[dict[str, Any]], encoding: str = "protobuf") -> None:
+def _post(url: Endpoint | None, traces: list[dict[str, Any]], encoding: str = "protobuf") -> None:
+    assert url is not None  # (posting: no traces.jsonl is written)
     payload = {"resourceSpans": [r for t in traces for r in t["resourceSpans"]]}
-    body = _encoded(payload, encoding)
-    content_type = _CONTENT_TYPES[encoding]
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": content_type}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http(s) only
-            answer.read()
-    except urllib.error.HTTPError as error:
-        other = "--otlp-encoding json" if encoding == "protobuf" else "the default protobuf"
-        fix = (
-            f"Send the other encoding: {other}"
-            if error.code == 415
-            else "Check --endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)"
-        )
-        raise OwnloopError(
-            f"the collector at {url} answered {error.code} {error.reason} to {content_type}. {fix}"
-        ) from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise OwnloopError(
-            f"cannot reach the collector at {url} ({reason}). Start it, or check --endpoint"
-        ) from None
+    other = "--otlp-encoding json" if encoding == "protobuf" else "the default protobuf"
+
+    def fix(code: int) -> str:
+        if code == 415:
+            return f"Send the other encoding: {other}"
+        return "Check --endpoint (the OTLP/HTTP base URL, e.g. http://127.0.0.1:4318)"
+
+    post(url, _encoded(payload, encoding), _CONTENT_TYPES[encoding], fix)

@@ -36,8 +36,10 @@ from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reparse import agent_for, recorded_settings, reparse_session
 from ownloop.store import Store
+from ownloop.store.blobs import BlobStore, MissingBlob
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, TextPart
+from ownloop.store.images import PIXEL_BUDGET, over_budget
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
 
@@ -65,6 +67,8 @@ class SftCounts(msgspec.Struct, kw_only=True):
     steps: int = 0  # exported steps
     unparsed: int = 0  # steps left out: their response did not parse when recorded
     no_request: int = 0  # steps left out: no request was recorded (e.g. an imported run)
+    too_large: int = 0  # steps left out: an image over the pixel budget
+    first_too_large: str = ""
     checked: int = 0  # exported targets parsed again
     differ: int = 0  # of them, those whose actions differ today (or that fail to parse)
     first_differ: str = ""
@@ -80,6 +84,11 @@ class SftCounts(msgspec.Struct, kw_only=True):
             lines.append(
                 f"{self.no_request} steps left out: no request was recorded for them "
                 "(imported runs keep responses only)"
+            )
+        if self.too_large:
+            lines.append(
+                f"{self.too_large} steps left out: an image of theirs is over the "
+                f"{PIXEL_BUDGET // 1_000_000} M pixel budget (first: {self.first_too_large})"
             )
         if self.checked:
             if self.differ:
@@ -143,9 +152,14 @@ def native_record(
 
 
 def sft_records(
-    session: Session, agent_format: AgentFormat, image_path: Any, counts: SftCounts
+    session: Session,
+    agent_format: AgentFormat,
+    image_path: Any,
+    counts: SftCounts,
+    blobs: BlobStore | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """One record per exported step of ``session`` (steps left out are counted)."""
+    """One record per exported step of ``session`` (steps left out are counted); with
+    ``blobs``, a step with an image over the pixel budget is left out too."""
     for step in session.steps:
         if step.parsed is None and not step.calls:
             continue
@@ -155,6 +169,12 @@ def sft_records(
             continue
         if not call.messages or call.response is None:
             counts.no_request += 1
+            continue
+        if blobs is not None and _too_large(blobs, call.messages):
+            counts.too_large += 1
+            counts.first_too_large = counts.first_too_large or (
+                f"{session.session_id} step {step.step}"
+            )
             continue
         if agent_format == "chat":
             body = chat_record(call.messages, call.response, image_path)
@@ -251,7 +271,7 @@ def export_sft(
             StepProgress("export sft", "session", len(ids)) as progress,
         ):
             for done, session in enumerate(each_session(store, ids), start=1):
-                records = list(sft_records(session, form, _path_of(files), counts))
+                records = list(sft_records(session, form, _path_of(files), counts, store.blobs))
                 checker.check(session, {r["step"]: r["call_id"] for r in records})
                 counts.sessions += 1
                 if per_session and records:
@@ -271,6 +291,19 @@ def export_sft(
 def _per_session(session: Session, records: list[dict[str, Any]]) -> dict[str, Any]:
     head = {key: records[0][key] for key in _SESSION_KEYS}
     return {**head, "id": session.session_id, "steps": records}
+
+
+def _too_large(blobs: BlobStore, messages: tuple[Message, ...]) -> bool:
+    """Whether an image of ``messages`` is over the pixel budget (measured from its header)."""
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ImagePart):
+                try:
+                    if over_budget(blobs.get_stored(part.sha256)):
+                        return True
+                except MissingBlob:
+                    continue  # (BlobFiles names what is missing)
+    return False
 
 
 def _path_of(files: BlobFiles) -> Any:
@@ -311,7 +344,7 @@ def _write_parquet(
         StepProgress("export sft", "session", len(ids)) as progress,
     ):
         for done, session in enumerate(each_session(store, ids), start=1):
-            records = list(sft_records(session, "chat", embedded, counts))
+            records = list(sft_records(session, "chat", embedded, counts, store.blobs))
             checker.check(session, {r["step"]: r["call_id"] for r in records})
             counts.sessions += 1
             steps = {s.step: s for s in session.steps}

@@ -29,7 +29,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
@@ -58,6 +58,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import new_id
+from ownloop.store.images import over_budget
 from ownloop.store.queries import Selection, imported_files
 from ownloop.store.seal import refuse_if_sealed
 from ownloop.transfer.atif import (
@@ -77,6 +78,7 @@ from ownloop.transfer.atif import (
 )
 from ownloop.transfer.atif import Step as AtifStep
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
+from ownloop.transfer.files import inside, is_file, read_regular, unreadable
 from ownloop.transfer.sidecar import KeptGrade, graded
 from ownloop.version import __version__
 
@@ -356,37 +358,55 @@ def import_atif(
         OwnloopError: nothing at ``path``, no trajectory there, or the run is sealed.
     """
     source = Path(path)
-    if source.is_dir():
-        paths = sorted(p for p in source.iterdir() if p.suffix == ".json" and p.is_file())
+    skipped: list[str] = []
+    if unreadable(source) is None and source.is_dir():
+        paths = []
+        for entry in sorted(p for p in source.iterdir() if p.suffix == ".json"):
+            reason = unreadable(entry)  # never follow a link or open a FIFO/device/socket
+            if reason is not None:
+                skipped.append(f"{entry.name}: skipped ({reason})")
+            elif is_file(entry):
+                paths.append(entry)
+    elif unreadable(source) is not None:
+        raise OwnloopError(
+            f"{source}: {unreadable(source)}: import reads regular files only. Pass the "
+            "file itself, or a folder of them"
+        )
     elif source.is_file():
         paths = [source]
     else:
         raise OwnloopError(
             f"no file or folder {source}. Pass an ATIF .json file or a folder of them"
         )
-    if not paths:
+    if not paths and not skipped:
         raise OwnloopError(f"no .json files in {source}: expected ATIF trajectories")
     run = run_id or "atif-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", source.stem).strip("-") or "in")
     refuse_if_sealed(store, run, "import into another run with --run NAME")
     seen = imported_files(store, run, _ORIGIN)
-    skipped: list[str] = []
     sessions = 0
     stream = None
     try:
         for file in paths:
-            data = file.read_bytes()
+            try:
+                data = read_regular(file)
+            except OSError as error:  # (swapped for a link or a FIFO since it was listed)
+                skipped.append(f"{file.name}: skipped (not read: {error.strerror or error})")
+                continue
             sha256 = hashlib.sha256(data).hexdigest()
             if sha256 in seen:
                 skipped.append(f"{file.name}: skipped (already imported into run {run})")
                 continue
+            reader = _Reader(store, run, file, sha256)
             try:
                 trajectory = read_trajectory(data)
+                events = reader.events(trajectory)
             except AtifError as error:
                 skipped.append(f"{file.name}: skipped (not ATIF: {error})")
                 continue
+            except RecursionError:  # (JSON nested deeper than Python's stack: hostile)
+                skipped.append(f"{file.name}: skipped (not ATIF: nested too deep)")
+                continue
             seen.add(sha256)
-            reader = _Reader(store, run, file, sha256)
-            events = reader.events(trajectory)
             if stream is None:
                 stream = store.stream()
                 stream.append(
@@ -660,21 +680,18 @@ class _Reader:
         return events
 
     def _image(self, path: str) -> bytes | None:
-        relative = PurePosixPath(path)
-        if (
-            relative.is_absolute()
-            or ".." in relative.parts
-            or "\\" in path
-            or "\0" in path
-            or ":" in path.split("/")[0]
-        ):
-            self.notes.append(f"image {path!r} skipped (not a relative path inside the folder)")
-            return None
-        target = self.file.parent / relative
-        if not target.is_file():
-            self.notes.append(f"image {path!r} skipped (no such file)")
-            return None
-        return target.read_bytes()
+        reason = inside(self.file.parent, path)  # never a link, never outside the folder
+        if reason is None:
+            try:
+                data = read_regular(self.file.parent / path)
+            except OSError as error:
+                reason = f"not read: {error.strerror or error}"
+            else:
+                reason = over_budget(data)  # measured from its header: never decoded
+                if reason is None:
+                    return data
+        self.notes.append(f"image {path!r} skipped ({reason})")
+        return None
 
     def _ended(
         self, actions: tuple[Action, ...], text: str, steps: int, failures: tuple[int, bool]

@@ -13,6 +13,7 @@ from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import action_text, plain
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.images import over_budget
 from ownloop.view.marks import Mark, arrow_head, session_marks
 
 __all__ = ["render_frames", "write_gif"]
@@ -35,15 +36,20 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
 
 def _screenshot(store: Store, step: Step, viewport: tuple[int, int]) -> Image.Image:
     shot = step.screenshot
+    words = "screenshot missing" if shot is not None else "no screenshot"
     if shot is not None:
         try:
-            with Image.open(io.BytesIO(store.get_blob(shot.sha256))) as image:
-                return image.convert("RGB")
+            data = store.blobs.get_stored(shot.sha256)  # (a compacted one: its WebP, same pixels)
+            too_large = over_budget(data)  # measured from its header: never decoded
+            if too_large:
+                words = f"screenshot not drawn: {too_large}"
+            else:
+                with Image.open(io.BytesIO(data)) as image:
+                    return image.convert("RGB")
         except (MissingBlob, ValueError, OSError):
             pass  # drawn as a grey frame that says so
     width, height = viewport if viewport[0] > 0 else (1280, 800)
     frame = Image.new("RGB", (width, height), (90, 90, 90))
-    words = "screenshot missing" if shot is not None else "no screenshot"
     ImageDraw.Draw(frame).text((20, 20), words, fill=(255, 255, 255), font=_font(28))
     return frame
 

@@ -33,6 +33,7 @@ from ownloop.replay.domains import TaskOutcomes, by_domain
 from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
+from ownloop.store.images import over_budget
 from ownloop.store.kept import KeptIndex
 from ownloop.store.queries import session_neighbours, task_suites
 from ownloop.store.stats import warm_up
@@ -232,6 +233,12 @@ def make_app(
         data = _blob(sha)
         if _media_type(data).startswith("text/"):
             raise HTTPException(404, f"blob {sha} is not an image")
+        return _within_budget(sha, data)
+
+    def _within_budget(sha: str, data: bytes) -> bytes:
+        too_large = over_budget(data) if _media_type(data).startswith("image/") else None
+        if too_large:  # a browser would decode it too: zoom, thumbnails and crops refuse it
+            raise HTTPException(413, f"blob {sha}: {too_large}: not shown")
         return data
 
     def thumb(request: Request) -> Response:
@@ -301,6 +308,8 @@ def make_app(
     def blob(request: Request) -> Response:
         sha = request.path_params["sha256"]
         data = _blob(sha)
+        if request.query_params.get("as") != "text":
+            _within_budget(sha, data)
         media = (
             "text/plain; charset=utf-8"
             if request.query_params.get("as") == "text"

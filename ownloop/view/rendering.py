@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import shlex
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -59,6 +60,7 @@ def environment() -> jinja2.Environment:
     env.filters["number"] = _number
     env.filters["short"] = _short
     env.filters["when"] = _when
+    env.filters["shquote"] = shlex.quote  # a command shown to paste: the shell's own quoting
     return env
 
 

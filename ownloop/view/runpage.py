@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ownloop.replay.agreement import JudgeReport, report_of
 from ownloop.store import Store
-from ownloop.store.queries import run_overview
+from ownloop.store.queries import Citation, run_citation, run_judge_verdicts, run_overview
 from ownloop.store.stats import Interval, wilson
 from ownloop.view.charts import Chart, run_charts
 from ownloop.view.listing import counts_text
@@ -28,6 +29,8 @@ class RunView(NamedTuple):
     run: dict[str, Any]
     tasks: list[TaskRow]
     charts: list[Chart]
+    judges: list[JudgeReport] = []  # each model judge that judged the run (ownloop judge)
+    citation: Citation | None = None  # a sealed run: what to cite
 
 
 def build_run(store: Store, run_id: str) -> RunView | None:
@@ -41,4 +44,9 @@ def build_run(store: Store, run_id: str) -> RunView | None:
     rates = [(task, n, passes) for _, task, n, passes in overview.rates]
     tasks = [TaskRow(task, n, passes, wilson(passes, n)) for task, n, passes in rates]
     tasks.sort(key=lambda t: (t.interval.estimate, t.task_id))
-    return RunView(run, tasks, run_charts(rates, overview.figures))
+    verdicts: dict[str, list[tuple[str, str, int, bool, bool | None]]] = {}
+    for judge, session, control, repeat, passed, rule in run_judge_verdicts(store, run_id):
+        verdicts.setdefault(judge, []).append((session, control or "", repeat or 1, passed, rule))
+    judges = [report_of(judge, rows) for judge, rows in sorted(verdicts.items())]
+    citation = run_citation(store, run_id) if run.get("sealed") else None
+    return RunView(run, tasks, run_charts(rates, overview.figures), judges, citation)

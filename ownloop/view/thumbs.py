@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 from PIL import Image, ImageChops
 
+from ownloop.store.images import check_pixels
+
 __all__ = ["Box", "ImageCache", "content_box", "thumbnail"]
 
 THUMB_WIDTHS = (120, 160, 240, 320)
@@ -36,7 +38,12 @@ class Box(NamedTuple):
 
 def thumbnail(data: bytes, width: int, *, crop: bool = False) -> bytes:
     """``data`` (an image) scaled to ``width`` pixels wide (never up), as WebP; ``crop``: only
-    its content box (a small page in a big grey viewport stays readable)."""
+    its content box (a small page in a big grey viewport stays readable).
+
+    Raises:
+        ImageTooLarge: the image is over the pixel budget (it is not decoded).
+    """
+    check_pixels(data, "the screenshot")
     with Image.open(io.BytesIO(data)) as image:
         if not crop:
             image.draft("RGB", (width, width * 4))  # JPEG decodes at a smaller size directly
@@ -54,7 +61,12 @@ def thumbnail(data: bytes, width: int, *, crop: bool = False) -> bytes:
 
 
 def content_box(data: bytes) -> Box:
-    """The box around everything in the screenshot that is not its background colour."""
+    """The box around everything in the screenshot that is not its background colour.
+
+    Raises:
+        ImageTooLarge: the image is over the pixel budget (it is not decoded).
+    """
+    check_pixels(data, "the screenshot")
     with Image.open(io.BytesIO(data)) as image:
         picture = image.convert("RGB")
     w, h = picture.size

@@ -7,6 +7,7 @@ streams, and after events that arrive later (a regrade against a seal).
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -231,3 +232,29 @@ def test_a_removed_archive_folder_says_to_rebuild(three_runs: Store) -> None:
     )
     assert store.rebuild_index().events == journal_rows(store)
     assert snapshot(store) == before
+
+
+def test_a_regrade_against_the_seal_made_before_archive_moves_with_the_run(
+    three_runs: Store,
+) -> None:
+    """As docs/store.md says: the regrade's stream holds only the run's events, so `archive`
+    moves it into archive/R/ with the rest, and its grade answers from there; one made after
+    stays hot."""
+    store = three_runs
+    regrade_against_seal(store, "r1", "r1-t3")
+    store.sync()
+    before = snapshot(store)
+    regraded = store.sql(
+        "select distinct stream from session_graded where coalesce(against_seal, '') <> ''"
+    ).rows
+    [(stream,)] = regraded
+    archive_runs(store, ["r1"])
+    manifest = json.loads((store.root / "archive" / "r1" / "manifest.json").read_text())
+    assert stream in json.dumps(manifest)
+    assert store.sql("select count(*) from hot.journal where stream = ?", [stream]).rows == [(0,)]
+    assert snapshot(store) == before
+    regrade_against_seal(store, "r1", "r1-t2")  # after the archive: in the index (hot)
+    store.sync()
+    assert store.sql(
+        "select count(*) from hot.journal where run_id = 'r1' and kind = 'session_graded'"
+    ).rows == [(1,)]

@@ -203,3 +203,47 @@ def test_no_temporary_file_is_left_behind(tmp_path: Path) -> None:
     claims.close()
     assert not [p for p in claims.dir.iterdir() if p.name.endswith(".tmp")]
     assert os.listdir(claims.dir)
+
+
+def test_a_temporary_file_a_kill_left_is_reported_then_removed_by_the_next_recorder(
+    tmp_path: Path,
+) -> None:
+    from ownloop.store import events as E
+    from ownloop.store import open_store
+    from ownloop.store.claims import claims_dir
+
+    store = open_store(tmp_path / "store", fsync=False)
+    with store.stream("run-r1") as writer:  # a journal: what verify checks
+        writer.append([E.RunStarted(at=E.now(), run_id="r1", agent="uitars", model="m")])
+    first = Claims(store.root, "r1", lease_s=60.0)
+    claim = first.claim("t1", 1, "s1")
+    assert claim is not None
+    first.close()
+    # What a kill -9 between writing the release and linking it leaves (``_create``'s name).
+    folder = claims_dir(store.root, "r1")
+    stale = folder / f".{claim.path.with_suffix('.released').name}.999999.1.tmp"
+    stale.write_bytes(b'{"holder": "killed"}\n')
+    os.utime(stale, (time.time() - 120, time.time() - 120))
+    fresh = folder / ".other.claim.999998.1.tmp"  # a live writer's, a moment old: kept
+    fresh.write_bytes(b"{}\n")
+    where = stale.relative_to(store.root).as_posix()
+
+    def verify() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(Path(sys.executable).with_name("ownloop")), "--store", str(store.root), "verify"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    before = verify()
+    assert before.returncode == 0, before.stderr
+    assert before.stdout.splitlines()[0] == (
+        f"warning: {where}: stale temporary file: left by a recorder killed while writing a "
+        "claim; the next recorder of the run removes it (or delete it)"
+    )
+    Claims(store.root, "r1", lease_s=60.0).close()  # the next recorder of the run
+    assert not stale.exists() and fresh.exists()
+    after = verify()
+    assert "stale temporary file" not in after.stdout

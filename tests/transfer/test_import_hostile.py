@@ -7,7 +7,9 @@ recorded name with a NUL byte into a path.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -143,3 +145,101 @@ def test_export_skips_a_recorded_file_name_it_cannot_write_as_is(tmp_path: Path,
         "steps.jsonl",
         "t1",
     ]
+
+
+_ATIF = Path(__file__).parent / "atif" / "foreign.json"
+
+
+def _atif_folder(tmp_path: Path) -> Path:
+    """in/ with an ATIF file whose images are a symlink and a file in a symlinked folder, a
+    symlinked trajectory, a FIFO, a file nested too deep, and one good file."""
+    from tests.transfer.conftest import png
+
+    outside = tmp_path / "outside"
+    (outside / "screens").mkdir(parents=True)
+    (outside / "secret.png").write_bytes(SECRET)
+    (outside / "screens" / "0002.png").write_bytes(png((1, 2, 3)) + SECRET)
+    (outside / "elsewhere.json").write_bytes(_ATIF.read_bytes().replace(b"foreign", SECRET))
+    folder = tmp_path / "in"
+    folder.mkdir()
+    value = json.loads(_ATIF.read_text())
+    value["steps"][2]["observation"]["results"][0]["content"][1]["source"]["path"] = (
+        "linked/screens/0002.png"
+    )
+    (folder / "a.json").write_text(json.dumps(value))
+    (folder / "screens").mkdir()
+    (folder / "screens" / "0001.png").symlink_to(outside / "secret.png")
+    (folder / "linked").symlink_to(outside, target_is_directory=True)
+    (folder / "b-link.json").symlink_to(outside / "elsewhere.json")
+    os.mkfifo(folder / "c-pipe.json")
+    nested = "[" * 100_000 + "]" * 100_000  # deeper than any stack
+    (folder / "d-deep.json").write_text(
+        _ATIF.read_text().replace('"notes"', f'"x": {nested}, "notes"', 1)
+    )
+    shutil.copy(_ATIF, folder / "e-good.json")
+    return folder
+
+
+def test_atif_import_never_follows_a_link_nor_opens_a_fifo(tmp_path: Path) -> None:
+    folder = _atif_folder(tmp_path)
+    result = _ownloop(tmp_path / "store", "import", "--format", "atif", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stdout.splitlines()
+    for line in (
+        "b-link.json: skipped (symlink, not followed)",
+        "c-pipe.json: skipped (FIFO, not read)",
+        "a.json: image 'screens/0001.png' skipped (screens/0001.png: symlink, not followed)",
+        "a.json: image 'linked/screens/0002.png' skipped (linked: symlink, not followed)",
+        "d-deep.json: skipped (not ATIF: nested too deep)",
+    ):
+        assert line in lines, result.stdout
+    assert "imported 2 ATIF trajectories into run atif-in" in result.stdout
+    assert not _blobs_hold(tmp_path / "store", SECRET)
+
+
+def test_a_symlinked_atif_file_given_is_refused(tmp_path: Path) -> None:
+    folder = _atif_folder(tmp_path)
+    result = _ownloop(tmp_path / "store", "import", "--format", "atif", str(folder / "b-link.json"))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"Error: {folder / 'b-link.json'}: symlink, not followed: import reads regular files "
+        "only. Pass the file itself, or a folder of them"
+    ]
+
+
+def _bomb() -> bytes:
+    """A 34 kB PNG of 8000x7000 pixels (56 M: over the budget; 168 MB once decoded as RGB)."""
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("1", (8000, 7000)).save(out, format="PNG")
+    return out.getvalue()
+
+
+_OVER = "8000x7000 pixels, over the 50 M pixel budget"
+
+
+def test_import_skips_a_screenshot_over_the_pixel_budget(
+    tmp_path: Path, agent_folder: Callable[..., Path]
+) -> None:
+    folder = agent_folder(tmp_path / "results", "uitars", "task-1")
+    (folder / "screens" / "step_02.png").write_bytes(_bomb())
+    result = _ownloop(tmp_path / "store", "import", str(tmp_path / "results"), "--agent", "uitars")
+    assert result.returncode == 0, result.stderr
+    assert f"task-1: skipped screens/step_02.png ({_OVER})" in result.stdout.splitlines()
+
+
+def test_atif_import_skips_an_image_over_the_pixel_budget(tmp_path: Path) -> None:
+    from tests.transfer.conftest import png
+
+    folder = tmp_path / "in"
+    (folder / "screens").mkdir(parents=True)
+    shutil.copy(_ATIF, folder / "a.json")
+    (folder / "screens" / "0001.png").write_bytes(_bomb())
+    (folder / "screens" / "0002.png").write_bytes(png((1, 2, 3)))
+    result = _ownloop(tmp_path / "store", "import", "--format", "atif", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert f"a.json: image 'screens/0001.png' skipped ({_OVER})" in result.stdout.splitlines()

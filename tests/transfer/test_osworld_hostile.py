@@ -90,7 +90,7 @@ def test_a_hostile_tree_is_imported_as_data_and_nothing_outside_is_read(tmp_path
         line for line in out.splitlines() if line.startswith("pyautogui/screenshot/m/chrome/aaaa")
     )
     assert "(symlink, not followed)" in chrome and "recording.mp4.part (FIFO, not read)" in chrome
-    assert "(200000x200000 pixels, above 40000000)" in chrome
+    assert "(200000x200000 pixels, over the 50 M pixel budget)" in chrome
     assert "task file chrome/aaaa.json (not found)" in chrome
     gimp = next(line for line in out.splitlines() if "m/gimp/bbbb" in line)
     assert "../../../../../../outside/secret.png (missing)" in gimp

@@ -215,3 +215,55 @@ def test_a_collector_that_is_not_there_is_a_one_line_error(
         f"Error: cannot reach the collector at http://127.0.0.1:{port}/v1/traces ("
     )
     assert last.endswith("). Start it, or check --endpoint")
+
+
+class _Redirector(BaseHTTPRequestHandler):
+    """Answers every request with a 302 to an ftp:// URL (as the red team's collector did)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the handler's name is http.server's
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(302)
+        self.send_header("Location", "ftp://attacker.example/drop")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+def test_a_redirect_is_an_error_not_a_delivery(recorded_store: Path, tmp_path: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"HTTP://127.0.0.1:{server.server_address[1]}"  # the scheme in capitals is taken
+        result = run_ownloop(
+            recorded_store, "export", "--format", "otlp", "--endpoint", url, "--out", str(tmp_path)
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1:] == [
+        f"Error: the collector at {url.lower()}/v1/traces answered 302 Found, a redirect to "
+        "ftp://attacker.example/drop: nothing was delivered (redirects are not followed). Pass "
+        "the URL that takes the traces as --endpoint"
+    ]
+
+
+def test_a_line_break_in_the_endpoint_is_one_line(recorded_store: Path, tmp_path: Path) -> None:
+    result = run_ownloop(
+        recorded_store,
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        "http://u:pw-secret@127.0.0.1:9/\r\nX: 1",
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: --endpoint holds \\x0d at character 32 (a pasted line break?): pass the "
+        "collector's OTLP/HTTP base URL on one line, e.g. http://127.0.0.1:4318"
+    ]

@@ -277,3 +277,44 @@ def test_each_step_shows_what_the_model_saw_every_image_in_order(tmp_path: Path)
     assert "answer 1" in second  # the history the model was sent
     first = body.split('id="request-1"', 1)[1].split("</details>", 1)[0]
     assert "You are a &lt;b&gt;helpful&lt;/b&gt; agent." in first  # recorded text is escaped
+
+
+def test_a_sealed_runs_page_says_how_to_cite_it_and_its_judges_agreement(
+    dash: DashboardStore, tmp_path: Path
+) -> None:
+    import shutil
+
+    from click.testing import CliRunner
+
+    from ownloop.cli import cli
+    from ownloop.modelserver import ModelServer
+    from ownloop.modelserver.judge import ScriptedJudge
+
+    root = tmp_path / "store"
+    shutil.copytree(dash.store.root, root)
+
+    def ownloop(*args: str) -> str:
+        result = CliRunner().invoke(cli, ["--store", str(root), *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    with open_store(root).stream("run-0-end") as stream:  # the run ended: it may be sealed
+        stream.append([E.RunEnded(at=at(10_000), run_id=dash.run_a, session_id="")])
+    sealed = ownloop("seal", "--run", dash.run_a)
+    fingerprint = next(w for w in sealed.split() if len(w) == 64)
+    with ModelServer(ScriptedJudge(), models=("j",)) as url:
+        ownloop("judge", "--run", dash.run_a, "--endpoint", url, "--model", "j")
+    with ViewServer(open_store(root), port=0) as url:
+        body = _get(url + "run/" + dash.run_a).body.decode()
+        hostile = _get(url + "run/" + urllib.parse.quote(dash.run_b, safe="")).body.decode()
+    cite = body.split('<section class="cite" id="cite">', 1)[1].split("</section>", 1)[0]
+    assert f"fingerprint {fingerprint}" in cite
+    assert f"check it: ownloop verify --run {dash.run_a} --fingerprint {fingerprint}" in cite
+    assert "n = 4 tasks, 12 sessions" in cite and "recorded with ownloop " in cite
+    # The scripted judge fails every session (none ends with finish): it agrees with the rule
+    # graders on their 4 failures of 12, no better than chance: kappa 0, SE sqrt((1/3)(2/3) /
+    # (12 (2/3)^2)) = 0.204, so 0 -/+ 0.40.
+    judge = body.split('<dd class="judge" data-judge="final">', 1)[1].split("</dd>", 1)[0]
+    assert "0 of 12 sessions passed; agrees with the rule graders on 0.333 of 12" in judge
+    assert "kappa 0.00 [-0.40, 0.40]" in judge and "never the run's score" in judge
+    assert 'id="cite"' not in hostile and 'class="judge"' not in hostile  # not sealed, not judged
