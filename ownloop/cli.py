@@ -356,9 +356,22 @@ def serve_model(
     metavar="URL",
     help="Reset the desktop served at URL (POST URL/reset) and exit, e.g. as record --reset.",
 )
+@click.option(
+    "--cassette",
+    metavar="SESSION",
+    help="Serve a recorded desktop session's exchanges back (no X display, no apps).",
+)
+@click.pass_context
 @_friendly
 def serve_desktop(
-    port: int, display: int | None, size: str, apps: str, quiet: bool, reset_url: str | None
+    ctx: click.Context,
+    port: int,
+    display: int | None,
+    size: str,
+    apps: str,
+    quiet: bool,
+    reset_url: str | None,
+    cassette: str | None,
 ) -> None:
     """Serve a real X test desktop over OSWorld's VM server protocol until Ctrl-C.
 
@@ -369,6 +382,15 @@ def serve_desktop(
     Example: ownloop serve-desktop --size 1280x720 --apps xterm;
     ownloop record ... --desktop URL --reset "ownloop serve-desktop --reset {url}"
     """
+    if cassette:
+        import threading
+
+        from ownloop.world.cassette import serve_recorded
+
+        url = serve_recorded(_store(ctx), cassette, port=port)
+        click.echo(f"ownloop serve-desktop: session {cassette}'s recorded desktop at {url}")
+        sys.stdout.flush()
+        threading.Event().wait()
     from ownloop.desktopserver import Desktop, DesktopServer
     from ownloop.desktopserver.display import parse_size
     from ownloop.desktopserver.server import reset_remote
@@ -642,6 +664,20 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
     help="--executor ray: the cluster (default: $RAY_ADDRESS, else a Ray started on this machine).",
 )
 @click.option(
+    "--desktop",
+    multiple=True,
+    metavar="URL",
+    help="An OSWorld-protocol desktop server, e.g. http://127.0.0.1:5000 (repeatable: one "
+    "worker per desktop); for --suite osworld:DIR.",
+)
+@click.option(
+    "--reset",
+    metavar="CMD",
+    help="A host command run before each desktop task, e.g. a snapshot revert; {url} in it is "
+    "the desktop's URL.",
+)
+@click.option("--a11y", is_flag=True, help="Keep each desktop step's accessibility tree.")
+@click.option(
     "--max-endpoint-errors",
     default=3,
     show_default=True,
@@ -914,6 +950,16 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
     "--base",
     metavar="URL",
     help="--execute: replay a tasks-file session against another deployment at URL.",
+)
+@click.option(
+    "--desktop",
+    metavar="URL",
+    help="--execute: the desktop server to re-execute a desktop session on.",
+)
+@click.option(
+    "--reset",
+    metavar="CMD",
+    help="--desktop: reset it first (a host command with {url}, or 'server').",
 )
 @click.option(
     "--workers",

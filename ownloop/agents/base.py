@@ -90,8 +90,8 @@ class Ending(NamedTuple):
 def task_text(task: Task, form: str = "wrapped") -> str:
     """How every agent states the task (DESIGN §4): ``wrapped`` with the start URL (the seed
     harness's wording, which the scripted experts look for), ``bare`` as the released loops
-    pass it."""
-    if form == "bare":
+    pass it; on a desktop always the instruction alone (as the agents' OSWorld loops give it)."""
+    if form == "bare" or task.world == "desktop":
         return task.prompt
     return (
         f"You are interacting with a web application at {task.start_url}. Your task: {task.prompt}"

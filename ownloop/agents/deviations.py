@@ -362,8 +362,56 @@ _ROWS: tuple[Deviation, ...] = (
     ),
 )
 
+_DESKTOP: tuple[Deviation, ...] = (
+    # On the desktop world (``--suite osworld:DIR --desktop URL``).
+    Deviation(
+        "fara7b",
+        "on a desktop",
+        "a web agent: its released loop drives a browser (visit_url, web_search, history_back)",
+        "refused before the run starts with one line: record it in the browser",
+        "none (web agents stay in the browser)",
+        "half its actions have no desktop meaning, and a session of refused effects measures "
+        "nothing; a refusal costs no desktop",
+    ),
+    Deviation(
+        "molmoweb",
+        "on a desktop",
+        "a web agent: its released loop drives a browser (goto, search, back)",
+        "refused before the run starts with one line: record it in the browser",
+        "none (web agents stay in the browser)",
+        "as for fara7b: its browser-only actions have no desktop meaning",
+    ),
+    Deviation(
+        "uitars",
+        "`type(content=...)` on a desktop",
+        "OSWorld renders it as a clipboard copy and Ctrl+V",
+        "typed as keystrokes (`pyautogui.write`)",
+        "none (the desktop world)",
+        "a paste never reaches xterm, and with xclip each copy hung the server for 120 s",
+    ),
+    Deviation(
+        "uitars",
+        "`call_user()` on a desktop",
+        "its OSWorld loop reads a call to the user as FAIL",
+        "the same: the session ends `call_user`, and the osworld grader reads it as FAIL "
+        "(`infeasible` passes)",
+        "none (the desktop world)",
+        "UI-TARS has no fail action of its own",
+    ),
+    Deviation(
+        "opencua",
+        "pyautogui code on a desktop",
+        "its OSWorld loop sends the model's code to the VM to run",
+        "the code is read into actions (the whitelist interpreter), and each action is sent "
+        "as one literal pyautogui call rendered by ownloop",
+        "none (the desktop world)",
+        "model text never reaches the guest as code",
+    ),
+)
+
+
 DEVIATIONS: tuple[Deviation, ...] = tuple(
-    sorted(_ROWS, key=lambda row: (row.agent != "all", row.agent))
+    sorted(_ROWS + _DESKTOP, key=lambda row: (row.agent != "all", row.agent))
 )
 """Every documented deviation, grouped by agent (those of every agent first)."""
 

@@ -41,6 +41,6 @@ __all__ = [
     "with_network",
 ]
 
-UNGRADED = frozenset({"endpoint_error", "interrupted", "crashed"})
+UNGRADED = frozenset({"endpoint_error", "env_error", "interrupted", "crashed"})
 """Statuses that say nothing about the agent (the endpoint, a Ctrl-C, a killed recorder): never
 graded, at record time or in a regrade."""

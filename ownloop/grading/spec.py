@@ -23,6 +23,7 @@ Compact form and JSON-object form, one line each::
     python:MODULE:FUNCTION                 {"type":"python","function":"MODULE:FUNCTION"}
     webarena-verified:TASK_ID              {"type":"webarena-verified","task_id":157,
                                             "sites":{"shopping_admin":"{BASE}/admin"}}
+    osworld                                (an OSWorld task's evaluator, read from evidence)
     none                                   {"type":"none"}
 
 - Everything after the mode is the value, colons included (``answer:exact:a:b`` expects "a:b").
@@ -67,6 +68,7 @@ from ownloop.grading.capture import JSON_OPS, JsonGrader, parse_path
 from ownloop.grading.grade import Grade, Grader, GraderSpecError, quoted
 from ownloop.grading.miniwob import MiniwobGrader
 from ownloop.grading.network import BodyCheck, NetworkGrader
+from ownloop.grading.osworld import OsworldGrader
 from ownloop.grading.plugin import PythonGrader
 from ownloop.grading.url import URL_KINDS, UrlGrader
 from ownloop.grading.webarena import WEBARENA_TYPE, WebArenaGrader, WebArenaUnavailable
@@ -74,7 +76,17 @@ from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["GRADER_TYPES", "NoGrader", "grade_session", "make_grader"]
 
-GRADER_TYPES = ("answer", "url", "miniwob", "json", "network", "python", WEBARENA_TYPE, "none")
+GRADER_TYPES = (
+    "answer",
+    "url",
+    "miniwob",
+    "json",
+    "network",
+    "python",
+    WEBARENA_TYPE,
+    "none",
+    "osworld",
+)
 
 _COMPACT_USAGE = {
     "answer": "answer:MODE:VALUE with MODE exact, normalized, contains, regex, number or any, "
@@ -90,6 +102,7 @@ _COMPACT_USAGE = {
     "python": "python:MODULE:FUNCTION, e.g. python:my_graders:check_total",
     WEBARENA_TYPE: "webarena-verified:TASK_ID, e.g. webarena-verified:157",
     "none": "none (no arguments)",
+    "osworld": "osworld (no arguments: the evaluator is the session's evidence)",
 }
 _OBJECT_USAGE = {
     "answer": '{"type":"answer","contains":"42"} with one of exact, normalized, contains, regex, '
@@ -106,6 +119,7 @@ _OBJECT_USAGE = {
     WEBARENA_TYPE: '{"type":"webarena-verified","task_id":157,'
     '"sites":{"shopping_admin":"{BASE}/admin"}} (sites optional)',
     "none": '{"type":"none"}',
+    "osworld": '{"type":"osworld"}',
 }
 _ANY_USAGE = (
     "one of answer:MODE:VALUE, url:glob|regex:PATTERN, miniwob, "
@@ -185,6 +199,10 @@ def _from_compact(spec: str) -> Grader:
     kind, has_args, rest = spec.partition(":")
     if kind not in GRADER_TYPES:
         raise _Bad(f"unknown grader type {kind!r}", "")
+    if kind == "osworld":
+        if has_args:
+            raise _Bad("osworld takes no arguments", kind)
+        return OsworldGrader()
     if kind in ("miniwob", "none"):
         if has_args:
             raise _Bad(f"{kind} takes no arguments", kind)
@@ -231,6 +249,8 @@ def _from_object(spec: str) -> Grader:
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise _Bad(f"unknown field {unknown[0]!r} for type {kind!r}", kind)
+    if kind == "osworld":
+        return OsworldGrader()
     if kind in ("miniwob", "none"):
         return MiniwobGrader(spec) if kind == "miniwob" else NoGrader(spec)
     if kind == "python":

@@ -31,7 +31,7 @@ EXIT_FAILED = 3
 """``record``'s exit status when a session ended error, endpoint_error or crashed."""
 EXIT_STOPPED = 4
 """``record``'s exit status when the run stopped early and left tasks for a resume."""
-_FAILED = frozenset({"error", "endpoint_error", "crashed"})
+_FAILED = frozenset({"error", "endpoint_error", "env_error", "crashed"})
 
 
 def agent_options(
@@ -132,6 +132,9 @@ def record_from_options(
         limit=options.get("limit"),
         executor=options.get("executor") or "threads",
         ray_address=options.get("ray_address"),
+        desktops=tuple(options.get("desktop") or ()),
+        reset=options.get("reset"),
+        a11y=bool(options.get("a11y")),
         suite_source=SuiteSource(
             options["suite"],
             str(Path(options["tasks_file"]).resolve()) if options["tasks_file"] else None,

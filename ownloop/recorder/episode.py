@@ -21,9 +21,10 @@ import msgspec
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
+from ownloop.grading.osworld import is_unsupported
 from ownloop.grading.version import grader_version
 from ownloop.recorder.browser import BrowserSession, may_start_download
-from ownloop.recorder.evidence import capture_end_state
+from ownloop.recorder.browser_world import BrowserWorld
 from ownloop.recorder.model import CallOutcome
 from ownloop.recorder.sent_images import SentImages
 from ownloop.recorder.suites import Evidence, Suite
@@ -49,6 +50,7 @@ from ownloop.store.events import (
 )
 from ownloop.store.ids import SessionIds
 from ownloop.store.journal import StreamWriter
+from ownloop.world import World, WorldLost
 
 __all__ = [
     "Episode",
@@ -118,7 +120,7 @@ class Episode:
         stream: StreamWriter,
         agent: Agent,
         client: ModelCaller,
-        browser: BrowserSession,
+        browser: World | BrowserSession,
         suite: Suite,
         task: Task,
         run_id: str,
@@ -130,7 +132,11 @@ class Episode:
         on_step: StepHook | None = None,
     ) -> None:
         self.store, self.stream, self.agent, self.client = store, stream, agent, client
-        self.browser, self.suite, self.task = browser, suite, task
+        # The world the loop acts on (a bare BrowserSession is the browser world).
+        self.world: World = (
+            BrowserWorld(browser) if isinstance(browser, BrowserSession) else browser
+        )
+        self.suite, self.task = suite, task
         self.run_id, self.session_id = run_id, session_id
         self.limits, self.stop, self.grader_spec = limits, stop, grader_spec
         self.play: Play = play or Episode.agent_step
@@ -143,6 +149,13 @@ class Episode:
         self.sent_images = SentImages(
             getattr(agent, "sent_image_size", None), store.get_blob, store.put_blob
         )
+
+    @property
+    def browser(self) -> BrowserSession:
+        """The browser session of a browser world (replay's guard reads its page)."""
+        if not isinstance(self.world, BrowserWorld):
+            raise TypeError("this episode runs on a desktop, not in a browser")
+        return self.world.session
 
     # ---------------------------------------------------------------- helpers
     def _elapsed(self) -> float:
@@ -162,7 +175,7 @@ class Episode:
         """Take the step's screenshot, store it and add its ScreenshotTaken to ``batch``;
         without ``title`` (no prompt will show it, e.g. a replay of recorded ops) the page's
         title is not read (a round trip to the browser) and the observation's is ""."""
-        shot = self.browser.screenshot()
+        shot = self.world.screenshot()
         sha = self.store.put_blob(shot.png)
         batch.append(
             ScreenshotTaken(
@@ -174,19 +187,20 @@ class Episode:
                 height=shot.height,
                 url=shot.url,
                 capture_ms=shot.capture_ms,
+                a11y=self.store.put_blob(shot.a11y) if shot.a11y is not None else None,
             )
         )
         return Observation(
             step,
             ImagePart(sha256=sha, width=shot.width, height=shot.height),
             shot.url,
-            self.browser.title() if title else "",
+            self.world.title() if title else "",
         )
 
     def act(self, step: int, index: int, action_idx: int, op: Op, batch: list[Event]) -> None:
-        """Execute one browser operation and add its BrowserActed to ``batch``."""
+        """Execute one operation on the world and add its BrowserActed to ``batch``."""
         self.check()
-        effect = self.browser.execute(op)
+        effect = self.world.execute(op)
         download = self.store.put_blob(effect.download) if effect.download else None
         if not effect.ok:
             self.action_errors += 1
@@ -207,6 +221,11 @@ class Episode:
                 dialog=effect.dialog,
                 download=download,
                 duration_ms=effect.duration_ms,
+                command=effect.command,
+                http_status=effect.http_status,
+                returncode=effect.returncode,
+                output=effect.output,
+                guest_error=effect.guest_error,
             )
         )
 
@@ -215,8 +234,8 @@ class Episode:
         now, and a navigation they started that the guard refused only now, are recorded on the
         step's last operation that could have started them (``download_grace``: see
         ``BrowserSession.settle``)."""
-        late = self.browser.settle(download_grace=download_grace)
-        refusal = self.browser.late_refusal()
+        late = self.world.settle(download_grace=download_grace)
+        refusal = self.world.late_refusal()
         if late is None and refusal is None:
             return
         sha = self.store.put_blob(late) if late is not None else None
@@ -317,7 +336,7 @@ class Episode:
 
         index = 0
         for action_idx, action in enumerate(parsed.actions):
-            for op in self.agent.translate(action):
+            for op in self.world.translate(self.agent, action):
                 self.act(step, index, action_idx, op, batch)
                 index += 1
         ending = self.agent.ending(parsed, self.history)
@@ -355,11 +374,11 @@ class Episode:
             error=error,
         )
 
-    def _evidence(self) -> list[EvidenceCaptured]:
+    def _evidence(self, ended: SessionEnded) -> list[EvidenceCaptured]:
         pieces: list[Evidence] = []
         try:
-            pieces.extend(capture_end_state(self.browser))
-            pieces.extend(self.suite.capture(self.browser, self.task))
+            pieces.extend(self.world.end_state())
+            pieces.extend(self.world.capture(self.suite, self.task, ended))
         except Exception as exc:  # noqa: BLE001 - a dead browser must not lose the session
             pieces.append(Evidence("capture_error", value_json=_json_string(str(exc)[:500])))
         events = []
@@ -385,6 +404,8 @@ class Episode:
         if wants_network(grader):  # the HAR is a blob: read back what was just stored
             evidence = with_network(evidence, self.store.get_blob)
         grade = grader.grade(ended.answer, evidence)
+        if is_unsupported(grade):  # no verdict: a later regrade grades it once support lands
+            return None
         return SessionGraded(
             at=now(),
             **self.ids(),
@@ -402,7 +423,7 @@ class Episode:
         ended: SessionEnded | None = None
         step = 0
         try:
-            self.suite.prepare(self.browser, self.task)
+            self.world.prepare(self.suite, self.task)
             while ended is None:
                 step += 1
                 # One step is one policy turn (its re-samples included): the budget holds.
@@ -421,12 +442,15 @@ class Episode:
                     self.stream.append(batch)
         except _Interrupted:
             ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
+        except WorldLost as exc:  # the desktop stopped answering: not the agent's doing
+            ended = self.end("env_error", step, error=str(exc)[:1000])
         except Exception as exc:  # noqa: BLE001 - a crashed browser ends this session only
             if self.stop.is_set():  # the browser went down with the same Ctrl-C
                 ended = self.end("interrupted", step, error="interrupted (Ctrl-C)")
             else:
                 ended = self.end("error", step, error=f"{type(exc).__name__}: {exc}"[:1000])
-        evidence = self._evidence() if ended.status != "interrupted" else []
+        # A world that stopped answering has no end state to read (each read would time out).
+        evidence = self._evidence(ended) if ended.status not in ("interrupted", "env_error") else []
         grade = self._grade(ended, evidence)
         self.stream.append([*evidence, ended, *([grade] if grade else [])])
         return ended, grade
@@ -448,7 +472,7 @@ def run_episode(
     store: Store,
     agent: Agent,
     client: ModelCaller,
-    browser: BrowserSession,
+    browser: World | BrowserSession,
     suite: Suite,
     started: SessionStarted,
     limits: EpisodeLimits | None = None,

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ownloop.recorder.har import build_har
 from ownloop.store.errors import OwnloopError
 from ownloop.version import __version__
+from ownloop.world.evidence import Evidence
 
 if TYPE_CHECKING:
     from ownloop.recorder.browser import BrowserSession
@@ -41,16 +42,6 @@ _LOCAL_STORAGE_JS = """() => {
   }
   return out;
 }"""
-
-
-class Evidence(NamedTuple):
-    """A piece of end state before it is stored: inline JSON ``value_json`` or a blob ``data``."""
-
-    name: str
-    value_json: str | None = None
-    data: bytes | None = None
-    media_type: str = "application/json"
-    source: str = ""
 
 
 def capture_error(piece: str, error: object, source: str = "") -> Evidence:

@@ -30,6 +30,7 @@ __all__ = ["RunProgress", "result_line"]
 _STYLE = {
     "finished": "green",
     "endpoint_error": "red",
+    "env_error": "red",
     "error": "red",
     "crashed": "red",
     "parse_error": "yellow",

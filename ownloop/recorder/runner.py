@@ -31,6 +31,7 @@ from ownloop.recorder.admission import (
     source_state,
 )
 from ownloop.recorder.browser import BrowserSession, browser_versions, open_browser
+from ownloop.recorder.browser_world import BrowserWorld
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
@@ -59,6 +60,8 @@ from ownloop.store.journal import StreamWriter
 from ownloop.store.ledger import ledger_sessions
 from ownloop.store.scrub import scrub_text
 from ownloop.version import __version__
+from ownloop.world import World
+from ownloop.world.pool import DesktopLease, DesktopPool
 
 __all__ = [
     "RecordOptions",
@@ -109,6 +112,9 @@ class RecordOptions(NamedTuple):
     suite_source: SuiteSource | None = None  # how a Ray actor loads the same suite
     repeats: int = 1  # --repeat N: each task N times (repeats 1..N), each its own scored unit
     limit: int | None = None  # --limit N: only the suite's first N tasks (in the suite's order)
+    desktops: tuple[str, ...] = ()  # --desktop URL (repeatable): the desktop world; workers = these
+    reset: str | None = None  # --reset CMD: a host command before each desktop task ({url})
+    a11y: bool = False  # --a11y: keep each desktop step's accessibility tree as a blob
 
 
 class RunSummary(NamedTuple):
@@ -279,6 +285,7 @@ class TaskRecorder:
         self.in_flight: dict[str, str] = {}  # session id -> task id, until reported
         self._lock = threading.Lock()
         self.pool = EndpointPool(options.endpoints or (options.endpoint,), bench_seconds())
+        self.desktops = DesktopPool(options.desktops) if options.desktops else None
         self._clients: dict[str, ModelClient] = {}
         self.client = self.client_for(options.endpoint)
 
@@ -317,7 +324,14 @@ class TaskRecorder:
 
     def ensure_browser(self, handle: Any, claim: Claim) -> Any:
         """``handle`` while its browser lives, else a new browser (the first task, or the last
-        one crashed); the claim is given back when none starts."""
+        one crashed); the claim is given back when none starts. On desktops: the worker's
+        desktop lease, taken once."""
+        if self.desktops is not None:
+            try:
+                return handle if handle is not None else self.desktops.take()
+            except BaseException:
+                self.claims.release(claim)
+                raise
         try:
             if handle is None or not handle.browser.is_connected():
                 if handle is not None:
@@ -383,12 +397,24 @@ class TaskRecorder:
                 with self._lock:
                     self.crashed += 1
         self.run_stream.append(events)
-        session = BrowserSession(
-            handle.browser,
-            settings.viewport,
-            settle_s=self.options.settle_s,
-            allow_hosts=self.options.allow_hosts,
-        )
+        world: World
+        if isinstance(handle, DesktopLease):
+            options = self.options
+            world = handle.world(
+                a11y=options.a11y,
+                settle_s=options.settle_s,
+                reset=options.reset,
+                put_blob=self.store.put_blob,  # every exchange kept: the session's cassette
+            )
+            chromium = ""
+        else:
+            session = BrowserSession(
+                handle.browser,
+                settings.viewport,
+                settle_s=self.options.settle_s,
+                allow_hosts=self.options.allow_hosts,
+            )
+            world, chromium = BrowserWorld(session), browser_versions(handle.browser)["chromium"]
         try:
             started = SessionStarted(
                 at=now(),
@@ -400,7 +426,7 @@ class TaskRecorder:
                 attempt=claim.attempt,
                 viewport=settings.viewport,
                 repeat=claim.repeat,
-                chromium=browser_versions(handle.browser)["chromium"],
+                chromium=chromium,
                 endpoint=public_endpoint(endpoint),
             )
             with self._lock:
@@ -409,7 +435,7 @@ class TaskRecorder:
                 store=self.store,
                 agent=self.agent,
                 client=self.client_for(endpoint),
-                browser=session,
+                browser=world,
                 suite=self.suite,
                 started=started,
                 limits=self.options.limits,
@@ -418,7 +444,7 @@ class TaskRecorder:
                 on_step=_step_reporter(self.on_step, started) if self.on_step else None,
             )
         finally:
-            session.close()
+            world.close()
         if own_pick and result.status == "endpoint_error":
             self.bench(endpoint, result.session_id, self.pool, self.run_stream)
         return result
@@ -599,6 +625,7 @@ def record(
     tasks = suite.tasks()[: options.limit]
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
+    check_world(tasks, agent, options.desktops, options.executor)
     check_graders(tasks, suite.default_grader)
     started = declare(
         run_id=run_id,
@@ -671,6 +698,27 @@ def record(
     return summary
 
 
+_WEB_AGENTS = frozenset({"fara7b", "molmoweb"})
+
+
+def check_world(
+    tasks: Sequence[Task], agent: Agent, desktops: Sequence[str], executor: str
+) -> None:
+    """Refuse, before anything is written, a run whose tasks and world do not go together."""
+    on_desktop = any(task.world == "desktop" for task in tasks)
+    if on_desktop and not desktops:
+        raise OwnloopError("OSWorld tasks run on a desktop: give --desktop URL (repeatable)")
+    if desktops and not on_desktop:
+        raise OwnloopError("--desktop is for desktop tasks: give --suite osworld:DIR")
+    if desktops and agent.name in _WEB_AGENTS:
+        raise OwnloopError(
+            f"{agent.name} is a web agent (it visits URLs, searches, goes back): record it in "
+            "the browser; on a desktop use uitars or opencua"
+        )
+    if desktops and executor != "threads":
+        raise OwnloopError("--desktop runs on the threaded executor (--executor threads)")
+
+
 def _run(
     store: Store,
     suite: Suite,
@@ -706,7 +754,8 @@ def _run(
         runner.queue.put((task, repeat, attempt))
         runner.retries_left[task.task_id, repeat] = retries
     on_start(run_id, len(todo), skipped)
-    workers = [_Worker(runner, n) for n in range(max(1, min(options.workers, len(todo))))]
+    wanted = len(options.desktops) if options.desktops else options.workers  # workers = desktops
+    workers = [_Worker(runner, n) for n in range(max(1, min(wanted, len(todo))))]
     for worker in workers if todo else []:
         worker.start()
     interrupted = False

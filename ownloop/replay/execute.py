@@ -34,6 +34,7 @@ from ownloop.agents.base import Agent, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.agents.released import released_commit, released_sha256
 from ownloop.recorder.browser import Browser, BrowserSession, open_browser
+from ownloop.recorder.browser_world import BrowserWorld
 from ownloop.recorder.episode import (
     Episode,
     EpisodeLimits,
@@ -67,6 +68,8 @@ from ownloop.store.events import (
 from ownloop.store.ids import new_id
 from ownloop.store.queries import has_run_started, sql_command
 from ownloop.store.seal import refuse_if_sealed, sealed_fingerprint
+from ownloop.world import World
+from ownloop.world.pool import DesktopTarget
 
 __all__ = [
     "MODES",
@@ -190,7 +193,7 @@ def _play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: _F
             batch.append(msgspec.structs.replace(parse, at=now(), **episode.ids()))
             parsed = _recorded_parse(recorded)
             for action_idx, action in enumerate(parsed.actions):
-                for op in episode.agent.translate(action):
+                for op in episode.world.translate(episode.agent, action):
                     verdict = run(index, action_idx, op)
                     if verdict.then != "act":
                         break
@@ -279,11 +282,14 @@ class Plan(NamedTuple):
     on_diverge: str = "ignore"
     seed: int | None = None
     base: str | None = None
+    desktop: DesktopTarget | None = None  # a desktop session's desktop (replay --desktop URL)
 
 
 def _run(store: Store, parent: Session, plan: Plan, stop: threading.Event) -> EpisodeResult:
     """On the calling thread (Playwright objects stay on the thread that made them), in a
-    Chromium of its own."""
+    Chromium of its own (none for a desktop session)."""
+    if plan.desktop is not None:
+        return run_planned(None, store, parent, plan, stop)
     launched = open_browser(plan.chromium)
     try:
         return run_planned(launched.browser, store, parent, plan, stop)
@@ -292,7 +298,7 @@ def _run(store: Store, parent: Session, plan: Plan, stop: threading.Event) -> Ep
 
 
 def run_planned(
-    chromium: Browser,
+    chromium: Browser | None,
     store: Store,
     parent: Session,
     plan: Plan,
@@ -303,7 +309,12 @@ def run_planned(
     assert parent.task is not None
     viewport = plan.agent.settings.viewport
     with reopen_suite(parent.task, seed=plan.seed, base=plan.base, browser=chromium) as reopened:
-        browser = BrowserSession(chromium, viewport, settle_s=plan.settle_s)
+        browser: World
+        if plan.desktop is not None or chromium is None:
+            assert plan.desktop is not None
+            browser = plan.desktop.world(settle_s=plan.settle_s)
+        else:
+            browser = BrowserWorld(BrowserSession(chromium, viewport, settle_s=plan.settle_s))
         try:
             started = SessionStarted(
                 at=now(),
@@ -317,14 +328,19 @@ def run_planned(
                 parent_session_id=parent.session_id,
                 replay_mode=plan.mode,
                 fork_step=plan.fork_at,
-                chromium=chromium.version,
+                chromium=chromium.version if chromium is not None else "",
             )
             replaying = plan.mode in ("ops", "actions")
             max_steps = len(parent.steps) if replaying else plan.agent.settings.max_steps
             if replaying and plan.on_diverge == "fork":
                 max_steps = max(max_steps, plan.agent.settings.max_steps)
             fidelity = _Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
-            guard = Guard(parent.session_id, plan.on_diverge, store.get_blob)
+            # A desktop has no elements to check: its ops replay unguarded.
+            guard = (
+                Guard(parent.session_id, plan.on_diverge, store.get_blob)
+                if plan.desktop is None
+                else None
+            )
 
             def on_step(number: int, batch: list[Event]) -> None:
                 fidelity(number, batch)
@@ -439,6 +455,7 @@ def execute_session(
     on_diverge: str | None = None,
     seed: int | None = None,
     base: str | None = None,
+    desktop: DesktopTarget | None = None,
 ) -> Replayed:
     """Re-execute ``parent`` in a fresh browser as a new session (see the module docstring).
 
@@ -462,6 +479,7 @@ def execute_session(
             ``retarget`` on another seed or base.
         seed: replay a MiniWoB session on this seed of its task.
         base: replay a tasks-file session against this base URL (another deployment).
+        desktop: (a desktop session) the desktop to re-execute on, and its reset.
 
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
@@ -484,6 +502,7 @@ def execute_session(
         on_diverge=on_diverge,
         seed=seed,
         base=base,
+        desktop=desktop,
     )
     new_run = ensure_run(store, plan, parent, endpoint)
     result = _in_thread(lambda stop: _run(store, parent, plan, stop))
@@ -520,6 +539,7 @@ def plan_replay(
     base: str | None = None,
     recorded: dict[str, Any] | None = None,
     into_run: str | None = None,
+    desktop: DesktopTarget | None = None,
 ) -> Plan:
     """Check that ``parent`` can be re-executed so and say how (``execute_session``'s
     arguments); nothing is written and no browser starts. A caller planning many parents passes
@@ -537,6 +557,14 @@ def plan_replay(
         raise ReplayError(f"unknown replay mode {mode!r}. Use one of: ops, actions, responses")
     guarded = on_diverge or ("retarget" if seed is not None or base else "ignore")
     _check_world(parent, mode, guarded, seed, base)
+    if (parent.task.world == "desktop") != (desktop is not None):
+        raise ReplayError(
+            f"session {parent.session_id} ran on a desktop: pass --desktop URL to re-execute it"
+            if desktop is None
+            else "--desktop re-executes desktop sessions; this one ran in the browser"
+        )
+    if desktop is not None and guarded != "ignore":
+        raise ReplayError("a desktop session replays unguarded: leave --on-diverge out")
     agent = _agent(store, parent, agent_overrides or {}, released, recorded)
     live: ModelClient | None = None
     forking = mode in ("ops", "actions") and guarded == "fork"
@@ -580,6 +608,7 @@ def plan_replay(
         guarded,
         seed,
         base,
+        desktop,
     )
     return plan
 
@@ -820,4 +849,9 @@ def option_arguments(options: dict[str, Any]) -> dict[str, Any]:
         "on_diverge": options.get("on_diverge"),
         "seed": options.get("seed"),
         "base": options.get("base"),
+        "desktop": (
+            DesktopTarget(options["desktop"], options.get("reset") or None)
+            if options.get("desktop")
+            else None
+        ),
     }

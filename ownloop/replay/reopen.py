@@ -213,7 +213,12 @@ def reopen_suite(
         base: (a tasks file, or an environment's recorded URLs) the deployment to use instead.
         browser: a Chromium to read another seed's prompt with (else one is launched).
     """
-    if task.suite == "miniwob":
+    if task.world == "desktop":  # an OSWorld task: its recorded JSON, its folder's local files
+        from ownloop.world.osworld import OsworldSuite
+
+        with OsworldSuite.of_task(task) as suite:
+            yield Reopened(suite, task, lambda url: url)
+    elif task.suite == "miniwob":
         with _miniwob(task, seed, browser) as reopened:
             yield reopened
     elif (

@@ -74,6 +74,7 @@ __all__ = [
     "SessionGraded",
     "SessionStarted",
     "Sleep",
+    "DesktopCall",
     "Task",
     "TextPart",
     "TypeText",
@@ -97,6 +98,7 @@ Status = Literal[
     "error",
     "interrupted",
     "crashed",
+    "env_error",  # the desktop stopped answering mid-task: not the agent's doing, re-run on resume
 ]
 
 CallPurpose = Literal["step", "resample", "retry", "judge"]
@@ -326,6 +328,21 @@ class Sleep(_OpBase, tag="sleep", frozen=True, kw_only=True):
     seconds: float
 
 
+class DesktopCall(_OpBase, tag="pyautogui", frozen=True, kw_only=True):
+    """One pyautogui call on a desktop (``ownloop.world.render``): a whitelisted function and
+    checked literal arguments. The code sent is rendered from these fields each time it is
+    executed (a replay too), never read back from text."""
+
+    fn: str  # click, doubleClick, rightClick, moveTo, dragTo, mouseDown, mouseUp, scroll, ...
+    x: int | None = None  # screen pixels, inside the screen
+    y: int | None = None
+    button: str = ""  # left, right, middle ("" for pyautogui's default)
+    clicks: int = 0  # scroll amount (notches), or click count for click
+    text: str = ""  # write: the characters typed, as keystrokes
+    keys: tuple[str, ...] = ()  # press / hotkey / keyDown / keyUp: pyautogui key names
+    clamped: tuple[float, float] | None = None  # the off-screen point the action asked for
+
+
 Op = (
     MouseClick
     | MouseMove
@@ -339,6 +356,7 @@ Op = (
     | PageGoto
     | PageGoBack
     | Sleep
+    | DesktopCall
 )
 
 # ---------------------------------------------------------------- values inside events
@@ -375,6 +393,8 @@ class Task(_Frozen, frozen=True, kw_only=True):
     setup_urls: tuple[str, ...] = ()
     capture_urls: tuple[str, ...] = ()
     timeout_s: float | None = None
+    world: str = ""  # "" for the browser; "desktop" for an OSWorld-protocol desktop
+    source_json: str = ""  # the task as its file gives it (an OSWorld task: its JSON), compact
 
 
 class TextPart(_Frozen, tag_field="type", tag="text", frozen=True, kw_only=True):
@@ -487,6 +507,7 @@ class ScreenshotTaken(EventBase, tag="screenshot_taken", frozen=True, kw_only=Tr
     height: int = 0
     url: str = ""
     capture_ms: float = 0.0
+    a11y: str | None = None  # blob sha256 of a desktop's accessibility tree (XML), --a11y
 
 
 class ModelCalled(EventBase, tag="model_called", frozen=True, kw_only=True):
@@ -542,6 +563,12 @@ class BrowserActed(EventBase, tag="browser_acted", frozen=True, kw_only=True):
     dialog: Dialog | None = None
     download: str | None = None  # blob sha256 of a downloaded file
     duration_ms: float = 0.0
+    # A desktop's operation (DesktopCall): the command sent to its server and the server's answer.
+    command: str = ""  # the exact code sent to POST /execute
+    http_status: int | None = None
+    returncode: int | None = None
+    output: str = ""  # the guest's stdout (clipped to 2000 characters)
+    guest_error: str = ""  # the guest's stderr (clipped)
 
 
 class EvidenceCaptured(EventBase, tag="evidence_captured", frozen=True, kw_only=True):

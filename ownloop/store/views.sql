@@ -264,19 +264,23 @@ select session_id, step, idx, action_idx,
         when 'keyboard.down' then op ->> 'key'
         when 'keyboard.up' then op ->> 'key'
         when 'page.goto' then op ->> 'url'
+        when 'pyautogui' then op ->> 'text'
     end as text,
     pages_opened,
     dialog ->> 'type' as dialog_type,
     dialog ->> 'message' as dialog_message,
     download, duration_ms,
     op as operation,
-    time
+    time,
+    -- a desktop's operation: the command sent to its server and the server's answer
+    command, http_status, returncode, output, guest_error
 from browser_acted;
 
 create view screenshots as
 select session_id, step, sha256, width, height, url, media_type, capture_ms,
     'blobs/' || sha256[1:2] || '/' || sha256 as blob_path,
-    time
+    time,
+    a11y  -- blob sha256 of a desktop step's accessibility tree (--a11y), else null
 from screenshot_taken;
 
 create view grades as

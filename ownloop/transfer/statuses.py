@@ -35,6 +35,7 @@ _TO_OWNLOOP: dict[str, Status] = {
     "parse_error": "parse_error",
     "no_action": "no_action",
     "endpoint_error": "endpoint_error",
+    "env_error": "env_error",
     "error": "error",
     "action_error": "error",
     "browser_error": "error",
@@ -46,7 +47,7 @@ _TO_OWNLOOP: dict[str, Status] = {
 # The word export writes for an ownloop status when the session's own word does not map back.
 _TO_HARNESS = {"crashed": "crash"}
 
-FAILED_FOLDER_STATUSES = frozenset({"crashed", "endpoint_error", "interrupted"})
+FAILED_FOLDER_STATUSES = frozenset({"crashed", "endpoint_error", "env_error", "interrupted"})
 """Statuses a harness leaves to be re-run: written as ``session_failed.json``."""
 
 

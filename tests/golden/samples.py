@@ -20,6 +20,7 @@ from ownloop.store import events as E
 __all__ = [
     "ACTIONS",
     "ADDED",
+    "LATER",
     "GOLDEN_EVENTS",
     "OPS",
     "SAMPLES",
@@ -422,6 +423,46 @@ ADDED: tuple[E.EventBase, ...] = (
     ),
 )
 
+LATER: tuple[E.EventBase, ...] = (
+    # Added after journal-v2.jsonl was written: the desktop world (issue 27).
+    E.BrowserActed(
+        at=_at(26),
+        run_id="r2",
+        session_id="d1",
+        step=1,
+        idx=0,
+        op=E.DesktopCall(
+            fn="click", x=1919, y=0, button="left", clicks=1, clamped=(99377.0, -39.0)
+        ),
+        duration_ms=331.7,
+        command='["python", "-c", "import pyautogui; pyautogui.click(x=1919, y=0)"]',
+        http_status=200,
+        returncode=0,
+        output="",
+        guest_error="",
+    ),
+    E.ScreenshotTaken(
+        at=_at(26.5), run_id="r2", session_id="d1", step=2, sha256="9a" * 32, a11y="9b" * 32
+    ),
+    E.SessionStarted(
+        at=_at(25.5),
+        run_id="r2",
+        session_id="d1",
+        task=E.Task(
+            task_id="os/write-hello",
+            prompt="Create ~/hello.txt",
+            start_url="",
+            suite="osworld:/tasks",
+            grader="osworld",
+            world="desktop",
+            source_json='{"id":"write-hello"}',
+        ),
+    ),
+    E.SessionEnded(
+        at=_at(27), run_id="r2", session_id="d1", status="env_error", error="desktop gone"
+    ),
+)
+
 _encoder = msgspec.json.Encoder()
 
 
@@ -460,7 +501,9 @@ def append_golden(path: Path = GOLDEN_EVENTS) -> int:
     """Append the golden line of every sample not yet in ``path``; returns how many were added."""
     existing = set(path.read_bytes().splitlines()) if path.exists() else set()
     new = [
-        line for line in (_encoder.encode(s) for s in (*SAMPLES, *ADDED)) if line not in existing
+        line
+        for line in (_encoder.encode(s) for s in (*SAMPLES, *ADDED, *LATER))
+        if line not in existing
     ]
     with open(path, "ab") as f:
         for line in new:

@@ -89,6 +89,12 @@ def load_suite(
         return TasksFileSuite(tasks_file, base)
     assert suite is not None
     name, _, argument = suite.partition(":")
+    if name == "osworld":
+        from ownloop.world.osworld import OsworldSuite
+
+        if base is not None or seeds is not None:
+            raise SuiteError("--base and --seeds do not apply to --suite osworld:DIR")
+        return OsworldSuite(argument)
     if name == "miniwob":
         if base is not None:
             raise SuiteError("--base applies to --tasks files; miniwob serves its own pages")

@@ -1,0 +1,137 @@
+"""The ``osworld`` grader: OSWorld's evaluator, as a pure function of recorded evidence.
+
+The desktop suite keeps the evaluator, the session's outcome and every getter's output as
+evidence (``ownloop.world.osworld.getters``); this grader reads them back and runs the metric
+(:mod:`.metrics`), so ``ownloop regrade`` grades a desktop session with no desktop. Scores follow
+OSWorld: ``conj: "and"`` (the default) is 0 when a metric is 0, else the metrics' mean; ``or`` is
+their best; a session the agent ended with FAIL scores 0 unless the task is ``infeasible``, which
+scores 1 exactly then. A task passes at score 1.
+
+A metric or getter ownloop does not implement gives ``unsupported: <name>`` (see
+:func:`is_unsupported`): the recorder and regrade then write no grade at all, never a pass or a
+fail, and a later regrade grades the session once support lands.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ownloop.grading.grade import Check, Grade
+from ownloop.grading.osworld.metrics import METRICS, MetricError
+from ownloop.store.events import EvidenceCaptured
+
+__all__ = ["UNSUPPORTED", "OsworldGrader", "is_unsupported"]
+
+UNSUPPORTED = "unsupported: "
+
+
+def is_unsupported(grade: Grade) -> bool:
+    """Whether a grade is no verdict (a metric or getter ownloop does not implement)."""
+    return grade.details.startswith(UNSUPPORTED)
+
+
+def _latest(evidence: Sequence[EvidenceCaptured], name: str) -> Any:
+    for item in reversed(evidence):
+        if item.name == name and item.value_json is not None:
+            try:
+                return json.loads(item.value_json)
+            except ValueError:
+                return None
+    return None
+
+
+def _getters(evidence: Sequence[EvidenceCaptured]) -> dict[tuple[str, int], dict[str, Any]]:
+    found: dict[tuple[str, int], dict[str, Any]] = {}
+    for item in evidence:
+        if item.name != "osworld_getter" or item.value_json is None:
+            continue
+        try:
+            record = json.loads(item.value_json)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            found[str(record.get("role")), int(record.get("index", 0))] = record
+    return found
+
+
+def _listed(value: Any, count: int) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value] * count
+
+
+class _Abstain(Exception):
+    pass
+
+
+def _value(record: dict[str, Any] | None, role: str) -> Any:
+    if record is None:
+        return None
+    if not record.get("ok"):
+        error = str(record.get("error") or "")
+        if error.startswith("unsupported getter: "):
+            raise _Abstain(error.removeprefix("unsupported getter: "))
+        raise MetricError(f"the {role} could not be read: {error[:120]}")
+    return record.get("value") if record.get("type") == "rule" else record.get("text")
+
+
+@dataclass(frozen=True, slots=True)
+class OsworldGrader:
+    """Grades with the evaluator the session's evidence holds."""
+
+    name: str = "osworld"
+    version: str = "1"
+
+    def grade(self, answer: str | None, evidence: Sequence[EvidenceCaptured]) -> Grade:
+        evaluator = _latest(evidence, "osworld_evaluator")
+        if not isinstance(evaluator, Mapping):
+            return Grade(0.0, False, "no osworld_evaluator evidence: not an OSWorld session")
+        outcome = _latest(evidence, "osworld_outcome") or {}
+        # FAIL: the agent gave up (UI-TARS's OSWorld loop reads its call_user as FAIL).
+        failed = isinstance(outcome, Mapping) and outcome.get("status") in ("fail", "call_user")
+        funcs = evaluator.get("func")
+        names = [str(f) for f in (funcs if isinstance(funcs, list) else [funcs])]
+        if names == ["infeasible"]:
+            check = Check(name="infeasible", passed=failed, expected="FAIL", actual=str(outcome))
+            return Grade(
+                float(failed),
+                failed,
+                f"infeasible: the agent {'did' if failed else 'did not'} answer FAIL",
+                (check,),
+            )
+        if failed:
+            return Grade(0.0, False, "the agent answered FAIL on a feasible task")
+        options = _listed(evaluator.get("options") or {}, len(names))
+        getters = _getters(evidence)
+        scores: list[float] = []
+        checks: list[Check] = []
+        for index, metric_name in enumerate(names):
+            metric = METRICS.get(metric_name)
+            if metric is None:
+                return Grade(0.0, False, f"{UNSUPPORTED}{metric_name}")
+            try:
+                result = _value(getters.get(("result", index)), "result")
+                expected = _value(getters.get(("expected", index)), "expected value")
+                option = options[index] if index < len(options) else {}
+                score = metric(result, expected, option if isinstance(option, Mapping) else {})
+            except _Abstain as abstain:
+                return Grade(0.0, False, f"{UNSUPPORTED}getter {abstain}")
+            except MetricError as error:
+                score, result, expected = 0.0, str(error), ""
+            scores.append(score)
+            checks.append(
+                Check(
+                    name=metric_name,
+                    passed=score >= 1.0,
+                    expected=str(expected)[:200],
+                    actual=str(result)[:200],
+                )
+            )
+        if evaluator.get("conj") == "or":
+            score = max(scores, default=0.0)
+        else:
+            score = 0.0 if not scores or min(scores) == 0 else sum(scores) / len(scores)
+        passed = score >= 1.0
+        details = ", ".join(f"{c.name} {'ok' if c.passed else 'no'}" for c in checks)
+        return Grade(round(score, 6), passed, details, tuple(checks))
