@@ -44,7 +44,9 @@ def _task(root: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=12)
-    steps = parser.parse_args().steps
+    parser.add_argument("--smoke", action="store_true", help="2 steps: it runs")
+    args = parser.parse_args()
+    steps = 2 if args.smoke else args.steps
     server = DesktopServer(Desktop((1280, 720), ["xterm"]))
     url = server.start()
     try:

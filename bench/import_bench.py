@@ -108,7 +108,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="100 folders")
     parser.add_argument("--keep", type=Path, help="write the tree and store here (kept)")
+    parser.add_argument("--smoke", action="store_true", help="5 folders of 3 steps: it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.folders, args.steps = 5, 3
     folders = 100 if args.quick else args.folders
     work = args.keep or Path(tempfile.mkdtemp(prefix="import-bench-"))
     tree, store = work / "results", work / "store"

@@ -38,7 +38,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--size", default="1280x720")
+    parser.add_argument("--smoke", action="store_true", help="2 rounds: it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 2
     server = DesktopServer(Desktop(parse_size(args.size)))
     started = time.monotonic()
     url = server.start()

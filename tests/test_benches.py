@@ -18,11 +18,13 @@ BENCHES = sorted(path.name for path in (ROOT / "bench").glob("*.py"))
 # Benches that drive headless Chromium (their smoke runs take longer than a few seconds).
 IN_A_BROWSER = {
     "browser_bench.py",
+    "desktop_bench.py",
     "miniwob_shots.py",
     "ray_bench.py",
     "record_bench.py",
     "replay_bench.py",
     "retarget_bench.py",
+    "serve_desktop_bench.py",
 }
 # Benches whose subject is an optional package: skipped, with the reason, when it is missing.
 NEEDS = {

@@ -261,8 +261,8 @@ def test_a_session_never_exceeds_its_budget_and_resamples_are_not_turns(tmp_path
     assert "1 max_steps" in result.output
     assert (
         "mixed step budgets: run old declared 40 steps but its sessions ran under 1 and 40; "
-        "compare only sessions where comparable (ownloop sessions shows it)"
-    ) in result.output
+        f"compare only sessions where comparable (ownloop --store {tmp_path} sessions shows it)"
+    ) in result.output  # the hint names the store it was given
     rows = store.sql(
         "select status, steps, budget, comparable from sessions where task_id like 'login-user-%'"
     ).rows

@@ -18,7 +18,7 @@ from tests.view.dashboard import wait_until
 pytestmark = pytest.mark.browser
 
 _SHOTS_LOADED = (
-    "(() => { const imgs = Array.from(document.querySelectorAll('section.step img'));"
+    "(() => { const imgs = Array.from(document.querySelectorAll('section.step figure.shot img'));"
     " return imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0)"
     " ? imgs.length : 0; })()"
 )

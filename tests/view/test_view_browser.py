@@ -23,7 +23,7 @@ from tests.view.synthetic import (
 pytestmark = pytest.mark.browser
 
 _ALL_LOADED = (
-    "Array.from(document.querySelectorAll('section.step img'))"
+    "Array.from(document.querySelectorAll('section.step figure.shot img'))"
     ".every(i => i.complete && i.naturalWidth > 0)"
 )
 
@@ -91,10 +91,10 @@ def test_sessions_table_filters_and_sorts(page: Any, viewer: str, view_store: Vi
     assert [r["id"] for r in _rows(page)] == [view_store.gestures]
     # Sorting: by task id ascending, then (a second click) descending; filters are kept.
     page.goto(viewer + "sessions?agent=synthetic-agent")
-    _follow(page, "#sessions thead a.sort:text-is('task_id')")
+    _follow(page, "#sessions thead a.sort:text-is('task id')")
     ascending = [r["task"] for r in _rows(page)]
     assert ascending == sorted(ascending) and len(ascending) == 3
-    _follow(page, "#sessions thead a.sort:has-text('task_id')")
+    _follow(page, "#sessions thead a.sort:has-text('task id')")
     assert [r["task"] for r in _rows(page)] == sorted(ascending, reverse=True)
     assert "agent=synthetic-agent" in page.url
 
@@ -114,6 +114,9 @@ def test_every_step_shows_its_screenshot_with_markers_where_the_actions_were(
         "select step, x, y from actions where kind = 'click' and session_id = "
         f"'{session_id}' order by step, idx"
     ).rows
+    # The whole screenshot, as recorded: crop to content (the default) is off for this page
+    # (the cropped geometry is test_dashboard_browser's).
+    page.add_init_script("sessionStorage.setItem('ownloop-crop', '')")
     page.goto(f"{viewer}session/{session_id}")
     assert page.eval_on_selector_all("section.step", "s => s.length") == len(shots)
     _show_all_steps(page)
@@ -194,7 +197,7 @@ def test_hostile_text_renders_as_text(page: Any, viewer: str, view_store: ViewSt
     # The sessions table shows the hostile answer as text too.
     page.goto(viewer + "sessions")
     assert page.evaluate("window.pwned") is None
-    assert page.locator(f"tr[data-session={view_store.hostile}] td").last.text_content() == (
+    assert page.locator(f"tr[data-session={view_store.hostile}] td.answer").text_content() == (
         HOSTILE_ANSWER
     )
 
