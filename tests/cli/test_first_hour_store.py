@@ -178,7 +178,7 @@ def test_an_unknown_status_is_an_error_that_names_the_statuses(store: Path) -> N
     assert (
         "Error: Invalid value for '--status': 'bogus' is not one of 'finished', 'call_user', "
         "'fail', 'max_steps', 'timeout', 'parse_error', 'no_action', 'endpoint_error', "
-        "'error', 'interrupted', 'crashed'."
+        "'error', 'interrupted', 'crashed', 'env_error'."
     ) in bogus.stderr
     fail = ownloop("--store", str(store), "sessions", "--status", "fail", "--format", "csv")
     assert [row["session_id"] for row in csv.DictReader(io.StringIO(fail.stdout))] == ["s-long"]
