@@ -20,11 +20,12 @@ import io
 import json
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import msgspec
 
 from ownloop.grading import UNGRADED
+from ownloop.recorder.episode import ModelCaller
 from ownloop.recorder.model import CallOutcome
 from ownloop.replay.agreement import JudgeReport, judge_report
 from ownloop.replay.fold import Session
@@ -52,7 +53,6 @@ from ownloop.store.ids import new_id
 
 __all__ = [
     "JUDGE_SAMPLING",
-    "Caller",
     "JudgeOptions",
     "JudgeOutcome",
     "Judging",
@@ -65,23 +65,6 @@ JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=1024)
 """How a judge is sampled (a repeat then measures the endpoint's own nondeterminism); the
 scripted judge's noise, or a temperature of the user's, makes repeats differ."""
 _MAX_KEY_SHOTS = 4
-
-
-class Caller(Protocol):
-    """What answers a judge's requests: ``ModelClient``, or ``RecordedJudgeCalls``."""
-
-    def call(
-        self,
-        messages: tuple[Message, ...],
-        sampling: Sampling,
-        *,
-        run_id: str,
-        session_id: str,
-        step: int,
-        attempt: int,
-        purpose: CallPurpose,
-        should_stop: Callable[[], bool] = ...,
-    ) -> CallOutcome: ...
 
 
 class Judging(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,7 +88,7 @@ class Judging(msgspec.Struct, frozen=True, kw_only=True):
 class _Run:
     """One judging in progress: its caller, its events, its counts."""
 
-    def __init__(self, store: Store, caller: Caller, judge: Judge) -> None:
+    def __init__(self, store: Store, caller: ModelCaller, judge: Judge) -> None:
         self.store, self.caller, self.judge = store, caller, judge
         self.events: list[ModelCalled | SessionGraded] = []
         self.counts = {"passed": 0, "failed": 0, "unreadable": 0, "unanswered": 0, "controls": 0}
@@ -223,7 +206,7 @@ def _swapped_answers(sessions: Sequence[Session]) -> dict[str, str]:
 
 def judge_sessions(
     store: Store,
-    caller: Caller,
+    caller: ModelCaller,
     judge: Judge,
     selection: Selection,
     *,
@@ -378,7 +361,7 @@ def judge(store: Store, options: JudgeOptions) -> JudgeOutcome:
         selection = Selection(run_id=options.run_id, where=options.where)
     judging, misses = None, 0
     if not options.report_only:
-        caller: Caller
+        caller: ModelCaller
         if options.replay:
             caller = recorded = RecordedJudgeCalls(store)
         else:
