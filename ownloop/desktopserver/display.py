@@ -155,6 +155,7 @@ class Desktop:
         """Close every application, wipe and recreate HOME, start the fresh desktop's apps."""
         self._reader.close()
         self._end_processes(keep=self._infrastructure())
+        self._close_left_windows()
         if self._wm is None or self._wm.poll() is not None:
             self._start_wm()
         self._fresh_home()
@@ -227,21 +228,33 @@ class Desktop:
         return self._reader.read(self.env, timeout_s) if self.atspi else None
 
     def processes(self) -> list[int]:
-        """The ids of every live process this desktop started (Xvfb and openbox included)."""
+        """The ids of every live process this desktop started (Xvfb and openbox included): those
+        whose environment carries the desktop's mark, those it launched, and their descendants
+        (Chromium overwrites its environment with its title)."""
         marker = f"OWNLOOP_DESKTOP={self.id}".encode()
-        found = []
+        found: list[int] = []
+        children: dict[int, list[int]] = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
                 environ = (entry / "environ").read_bytes()
+                stat = (entry / "stat").read_text()
             except OSError:
                 continue
+            pid = int(entry.name)
+            children.setdefault(int(stat.rsplit(")", 1)[-1].split()[1]), []).append(pid)
             if marker in environ.split(b"\0"):
-                found.append(int(entry.name))
-        for process in (self._xvfb, self._wm):
+                found.append(pid)
+        for process in (self._xvfb, self._wm, *self._launched):
             if process is not None and process.poll() is None and process.pid not in found:
                 found.append(process.pid)
+        seen = set(found)
+        for pid in found:  # grows while it runs: every descendant, once
+            for child in children.get(pid, ()):
+                if child not in seen:
+                    seen.add(child)
+                    found.append(child)
         return found
 
     # ------------------------------------------------------------------ the parts
@@ -366,6 +379,24 @@ class Desktop:
                 for process in self._launched:
                     process.poll()  # reap what we started, so none lingers as a zombie
         self._launched = [process for process in self._launched if process.poll() is None]
+
+    def _close_left_windows(self) -> None:
+        """Cut the X connection of every window still shown (``xdotool windowkill``): a process
+        that rewrote its environment, or one started without the desktop's mark, is not found
+        by ``processes()``, but its windows must not outlive a reset."""
+        end = time.monotonic() + _START_S
+        while (left := window_ids(self.env)) and time.monotonic() < end:
+            for window in left:
+                subprocess.run(
+                    ["xdotool", "windowkill", window],
+                    env=self.env,
+                    capture_output=True,
+                    timeout=10,
+                    check=False,
+                )
+            time.sleep(0.05)
+        if left:
+            raise DesktopError(f"{len(left)} windows stayed open through the reset")
 
     def _infrastructure(self) -> set[int | None]:
         """What a reset keeps running: Xvfb, the window manager, the session bus."""

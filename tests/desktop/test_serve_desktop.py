@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import os
 import string
+import subprocess
 import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,6 +158,30 @@ def test_reset_closes_every_app_and_wipes_home(desktop: TestDesktop) -> None:
     assert not _running(pid)
     assert sorted(os.listdir(desktop.home)) == ["Desktop", "Documents", "Downloads"]
     assert os.listdir(desktop.home / "Desktop") == []
+
+
+@pytest.mark.desktop
+def test_reset_closes_a_window_whose_process_it_cannot_find(
+    desktop: TestDesktop, desktop_server: Any
+) -> None:
+    """A window's process without the desktop's mark (one that rewrote its environment, as
+    Chromium's helpers do, or one started from outside) still loses its window at a reset."""
+    env = {k: v for k, v in desktop_server.desktop.env.items() if k != "OWNLOOP_DESKTOP"}
+    stranger = subprocess.Popen(
+        ["xterm", "-T", "stranger"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        desktop.wait_for(lambda: "stranger" in desktop.titles(), "a window titled 'stranger'")
+        assert desktop.post("/reset")["status"] == "success"
+        assert "stranger" not in desktop.titles()
+        assert stranger.wait(timeout=10) != 0  # its X connection was cut
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 @pytest.mark.desktop
