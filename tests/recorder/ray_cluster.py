@@ -40,6 +40,10 @@ from typing import Any
 
 import pytest
 
+from ownloop.modelserver.chat import Reply, Responder
+from ownloop.modelserver.endpoint import make_responder
+from ownloop.modelserver.server import ModelServer
+
 _INSIDE = "OWNLOOP_TEST_RAY_NETNS"
 _BIN = Path(sys.executable).parent
 PORT = 6379  # any port is free in a fresh network namespace
@@ -51,6 +55,8 @@ _FAST_FAILURE = {
     "RAY_health_check_failure_threshold": "3",
     "RAY_AUTH_MODE": "disabled",
     "RAY_USAGE_STATS_ENABLED": "0",
+    # Nothing here reads Ray's metrics: none are collected nor exported.
+    "RAY_enable_metrics_collection": "0",
 }
 
 
@@ -140,36 +146,59 @@ class RayCluster:
         return self
 
     def _start(self) -> None:
-        common = ["--num-cpus", str(self.cpus), "--disable-usage-stats"]
         try:
-            self._ray(
-                "start",
-                "--head",
-                "--port",
-                str(PORT),
-                "--temp-dir",
-                str(self.dir / "h"),
-                "--include-dashboard=false",
-                *common,
-            )
-            self._ray(
-                "start", "--address", self.address, "--temp-dir", str(self.dir / "w"), *common
-            )
+            self._start_node("h", "--head", "--port", str(PORT), "--include-dashboard=false")
+            self._start_node("w", "--address", self.address)
         except BaseException as exc:  # noqa: BLE001 - raised again by wait_up
             self._failed = f"{exc}"
+
+    def _start_node(self, node: str, *args: str) -> None:
+        """``ray start`` one node (temp dir ``self.dir / node``), once more if it failed.
+
+        A raylet gives its dashboard agent (a Python process) 15 s to write each port it
+        listens on, and aborts when one is late, as under a heavy load; its agents' ports are
+        given here (each node its own: both share one network namespace), which leaves one
+        wait of the three, and a node that still failed is killed and started again."""
+        base = 52000 if node == "h" else 52010
+        command = [
+            "start",
+            *args,
+            "--temp-dir",
+            str(self.dir / node),
+            "--num-cpus",
+            str(self.cpus),
+            "--disable-usage-stats",
+            # no log monitor: drivers here do not stream workers' logs (``log_to_driver=False``);
+            # workers still write their log files (``node_of``)
+            "--include-log-monitor=false",
+            *(["--no-monitor"] if node == "h" else []),  # no autoscaler: two nodes for good
+            "--dashboard-agent-grpc-port",
+            str(base + 1),
+            "--metrics-export-port",
+            str(base + 2),
+            "--runtime-env-agent-port",
+            str(base + 3),
+        ]
+        try:
+            self._ray(*command)
+        except AssertionError:
+            for pid in self.node_pids(node):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            shutil.rmtree(self.dir / node, ignore_errors=True)
+            self._ray(*command)
 
     def __exit__(self, *exc: object) -> None:
         self._started.join()
         if os.getpid() == 1:
             # The init of this pid namespace, where only this module's tests ran: every other
             # process in it is the cluster's (its daemons, their workers), SIGKILLed at once as
-            # the kernel would at our exit. ``ray stop`` takes ~7 s to do the same.
-            for entry in Path("/proc").iterdir():
-                if entry.name.isdigit() and int(entry.name) != 1:
-                    try:
-                        os.kill(int(entry.name), signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+            # the kernel would at our exit. ``ray stop`` takes ~7 s to do the same. Each one
+            # (orphans come to init) is reaped, so that its CPU time counts in this pytest's
+            # children's, and so in the time of the run outside.
+            _kill_and_reap_all()
         else:
             # SIGKILL, and no grace period: ray would wait out all of its 16 s for zombies
             subprocess.run(
@@ -189,9 +218,14 @@ class RayCluster:
     def worker_node_pids(self) -> set[int]:
         """Every process of the worker node: those started with its temp dir, and all their
         descendants (its actors, their Playwright drivers and Chromiums)."""
+        return self.node_pids("w")
+
+    def node_pids(self, node: str) -> set[int]:
+        """Every process started with ``self.dir / node`` in its command line, and all their
+        descendants."""
         parents: dict[int, int] = {}
         roots: set[int] = set()
-        mark = str(self.dir / "w")
+        mark = str(self.dir / node)
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -230,6 +264,53 @@ class RayCluster:
             if any((self.dir / node).glob(f"session_*/logs/worker-*-{pid}.out")):
                 return "head" if node == "h" else "worker"
         return None
+
+
+def _kill_and_reap_all(timeout: float = 30) -> None:
+    """As the init of a pid namespace: SIGKILL every other process, again until none is left
+    (one may have forked meanwhile), reaping each."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != 1:
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return  # no child left, dead or alive
+        time.sleep(0.02)
+
+
+class Gate:
+    """A responder that holds each answer of ``inner`` until ``release()``: a test sees the
+    sessions it needs in flight (on a node, of a recorder), acts, then lets them all go on."""
+
+    def __init__(self, inner: Responder, hold_s: float = 300) -> None:
+        self.inner, self.hold_s = inner, hold_s
+        self._open = threading.Event()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        self._open.wait(self.hold_s)
+        return self.inner(request)
+
+    def release(self) -> None:
+        self._open.set()
+
+    def close(self) -> None:
+        self.release()
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+
+def held_server() -> tuple[ModelServer, Gate]:
+    """A not-yet-started MiniWoB expert server (as uitars) whose answers wait for its gate."""
+    gate = Gate(make_responder("miniwob", "uitars"))
+    return ModelServer(gate, models=("ownloop-miniwob-uitars",)), gate
 
 
 def wait_for(what: str, check: Any, timeout: float = 120) -> Any:

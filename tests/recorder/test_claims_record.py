@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ownloop.modelserver.endpoint import make_server
 from ownloop.store import open_store
+from tests.recorder.ray_cluster import held_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -68,7 +68,8 @@ def _wait(what: str, check, timeout: float = 120):  # noqa: ANN001, ANN202 - a t
 
 def test_two_recorders_on_one_run_one_killed_every_task_counted_once(tmp_path: Path) -> None:
     journal = tmp_path / "journal"
-    with make_server("miniwob", "uitars", "slow=1.5") as url:
+    server, gate = held_server()  # no answer until the first recorder is killed
+    with server as url:
         command = [
             "record",
             "uitars",
@@ -85,9 +86,9 @@ def test_two_recorders_on_one_run_one_killed_every_task_counted_once(tmp_path: P
             "--settle",
             "0",
         ]
-        # Both start at once; the first is killed with its first session in flight. (Waiting
-        # for the second's session first was a race: the first could run out of tasks
-        # meanwhile, and then never again have one in flight.)
+        # Both start at once; the first is killed with its first session in flight, its first
+        # answer held. (Waiting for the second's session first was a race: the first could run
+        # out of tasks meanwhile, and then never again have one in flight.)
         first = _ownloop(tmp_path, *command)
         second = _ownloop(tmp_path, *command)
         killed = _wait(
@@ -95,6 +96,7 @@ def test_two_recorders_on_one_run_one_killed_every_task_counted_once(tmp_path: P
         )
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
+        gate.release()
         out, _ = second.communicate(timeout=180)
         assert second.returncode == 0, out
         again = _ownloop(tmp_path, *command)
