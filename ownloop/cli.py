@@ -237,7 +237,7 @@ def _notice(line: str) -> None:
     "--faults",
     default=None,
     metavar="MODE[=ARG][:N],...",
-    help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see README).",
+    help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see docs/serve-model.md).",
 )
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")
 @click.option(
