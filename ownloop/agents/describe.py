@@ -19,6 +19,7 @@ MODELS = {
     "qwen3vl": "Qwen3-VL computer_use (and EvoCUA), the loop of OSWorld's qwen3vl_agent",
     "holo": "H Company's Holo2/Holo3, their web navigation loop",
     "glmv": "GLM-4.5V/4.6V, the PC action space of hud-python's GLM tool",
+    "pyautogui": "any model writing plain pyautogui code, OSWorld's baseline PromptAgent",
 }
 """One line per agent: the model and whose loop it follows."""
 
