@@ -2,7 +2,7 @@
 
 Through the real CLI (run in this process): ``ownloop record`` on a page of the test site whose
 button starts a download a second after the click (long after the click returned), with a
-scripted endpoint.
+scripted endpoint. The settle (3 s) leaves the page's 1 s timer 2 s to fire on a busy machine.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_a_late_download_is_recorded_on_the_click_that_started_it(
     store = tmp_path / "store"
     with ModelServer(lambda request: Reply(next(replies))) as url:
         argv = ["--store", str(store), "record", "uitars", "--tasks", str(tasks)]
-        argv += ["--base", site.base, "--endpoint", url, "--model", "m", "--settle", "1.5"]
+        argv += ["--base", site.base, "--endpoint", url, "--model", "m", "--settle", "3"]
         argv += ["--retries", "0", "--run", "d1"]
         result = CliRunner().invoke(cli, argv, catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -65,7 +65,7 @@ def test_a_late_download_is_recorded_on_the_click_that_started_it(
     # The other operations of the step (the move before the click) carry no download.
     assert [e.get("download") for e in acted if e is not clicks[0]] == [None] * (len(acted) - 1)
     # Re-executed, the click that downloaded downloads again, recorded on the child's click.
-    argv = ["--store", str(store), "replay", "late", "--execute", "ops", "--settle", "1.5"]
+    argv = ["--store", str(store), "replay", "late", "--execute", "ops", "--settle", "3"]
     replay = CliRunner().invoke(cli, [*argv, "--format", "json"], catch_exceptions=False)
     assert replay.exit_code == 0, replay.output
     child = json.loads(replay.stdout)["child"]["session_id"]
