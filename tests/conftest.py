@@ -220,7 +220,13 @@ def _record_at_once(
                 stderr=subprocess.STDOUT,
                 text=True,
             )
-        outs = {agent: process.communicate(timeout=300)[0] for agent, process in records.items()}
+        try:
+            outs = {agent: rec.communicate(timeout=300)[0] for agent, rec in records.items()}
+        finally:  # a recorder left running would write into the store the next try records
+            for rec in records.values():
+                if rec.poll() is None:
+                    rec.kill()
+                    rec.wait(30)
     for agent, process in records.items():
         assert process.returncode == 0 and "2 finished" in outs[agent], (agent, outs[agent])
     open_store(store).sync()  # so that no reader has to write the index
