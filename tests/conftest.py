@@ -53,28 +53,19 @@ if _ROOT not in sys.path:
 from tests.desktop.fixtures import desktop, desktop_server  # noqa: E402, F401
 from tests.site.server import SiteServer, start_site  # noqa: E402
 
-# The longest modules (measured: 40 s to a few minutes each on two cores), in this order, before all
-# others: xdist hands whole files to its two workers in collection order, and a long file handed
-# out last keeps one worker busy alone at the end.
-_LONGEST_FIRST = (
-    "tests/recorder/test_ray_record.py",
-    "tests/recorder/test_record.py",
-    "tests/test_install.py",
-    "tests/recorder/test_fail_fast.py",
-    "tests/replay/test_compare_noisy.py",
-    "tests/agents/test_contract.py",
-    "tests/recorder/test_faithful_record.py",
-    "tests/store/test_archive.py",
-    "tests/replay/test_audit_blind.py",
-    "tests/recorder/test_record_fara7b.py",
-    "tests/recorder/test_record_new_agents.py",
-)
+# The modules run longest first, by their measured seconds (tests/durations.json, refreshed from a
+# full run's JUnit report by tests/ordering.py): xdist's --dist loadfile hands whole files to its
+# workers in collection order, and a long file handed out last keeps one worker busy alone at the
+# end.
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: place for place, name in enumerate(_LONGEST_FIRST)}
-    last = len(_LONGEST_FIRST)
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], last))  # stable
+    from tests.ordering import UNMEASURED_S, measured
+
+    seconds = measured()
+    items.sort(  # stable: a module's own tests keep their order
+        key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], UNMEASURED_S)
+    )
 
 
 @pytest.fixture(scope="session")
