@@ -1,6 +1,6 @@
 """Where an agent differs from its model's released loop, and why: one row per agent and
-behaviour, the single source of ``ownloop agents NAME`` and of the README table "Deviations from
-the released loops" (a test keeps the README equal to these rows).
+behaviour, the single source of ``ownloop agents NAME`` and of the table "Deviations from
+the released loops" in docs/agents.md (a test keeps the page equal to these rows).
 
 A row's ``default`` says what ownloop does unless told otherwise; ``option`` names the
 ``-o KEY=VALUE`` that switches to the other behaviour ("" when there is none: a released bug that
