@@ -18,7 +18,7 @@ Everything starts lazily, on the first test that asks for it, and stops at the e
   recorded once per run through the real CLI (read only: copy it to change it).
 
 "Once per run" is once per pytest session: the xdist workers share one recording (the first to
-need it records it under a file lock, the other waits and copies it), see ``_recorded_once``.
+need it records it under a file lock, the other waits and copies it), see ``tests/once.py``.
 
 Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
 ``@pytest.mark.browser``.
@@ -51,6 +51,7 @@ if _ROOT not in sys.path:
 
 # desktop_server, desktop: the session's test desktop (ownloop serve-desktop).
 from tests.desktop.fixtures import desktop, desktop_server  # noqa: E402, F401
+from tests.once import recorded_once  # noqa: E402
 from tests.site.server import SiteServer, start_site  # noqa: E402
 
 # The modules run longest first, by their measured seconds (tests/durations.json, refreshed from a
@@ -129,40 +130,6 @@ RECORDED_AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
 NEW_AGENTS = ("qwen3vl", "holo", "glmv")  # issue 31: tests/recorder/test_record_new_agents.py
 
 
-def _recorded_once(
-    tmp_path_factory: pytest.TempPathFactory, name: str, record: Callable[[Path], Path]
-) -> Path:
-    """The store ``record(folder)`` makes in ``folder/store``, recorded once per pytest session
-    and shared by the xdist workers: the first worker to need it records it under an exclusive
-    lock (fcntl.flock) in the session's temporary folder; the other waits on the lock, then
-    reuses it. Each worker reads its own copy (a small store copies in well under a second), so
-    no two processes ever have one DuckDB index open. Without xdist (``-n 0``) the recording is
-    used where it is.
-
-    A recording that failed is not kept: the next worker to ask records it again (and fails the
-    same way, in its own tests)."""
-    import fcntl
-    import shutil
-
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    here = tmp_path_factory.getbasetemp()
-    shared = here.parent if worker else here  # the controller's folder: one per pytest session
-    done = shared / f"shared-{name}"
-    with open(shared / f"shared-{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
-        if not done.is_dir():
-            partial = shared / f"shared-{name}.partial"
-            shutil.rmtree(partial, ignore_errors=True)
-            partial.mkdir()
-            assert record(partial) == partial / "store"
-            partial.rename(done)
-    if not worker:
-        return done / "store"
-    mine = tmp_path_factory.mktemp(name) / "store"
-    shutil.copytree(done / "store", mine)
-    return mine
-
-
 def _record_at_once(
     root: Path, agents: tuple[str, ...], *extra: str, run_per_agent: bool = False
 ) -> Path:
@@ -229,9 +196,9 @@ def recorded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store with the four agents' runs of two MiniWoB tasks, each agent answering as the
     MiniWoB expert in its own grammar (browser tests only): the four ``ownloop record`` run at
     once, in subprocesses, into the one store (about 25 s instead of 50 one after another).
-    Recorded once for the pytest session (shared by the xdist workers, see ``_recorded_once``):
+    Recorded once for the pytest session (shared by the xdist workers, see ``tests/once.py``):
     tests only read it (copy it with shutil.copytree to change it)."""
-    return _recorded_once(
+    return recorded_once(
         tmp_path_factory, "recorded", lambda root: _record_at_once(root, RECORDED_AGENTS)
     )
 
@@ -243,7 +210,7 @@ def new_agents_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ``recorded_store`` is, against the MiniWoB expert in each agent's grammar: two finished
     sessions each. Recorded once for the pytest session; tests only read it (copy it to change
     it)."""
-    return _recorded_once(
+    return recorded_once(
         tmp_path_factory,
         "new-agents",
         lambda root: _record_at_once(root, NEW_AGENTS, "--max-steps", "10", run_per_agent=True),
@@ -292,6 +259,6 @@ def _record_uitars(root: Path) -> Path:
 def uitars_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``ownloop record uitars`` (a subprocess) of click-button and enter-text against the MiniWoB
     expert, run ``r1``, two workers: two finished sessions. Recorded once for the pytest session
-    (~7 s; shared by the xdist workers, see ``_recorded_once``); tests that change a store copy
+    (~7 s; shared by the xdist workers, see ``tests/once.py``); tests that change a store copy
     this one with shutil.copytree."""
-    return _recorded_once(tmp_path_factory, "uitars", _record_uitars)
+    return recorded_once(tmp_path_factory, "uitars", _record_uitars)

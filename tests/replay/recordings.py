@@ -1,9 +1,7 @@
 """Recordings made once per test run and shared by every module and xdist worker that reads them.
 
-``shared_recording(tmp_path_factory, name, record)`` calls ``record(path)`` once per pytest run:
-the first process to get the file lock records into a folder of the run's base temp directory
-(the one xdist's workers share), the others wait and read the same folder. Readers must not
-write to it: copy it (shutil.copytree) to change it.
+Each is recorded once per pytest session for both xdist workers (``tests/once.py``), and each
+worker reads its own copy. Readers must not write to it: copy it (shutil.copytree) to change it.
 
 ``replay_store``: uitars sessions of click-button, enter-text and focus-text recorded against
 the MiniWoB expert (run ``rec``, one worker), the store the replay and CLI tests re-execute.
@@ -11,18 +9,15 @@ the MiniWoB expert (run ``rec``, one worker), the store the replay and CLI tests
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 from click.testing import CliRunner
-from filelock import FileLock
 
 from ownloop.cli import cli
 from ownloop.store import open_store
+from tests.once import recorded_once
 
 TASKS = "click-button,enter-text,focus-text"
 
@@ -30,27 +25,6 @@ TASKS = "click-button,enter-text,focus-text"
 class Recorded(NamedTuple):
     path: Path
     sessions: dict[str, str]  # task name (``enter-text``) -> its session id
-
-
-def _run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The run's own temp directory: shared by xdist's workers, new for each run."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-def shared_recording(
-    tmp_path_factory: pytest.TempPathFactory, name: str, record: Callable[[Path], None]
-) -> Path:
-    """``record(path)`` once per run (see the module docstring); the recorded folder."""
-    root = _run_root(tmp_path_factory) / f"shared-{name}"
-    done = root / "done"
-    with FileLock(str(root) + ".lock", timeout=900):
-        if not done.exists():
-            shutil.rmtree(root, ignore_errors=True)  # a failed attempt's leftovers
-            root.mkdir(parents=True)
-            record(root / "store")
-            done.touch()
-    return root / "store"
 
 
 def invoke(store: Path, *args: str) -> str:
@@ -90,6 +64,11 @@ def _record_replay_store(path: Path) -> None:
 
 def replay_store(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     """The replay tests' store (module docstring), recorded once per run."""
-    path = shared_recording(tmp_path_factory, "replay-store", _record_replay_store)
+
+    def record(folder: Path) -> Path:
+        _record_replay_store(folder / "store")
+        return folder / "store"
+
+    path = recorded_once(tmp_path_factory, "replay-store", record)
     rows = open_store(path).sql("select task_id, session_id from sessions").rows
     return Recorded(path, {task.rsplit("-", 1)[0]: sid for task, sid in rows})
