@@ -456,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, help="how many sessions (default 100)")
     parser.add_argument("--rounds", type=int, default=3, help="write rounds (median)")
     parser.add_argument(
-        "--smoke", action="store_true", help="2 synthetic sessions, one round (a check)"
+        "--smoke", action="store_true", help="2 synthetic sessions of 6 steps, one round (a check)"
     )
     parser.add_argument(
         "--synthetic", action="store_true", help="distinct noisy PNGs, not real MiniWoB pages"
@@ -470,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         SMOKE = True
         args.sessions, args.rounds, args.synthetic = args.sessions or 2, 1, True
     sessions = args.sessions or (20 if args.quick else 100)
-    steps = 20
+    steps = WINDOW + 1 if SMOKE else 20  # a smoke run's requests still drop screenshots
     ownloop = args.ownloop.split() if args.ownloop else cli("ownloop")
     ownloop = ownloop or [sys.executable, "-m", "ownloop"]
     with_inspect = inspect_available()
@@ -574,7 +574,7 @@ def report(
     if log is not None:
         disk["inspect"] = tree_bytes(log)
     compacted = None
-    if has_compact(ownloop):
+    if SMOKE or has_compact(ownloop):  # (this checkout's ownloop has compact)
         subprocess.run(
             [*ownloop, "compact", "--store", str(store)], check=True, capture_output=True
         )

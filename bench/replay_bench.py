@@ -198,11 +198,12 @@ def _steps_span_s(session: Any) -> float:
     return (max(e.at for e in events) - first).total_seconds()
 
 
-def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> float:
+def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> tuple[float, Store]:
     """``--execute ops`` (settle 0) against its floor: the recorded operation and screenshot times
     (BrowserActed.duration_ms + ScreenshotTaken.capture_ms) of the same session, recorded in this
     run with the expert. Prints per session the steps' wall time and the whole replay's (browser
-    start, task setup, evidence, grade, index sync included); returns the worst steps ratio."""
+    start, task setup, evidence, grade, index sync included); returns the worst steps ratio, and
+    the store (its run ``bench``: the recorded sessions)."""
     from ownloop.modelserver.endpoint import make_server
     from ownloop.recorder.episode import EpisodeLimits
     from ownloop.recorder.runner import RecordOptions, record
@@ -243,7 +244,7 @@ def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> float:
             f"floor {floor:.3f}s, steps {span:.3f}s = {span / floor:.2f}x (aim <= "
             f"{EXECUTE_AIM}), whole replay {took:.2f}s = {took / floor:.1f}x"
         )
-    return max(ratios)
+    return max(ratios), store
 
 
 BATCH_AIM = 1.5
@@ -310,11 +311,12 @@ def _phases(children: list[Any], took: float, workers: int) -> str:
     )
 
 
-def bench_browser_cpu(count: int = 10) -> None:
+def bench_browser_cpu(count: int = 10, smoke: bool = False) -> None:
     """What Chromium and its driver spend per part of a session, in CPU (the growth of this
     process's finished children's CPU time, against a browser that only starts and stops):
     a fresh context with its first page, made and closed; a MiniWoB task page loaded into it and
-    its episode started; one screenshot."""
+    its episode started; one screenshot. With ``smoke``, every part once in one browser (a
+    check: no figure)."""
     from ownloop.recorder.browser import BrowserSession, open_browser, open_context
     from ownloop.recorder.suites.miniwob import html_dir, serve_static, start_episode
 
@@ -344,6 +346,10 @@ def bench_browser_cpu(count: int = 10) -> None:
         return _cpu_s()[1] - before
 
     try:
+        if smoke:
+            took = cpu_of(lambda browser: (contexts(browser), loads(browser, 1)))
+            print(f"Chromium's CPU per part of a session: every part once, {took:.2f}s (smoke)")
+            return
         bare = cpu_of(lambda browser: None)
         made = cpu_of(contexts)
         loaded = cpu_of(loads)
@@ -419,11 +425,14 @@ def bench_batch(
     seeds: str = "1-4",
     tasks: str = BATCH_TASKS,
     browsers: set[int] | None = None,
+    recorded: Store | None = None,
 ) -> float:
     """``replay --run R --execute ops --workers N`` over 20 MiniWoB sessions (5 tasks x 4 seeds,
     recorded in this run with the expert, settle 0) against the sum of their browser floors, next
     to the baseline measured in the same run: the same sessions replayed one by one, each in a
-    Chromium of its own. Returns the batch's ratio to the floors (aim <= 1.5)."""
+    Chromium of its own. Returns the batch's ratio to the floors (aim <= 1.5). ``recorded``: a
+    store whose run ``bench`` is already recorded (``--smoke``: ``bench_execute_ops``'s), used
+    instead of recording one."""
     from ownloop.modelserver.endpoint import make_server
     from ownloop.recorder.episode import EpisodeLimits
     from ownloop.recorder.runner import RecordOptions, record
@@ -431,24 +440,25 @@ def bench_batch(
     from ownloop.replay.batch import batch_sessions, execute_batch
     from ownloop.replay.execute import execute_session
 
-    store = open_store(work / "batch")
-    with (
-        load_suite(suite=f"miniwob:{tasks}", seeds=seeds) as suite,
-        make_server("miniwob", "uitars") as url,
-    ):
-        record(
-            store,
-            suite,
-            RecordOptions(
-                agent="uitars",
-                endpoint=url,
-                model="expert",
-                run_id="bench",
-                workers=2,
-                limits=EpisodeLimits(12, 120.0),
-                settle_s=0.0,
-            ),
-        )
+    store = recorded or open_store(work / "batch")
+    if recorded is None:
+        with (
+            load_suite(suite=f"miniwob:{tasks}", seeds=seeds) as suite,
+            make_server("miniwob", "uitars") as url,
+        ):
+            record(
+                store,
+                suite,
+                RecordOptions(
+                    agent="uitars",
+                    endpoint=url,
+                    model="expert",
+                    run_id="bench",
+                    workers=2,
+                    limits=EpisodeLimits(12, 120.0),
+                    settle_s=0.0,
+                ),
+            )
     parents = batch_sessions(store, "bench")
     floor = sum(_floor_s(parent) for parent in parents)
     passed = sum(1 for p in parents if p.latest_grade is not None and p.latest_grade.passed)
@@ -513,10 +523,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="ownloop-replay-bench-"))
     try:
         if args.smoke:
-            bench_regrade(work, 20)
-            bench_execute_ops(work, "click-button")
-            bench_batch(work, 1, seeds="1", tasks="click-button", browsers={1})
-            bench_browser_cpu(1)
+            # Every part on one session, Chromium launched as few times as the code allows: the
+            # batch replays the session recorded for --execute ops instead of recording its own.
+            bench_regrade(work, 2)
+            _, recorded = bench_execute_ops(work, "click-button")
+            bench_batch(work, 1, browsers={1}, recorded=recorded)
+            bench_browser_cpu(1, smoke=True)
             return
         if not args.execute:
             bench_regrade(work, args.sessions)

@@ -85,7 +85,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=TASKS)
     parser.add_argument("--seeds", type=int, default=20, help="other seeds per task")
-    parser.add_argument("--smoke", action="store_true", help="one task, one seed (a check)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="one task, one other seed, no same-seed replay"
+    )
     args = parser.parse_args()
     if args.smoke:
         args.tasks, args.seeds = "focus-text", 1
@@ -113,7 +115,12 @@ def main() -> None:
                 if parent.task and parent.task.seed is not None
                 else default_seed(name)
             )
-            same = [replay(store, parent, policy, recorded_seed)[0] for policy in POLICIES]
+            # --smoke: only the other seed's replays (the same function on the recorded seed)
+            same = [
+                replay(store, parent, policy, recorded_seed)[0]
+                for policy in POLICIES
+                if not args.smoke
+            ]
             seeds = [s for s in range(1, args.seeds + 2) if s != recorded_seed][: args.seeds]
             rewards = {policy: 0 for policy in POLICIES}
             rungs = {policy: [0] * len(RUNGS) for policy in POLICIES}

@@ -33,6 +33,7 @@ from ownloop.store.journal import decode_lines
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
+SMOKE = False  # --smoke: every figure taken once, on tiny sizes (a check, not a figure)
 
 
 def screenshots(n: int, seed: int = 1) -> list[bytes]:
@@ -137,9 +138,9 @@ def step_events(run_id: str, session: str, step: int, sha: str, t: datetime) -> 
 
 
 def timed(fn: Callable[[], object], repeat: int = 1) -> float:
-    """The median wall time of ``fn`` in seconds."""
+    """The median wall time of ``fn`` in seconds (once with ``--smoke``)."""
     times = []
-    for _ in range(repeat):
+    for _ in range(1 if SMOKE else repeat):
         started = time.perf_counter()
         fn()
         times.append(time.perf_counter() - started)
@@ -202,7 +203,7 @@ def bench_append(work: Path, steps: int) -> None:
         through_store(True, blob_fsync=True),
     )
     times: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(3):
+    for _ in range(1 if SMOKE else 3):
         for name, fn in zip(names, runs, strict=True):
             times[name].append(timed(fn))
     t = {name: statistics.median(values) for name, values in times.items()}
@@ -361,22 +362,22 @@ def bench_index(work: Path, sessions: int, steps: int) -> None:
         print(f"query: {name}: {seconds:.3f} s ({rows:,} rows, after sync; aim <= 0.5 s)")
     noop = timed(lambda: store.sync(), 5)
     print(f"sync with no change, {sessions:,} streams: {noop * 1000:.1f} ms (aim <= 200 ms)")
-    session = "s000042"
+    session = f"s{min(42, sessions - 1):06d}"
     seconds = timed(lambda: store.session_events(session), 3)
     print(f"session_events of one session: {seconds * 1000:.1f} ms")
 
 
-def bench_session_queries(work: Path) -> None:
+def bench_session_queries(work: Path, sessions: int = 100) -> None:
     """The issue's query figures on 100 sessions x 20 steps: warm through store.sql, and a cold
     ``ownloop sql`` process (no change since the last sync)."""
     store = open_store(work / "hundred", fsync=False)
-    write_journal(store, 100, 20)
+    write_journal(store, sessions, 20)
     store.sync()
     sql = "select session_id, step, response from steps order by session_id, step"
     rows = len(store.sql(sql).rows)
     warm = timed(lambda: store.sql(sql), 7)
     print(
-        f"query: steps + last response of 100 sessions ({rows:,} rows), warm through "
+        f"query: steps + last response of {sessions} sessions ({rows:,} rows), warm through "
         f"store.sql: {warm:.3f} s (aim <= 0.05 s)"
     )
     command = [
@@ -389,9 +390,10 @@ def bench_session_queries(work: Path) -> None:
         "select count(*) from steps",
     ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cold = timed(lambda: subprocess.run(command, check=True, capture_output=True), 5)
+    repeat = 1 if SMOKE else 5
+    cold = timed(lambda: subprocess.run(command, check=True, capture_output=True), repeat)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / 5
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / repeat
     print(
         f"query: a cold `ownloop sql` process, nothing new to sync: {cold:.3f} s "
         f"(aim <= 0.3 s; {cpu:.3f} s of CPU, what a loaded machine cannot stretch)"
@@ -405,6 +407,9 @@ def main() -> None:
     parser.add_argument("--only", choices=("append", "index", "query"), help="run one part only")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (a check)")
     args = parser.parse_args()
+    if args.smoke:
+        global SMOKE
+        SMOKE = True
     steps, sessions = (5, 20) if args.smoke else (100, 1_000) if args.quick else (1_000, 10_000)
     work = Path(args.dir or tempfile.mkdtemp(prefix="ownloop-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -416,9 +421,10 @@ def main() -> None:
         if args.only in (None, "append"):
             bench_append(work, steps)
         if args.only in (None, "query"):
-            bench_session_queries(work)
+            bench_session_queries(work, 10 if SMOKE else 100)
         if args.only in (None, "index"):
-            bench_index(work, sessions, 20)  # 20 steps x 5 events + 3 = 103 events per session
+            # 20 steps x 5 events + 3 = 103 events per session
+            bench_index(work, sessions, 2 if SMOKE else 20)
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)

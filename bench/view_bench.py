@@ -141,10 +141,11 @@ def _session(
     ]
 
 
-def build(store: Store, sessions: int) -> tuple[list[str], str, str]:
-    """Write the store; returns the run ids, and the ids of a session pair of one task."""
+def build(store: Store, sessions: int, distinct: int = 12) -> tuple[list[str], str, str]:
+    """Write the store, its steps showing ``distinct`` screenshots; returns the run ids, and the
+    ids of a session pair of one task."""
     rng = random.Random(7)
-    shots = [store.put_blob(png) for png in screenshots(12)]
+    shots = [store.put_blob(png) for png in screenshots(distinct)]
     tasks = max(1, sessions // (RUNS * REPEATS))
     difficulty = [rng.random() for _ in range(tasks)]
     runs = [f"run-{r:02d}" for r in range(RUNS)]
@@ -201,15 +202,17 @@ def main() -> None:
     parser.add_argument(
         "--baseline", action="store_true", help="also time a viewer that opens the index per page"
     )
-    parser.add_argument("--smoke", action="store_true", help="80 sessions, one fetch (a check)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="40 sessions, 2 screenshots, one fetch (a check)"
+    )
     args = parser.parse_args()
     if args.smoke:
-        args.sessions, args.repeat = 2 * RUNS * REPEATS, 1
+        args.sessions, args.repeat = RUNS * REPEATS, 1
     root = args.store or Path(tempfile.mkdtemp(prefix="view-bench-")) / "store"
     store = open_store(root, fsync=False)
     if not (root / "journal").exists() or not any((root / "journal").iterdir()):
         started = time.perf_counter()
-        runs, left, right = build(store, args.sessions)
+        runs, left, right = build(store, args.sessions, 2 if args.smoke else 12)
         print(f"wrote {args.sessions} sessions in {time.perf_counter() - started:.1f} s to {root}")
     else:
         runs = [f"run-{r:02d}" for r in range(RUNS)]

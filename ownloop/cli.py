@@ -237,7 +237,7 @@ def _notice(line: str) -> None:
     "--faults",
     default=None,
     metavar="MODE[=ARG][:N],...",
-    help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see README).",
+    help="Misbehave on purpose, e.g. 500:2 or hang=8:1 (see docs/serve-model.md).",
 )
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")
 @click.option(
@@ -1217,6 +1217,14 @@ def diff(ctx: click.Context, a: str, b: str, run_id: str | None, fmt: str) -> No
     help="table: also each domain's pass rates (OSWorld's chrome, gimp, ...) and every shared "
     "task's first divergent step.",
 )
+@click.option(
+    "--grader",
+    default="rule",
+    show_default=True,
+    metavar="rule|judge:NAME",
+    help="Whose grades score the units: the rule graders, or a model judge's verdicts "
+    "(ownloop judge; the majority of its repeats). The two are never mixed.",
+)
 @click.pass_context
 @_friendly
 def compare(
@@ -1228,6 +1236,7 @@ def compare(
     errors: str | None,
     min_tasks: int,
     by_domain: bool,
+    grader: str,
 ) -> None:
     """Run B against run A per task: pass rates (errored units counted as failures), B - A with
     the paired t interval and a paired bootstrap, a test of no difference, the tasks solved by
@@ -1238,7 +1247,9 @@ def compare(
     from ownloop.replay.compare import compare_runs, comparison_view
 
     policy: Any = errors or "fail"
-    result = compare_runs(_store(ctx), run_a, run_b, errors=policy, min_tasks=min_tasks)
+    result = compare_runs(
+        _store(ctx), run_a, run_b, errors=policy, min_tasks=min_tasks, grader=grader
+    )
     if fmt == "table":
         _console(soft_wrap=False).print(comparison_view(result))  # a pipe gets its full width
         _echo_lines(result.score_lines())  # whole lines, never wrapped

@@ -13,8 +13,12 @@ Everything starts lazily, on the first test that asks for it, and stops at the e
   is killed.
 - ``site``: the test site of ``tests/site/server.py`` on 127.0.0.1 (``site.base`` is its URL).
 - ``recorded_store``: the four agents recorded on two MiniWoB tasks, once per run (read only).
+- ``new_agents_store``: qwen3vl, holo and glmv recorded so, once per run (read only).
 - ``uitars_store``: uitars and the MiniWoB expert on click-button and enter-text, run ``r1``,
   recorded once per run through the real CLI (read only: copy it to change it).
+
+"Once per run" is once per pytest session: the xdist workers share one recording (the first to
+need it records it under a file lock, the other waits and copies it), see ``tests/once.py``.
 
 Tests that use ``chromium`` or ``new_session`` are browser tests: mark them
 ``@pytest.mark.browser``.
@@ -47,30 +51,22 @@ if _ROOT not in sys.path:
 
 # desktop_server, desktop: the session's test desktop (ownloop serve-desktop).
 from tests.desktop.fixtures import desktop, desktop_server  # noqa: E402, F401
+from tests.once import recorded_once  # noqa: E402
 from tests.site.server import SiteServer, start_site  # noqa: E402
 
-# The longest modules (measured: 40 s to a few minutes each on two cores), in this order, before all
-# others: xdist hands whole files to its two workers in collection order, and a long file handed
-# out last keeps one worker busy alone at the end.
-_LONGEST_FIRST = (
-    "tests/recorder/test_ray_record.py",
-    "tests/recorder/test_record.py",
-    "tests/test_install.py",
-    "tests/recorder/test_fail_fast.py",
-    "tests/replay/test_compare_noisy.py",
-    "tests/agents/test_contract.py",
-    "tests/recorder/test_faithful_record.py",
-    "tests/store/test_archive.py",
-    "tests/replay/test_audit_blind.py",
-    "tests/recorder/test_record_fara7b.py",
-    "tests/recorder/test_record_new_agents.py",
-)
+# The modules run longest first, by their measured seconds (tests/durations.json, refreshed from a
+# full run's JUnit report by tests/ordering.py): xdist's --dist loadfile hands whole files to its
+# workers in collection order, and a long file handed out last keeps one worker busy alone at the
+# end.
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: place for place, name in enumerate(_LONGEST_FIRST)}
-    last = len(_LONGEST_FIRST)
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], last))  # stable
+    from tests.ordering import UNMEASURED_S, measured
+
+    seconds = measured()
+    items.sort(  # stable: a module's own tests keep their order
+        key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], UNMEASURED_S)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -131,26 +127,28 @@ def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 RECORDED_AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
+NEW_AGENTS = ("qwen3vl", "holo", "glmv")  # issue 31: tests/recorder/test_record_new_agents.py
 
 
-@pytest.fixture(scope="session")
-def recorded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A store with the four agents' runs of two MiniWoB tasks, each agent answering as the
-    MiniWoB expert in its own grammar (browser tests only): the four ``ownloop record`` run at
-    once, in subprocesses, into the one store (about 25 s instead of 50 one after another).
-    Recorded once for the run: tests only read it (copy it with shutil.copytree to change it)."""
+def _record_at_once(
+    root: Path, agents: tuple[str, ...], *extra: str, run_per_agent: bool = False
+) -> Path:
+    """``ownloop record`` of click-button and enter-text for each agent, all at once in
+    subprocesses into one store ``root/store``, each against the MiniWoB expert answering in that
+    agent's own grammar; the index is brought up to date before the store is handed out."""
     from contextlib import ExitStack
 
     from ownloop.agents import agent_options
     from ownloop.modelserver.endpoint import make_server
+    from ownloop.store import open_store
 
-    root = tmp_path_factory.mktemp("recorded")
     store = root / "store"
     with ExitStack() as servers:
         records = {}
-        for agent in RECORDED_AGENTS:
+        for agent in agents:
             url = servers.enter_context(make_server("miniwob", agent))
             options = ["-o", "pause=0"] if "pause" in agent_options(agent) else []
+            run = ["--run", agent] if run_per_agent else []
             records[agent] = subprocess.Popen(
                 [
                     sys.executable,
@@ -166,32 +164,64 @@ def recorded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     url,
                     "--model",
                     "expert",
+                    *run,
                     "--settle",
                     "0.1",
                     "--workers",
                     "1",
                     "--released",
                     str(root / "no-clone"),
+                    *extra,
                     *options,
                 ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
             )
-        outs = {agent: process.communicate(timeout=300)[0] for agent, process in records.items()}
+        try:
+            outs = {agent: rec.communicate(timeout=300)[0] for agent, rec in records.items()}
+        finally:  # a recorder left running would write into the store the next try records
+            for rec in records.values():
+                if rec.poll() is None:
+                    rec.kill()
+                    rec.wait(30)
     for agent, process in records.items():
         assert process.returncode == 0 and "2 finished" in outs[agent], (agent, outs[agent])
+    open_store(store).sync()  # so that no reader has to write the index
     return store
 
 
 @pytest.fixture(scope="session")
-def uitars_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``ownloop record uitars`` (a subprocess) of click-button and enter-text against the MiniWoB
-    expert, run ``r1``, two workers: two finished sessions. Recorded once for the run (~7 s);
-    tests that change a store copy this one with shutil.copytree."""
-    from ownloop.modelserver.endpoint import make_server
+def recorded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with the four agents' runs of two MiniWoB tasks, each agent answering as the
+    MiniWoB expert in its own grammar (browser tests only): the four ``ownloop record`` run at
+    once, in subprocesses, into the one store (about 25 s instead of 50 one after another).
+    Recorded once for the pytest session (shared by the xdist workers, see ``tests/once.py``):
+    tests only read it (copy it with shutil.copytree to change it)."""
+    return recorded_once(
+        tmp_path_factory, "recorded", lambda root: _record_at_once(root, RECORDED_AGENTS)
+    )
 
-    store = tmp_path_factory.mktemp("uitars") / "store"
+
+@pytest.fixture(scope="session")
+def new_agents_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with the runs of ``NEW_AGENTS`` (qwen3vl, holo, glmv; each its own run named after
+    it, at most 10 steps a session) on click-button and enter-text, recorded at once as
+    ``recorded_store`` is, against the MiniWoB expert in each agent's grammar: two finished
+    sessions each. Recorded once for the pytest session; tests only read it (copy it to change
+    it)."""
+    return recorded_once(
+        tmp_path_factory,
+        "new-agents",
+        lambda root: _record_at_once(root, NEW_AGENTS, "--max-steps", "10", run_per_agent=True),
+    )
+
+
+def _record_uitars(root: Path) -> Path:
+    from ownloop.modelserver.endpoint import make_server
+    from ownloop.store import open_store
+
+    store = root / "store"
     with make_server("miniwob", "uitars") as url:
         done = subprocess.run(
             [
@@ -221,4 +251,14 @@ def uitars_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
             check=False,
         )
     assert done.returncode == 0 and "2 finished" in done.stdout, done.stdout + done.stderr
+    open_store(store).sync()
     return store
+
+
+@pytest.fixture(scope="session")
+def uitars_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``ownloop record uitars`` (a subprocess) of click-button and enter-text against the MiniWoB
+    expert, run ``r1``, two workers: two finished sessions. Recorded once for the pytest session
+    (~7 s; shared by the xdist workers, see ``tests/once.py``); tests that change a store copy
+    this one with shutil.copytree."""
+    return recorded_once(tmp_path_factory, "uitars", _record_uitars)

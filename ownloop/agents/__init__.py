@@ -63,6 +63,12 @@ def _holo() -> type[AgentBase[Any]]:
     return HoloAgent
 
 
+def _plain() -> type[AgentBase[Any]]:
+    from ownloop.agents.plain import PlainAgent
+
+    return PlainAgent
+
+
 def _glmv() -> type[AgentBase[Any]]:
     from ownloop.agents.glmv import GlmvAgent
 
@@ -77,6 +83,7 @@ AGENTS: dict[str, Callable[[], type[AgentBase[Any]]]] = {
     "qwen3vl": _qwen3vl,
     "holo": _holo,
     "glmv": _glmv,
+    "pyautogui": _plain,
 }
 """Agent name → a function returning the agent's class (imported on demand)."""
 

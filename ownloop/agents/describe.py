@@ -1,5 +1,5 @@
-"""``ownloop agents [NAME]`` and the README's agent tables, from one source: each agent's options
-Struct (names, types, defaults, descriptions) and ``deviations.DEVIATIONS``.
+"""``ownloop agents [NAME]`` and the agent tables of docs/agents.md, from one source: each
+agent's options Struct (names, types, defaults, descriptions) and ``deviations.DEVIATIONS``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ MODELS = {
     "qwen3vl": "Qwen3-VL computer_use (and EvoCUA), the loop of OSWorld's qwen3vl_agent",
     "holo": "H Company's Holo2/Holo3, their web navigation loop",
     "glmv": "GLM-4.5V/4.6V, the PC action space of hud-python's GLM tool",
+    "pyautogui": "any model writing plain pyautogui code, OSWorld's baseline PromptAgent",
 }
 """One line per agent: the model and whose loop it follows."""
 
@@ -67,7 +68,7 @@ def agent_lines(name: str, roots: str | None) -> list[str]:
 
 
 def deviations_markdown(rows: tuple[Deviation, ...] = DEVIATIONS) -> str:
-    """The README table "Deviations from the released loops"."""
+    """The table in docs/agents.md "Deviations from the released loops"."""
     lines = [
         "| agent | behaviour | released | ownloop default | option | why |",
         "|---|---|---|---|---|---|",
@@ -86,7 +87,7 @@ def deviations_markdown(rows: tuple[Deviation, ...] = DEVIATIONS) -> str:
 
 
 def options_markdown() -> str:
-    """The README's options of every agent: one table per agent."""
+    """The options in docs/agents.md of every agent: one table per agent."""
     parts = []
     for name in sorted(AGENTS):
         lines = [

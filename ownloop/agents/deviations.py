@@ -1,6 +1,6 @@
 """Where an agent differs from its model's released loop, and why: one row per agent and
-behaviour, the single source of ``ownloop agents NAME`` and of the README table "Deviations from
-the released loops" (a test keeps the README equal to these rows).
+behaviour, the single source of ``ownloop agents NAME`` and of the table "Deviations from
+the released loops" in docs/agents.md (a test keeps the page equal to these rows).
 
 A row's ``default`` says what ownloop does unless told otherwise; ``option`` names the
 ``-o KEY=VALUE`` that switches to the other behaviour ("" when there is none: a released bug that
@@ -362,6 +362,35 @@ _ROWS: tuple[Deviation, ...] = (
     ),
 )
 
+_PLAIN: tuple[Deviation, ...] = (
+    Deviation(
+        "pyautogui",
+        "the system prompt",
+        "mm_agents/prompts.py's SYS_PROMPT_IN_SCREENSHOT_OUT_CODE, with the VM's sudo password",
+        "ownloop's own statement of the same output contract (fenced pyautogui code or WAIT, "
+        "DONE, FAIL; pixels of the screenshot), no password",
+        "",
+        "no released text is copied into ownloop, and a recorder has no password to give",
+    ),
+    Deviation(
+        "pyautogui",
+        "a response with no code",
+        "the step runs nothing and the next step asks again (with a new screenshot)",
+        "re-sampled up to 3 times at temperature 1.0, then the session ends parse_error",
+        "",
+        "every agent of ownloop treats an unreadable answer the same way",
+    ),
+    Deviation(
+        "pyautogui",
+        "the code",
+        "sent to the VM and run with python -c; a statement that fails stops the block",
+        "read into actions by the whitelist interpreter (as opencua's); a statement outside it "
+        "is recorded rejected and stops the block",
+        "none (as opencua)",
+        "model text is data: it never runs",
+    ),
+)
+
 _DESKTOP: tuple[Deviation, ...] = (
     # On the desktop world (``--suite osworld:DIR --desktop URL``).
     Deviation(
@@ -411,7 +440,7 @@ _DESKTOP: tuple[Deviation, ...] = (
 
 
 DEVIATIONS: tuple[Deviation, ...] = tuple(
-    sorted(_ROWS + _DESKTOP, key=lambda row: (row.agent != "all", row.agent))
+    sorted(_ROWS + _PLAIN + _DESKTOP, key=lambda row: (row.agent != "all", row.agent))
 )
 """Every documented deviation, grouped by agent (those of every agent first)."""
 
@@ -431,6 +460,11 @@ RELEASED_COMMITS: tuple[tuple[str, str], ...] = (
     ),
     ("holo", "H Company's Holo1.5 navigation demo: the NavigationStep schema and its actions"),
     ("glmv", "hud-evals/hud-python @ 0cbcd15, hud/tools/computer/glm.py"),
+    (
+        "pyautogui",
+        "OSWorld's mm_agents/agent.py (PromptAgent, parse_code_from_string) and "
+        "scripts/python/run_multienv.py (fork MMadmax/OSWorld-1.0 @ 5ee3b5a)",
+    ),
 )
 """The released code each agent's rows were checked against: the table is complete for it."""
 

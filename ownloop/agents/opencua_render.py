@@ -27,7 +27,7 @@ from ownloop.store.events import (
     Wait,
 )
 
-__all__ = ["quote", "render_response"]
+__all__ = ["code_lines", "quote", "render_response"]
 
 _CLICK_NAMES = {
     ("left", 1): "click",
@@ -55,11 +55,24 @@ def render_response(thought: str, actions: Sequence[Action], image: Size, model:
     if ends:
         fence, code = "code", _terminate(ends[0])
     else:
-        fence, code = "python", "\n".join(_call(a, image, model) for a in actions)
+        fence, code = "python", code_lines(actions, image, model)
     return (
         f"## Thought:\n{thought.strip()}\n\n## Action:\n{_sentence(actions)}\n\n"
         f"## Code:\n```{fence}\n{code}\n```\n"
     )
+
+
+def code_lines(
+    actions: Sequence[Action], image: Size, model: Size, *, fractions: bool = True
+) -> str:
+    """The pyautogui calls for ``actions``, a line each, numbers in the model's space (with
+    ``fractions``, a point that rounds into [0, 1] is written as a fraction of the page, as
+    OpenCUA's projection reads such a point).
+
+    Raises:
+        ValueError: an action pyautogui cannot express.
+    """
+    return "\n".join(_call(a, image, model, fractions) for a in actions)
 
 
 def quote(text: str, *, hide_fail: bool = False) -> str:
@@ -95,10 +108,10 @@ def _terminate(action: Finish | Fail) -> str:
     return f"computer.terminate(status='success', answer={quote(action.answer, hide_fail=True)})"
 
 
-def _xy(x: float, y: float, image: Size, model: Size) -> str:
+def _xy(x: float, y: float, image: Size, model: Size, fractions: bool = True) -> str:
     mx = round(x * model.width / image.width)
     my = round(y * model.height / image.height)
-    if 0 <= mx <= 1 and 0 <= my <= 1:  # would read back as a fraction of the page
+    if fractions and 0 <= mx <= 1 and 0 <= my <= 1:  # would read back as a fraction of the page
         return f"x={x / image.width!r}, y={y / image.height!r}"
     return f"x={mx}, y={my}"
 
@@ -107,20 +120,23 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _call(action: Action, image: Size, model: Size) -> str:
+def _call(action: Action, image: Size, model: Size, fractions: bool = True) -> str:
+    def xy(x: float, y: float) -> str:
+        return _xy(x, y, image, model, fractions)
+
     match action:
         case Click():
             name = _CLICK_NAMES.get((action.button, action.count))
-            where = _xy(action.x, action.y, image, model)
+            where = xy(action.x, action.y)
             if name is not None:
                 return f"pyautogui.{name}({where})"
             return f"pyautogui.click({where}, clicks={action.count}, button='{action.button}')"
         case Move():
-            return f"pyautogui.moveTo({_xy(action.x, action.y, image, model)})"
+            return f"pyautogui.moveTo({xy(action.x, action.y)})"
         case Drag():
             return (
-                f"pyautogui.moveTo({_xy(action.x, action.y, image, model)})\n"
-                f"pyautogui.dragTo({_xy(action.x2, action.y2, image, model)}, "
+                f"pyautogui.moveTo({xy(action.x, action.y)})\n"
+                f"pyautogui.dragTo({xy(action.x2, action.y2)}, "
                 "button='left')"
             )
         case Scroll(unit="notch"):
@@ -129,7 +145,7 @@ def _call(action: Action, image: Size, model: Size) -> str:
             clicks = _number(sign * action.amount)
             if action.x is None or action.y is None:
                 return f"pyautogui.{name}({clicks})"
-            return f"pyautogui.{name}({clicks}, {_xy(action.x, action.y, image, model)})"
+            return f"pyautogui.{name}({clicks}, {xy(action.x, action.y)})"
         case TypeText():
             return f"pyautogui.write(message={quote(action.text)})"
         case Hotkey(keys=(key,)):
@@ -146,10 +162,7 @@ def _call(action: Action, image: Size, model: Size) -> str:
             name = "mouseDown" if isinstance(action, ButtonDown) else "mouseUp"
             if action.x is None or action.y is None:
                 return f"pyautogui.{name}(button='{action.button}')"
-            return (
-                f"pyautogui.{name}({_xy(action.x, action.y, image, model)}, "
-                f"button='{action.button}')"
-            )
+            return f"pyautogui.{name}({xy(action.x, action.y)}, button='{action.button}')"
     raise ValueError(f"opencua cannot express this action: {type(action).__name__}")
 
 

@@ -4,7 +4,7 @@ Each agent module declares ``class XOptions(AgentOptions)``: one field per optio
 and ``Meta(description=...)`` (plus bounds such as ``ge=1``). Everything else reads that Struct:
 ``make_agent`` checks values with it (from ``-o KEY=VALUE`` text, from Python callers and from
 recorded ``RunStarted.agent_settings``), ``agent.options()`` records it, and ``ownloop agents``
-and the README list it. Every failure is one ``OwnloopError`` naming the agent and the option.
+and docs/agents.md list it. Every failure is one ``OwnloopError`` naming the agent and the option.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class AgentOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 
 class OptionDoc(NamedTuple):
-    """One option as ``ownloop agents`` and the README show it."""
+    """One option as ``ownloop agents`` and docs/agents.md show it."""
 
     name: str
     type: str

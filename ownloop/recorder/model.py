@@ -10,7 +10,7 @@ from it only what fits the event's types: a field that does not fit is left out 
 the event's ``error`` (``bad response: finish_reason is int 7``), text is made valid UTF-8 (bad
 bytes and lone surrogates become U+FFFD) and capped at ``MAX_RESPONSE_CHARS``.
 
-What the agent gets (see README, "A hostile endpoint"):
+What the agent gets (docs/recording.md, "A hostile or broken endpoint"):
 - a chat completion, however odd its fields: its text ("" when the content is not text), so the
   agent's own rules for a bad response apply (re-sample, then ``parse_error``);
 - a body that is not a chat completion at all (not JSON, an HTML page, an object without

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ownloop.recorder.suites.miniwob import parse_seeds
-from ownloop.replay.execute import execute_session
 from ownloop.replay.fold import fold
+from ownloop.replay.serial import SerialReplays
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import (
@@ -93,31 +93,32 @@ def audit_blind(
     done = blind_replayed(store, run_id)
     replayed = 0
     skipped: list[str] = []
-    for task_id, session_id in candidates:
-        parent = fold(store.session_events(session_id))
-        task = parent.task
-        if task is None or task.suite != "miniwob":
-            skipped.append(
-                f"{task_id}: skipped, not a MiniWoB task (a blind audit needs other "
-                "episodes of the task: seeds)"
-            )
-            continue
-        for seed in _seeds_for(task.seed, given):
-            if (session_id, seed) in done:
+    with SerialReplays(chromium) as replays:  # one Chromium for all the replays
+        for task_id, session_id in candidates:
+            parent = fold(store.session_events(session_id))
+            task = parent.task
+            if task is None or task.suite != "miniwob":
+                skipped.append(
+                    f"{task_id}: skipped, not a MiniWoB task (a blind audit needs other "
+                    "episodes of the task: seeds)"
+                )
                 continue
-            result = execute_session(
-                store,
-                parent,
-                "ops",
-                seed=seed,
-                on_diverge="ignore",
-                settle_s=settle_s,
-                chromium=chromium,
-            )
-            replayed += 1
-            if on_replay is not None:
-                grade = result.child.latest_grade
-                on_replay(task_id, seed, None if grade is None else grade.passed)
+            for seed in _seeds_for(task.seed, given):
+                if (session_id, seed) in done:
+                    continue
+                result = replays.execute(
+                    store,
+                    parent,
+                    "ops",
+                    seed=seed,
+                    on_diverge="ignore",
+                    settle_s=settle_s,
+                    chromium=chromium,
+                )
+                replayed += 1
+                if on_replay is not None:
+                    grade = result.child.latest_grade
+                    on_replay(task_id, seed, None if grade is None else grade.passed)
     store.sync()
     return BlindAudit(run_id, blind_audit_rows(store, run_id), replayed, tuple(skipped))
 

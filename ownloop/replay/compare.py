@@ -22,11 +22,13 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ownloop.replay.agreement import Verdict, report_of
 from ownloop.replay.align import Divergence, first_divergence
 from ownloop.replay.comparison import (
     MIN_TASKS,
     Comparison,
     ErrorPolicy,
+    JudgeAgreement,
     RunSide,
     TaskComparison,
     comparison_view,
@@ -43,7 +45,8 @@ from ownloop.store.paired import (
     sign_flip_test,
     split_expected,
 )
-from ownloop.store.scores import Unit, run_units
+from ownloop.store.queries import run_judge_verdicts
+from ownloop.store.scores import Unit, grader_judge, judge_units, run_units
 from ownloop.store.seal import completeness_reasons
 from ownloop.store.stats import mcnemar_exact, paired_bootstrap
 
@@ -77,9 +80,12 @@ def _flip_rate(tasks: dict[str, list[Unit]]) -> float:
     return mixed / len(tasks) if tasks else 0.0
 
 
-def _side(store: Store, run: str, errors: ErrorPolicy) -> tuple[RunSide, dict[str, list[Unit]]]:
-    """One run's units under the error policy, and what it brought."""
-    units = run_units(store, run)
+def _side(
+    store: Store, run: str, errors: ErrorPolicy, judge: str | None = None
+) -> tuple[RunSide, dict[str, list[Unit]]]:
+    """One run's units under the error policy, scored by the rule graders (``judge`` None) or
+    by a model judge's verdicts, and what it brought."""
+    units = run_units(store, run) if judge is None else judge_units(store, run, judge)
     if not any(not u.errored for u in units):
         raise OwnloopError(
             f"run '{run}' has no graded scored sessions in {store.root}. List runs with: "
@@ -128,15 +134,19 @@ def compare_runs(
     *,
     errors: ErrorPolicy = "fail",
     min_tasks: int = MIN_TASKS,
+    grader: str = "rule",
 ) -> Comparison:
-    """Compare run B with run A over their scored units (errored ones as ``errors`` says).
+    """Compare run B with run A over their scored units (errored ones as ``errors`` says),
+    scored by ``grader``: ``rule`` (the rule graders) or ``judge:NAME`` (a model judge).
 
     Raises:
-        OwnloopError: a run has no graded scored session, the runs share no task, or a run has
-            errored units and ``errors`` is "refuse".
+        OwnloopError: a bad ``grader``, a run has no graded scored session (or, under a judge,
+            a session the judge has not judged), the runs share no task, or a run has errored
+            units and ``errors`` is "refuse".
     """
-    side_a, tasks_a = _side(store, run_a, errors)
-    side_b, tasks_b = _side(store, run_b, errors)
+    judge = grader_judge(grader)
+    side_a, tasks_a = _side(store, run_a, errors, judge)
+    side_b, tasks_b = _side(store, run_b, errors, judge)
     common = tasks_a.keys() & tasks_b.keys()
     if not common:
         raise OwnloopError(
@@ -194,7 +204,23 @@ def compare_runs(
         exact=exact,
         split_expected=split_expected(tables),
         min_tasks=min_tasks,
+        grader=grader,
+        judges=_judges(store, run_a, run_b),
     )
+
+
+def _judges(store: Store, *runs: str) -> tuple[JudgeAgreement, ...]:
+    """Per run and model judge that judged it: the judge's agreement with the rule graders."""
+    out = []
+    for run in dict.fromkeys(runs):
+        by_judge: dict[str, list[Verdict]] = {}
+        for judge, session, control, repeat, passed, rule in run_judge_verdicts(store, run):
+            verdict = (session, control or "", repeat or 1, passed, rule)
+            by_judge.setdefault(judge, []).append(verdict)
+        for judge, verdicts in sorted(by_judge.items()):
+            report = report_of(judge, verdicts)
+            out.append(JudgeAgreement(run_id=run, judge=judge, report=report))
+    return tuple(out)
 
 
 def _standard_error(differences: list[float]) -> float:

@@ -14,6 +14,7 @@ import msgspec
 from rich.table import Table
 from rich.text import Text
 
+from ownloop.replay.agreement import JudgeReport
 from ownloop.replay.align import Divergence
 from ownloop.store.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Interval
 from ownloop.store.text import visible
@@ -22,6 +23,7 @@ __all__ = [
     "MIN_TASKS",
     "Comparison",
     "ErrorPolicy",
+    "JudgeAgreement",
     "RunSide",
     "TaskComparison",
     "comparison_view",
@@ -86,6 +88,46 @@ class TaskComparison(msgspec.Struct, frozen=True, kw_only=True):
         return Fraction(self.passes_b, self.n_b) - Fraction(self.passes_a, self.n_a)
 
 
+class JudgeAgreement(msgspec.Struct, frozen=True, kw_only=True):
+    """A model judge's verdicts on one of the runs, measured against the rule graders."""
+
+    run_id: str
+    judge: str
+    report: JudgeReport
+
+    def line(self, side: str) -> str:
+        r, k = self.report, self.report.kappa
+        if k.n == 0:
+            against = "no session with both a rule grade and a verdict"
+        else:
+            kappa = (
+                "kappa n/a (no variation)"
+                if k.kappa is None
+                else f"kappa {k.kappa:+.2f} ({k.low:+.2f} to {k.high:+.2f})"
+            )
+            against = f"agrees with the rule graders on {k.observed:.3f} of {k.n}, {kappa}"
+        return visible(
+            f"{side}: judge {self.judge} passed {r.passed}/{r.sessions} sessions; {against}",
+            one_line=True,
+        )
+
+    def record(self) -> dict[str, Any]:
+        r, k = self.report, self.report.kappa
+        return {
+            "run_id": self.run_id,
+            "judge": self.judge,
+            "sessions": r.sessions,
+            "passed": r.passed,
+            "repeats": r.repeats,
+            "pairs": k.n,
+            "observed": k.observed if k.n else None,
+            "kappa": k.kappa,
+            "kappa_low": k.low,
+            "kappa_high": k.high,
+            "confusion": [k.both_pass, k.rule_only, k.judge_only, k.both_fail],
+        }
+
+
 class RunSide(msgspec.Struct, frozen=True, kw_only=True):
     """What one run brought: its units, the errored ones by status, and the seal's view."""
 
@@ -119,6 +161,8 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
     exact: bool  # False: the sign-flip p is a seeded Monte Carlo estimate
     split_expected: float  # tasks expected solved by one run only with no difference
     min_tasks: int = MIN_TASKS
+    grader: str = "rule"  # whose grades scored the units: "rule" or "judge:NAME"
+    judges: tuple[JudgeAgreement, ...] = ()  # per run, the model judges that judged it
 
     @property
     def flip_rate_a(self) -> float:
@@ -203,7 +247,16 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
 
     def score_lines(self) -> list[str]:
         """The summary, one line each."""
-        lines = self._side_lines()
+        lines = []
+        if self.grader != "rule":
+            lines.append(
+                f"scored by {self.grader.replace(':', ' ', 1)} (the majority of its verdicts on "
+                "each session), not the rule graders"
+            )
+        lines.extend(self._side_lines())
+        for agreement in self.judges:
+            side = "A" if agreement.run_id == self.run_a else "B"
+            lines.append(agreement.line(side))
         shared = self.shared
         n = len(shared)
         mean_a = sum(t.passes_a / t.n_a for t in shared) / n
@@ -262,6 +315,8 @@ class Comparison(msgspec.Struct, frozen=True, kw_only=True):
             "run_a": self.run_a,
             "run_b": self.run_b,
             "errors": self.errors,
+            "grader": self.grader,
+            "judges": [agreement.record() for agreement in self.judges],
             "difference": self.difference._asdict(),
             "resamples": BOOTSTRAP_RESAMPLES,
             "seed": BOOTSTRAP_SEED,

@@ -456,6 +456,7 @@ def execute_session(
     seed: int | None = None,
     base: str | None = None,
     desktop: DesktopTarget | None = None,
+    runner: Callable[[Store, Session, Plan], EpisodeResult] | None = None,
 ) -> Replayed:
     """Re-execute ``parent`` in a fresh browser as a new session (see the module docstring).
 
@@ -480,6 +481,8 @@ def execute_session(
         seed: replay a MiniWoB session on this seed of its task.
         base: replay a tasks-file session against this base URL (another deployment).
         desktop: (a desktop session) the desktop to re-execute on, and its reset.
+        runner: runs the planned replay (``SerialReplays``: in a Chromium kept for many); by
+            default in a Chromium of its own, on a thread of its own.
 
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
@@ -505,7 +508,10 @@ def execute_session(
         desktop=desktop,
     )
     new_run = ensure_run(store, plan, parent, endpoint)
-    result = _in_thread(lambda stop: _run(store, parent, plan, stop))
+    if runner is not None:
+        result = runner(store, parent, plan)
+    else:
+        result = _in_thread(lambda stop: _run(store, parent, plan, stop))
     if new_run:
         end_run(store, plan.run_id, [result])
     store.sync()

@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import msgspec
 
-from ownloop.replay.execute import execute_session
 from ownloop.replay.fold import fold
+from ownloop.replay.serial import SerialReplays
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import SessionEnded, now
@@ -92,26 +92,27 @@ def audit_noop(
         ).rows
     }
     replayed = 0
-    for task_id, session_id in candidates:
-        if task_id in done:
-            continue
-        parent = fold(store.session_events(session_id))
-        # no step to replay, and an end without the parent's answer: nothing the agent did
-        untouched = SessionEnded(
-            at=now(), run_id=parent.run_id, session_id=parent.session_id, status="no_action"
-        )
-        result = execute_session(
-            store,
-            msgspec.structs.replace(parent, steps=(), outcome=untouched),
-            "ops",
-            on_diverge="ignore",
-            settle_s=settle_s,
-            chromium=chromium,
-        )
-        replayed += 1
-        if on_replay is not None:
-            grade = result.child.latest_grade
-            on_replay(task_id, None if grade is None else grade.score)
+    with SerialReplays(chromium) as replays:  # one Chromium for all the replays
+        for task_id, session_id in candidates:
+            if task_id in done:
+                continue
+            parent = fold(store.session_events(session_id))
+            # no step to replay, and an end without the parent's answer: nothing the agent did
+            untouched = SessionEnded(
+                at=now(), run_id=parent.run_id, session_id=parent.session_id, status="no_action"
+            )
+            result = replays.execute(
+                store,
+                msgspec.structs.replace(parent, steps=(), outcome=untouched),
+                "ops",
+                on_diverge="ignore",
+                settle_s=settle_s,
+                chromium=chromium,
+            )
+            replayed += 1
+            if on_replay is not None:
+                grade = result.child.latest_grade
+                on_replay(task_id, None if grade is None else grade.score)
     store.sync()
     rows = store.sql(
         "select task_id, replays, passes, noop_score, noop_score > $bar or passes > 0 as flagged "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from ownloop.store.errors import OwnloopError
 from ownloop.store.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, clustered_bootstrap
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
     from ownloop.store import Store
 
-__all__ = ["Unit", "refresh_bootstraps", "run_units", "score_line"]
+__all__ = ["Unit", "grader_judge", "judge_units", "refresh_bootstraps", "run_units", "score_line"]
 
 # scores_as: the grade, false for an errored unit (see unit_outcomes in views.sql)
 _DIGESTS = (
@@ -98,6 +99,68 @@ def run_units(store: Store, run_id: str) -> list[Unit]:
         {"run": run_id},
     ).rows
     return [Unit(str(t), int(r), str(s), bool(p), str(st), bool(e)) for t, r, s, p, st, e in rows]
+
+
+def grader_judge(grader: str) -> str | None:
+    """``--grader``'s judge: None for ``rule`` (the rule graders), NAME for ``judge:NAME``.
+
+    Raises:
+        OwnloopError: anything else.
+    """
+    if grader == "rule":
+        return None
+    name = grader.removeprefix("judge:")
+    if not grader.startswith("judge:") or not name or "/" in name:
+        raise OwnloopError(
+            f"--grader {grader!r}: use rule (the rule graders) or judge:NAME (a model judge's "
+            "verdicts, e.g. judge:final)"
+        )
+    return name
+
+
+def judge_units(store: Store, run_id: str, judge: str) -> list[Unit]:
+    """The units of ``run_id`` scored by judge ``judge``: each unit's session passes when the
+    majority of the judge's latest verdicts on it (one per repeat of the judging, controls
+    left out) said passed (a tie fails); an errored unit fails, as under the rule graders.
+
+    Raises:
+        OwnloopError: a unit's session has no verdict of the judge (the two kinds of grade are
+            never mixed: judge the rest first).
+    """
+    units = store.sql(
+        "select task_id, repeat, coalesce(session_id, ''), status, errored "
+        "from unit_outcomes where run_id = $run order by task_id, repeat",
+        {"run": run_id},
+    ).rows
+    verdicts = dict(
+        store.sql(
+            "with latest as (select session_id, arg_max(passed, judged_at) as passed "
+            "from judge_grades where run_id = $run and judge = $judge and control is null "
+            "group by session_id, coalesce(repeat, 1)) "
+            "select session_id, sum(passed::int) * 2 > count(*) from latest group by session_id",
+            {"run": run_id, "judge": judge},
+        ).rows
+    )
+    out, missing = [], 0
+    for task, repeat, session, status, errored in units:
+        if errored:
+            out.append(Unit(str(task), int(repeat), str(session), False, str(status), True))
+        elif session in verdicts:
+            out.append(Unit(str(task), int(repeat), str(session), bool(verdicts[session])))
+        else:
+            missing += 1
+    if missing:
+        judged = store.sql(
+            "select distinct judge from judge_grades where run_id = $run order by judge",
+            {"run": run_id},
+        ).rows
+        known = ", ".join(str(row[0]) for row in judged) or "none"
+        raise OwnloopError(
+            f"judge {judge!r} has no verdict on {missing} of {len(units)} units of run "
+            f"'{run_id}' (judges of that run: {known}): judge them first with "
+            f"ownloop judge --run {run_id} --judge {judge} ..., or score with --grader rule"
+        )
+    return out
 
 
 def score_line(store: Store, run_id: str) -> str | None:

@@ -177,13 +177,9 @@ def import_osworld(
         # a run): the responses alone tell the agent first.
         name = agent or tell_agent([t for path, _ in groups[key] for t in traj_responses(path)])
         if name is None or name not in AGENTS:
-            said = (
-                "the responses are plain pyautogui code, which no agent of ownloop parses yet"
-                if name == "pyautogui"
-                else "cannot tell which agent wrote the responses"
-            )
             raise OwnloopError(
-                f"{said} ({'/'.join(key)} in {root}): pass --agent "
+                f"cannot tell which agent wrote the responses ({'/'.join(key)} in {root}): "
+                "pass --agent "
                 f"({', '.join(sorted(AGENTS))}) to import them with that agent's parser"
             )
         run = run_id or _run_name(*key)

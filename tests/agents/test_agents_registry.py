@@ -58,7 +58,7 @@ def test_unknown_agent_is_one_line_listing_the_agents() -> None:
         make_agent("gpt-99")
     assert str(caught.value) == (
         "unknown agent 'gpt-99'. Choose one of: "
-        "fara7b, glmv, holo, molmoweb, opencua, qwen3vl, uitars"
+        "fara7b, glmv, holo, molmoweb, opencua, pyautogui, qwen3vl, uitars"
     )
 
 
@@ -111,7 +111,16 @@ def test_options_from_the_command_line_are_read() -> None:
 
 def test_agent_options_lists_defaults() -> None:
     assert agent_options("uitars")["images"] == 5
-    assert set(AGENTS) == {"uitars", "opencua", "fara7b", "molmoweb", "qwen3vl", "holo", "glmv"}
+    assert set(AGENTS) == {
+        "uitars",
+        "opencua",
+        "fara7b",
+        "molmoweb",
+        "qwen3vl",
+        "holo",
+        "glmv",
+        "pyautogui",
+    }
 
 
 @pytest.mark.parametrize(

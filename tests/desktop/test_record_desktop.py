@@ -20,6 +20,7 @@ from ownloop.modelserver import ModelServer
 from ownloop.modelserver.desktop_expert import TASKS, DesktopExpert
 from ownloop.store import open_store
 from ownloop.world.cassette import CassetteDesktop, cassette_blob
+from tests.desktop.fixtures import DESKTOP_SIZE
 
 SUITE = Path(__file__).with_name("osworld")
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
@@ -29,16 +30,22 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 def recorded(
     desktop_server: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Path]]:
+    # Two desktops, one worker each: the session's and one of the module's own, so each run's
+    # tasks go two at a time (and the desktop pool hands both out).
+    from ownloop.desktopserver import Desktop, DesktopServer
+
     stores = {}
-    for agent in ("uitars", "opencua"):
-        store = tmp_path_factory.mktemp(f"desktop-{agent}")
-        with ModelServer(DesktopExpert(agent)) as model:
-            argv = ["--store", str(store), "record", agent, "--suite", f"osworld:{SUITE}"]
-            argv += ["--desktop", desktop_server.url, "--reset", "server", "--a11y"]
-            argv += ["--endpoint", model, "--model", "m", "--settle", "0.3", "--max-steps", "8"]
-            result = CliRunner().invoke(cli, argv, catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        stores[agent] = store
+    with DesktopServer(Desktop(DESKTOP_SIZE)) as second:
+        for agent in ("uitars", "opencua"):
+            store = tmp_path_factory.mktemp(f"desktop-{agent}")
+            with ModelServer(DesktopExpert(agent)) as model:
+                argv = ["--store", str(store), "record", agent, "--suite", f"osworld:{SUITE}"]
+                argv += ["--desktop", desktop_server.url, "--desktop", second]
+                argv += ["--reset", "server", "--a11y", "--endpoint", model, "--model", "m"]
+                argv += ["--settle", "0.3", "--max-steps", "8"]
+                result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            stores[agent] = store
     yield stores
 
 

@@ -7,14 +7,14 @@ spec shows the check that changed.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 from haralyzer import HarParser
 
+from ownloop.cli import cli
 from ownloop.modelserver import ModelServer, Reply
 from ownloop.store import open_store
 
@@ -63,15 +63,10 @@ def reply(request: dict[str, Any]) -> Reply:
     return Reply(f"Thought: Add it.\nAction: click(start_box='({x},100)')")
 
 
-def ownloop(store: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "ownloop", "--store", str(store), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
-    assert result.returncode == 0, (result.stdout, result.stderr)
+def ownloop(store: Path, *args: str) -> Result:
+    """The CLI in this process (its imports paid once, not per command)."""
+    result = CliRunner().invoke(cli, ["--store", str(store), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
     return result
 
 
@@ -88,7 +83,10 @@ def by_task(store: Path) -> dict[str, str]:
     return {e["session_id"]: e["task"]["task_id"] for e in events(store, "session_started")}
 
 
-def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any) -> None:
+def test_network_graders_live_and_offline_from_the_har(
+    tmp_path: Path, site: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # as a user in the folder of the tasks
     store = tmp_path / "store"
     tasks = tasks_file(tmp_path / "tasks.json", BLUE)
     with ModelServer(reply) as url:
@@ -110,7 +108,8 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
             "0",
             "--run",
             "shop",
-            cwd=tmp_path,
+            "--workers",  # the two tasks one after another: one browser, not two
+            "1",
         )
     tasks_of = by_task(store)
     recorded = {tasks_of[g["session_id"]]: g for g in events(store, "session_graded")}
@@ -157,11 +156,11 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
     assert "text/html" in sent["accept"] and sent["sec-fetch-dest"] == "document", sent
     assert page["response"]["content"]["size"] > 0
     # Exported as a .har file beside the harness folder, byte for byte.
-    ownloop(store, "export", "--run", "shop", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    ownloop(store, "export", "--run", "shop", "--out", str(tmp_path / "out"))
     assert (tmp_path / "out" / "blue" / "network.har").read_bytes() == har
 
     # Offline, from the HAR: the same verdicts, checks and grader versions; nothing flips.
-    result = ownloop(store, "regrade", "--run", "shop", "--tasks", str(tasks), cwd=tmp_path)
+    result = ownloop(store, "regrade", "--run", "shop", "--tasks", str(tasks))
     assert "flipped: 0" in result.stdout, result.stdout
     regraded = {
         tasks_of[g["session_id"]]: g
@@ -174,7 +173,7 @@ def test_network_graders_live_and_offline_from_the_har(tmp_path: Path, site: Any
 
     # A changed spec: the flip names the check that changed, and how.
     changed = tasks_file(tmp_path / "changed.json", {**BLUE, "status": 201})
-    result = ownloop(store, "regrade", "--run", "shop", "--tasks", str(changed), cwd=tmp_path)
+    result = ownloop(store, "regrade", "--run", "shop", "--tasks", str(changed))
     lines = result.stdout.splitlines()
     assert "flipped: 1" in lines[1], result.stdout
     flip = next(i for i, line in enumerate(lines) if "  blue  pass 1.00 -> fail 0.00" in line)

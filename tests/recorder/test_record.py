@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,9 +234,16 @@ def test_chromium_killed_mid_session_errors_that_session_only(tmp_path: Path) ->
 
 
 def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
-    # Slow answers (1 s) for the first two tasks' four calls: the kill lands mid-session; the
-    # same command again gets quick ones.
-    with make_server("miniwob", "uitars", "slow=1:4") as url:
+    # Quick answers for the first task's two calls; the next task's first call hangs (the
+    # server's stop cuts it short): the kill lands mid-session, once that call is in flight.
+    # The same command again gets quick ones.
+    hanging = threading.Event()
+
+    def log(line: str) -> None:
+        if "-> hang " in line:
+            hanging.set()
+
+    with make_server("miniwob", "uitars", "ok:2,hang=300:1", log=log) as url:
         command = [
             "record",
             "uitars",
@@ -255,12 +263,14 @@ def test_kill_9_mid_run_then_the_same_command_finishes(tmp_path: Path) -> None:
         proc = _ownloop(tmp_path, *command, "--api-key", SECRET)
         _wait_for(tmp_path / "journal", b'"session_ended"', 1)  # one task done,
         _wait_for(tmp_path / "journal", b'"session_started"', 2)  # the next one under way
-        time.sleep(1.5)
+        assert hanging.wait(90), "the second session's call never reached the endpoint"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        again = _ownloop(tmp_path, *command)
-        out, _ = again.communicate(timeout=120)
-    assert again.returncode == 0, out
+        again = CliRunner().invoke(
+            cli, ["--store", str(tmp_path), *command], catch_exceptions=False
+        )
+        out = again.output
+    assert again.exit_code == 0, out
     rows = _rows(tmp_path, "select task_id, status from sessions order by started_at")
     statuses = {}
     for task_id, status in rows:
@@ -325,9 +335,10 @@ def test_ctrl_c_ends_the_sessions_in_flight_as_interrupted_then_resume_finishes(
         # login-user (6 steps) is still under way; focus-text may have finished already.
         assert ("interrupted", None) in rows, rows
         assert all(r in (("interrupted", None), ("finished", True)) for r in rows), rows
-        again = _ownloop(tmp_path, *command)
-        out, _ = again.communicate(timeout=120)
-    assert again.returncode == 0, out
+        again = CliRunner().invoke(
+            cli, ["--store", str(tmp_path), *command], catch_exceptions=False
+        )
+    assert again.exit_code == 0, again.output
     latest = _rows(
         tmp_path, "select task_id, arg_max(status, started_at) from sessions group by task_id"
     )

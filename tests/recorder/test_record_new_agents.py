@@ -1,73 +1,37 @@
 """Issue 31: qwen3vl, holo and glmv recorded end to end, then replayed, on one small recording.
 
-One module fixture records the three agents at once (three ``ownloop record`` subprocesses into
-one store, each against the MiniWoB expert answering in that agent's own grammar) on click-button
-and enter-text: a reward of 1 proves each prompt (the expert finds the task in it), grammar,
+The session's ``new_agents_store`` (tests/conftest.py) holds the three agents' recordings, made at
+once (three ``ownloop record`` subprocesses into one store, each against the MiniWoB expert
+answering in that agent's own grammar) on click-button and enter-text, each in a run named after
+the agent: a reward of 1 proves each prompt (the expert finds the task in it), grammar,
 coordinate frame (0-999 read by width/999; 0-1000; the resized image sent), translation and
 ending. Every parse records its coordinate frame. Then one replay of the run's responses per
-agent reproduces the rewards.
+agent, the three at once on a copy of the store, reproduces the rewards.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from ownloop.modelserver.endpoint import make_server
 from ownloop.store import open_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 AGENTS = {"qwen3vl": "relative-999", "holo": "relative-1000", "glmv": "relative-999"}
-TASKS = "click-button,enter-text"
 
 
 def _ownloop(store: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "ownloop", "--store", str(store), *args]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("new-agents")
-    store = root / "store"
-    with ExitStack() as servers:
-        records = {}
-        for agent in AGENTS:
-            url = servers.enter_context(make_server("miniwob", agent))
-            records[agent] = subprocess.Popen(
-                _ownloop(
-                    store,
-                    "record",
-                    agent,
-                    "--suite",
-                    f"miniwob:{TASKS}",
-                    "--endpoint",
-                    url,
-                    "--model",
-                    "expert",
-                    "--run",
-                    agent,
-                    "--settle",
-                    "0.1",
-                    "--workers",
-                    "1",
-                    "--max-steps",
-                    "10",
-                    "--released",
-                    str(root / "no-clone"),
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        outs = {agent: process.communicate(timeout=300)[0] for agent, process in records.items()}
-    for agent, process in records.items():
-        assert process.returncode == 0 and "2 finished" in outs[agent], (agent, outs[agent])
-    return store
+@pytest.fixture
+def store(new_agents_store: Path) -> Path:
+    return new_agents_store
 
 
 def _rows(store: Path, sql: str) -> list[tuple]:
@@ -90,16 +54,21 @@ def test_each_new_agent_earns_its_rewards_and_records_its_frame(store: Path) -> 
     assert all('"task_text":"wrapped"' in settings.replace(" ", "") for _, settings in sizes)
 
 
-def test_replaying_the_responses_reproduces_the_rewards(store: Path) -> None:
-    for agent in AGENTS:
-        done = subprocess.run(
+def test_replaying_the_responses_reproduces_the_rewards(store: Path, tmp_path: Path) -> None:
+    shutil.copytree(store, tmp_path / "store")  # the replays add their sessions to it
+    store = tmp_path / "store"
+    replays = {
+        agent: subprocess.Popen(
             _ownloop(store, "replay", "--run", agent, "--execute", "responses", "--settle", "0.1"),
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
-            timeout=300,
-            check=False,
         )
-        assert done.returncode == 0, done.stdout + done.stderr
+        for agent in AGENTS
+    }
+    outs = {agent: process.communicate(timeout=300)[0] for agent, process in replays.items()}
+    for agent, process in replays.items():
+        assert process.returncode == 0, (agent, outs[agent])
     replayed = _rows(
         store,
         "select agent, count(*), min(score) from sessions "

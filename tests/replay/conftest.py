@@ -4,8 +4,9 @@ recorded with it once per test run, copied for each test that writes to it.
 - ``expert``: the MiniWoB expert over HTTP, as ``Live(url, calls)``; ``calls()`` is how many
   requests reached it so far.
 - ``recorded``: a store holding uitars sessions of click-button, enter-text and focus-text,
-  recorded against ``expert`` (run ``rec``), as ``Recorded(path, sessions)`` with ``sessions``
-  mapping a task name (``enter-text``) to its session id.
+  recorded against the MiniWoB expert (run ``rec``) once per test run, shared by every module
+  and xdist worker (``tests.replay.recordings``; read only), as ``Recorded(path, sessions)`` with
+  ``sessions`` mapping a task name (``enter-text``) to its session id.
 - ``store_copy``: a copy of that store in the test's tmp_path.
 """
 
@@ -18,23 +19,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from click.testing import CliRunner
 
-from ownloop.cli import cli
 from ownloop.modelserver import ModelServer, Reply
-from ownloop.store import open_store
+from tests.replay.recordings import TASKS, Recorded, invoke, replay_store
 
-TASKS = "click-button,enter-text,focus-text"
+__all__ = ["TASKS", "Live", "Recorded", "invoke"]
 
 
 class Live(NamedTuple):
     url: str
     calls: Callable[[], int]
-
-
-class Recorded(NamedTuple):
-    path: Path
-    sessions: dict[str, str]
 
 
 class _Counting:
@@ -64,37 +58,9 @@ def expert() -> Iterator[Live]:
         yield Live(url, lambda: counting.seen)
 
 
-def invoke(store: Path, *args: str) -> str:
-    """Run an ownloop command on ``store``; fails the test on a non-zero exit."""
-    result = CliRunner().invoke(cli, ["--store", str(store), *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
 @pytest.fixture(scope="session")
-def recorded(tmp_path_factory: pytest.TempPathFactory, expert: Live) -> Recorded:
-    path = tmp_path_factory.mktemp("recorded") / "store"
-    invoke(
-        path,
-        "record",
-        "uitars",
-        "--suite",
-        f"miniwob:{TASKS}",
-        "--endpoint",
-        expert.url,
-        "--model",
-        "expert",
-        "--run",
-        "rec",
-        "--workers",
-        "1",
-        "--settle",
-        "0.1",
-    )
-    rows = open_store(path).sql("select task_id, session_id, status from sessions").rows
-    errors = open_store(path).sql("select error from model_calls where error is not null").rows
-    assert all(status == "finished" for _, _, status in rows), (rows, errors[:3])
-    return Recorded(path, {task.rsplit("-", 1)[0]: sid for task, sid, _ in rows})
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    return replay_store(tmp_path_factory)
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from ownloop.cli import cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -52,21 +55,27 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     try:
         assert server.stdout is not None
         url = server.stdout.readline().split(" at ", 1)[1].strip()
-        _ownloop(
-            store,
-            "record",
-            "uitars",
-            "--suite",
-            "miniwob:click-button",
-            "--endpoint",
-            url,
-            "--model",
-            "ownloop-miniwob-uitars",
-            "--settle",
-            "0.1",
-            "--run",
-            "r1",
+        recorded = CliRunner().invoke(  # in this process: only serve-model's stderr is read
+            cli,
+            [
+                "--store",
+                str(store),
+                "record",
+                "uitars",
+                "--suite",
+                "miniwob:click-button",
+                "--endpoint",
+                url,
+                "--model",
+                "ownloop-miniwob-uitars",
+                "--settle",
+                "0.1",
+                "--run",
+                "r1",
+            ],
+            catch_exceptions=False,
         )
+        assert recorded.exit_code == 0, recorded.output
     finally:
         server.terminate()
         _, err = server.communicate(timeout=30)

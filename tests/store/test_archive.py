@@ -36,9 +36,12 @@ def views(store: Store) -> list[str]:
 
 
 def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
-    """Every view's full row set, sorted (through the read-only query path)."""
+    """Every view's full row set, sorted (through the read-only query path, over one
+    connection)."""
+    names = views(store)
+    results = store.sql_many([(f'select * from "{name}"', None) for name in names])
     return {
-        name: sorted(store.sql(f'select * from "{name}"').rows, key=repr) for name in views(store)
+        name: sorted(result.rows, key=repr) for name, result in zip(names, results, strict=True)
     }
 
 
@@ -46,15 +49,23 @@ def journal_rows(store: Store, where: str = "true") -> int:
     return int(store.sql(f"select count(*) from journal where {where}").rows[0][0])
 
 
-@pytest.fixture
-def three_runs(store: Store) -> Store:
-    """Two sealed runs of 40 tasks, one open run (no end), all in the index."""
+@pytest.fixture(scope="module")
+def three_runs_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two sealed runs of 40 tasks, one open run (no end), all in the index: made once."""
+    store = open_store(tmp_path_factory.mktemp("three_runs") / "store", fsync=False)
     for run_id in ("r1", "r2"):
         write_run(store, run_id, _TASKS)
         assert seal_run(store, run_id).seal is not None
     write_run(store, "r3", ("t1", "t2"), end_run=False)
     store.sync()
-    return store
+    return store.root
+
+
+@pytest.fixture
+def three_runs(three_runs_made: Path, tmp_path: Path) -> Store:
+    """A copy of ``three_runs_made`` of the test's own (the tests archive and rebuild it)."""
+    shutil.copytree(three_runs_made, tmp_path / "store")
+    return open_store(tmp_path / "store", fsync=False)
 
 
 def regrade_against_seal(store: Store, run_id: str, session: str) -> None:

@@ -30,9 +30,13 @@ def _every_row(store: Store) -> dict[str, list[tuple[object, ...]]]:
             "where table_type = 'BASE TABLE' order by all"
         ).rows
     ]
+    # Over one connection: opening the index costs more than most of these queries.
+    results = store.sql_many(
+        [(f'select * from "{schema}"."{name}"', None) for schema, name in names]
+    )
     return {
-        f"{schema}.{name}": sorted(store.sql(f'select * from "{schema}"."{name}"').rows, key=repr)
-        for schema, name in names
+        f"{schema}.{name}": sorted(result.rows, key=repr)
+        for (schema, name), result in zip(names, results, strict=True)
     }
 
 
@@ -44,7 +48,10 @@ def _views(store: Store) -> dict[str, list[tuple[object, ...]]]:
             "order by all"
         ).rows
     ]
-    return {name: sorted(store.sql(f'select * from "{name}"').rows, key=repr) for name in names}
+    results = store.sql_many([(f'select * from "{name}"', None) for name in names])
+    return {
+        name: sorted(result.rows, key=repr) for name, result in zip(names, results, strict=True)
+    }
 
 
 def _odd_journal(store: Store, record_session: Callable[..., str]) -> None:

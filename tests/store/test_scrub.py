@@ -127,7 +127,7 @@ def test_a_5_mb_hostile_text_is_scrubbed_in_linear_time(unit: str) -> None:
     text = unit * (5_000_000 // len(unit))
     began = time.perf_counter()
     scrub_text(text)
-    assert time.perf_counter() - began < 10  # quadratic would take hours; linear takes < 1 s
+    assert time.perf_counter() - began < 60  # quadratic would take hours; linear takes < 1 s
 
 
 def test_a_5_mb_random_text_is_scrubbed_in_linear_time() -> None:
@@ -135,7 +135,7 @@ def test_a_5_mb_random_text_is_scrubbed_in_linear_time() -> None:
     text = "".join(rng.choice("ab_-=:/@\"'\\ .Bt") for _ in range(5_000_000))
     began = time.perf_counter()
     scrub_text(text)
-    assert time.perf_counter() - began < 10
+    assert time.perf_counter() - began < 60
 
 
 def test_mask_secrets_masks_only_the_given_secrets() -> None:

@@ -8,6 +8,7 @@ seal and the checks see the same shapes as in a recorded run.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -91,12 +92,35 @@ def write_run(
     run.close()
 
 
-@pytest.fixture
-def sealed(store: Store) -> tuple[Store, str]:
+@pytest.fixture(scope="module")
+def sealed_made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store whose run r1 is written and sealed (made once; tests take a copy) and the
+    seal's fingerprint."""
+    store = open_store(tmp_path_factory.mktemp("sealed") / "store", fsync=False)
     write_run(store)
     result = seal_run(store, "r1")
     assert result.reasons == [] and result.seal is not None
-    return store, result.seal.fingerprint
+    return store.root, result.seal.fingerprint
+
+
+@pytest.fixture(scope="module")
+def unsealed_made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose run r1 is written, not yet indexed nor sealed (made once)."""
+    store = open_store(tmp_path_factory.mktemp("unsealed") / "store", fsync=False)
+    write_run(store)
+    return store.root
+
+
+def _copy(made: Path, tmp_path: Path) -> Store:
+    shutil.copytree(made, tmp_path / "store")
+    return open_store(tmp_path / "store", fsync=False)
+
+
+@pytest.fixture
+def sealed(sealed_made: tuple[Path, str], tmp_path: Path) -> tuple[Store, str]:
+    """A copy of ``sealed_made`` of the test's own."""
+    made, fingerprint = sealed_made
+    return _copy(made, tmp_path), fingerprint
 
 
 def test_a_complete_run_is_sealed_with_a_fingerprint(sealed: tuple[Store, str]) -> None:
@@ -269,12 +293,8 @@ def _forge_seal(store: Store) -> None:
 
 
 @pytest.mark.parametrize("how", list(_TAMPERING))
-def test_every_tampering_of_a_sealed_run_is_found(tmp_path: Path, how: str) -> None:
-    store = open_store(tmp_path / "store", fsync=False)
-    write_run(store)
-    result = seal_run(store, "r1")
-    assert result.seal is not None
-    fingerprint = result.seal.fingerprint
+def test_every_tampering_of_a_sealed_run_is_found(sealed: tuple[Store, str], how: str) -> None:
+    store, fingerprint = sealed
     _TAMPERING[how](store)
     report = store.verify(run_id="r1", fingerprint=fingerprint)
     assert report.errors > 0, how
@@ -302,9 +322,10 @@ _UNSEALED_FOUND = {
 
 
 @pytest.mark.parametrize("how", list(_UNSEALED_FOUND))
-def test_what_verify_finds_in_an_unsealed_run(tmp_path: Path, how: str) -> None:
-    store = open_store(tmp_path / "store", fsync=False)
-    write_run(store)
+def test_what_verify_finds_in_an_unsealed_run(
+    unsealed_made: Path, tmp_path: Path, how: str
+) -> None:
+    store = _copy(unsealed_made, tmp_path)
     _TAMPERING[how](store)
     report = store.verify()
     found = "error" if report.errors else "warning" if report.warnings else None

@@ -211,17 +211,37 @@ def test_compare_by_domain_and_the_compare_page(imported: tuple[Path, Path, Resu
     assert "1/1 1.00" in chrome and "0/1 0.00" in chrome
 
 
-def test_plain_pyautogui_responses_ask_for_an_agent(tmp_path: Path) -> None:
+def test_plain_pyautogui_responses_are_told_and_parsed_by_the_baseline_agent(
+    tmp_path: Path,
+) -> None:
+    """OSWorld's baseline agent (plain pyautogui code, WAIT/DONE/FAIL): told from the responses
+    and parsed by the ``pyautogui`` agent; ``--agent`` still overrides."""
     from tests.transfer.osworld_tree import Step, write_example
 
     folder = tmp_path / "results" / "pyautogui" / "screenshot" / "gpt-4o" / "os" / "x1"
-    steps = [Step("```python\npyautogui.click(10, 20)\n```", ("pyautogui.click(10, 20)",))]
-    write_example(folder, steps, 0.0, colour=3)
-    out = _run(tmp_path / "store", "import", str(tmp_path / "results"), "--format", "osworld")
-    assert out.exit_code != 0
-    assert "plain pyautogui code, which no agent of ownloop parses yet" in out.output
+    steps = [
+        Step(
+            "The icon is there.\n```python\npyautogui.click(10, 20)\n```",
+            ("pyautogui.click(10, 20)",),
+        ),
+        Step("```DONE```", ("DONE",)),
+    ]
+    write_example(folder, steps, 1.0, colour=3)
+    store = tmp_path / "store"
+    out = _run(store, "import", str(tmp_path / "results"), "--format", "osworld")
+    assert out.exit_code == 0, out.output
+    assert "parsed 2 of 2 responses as pyautogui (100%)" in out.output
+    rows = (
+        open_store(store)
+        .sql(
+            "select s.agent, a.step, a.kind, a.x, a.y from actions a join sessions s "
+            "using (session_id) order by a.step"
+        )
+        .rows
+    )
+    assert rows == [("pyautogui", 1, "click", 10.0, 20.0), ("pyautogui", 2, "finish", None, None)]
     out = _run(
-        tmp_path / "store",
+        tmp_path / "other",
         "import",
         str(tmp_path / "results"),
         "--format",
@@ -230,7 +250,7 @@ def test_plain_pyautogui_responses_ask_for_an_agent(tmp_path: Path) -> None:
         "opencua",
     )
     assert out.exit_code == 0, out.output
-    assert "parsed 0 of 1 responses as opencua (0%)" in out.output
+    assert "parsed 0 of 2 responses as opencua (0%)" in out.output
 
 
 def test_the_summary_scores_an_example_without_result_txt_and_names_its_error(

@@ -50,7 +50,7 @@ def test_import_then_export_writes_the_folder_back(
         (
             ["import", "{tmp}", "--agent", "gpt"],
             "Error: unknown agent 'gpt'. Choose one of: fara7b, glmv, holo, molmoweb, opencua, "
-            "qwen3vl, uitars",
+            "pyautogui, qwen3vl, uitars",
         ),
         (
             ["import", "{tmp}/empty", "--agent", "uitars"],

@@ -76,10 +76,10 @@ def test_sessions_table_filters_and_sorts(page: Any, viewer: str, view_store: Vi
     everything = _rows(page)
     count = view_store.store.sql("select count(*) from sessions").rows[0][0]
     assert len(everything) == count == 5
-    page.select_option("select[name=run]", "rec")
+    page.select_option("select[name=run]", "r1")
     _follow(page, "form.filters button[type=submit]")
     rows = _rows(page)
-    assert len(rows) == 2 and {r["run"] for r in rows} == {"rec"}
+    assert len(rows) == 2 and {r["run"] for r in rows} == {"r1"}
     assert sorted(r["task"].rsplit("-", 1)[0] for r in rows) == ["click-button", "enter-text"]
     page.goto(viewer + "sessions")
     page.select_option("select[name=passed]", "no")
@@ -253,6 +253,6 @@ def test_runs_page_links_to_its_sessions(page: Any, viewer: str) -> None:
     runs = page.eval_on_selector_all(
         "#runs tbody tr td:first-child", "cells => cells.map(c => c.textContent)"
     )
-    assert sorted(runs) == ["rec", "synthetic"]
-    _follow(page, "#runs tr[data-run=rec] td.sessions a")
-    assert {r["run"] for r in _rows(page)} == {"rec"}
+    assert sorted(runs) == ["r1", "synthetic"]
+    _follow(page, "#runs tr[data-run=r1] td.sessions a")
+    assert {r["run"] for r in _rows(page)} == {"r1"}
