@@ -21,6 +21,18 @@ if [ -n "$need" ]; then
     $as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq $need >/dev/null
 fi
+# Chromium's headless shell: headless recordings and replays start it about three times faster
+# than the full browser (as Playwright's own headless default). Optional: without it they use
+# chromium.
+if [ ! -x /usr/lib/chromium/chromium-headless-shell ] && ! command -v chromium-headless-shell \
+    >/dev/null 2>&1; then
+    as_root=""
+    [ "$(id -u)" -eq 0 ] || as_root="sudo"
+    echo "setup: installing chromium-headless-shell with apt-get"
+    { $as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq \
+        chromium-headless-shell >/dev/null; } \
+        || echo "setup: no chromium-headless-shell here; headless runs use chromium"
+fi
 
 # `ownloop serve-desktop` (the desktop tests use it): a virtual X display (xvfb), a window
 # manager that maximizes every window (openbox), input events (xdotool), windows (wmctrl), the

@@ -88,6 +88,13 @@ LAUNCH_ARGS = (
     "--disable-sync",
 )
 
+# Headless runs take Chromium's headless shell when it is installed (Debian's
+# chromium-headless-shell), as Playwright's own headless default does: it starts about three
+# times faster than the full browser in its headless mode, at a third of the CPU.
+_HEADLESS_SHELLS = (
+    "/usr/lib/chromium/chromium-headless-shell",
+    "chromium-headless-shell",
+)
 _SYSTEM_CHROMIUMS = (
     "/usr/lib/chromium/chromium",
     "chromium",
@@ -188,8 +195,11 @@ class Launched(NamedTuple):
         self.playwright.stop()
 
 
-def find_chromium(override: str | None = None, playwright: Playwright | None = None) -> str | None:
-    """The Chromium to drive: ``override``, Playwright's own when installed, else the system's.
+def find_chromium(
+    override: str | None = None, playwright: Playwright | None = None, *, headless: bool = True
+) -> str | None:
+    """The Chromium to drive: ``override``, Playwright's own when installed, else the system's
+    (its headless shell first for a headless run).
 
     Returns None when Playwright's own Chromium is the one to use (it needs no path).
     """
@@ -206,7 +216,7 @@ def find_chromium(override: str | None = None, playwright: Playwright | None = N
         return shutil.which(override) or override
     if playwright is not None and Path(playwright.chromium.executable_path).is_file():
         return None
-    for candidate in _SYSTEM_CHROMIUMS:
+    for candidate in (_HEADLESS_SHELLS if headless else ()) + _SYSTEM_CHROMIUMS:
         found = candidate if Path(candidate).is_file() else shutil.which(candidate)
         if found:
             return found
@@ -220,7 +230,7 @@ def launch(
     playwright: Playwright, chromium: str | None = None, *, headless: bool = True
 ) -> Browser:
     """Launch Chromium with ownloop's arguments (root needs --no-sandbox)."""
-    path = find_chromium(chromium, playwright)
+    path = find_chromium(chromium, playwright, headless=headless)
     args = list(LAUNCH_ARGS)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")
