@@ -109,3 +109,44 @@ def test_a_session_replayed_against_its_own_cassette_reproduces_its_reward(
     assert result.exit_code == 0, result.output
     assert "child:  finished, pass 1.00 (osworld)" in result.output
     assert cassette.counts["missed"] == 0 and cassette.counts["exact"] > 0
+
+
+@pytest.mark.parametrize("agent", ["uitars", "opencua"])
+def test_a_desktop_run_exported_for_osworld_comes_back_with_its_steps_screens_and_scores(
+    recorded: dict[str, Path], agent: str, tmp_path: Path
+) -> None:
+    """``export --format osworld`` of a desktop run writes OSWorld's result layout (one
+    result.txt per example, as show_result.py reads them), and ``import`` reads it back."""
+    from ownloop.replay.fold import fold
+
+    old = open_store(recorded[agent])
+    (run_id,) = old.sql("select run_id from runs").rows[0]
+    out = tmp_path / "out"
+    argv = ["--store", str(recorded[agent]), "export", "--run", run_id, "--format", "osworld"]
+    result = CliRunner().invoke(cli, [*argv, "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    scores = [float(p.read_text()) for p in out.glob("pyautogui/screenshot/*/*/*/result.txt")]
+    assert scores == [1.0] * len(TASKS)
+    back = tmp_path / "back"
+    argv = ["--store", str(back), "import", str(out), "--format", "osworld", "--run", "back"]
+    result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert f"as {agent} (100%)" in result.output, result.output
+    new = open_store(back)
+    # a recorded task is DOMAIN/ID; it goes out in OSWorld's DOMAIN/ID folders and comes back
+    # as task ID of suite osworld:DOMAIN, as every imported OSWorld run names its tasks
+    query = "select task_id, session_id, score from sessions where run_id = $run order by task_id"
+    before = old.sql(query, {"run": run_id}).rows
+    after = new.sql(
+        "select split_part(suite, ':', 2) || '/' || task_id, session_id, score from sessions "
+        "where run_id = $run order by 1",
+        {"run": "back"},
+    ).rows
+    assert [(t, s) for t, _, s in before] == [(t, s) for t, _, s in after]
+    for (_, a, _), (_, b, _) in zip(before, after, strict=True):
+        one, two = fold(old.session_events(a), a), fold(new.session_events(b), b)
+        assert [s.response for s in one.steps] == [s.response for s in two.steps]
+        assert [s.actions for s in one.steps] == [s.actions for s in two.steps]
+        shots_one = [old.get_blob(s.screenshot.sha256) for s in one.steps if s.screenshot]
+        shots_two = [new.get_blob(s.screenshot.sha256) for s in two.steps if s.screenshot]
+        assert shots_one == shots_two and shots_one

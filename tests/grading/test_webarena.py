@@ -147,8 +147,9 @@ def reply(request: dict[str, Any]) -> Reply:
 @pytest.mark.browser
 @pytest.mark.slow
 def test_webarena_verified_grades_recorded_sessions_live_and_in_regrade(
-    tmp_path: Path, admin: str
+    tmp_path: Path, admin: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # as a user in the folder of the tasks
     sites = {"shopping_admin": "{BASE}/admin"}
     tasks = tmp_path / "tasks.json"
     tasks.write_text(
@@ -191,14 +192,13 @@ def test_webarena_verified_grades_recorded_sessions_live_and_in_regrade(
             "0",
             "--run",
             "wa",
-            cwd=tmp_path,
         )
     tasks_of = by_task(store)
     live = {tasks_of[g["session_id"]]: g for g in events(store, "session_graded")}
     for task in ("wa-157", "wa-470"):
         assert live[task]["passed"] is True, live[task]["details"]
         assert " task " + task[3:] + " r2 evaluator " in live[task]["grader_version"]
-    result = ownloop(store, "regrade", "--run", "wa", "--tasks", str(tasks), cwd=tmp_path)
+    result = ownloop(store, "regrade", "--run", "wa", "--tasks", str(tasks))
     assert "flipped: 0" in result.stdout, result.stdout
     regraded = [g for g in events(store, "session_graded") if g.get("source") == "regrade"]
     assert len(regraded) == 2 and all(g["passed"] for g in regraded)
