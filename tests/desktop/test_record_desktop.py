@@ -135,8 +135,10 @@ def test_a_desktop_run_exported_for_osworld_comes_back_with_its_steps_screens_an
     new = open_store(back)
     # a recorded task is DOMAIN/ID; it goes out in OSWorld's DOMAIN/ID folders and comes back
     # as task ID of suite osworld:DOMAIN, as every imported OSWorld run names its tasks
-    query = "select task_id, session_id, score from sessions where run_id = $run order by task_id"
-    before = old.sql(query, {"run": run_id}).rows
+    before = old.sql(  # the run's own sessions: not the replays the module's other tests made
+        "select task_id, session_id, score from unit_outcomes where run_id = $run order by task_id",
+        {"run": run_id},
+    ).rows
     after = new.sql(
         "select split_part(suite, ':', 2) || '/' || task_id, session_id, score from sessions "
         "where run_id = $run order by 1",
