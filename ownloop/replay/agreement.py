@@ -27,7 +27,15 @@ from typing import NamedTuple
 
 from ownloop.replay.fold import Session
 
-__all__ = ["JudgeReport", "Kappa", "Verdict", "cohen_kappa", "judge_report", "report_of"]
+__all__ = [
+    "JudgeReport",
+    "Kappa",
+    "Verdict",
+    "cohen_kappa",
+    "judge_report",
+    "report_of",
+    "reports_of",
+]
 
 
 class Kappa(NamedTuple):
@@ -194,3 +202,15 @@ def report_of(judge: str, verdicts: Iterable[Verdict]) -> JudgeReport:
         pairwise=sum(agreeing) / len(agreeing) if agreeing else None,
         controls={kind: (seen[0], seen[1]) for kind, seen in controls.items()},
     )
+
+
+def reports_of(
+    rows: Iterable[tuple[str, str, str | None, int | None, bool, bool | None]],
+) -> list[JudgeReport]:
+    """One report per judge, in name order, from a run's verdict rows as
+    ``store.queries.run_judge_verdicts`` gives them (judge, session, control, repeat, passed,
+    rule)."""
+    by_judge: dict[str, list[Verdict]] = {}
+    for judge, session, control, repeat, passed, rule in rows:
+        by_judge.setdefault(judge, []).append((session, control or "", repeat or 1, passed, rule))
+    return [report_of(judge, verdicts) for judge, verdicts in sorted(by_judge.items())]

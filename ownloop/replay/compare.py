@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ownloop.replay.agreement import Verdict, report_of
+from ownloop.replay.agreement import reports_of
 from ownloop.replay.align import Divergence, first_divergence
 from ownloop.replay.comparison import (
     MIN_TASKS,
@@ -211,16 +211,11 @@ def compare_runs(
 
 def _judges(store: Store, *runs: str) -> tuple[JudgeAgreement, ...]:
     """Per run and model judge that judged it: the judge's agreement with the rule graders."""
-    out = []
-    for run in dict.fromkeys(runs):
-        by_judge: dict[str, list[Verdict]] = {}
-        for judge, session, control, repeat, passed, rule in run_judge_verdicts(store, run):
-            verdict = (session, control or "", repeat or 1, passed, rule)
-            by_judge.setdefault(judge, []).append(verdict)
-        for judge, verdicts in sorted(by_judge.items()):
-            report = report_of(judge, verdicts)
-            out.append(JudgeAgreement(run_id=run, judge=judge, report=report))
-    return tuple(out)
+    return tuple(
+        JudgeAgreement(run_id=run, report=report)
+        for run in dict.fromkeys(runs)
+        for report in reports_of(run_judge_verdicts(store, run))
+    )
 
 
 def _standard_error(differences: list[float]) -> float:

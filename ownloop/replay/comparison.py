@@ -92,7 +92,6 @@ class JudgeAgreement(msgspec.Struct, frozen=True, kw_only=True):
     """A model judge's verdicts on one of the runs, measured against the rule graders."""
 
     run_id: str
-    judge: str
     report: JudgeReport
 
     def line(self, side: str) -> str:
@@ -107,7 +106,7 @@ class JudgeAgreement(msgspec.Struct, frozen=True, kw_only=True):
             )
             against = f"agrees with the rule graders on {k.observed:.3f} of {k.n}, {kappa}"
         return visible(
-            f"{side}: judge {self.judge} passed {r.passed}/{r.sessions} sessions; {against}",
+            f"{side}: judge {r.judge} passed {r.passed}/{r.sessions} sessions; {against}",
             one_line=True,
         )
 
@@ -115,7 +114,7 @@ class JudgeAgreement(msgspec.Struct, frozen=True, kw_only=True):
         r, k = self.report, self.report.kappa
         return {
             "run_id": self.run_id,
-            "judge": self.judge,
+            "judge": r.judge,
             "sessions": r.sessions,
             "passed": r.passed,
             "repeats": r.repeats,

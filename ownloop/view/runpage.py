@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ownloop.replay.agreement import JudgeReport, report_of
+from ownloop.replay.agreement import JudgeReport, reports_of
 from ownloop.store import Store
 from ownloop.store.queries import Citation, run_citation, run_judge_verdicts, run_overview
 from ownloop.store.stats import Interval, wilson
@@ -44,10 +44,7 @@ def build_run(store: Store, run_id: str) -> RunView | None:
     rates = [(task, n, passes) for _, task, n, passes in overview.rates]
     tasks = [TaskRow(task, n, passes, wilson(passes, n)) for task, n, passes in rates]
     tasks.sort(key=lambda t: (t.interval.estimate, t.task_id))
-    verdicts: dict[str, list[tuple[str, str, int, bool, bool | None]]] = {}
-    for judge, session, control, repeat, passed, rule in run_judge_verdicts(store, run_id):
-        verdicts.setdefault(judge, []).append((session, control or "", repeat or 1, passed, rule))
-    judges = [report_of(judge, rows) for judge, rows in sorted(verdicts.items())]
+    judges = reports_of(run_judge_verdicts(store, run_id))
     citation = run_citation(store, run_id) if run.get("sealed") else None
     charts = run_charts(rates, overview.figures, run_id)
     return RunView(run, tasks, charts, judges, citation)

@@ -42,25 +42,15 @@ def _ownloop(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _record_argv(tasks: Path, endpoint: str, *args: str, base: str) -> list[str]:
+    head = ["record", "uitars", "--tasks", str(tasks), "--base", base, "--endpoint", endpoint]
+    return [*head, "--settle", "0", "--retries", "0", *args]
+
+
 def _record(
     store: Path, tasks: Path, endpoint: str, *args: str, base: str = "http://127.0.0.1:1"
 ) -> subprocess.CompletedProcess[str]:
-    return _ownloop(
-        store,
-        "record",
-        "uitars",
-        "--tasks",
-        str(tasks),
-        "--base",
-        base,
-        "--endpoint",
-        endpoint,
-        "--settle",
-        "0",
-        "--retries",
-        "0",
-        *args,
-    )
+    return _ownloop(store, *_record_argv(tasks, endpoint, *args, base=base))
 
 
 def _record_here(
@@ -68,27 +58,8 @@ def _record_here(
 ) -> subprocess.CompletedProcess[str]:
     """``_record`` through the same CLI in this process (no interpreter start-up and imports per
     run): for runs whose exit status and summary are checked, not a refusal's bare stderr."""
-    result = CliRunner().invoke(
-        cli,
-        [
-            "--store",
-            str(store),
-            "record",
-            "uitars",
-            "--tasks",
-            str(tasks),
-            "--base",
-            base,
-            "--endpoint",
-            endpoint,
-            "--settle",
-            "0",
-            "--retries",
-            "0",
-            *args,
-        ],
-        catch_exceptions=False,
-    )
+    argv = ["--store", str(store), *_record_argv(tasks, endpoint, *args, base=base)]
+    result = CliRunner().invoke(cli, argv, catch_exceptions=False)
     return subprocess.CompletedProcess([], result.exit_code, result.stdout, result.stderr)
 
 

@@ -68,3 +68,12 @@ def store_copy(recorded: Recorded, tmp_path: Path) -> Path:
     copy = tmp_path / "store"
     shutil.copytree(recorded.path, copy)
     return copy
+
+
+@pytest.fixture(scope="module")
+def judge_url() -> Iterator[str]:
+    """The scripted judge (``serve-model --expert judge``) on 127.0.0.1: its /v1 URL."""
+    from ownloop.modelserver.judge import ScriptedJudge
+
+    with ModelServer(ScriptedJudge(), models=("judge",), any_model=True) as url:
+        yield url

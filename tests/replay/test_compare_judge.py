@@ -21,17 +21,13 @@ kappa = +0.00, SE = sqrt(0.2 * 0.8 / (5 * 0.8^2)) = 0.224, so -0.44 to +0.44.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from ownloop.cli import cli
-from ownloop.modelserver import ModelServer
-from ownloop.modelserver.judge import ScriptedJudge
 from ownloop.store import open_store
 from tests.replay.builders import SessionSpec, StepSpec, click, finish, write_sessions
+from tests.replay.test_judge import ownloop
 
 _PASS = (("answer:contains:done", 1.0, True),)
 _FAIL = (("answer:contains:done", 0.0, False),)
@@ -69,17 +65,6 @@ def store(tmp_path: Path) -> Path:
         *(_spec("B", task, True, task == 1) for task in range(1, 6)),
     )
     return root
-
-
-@pytest.fixture(scope="module")
-def judge_url() -> Iterator[str]:
-    with ModelServer(ScriptedJudge(), models=("judge",), any_model=True) as url:
-        yield url
-
-
-def ownloop(store: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, ["--store", str(store), *args], catch_exceptions=False)
-    return result.exit_code, result.output
 
 
 def _judge(store: Path, run: str, url: str) -> None:

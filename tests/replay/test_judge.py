@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,12 +57,6 @@ def judged_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _spec("s6", "done 6", click(), _PASS, 50),  # the judge fails what the rule passes
     )
     return root
-
-
-@pytest.fixture(scope="module")
-def judge_url() -> Iterator[str]:
-    with ModelServer(ScriptedJudge(), models=("judge",), any_model=True) as url:
-        yield url
 
 
 def ownloop(store: Path, *args: str) -> tuple[int, str]:
