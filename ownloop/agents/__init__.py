@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ownloop.agents.base import Agent, AgentBase, AgentParseError
-from ownloop.agents.options import AgentOptions, option_docs, read_options
+from ownloop.agents.options import AgentOptions, option_docs, read_options, world_options
 from ownloop.agents.released import Released, ReleasedSpec, load_released
 from ownloop.store.errors import OwnloopError
 
@@ -24,6 +24,7 @@ __all__ = [
     "released_notice",
     "released_spec",
     "released_texts",
+    "world_agent_options",
 ]
 
 
@@ -119,6 +120,16 @@ def agent_options(name: str) -> dict[str, object]:
         OwnloopError: the agent is unknown.
     """
     return {doc.name: doc.default for doc in option_docs(options_type(name))}
+
+
+def world_agent_options(name: str, world: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The options to make agent ``name`` with in ``world``: ``given`` (``-o KEY=VALUE``), and
+    on a desktop the agent's desktop defaults (its released OSWorld loop) for the rest.
+
+    Raises:
+        OwnloopError: the agent is unknown.
+    """
+    return world_options(options_type(name), world, given)
 
 
 def released_texts(name: str, roots: str | None) -> Released | None:

@@ -4,6 +4,8 @@ agent's options Struct (names, types, defaults, descriptions) and ``deviations.D
 
 from __future__ import annotations
 
+import msgspec
+
 from ownloop.agents import AGENTS, options_type, released_spec, released_texts
 from ownloop.agents.deviations import DEVIATIONS, Deviation, deviations_of
 from ownloop.agents.options import OptionDoc, option_docs
@@ -52,8 +54,7 @@ def agent_lines(name: str, roots: str | None) -> list[str]:
     kind = max(len(doc.type) for doc in docs)
     for doc in docs:
         lines.append(
-            f"  {doc.name:<{width}}  {doc.type:<{kind}}  default {_value(doc.default)}"
-            f"  {doc.description}"
+            f"  {doc.name:<{width}}  {doc.type:<{kind}}  default {_default(doc)}  {doc.description}"
         )
     lines += ["", "deviations from the released loop:"]
     for row in deviations_of(name):
@@ -99,10 +100,18 @@ def options_markdown() -> str:
         for doc in _docs(name):
             lines.append(
                 f"| `{doc.name}` | {doc.type.replace('|', 'or')} | "
-                f"`{_value(doc.default)}` | {doc.description} |"
+                f"{_default(doc, '`')} | {doc.description} |"
             )
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _default(doc: OptionDoc, quote: str = "") -> str:
+    """The default, and the desktop's where it differs: ``500 (desktop: 1000)``."""
+    text = f"{quote}{_value(doc.default)}{quote}"
+    if doc.desktop_default is msgspec.UNSET:
+        return text
+    return f"{text} (desktop: {quote}{_value(doc.desktop_default)}{quote})"
 
 
 def _docs(name: str) -> tuple[OptionDoc, ...]:

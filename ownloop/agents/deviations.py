@@ -421,6 +421,18 @@ _DESKTOP: tuple[Deviation, ...] = (
     ),
     Deviation(
         "uitars",
+        "sampling and the prompt's language",
+        "OSWorld's `uitars15_v1` loop sends `max_tokens` 1000 and `frequency_penalty` 1 and "
+        "asks for thoughts in Chinese",
+        "on a desktop the same; in the browser the user's runner (DESIGN §4): `max_tokens` 500, "
+        "`frequency_penalty` 0, English",
+        "`-o max_tokens=N -o frequency_penalty=F -o language=L` (a given option wins in both "
+        "worlds)",
+        "UI-TARS-1.5's desktop scores were published from OSWorld's loop; the browser runs are "
+        "compared with runs made by the user's runner",
+    ),
+    Deviation(
+        "uitars",
         "`call_user()` on a desktop",
         "its OSWorld loop reads a call to the user as FAIL",
         "the same: the session ends `call_user`, and the osworld grader reads it as FAIL "

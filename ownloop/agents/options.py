@@ -12,7 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from types import UnionType
-from typing import Annotated, Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    NamedTuple,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
 import msgspec
 from msgspec import Meta
@@ -27,6 +37,7 @@ __all__ = [
     "parse_overrides",
     "read_options",
     "viewport_size",
+    "world_options",
 ]
 
 Scalar = str | int | float | bool | None
@@ -37,7 +48,13 @@ _VIEWPORT = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*")
 
 
 class AgentOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Options every agent has; subclasses add theirs and may change a default."""
+    """Options every agent has; subclasses add theirs and may change a default.
+
+    ``desktop_defaults`` are the defaults that differ on a desktop (OSWorld tasks), where an
+    agent follows its released OSWorld loop; an option given by the user always wins.
+    """
+
+    desktop_defaults: ClassVar[Mapping[str, Scalar]] = {}
 
     viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x800"
     task_text: Annotated[
@@ -78,6 +95,7 @@ class OptionDoc(NamedTuple):
     type: str
     default: Scalar
     description: str
+    desktop_default: Scalar | msgspec.UnsetType = msgspec.UNSET
 
 
 def viewport_size(text: str) -> tuple[int, int]:
@@ -122,8 +140,19 @@ def option_docs(kind: type[AgentOptions]) -> tuple[OptionDoc, ...]:
     for field in msgspec.structs.fields(kind):
         kind_text, description = _describe(field.type)
         default = field.default if field.default is not msgspec.NODEFAULT else None
-        docs.append(OptionDoc(field.name, kind_text, default, description))
+        desktop = kind.desktop_defaults.get(field.name, msgspec.UNSET)
+        docs.append(OptionDoc(field.name, kind_text, default, description, desktop))
     return tuple(docs)
+
+
+def world_options(
+    kind: type[AgentOptions], world: str, given: Mapping[str, object]
+) -> dict[str, object]:
+    """The options to make an agent with in ``world`` ("browser" or "desktop"): ``given``, and on
+    a desktop the agent's ``desktop_defaults`` for every option not given."""
+    if world != "desktop":
+        return dict(given)
+    return {**kind.desktop_defaults, **given}
 
 
 def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:

@@ -23,11 +23,11 @@ import ast
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib.metadata import version
 from types import ModuleType
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, ClassVar, Literal, cast
 
 from msgspec import Meta
 
@@ -42,7 +42,7 @@ from ownloop.agents.base import (
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, Scalar
 from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
 from ownloop.store.events import (
@@ -115,15 +115,19 @@ Direction = Literal["up", "down", "left", "right"]
 
 
 class UiTarsOptions(AgentOptions, frozen=True, kw_only=True):
-    """The ``uitars`` agent's options; the defaults follow DESIGN §4."""
+    """The ``uitars`` agent's options; the defaults follow DESIGN §4: in the browser the user's
+    runner, on a desktop OSWorld's ``uitars15_v1`` loop (``max_tokens`` 1000,
+    ``frequency_penalty`` 1, thoughts in Chinese)."""
+
+    desktop_defaults: ClassVar[Mapping[str, Scalar]] = {
+        "frequency_penalty": 1.0,
+        "max_tokens": 1000,
+        "language": "Chinese",
+    }
 
     viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x800"
-    frequency_penalty: Annotated[
-        float, Meta(ge=-2, le=2, description="sent with every call (OSWorld sends 1)")
-    ] = 0.0
-    max_tokens: Annotated[
-        int, Meta(ge=1, description="completion limit per call (OSWorld sends 1000)")
-    ] = 500
+    frequency_penalty: Annotated[float, Meta(ge=-2, le=2, description="sent with every call")] = 0.0
+    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 500
     images: Annotated[
         int, Meta(ge=1, description="screenshots per request, the current one included")
     ] = 5
@@ -137,9 +141,7 @@ class UiTarsOptions(AgentOptions, frozen=True, kw_only=True):
     wait_s: Annotated[float, Meta(ge=0, description="seconds a wait() action sleeps")] = 5.0
     language: Annotated[
         str,
-        Meta(
-            min_length=1, description="the language the prompt asks thoughts in (OSWorld: Chinese)"
-        ),
+        Meta(min_length=1, description="the language the prompt asks thoughts in"),
     ] = "English"
 
 

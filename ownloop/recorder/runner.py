@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from ownloop.agents import make_agent
+from ownloop.agents import make_agent, world_agent_options
 from ownloop.agents.base import Agent
 from ownloop.agents.released import Released
 from ownloop.recorder.admission import (
@@ -626,6 +626,11 @@ def record(
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_world(tasks, agent, options.desktops)
+    world = "desktop" if options.desktops else "browser"
+    in_world = world_agent_options(options.agent, world, options.agent_options)
+    if in_world != options.agent_options:  # on a desktop: the released OSWorld loop's defaults
+        options = options._replace(agent_options=in_world)
+        agent = make_agent(options.agent, released=options.released, **in_world)
     check_graders(tasks, suite.default_grader)
     started = declare(
         run_id=run_id,

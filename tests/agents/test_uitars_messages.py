@@ -111,3 +111,20 @@ def test_messages_encode_with_images_by_reference(
     assert b'"sha256":"' + shot(0).sha256.encode() + b'"' in encoded
     assert b"base64" not in encoded
     assert msgspec.json.decode(encoded, type=tuple[Message, ...]) == messages
+
+
+def test_on_a_desktop_the_defaults_are_osworlds_and_a_given_option_wins() -> None:
+    from ownloop.agents import make_agent, world_agent_options
+
+    desktop = make_agent("uitars", **world_agent_options("uitars", "desktop", {}))
+    sampling = desktop.settings.sampling
+    assert (sampling.max_tokens, sampling.frequency_penalty) == (1000, 1.0)
+    prompt = desktop.prompt(Task(task_id="t", prompt="g", start_url=""))
+    assert "- Use Chinese in `Thought` part." in prompt
+    given = world_agent_options("uitars", "desktop", {"language": "English", "max_tokens": "700"})
+    assert given == {"frequency_penalty": 1.0, "max_tokens": "700", "language": "English"}
+    browser = make_agent("uitars", **world_agent_options("uitars", "browser", {}))
+    assert (browser.settings.sampling.max_tokens, browser.settings.sampling.frequency_penalty) == (
+        500,
+        0.0,
+    )

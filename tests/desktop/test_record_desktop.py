@@ -85,6 +85,26 @@ def test_each_session_regrades_offline_to_the_same_grade(
     )
 
 
+def test_uitars_on_a_desktop_runs_osworlds_loop_settings(recorded: dict[str, Path]) -> None:
+    # OSWorld's uitars15_v1: max_tokens 1000, frequency_penalty 1, thoughts in Chinese, at most
+    # 5 screenshots, temperature 0 and top_p 0.9 (the browser keeps the user's runner's 500/0).
+    store = open_store(recorded["uitars"])
+    calls = store.sql(
+        "select distinct max_tokens, frequency_penalty, temperature, top_p from model_calls "
+        "where attempt = 1"
+    ).rows
+    assert calls == [(1000, 1.0, 0.0, 0.9)]
+    assert store.sql("select max(images) from model_calls").rows[0][0] <= 5
+    (prompt,) = store.sql(
+        "select messages -> '$[1].parts[0].text' ->> '$' from model_calls limit 1"
+    ).rows[0]
+    assert "- Use Chinese in `Thought` part." in prompt
+    (settings,) = store.sql("select agent_settings from run_started").rows[0]
+    recorded_settings = json.loads(settings)
+    assert recorded_settings["max_tokens"] == 1000
+    assert recorded_settings["language"] == "Chinese"
+
+
 def test_replaying_the_recorded_ops_on_a_reset_desktop_reproduces_every_reward(
     recorded: dict[str, Path], desktop_server: Any
 ) -> None:

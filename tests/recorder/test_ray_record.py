@@ -242,6 +242,7 @@ def test_each_desktop_is_one_actors_and_each_task_is_recorded_once_on_one(
         command += ["--desktop", one.url, "--desktop", two.url, "--reset", "server"]
         command += ["--settle", "0.3", "--max-steps", "8", "--run", "ray"]
         command += ["--executor", "ray", "--ray-address", cluster.address]
+        command += ["-o", "max_tokens=900"]  # a given option wins over the desktop's defaults
         done = subprocess.run(command, env=ray_env(), capture_output=True, text=True, timeout=400)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         homes = [sorted(p.name for p in server.desktop.home.iterdir()) for server in (one, two)]
@@ -257,6 +258,9 @@ def test_each_desktop_is_one_actors_and_each_task_is_recorded_once_on_one(
     holders = open_store(store).sql("select holder from task_claimed").rows
     nodes = {cluster.node_of(int(str(row[0]).split(":")[1])) for row in holders}
     assert nodes == {"head", "worker"}, holders
+    # The actors' agent runs OSWorld's loop settings, but for the option given.
+    sampling = "select distinct max_tokens, frequency_penalty from model_calls where attempt = 1"
+    assert open_store(store).sql(sampling).rows == [(900, 1.0)]
 
 
 def _events(store: Path) -> list[dict[str, Any]]:
