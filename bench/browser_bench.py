@@ -10,8 +10,8 @@ import random
 import statistics
 import time
 
-from ownloop.recorder.browser import BrowserSession, open_browser
 from ownloop.store.events import MouseClick, MouseMove
+from ownloop.world.browser import BrowserSession, open_browser
 
 WORDS = (
     "ownloop records computer use agents that drive a real browser from screenshots and "

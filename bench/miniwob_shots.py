@@ -53,9 +53,9 @@ def real_screenshots(sessions: int, steps: int, folder: Path | None = None) -> l
 
 
 def _capture(folder: Path, sessions: list[int], steps: int) -> None:
-    from ownloop.recorder.browser import BrowserSession, open_browser
-    from ownloop.recorder.suites.miniwob import MiniwobSuite
     from ownloop.store import events as E
+    from ownloop.world.browser import BrowserSession, open_browser
+    from ownloop.world.suites.miniwob import MiniwobSuite
 
     names = TASKS.split(",")
     per_name = max(sessions) // len(names) + 1

@@ -23,10 +23,10 @@ from pathlib import Path
 from ownloop.modelserver.endpoint import make_server
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.runner import RecordOptions, record
-from ownloop.recorder.suites import load_suite
 from ownloop.store import Store
 from ownloop.store.events import Event, StreamHead
 from ownloop.store.journal import StreamWriter
+from ownloop.world.suites import load_suite
 
 TASKS = "click-button,click-link,enter-text,focus-text,click-checkboxes,login-user"
 

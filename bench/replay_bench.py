@@ -207,9 +207,9 @@ def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> tuple[float, St
     from ownloop.modelserver.endpoint import make_server
     from ownloop.recorder.episode import EpisodeLimits
     from ownloop.recorder.runner import RecordOptions, record
-    from ownloop.recorder.suites import load_suite
     from ownloop.replay import fold
     from ownloop.replay.execute import execute_session
+    from ownloop.world.suites import load_suite
 
     store = open_store(work / "execute")
     with load_suite(suite=f"miniwob:{tasks}") as suite, make_server("miniwob", "uitars") as url:
@@ -317,8 +317,8 @@ def bench_browser_cpu(count: int = 10, smoke: bool = False) -> None:
     a fresh context with its first page, made and closed; a MiniWoB task page loaded into it and
     its episode started; one screenshot. With ``smoke``, every part once in one browser (a
     check: no figure)."""
-    from ownloop.recorder.browser import BrowserSession, open_browser, open_context
-    from ownloop.recorder.suites.miniwob import html_dir, serve_static, start_episode
+    from ownloop.world.browser import BrowserSession, open_browser, open_context
+    from ownloop.world.suites.miniwob import html_dir, serve_static, start_episode
 
     server = serve_static(html_dir(), poll_interval=0.02)
     url = f"http://127.0.0.1:{server.server_address[1]}/miniwob/login-user.html"
@@ -375,8 +375,8 @@ def bare_chromium(parents: list[Any], browsers: int) -> float:
     import threading
     from urllib.parse import urlsplit
 
-    from ownloop.recorder.browser import open_browser
-    from ownloop.recorder.suites.miniwob import html_dir, serve_static, start_episode
+    from ownloop.world.browser import open_browser
+    from ownloop.world.suites.miniwob import html_dir, serve_static, start_episode
 
     server = serve_static(html_dir(), poll_interval=0.02)
     base = f"http://127.0.0.1:{server.server_address[1]}"
@@ -436,9 +436,9 @@ def bench_batch(
     from ownloop.modelserver.endpoint import make_server
     from ownloop.recorder.episode import EpisodeLimits
     from ownloop.recorder.runner import RecordOptions, record
-    from ownloop.recorder.suites import load_suite
     from ownloop.replay.batch import batch_sessions, execute_batch
     from ownloop.replay.execute import execute_session
+    from ownloop.world.suites import load_suite
 
     store = recorded or open_store(work / "batch")
     if recorded is None:

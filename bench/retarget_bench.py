@@ -22,11 +22,11 @@ from click.testing import CliRunner
 
 from ownloop.cli import cli
 from ownloop.modelserver.endpoint import make_server
-from ownloop.recorder.suites.miniwob import default_seed
 from ownloop.replay.execute import execute_session
 from ownloop.replay.fidelity import RUNGS
 from ownloop.replay.fold import Session, fold
 from ownloop.store import Store, open_store
+from ownloop.world.suites.miniwob import default_seed
 
 TASKS = "click-button,click-dialog,click-link,enter-text,focus-text,click-tab"
 POLICIES = ("ignore", "retarget")

@@ -20,10 +20,10 @@ from typing import Any
 
 from ownloop.demo import DEMO_TASKS
 from ownloop.modelserver.endpoint import make_server
-from ownloop.recorder.browser import open_browser
 from ownloop.store import Store, open_store
 from ownloop.view.grid import build_grid
 from ownloop.view.server import ViewServer
+from ownloop.world.browser import open_browser
 
 DOCS = Path(__file__).resolve().parent
 RUNS = (("expert", 0.0), ("noisy", 0.3))

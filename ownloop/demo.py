@@ -16,9 +16,9 @@ from ownloop.recorder.command import summary_text
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, record
-from ownloop.recorder.suites import load_suite
 from ownloop.store import Store, new_id
 from ownloop.store.queries import sql_command
+from ownloop.world.suites import load_suite
 
 __all__ = ["DEMO_TASKS", "run_demo"]
 

@@ -128,7 +128,7 @@ def test_every_shell_block_quotes_its_globs() -> None:
 
 
 def test_the_tasks_file_example_is_a_valid_tasks_file_with_each_grader(tmp_path: Path) -> None:
-    from ownloop.recorder.suites import TasksFileSuite
+    from ownloop.world.suites import TasksFileSuite
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "recording.md").read_text()
     [example] = re.findall(r"```json\n(\{\n  \"setup\".*?)```", page, flags=re.S)

@@ -103,7 +103,7 @@ class BrowserThread:
             thread.join(timeout=30)
 
     def _serve(self) -> None:
-        from ownloop.recorder.browser import open_browser  # Playwright loads on this thread only
+        from ownloop.world.browser import open_browser  # Playwright loads on this thread only
 
         launched = None
         try:
@@ -297,8 +297,8 @@ class MiniwobExpert:
     def _make_plan(
         self, browser: Any, start_url: str, viewport: tuple[int, int], prompt: str
     ) -> Plan:
-        from ownloop.recorder.browser import BrowserSession
-        from ownloop.recorder.suites.miniwob import read_reward, start_episode
+        from ownloop.world.browser import BrowserSession
+        from ownloop.world.suites.miniwob import read_reward, start_episode
 
         name, seed = _episode(start_url, prompt)
         session = BrowserSession(browser, viewport, settle_s=0.0, event_grace_s=0.0)
@@ -379,7 +379,7 @@ def _task_and_seed(start_url: str) -> tuple[str, int]:
     Raises:
         UnplannableTask: it is not a MiniWoB task URL, or not a task the expert knows.
     """
-    from ownloop.recorder.suites.miniwob import default_seed
+    from ownloop.world.suites.miniwob import default_seed
 
     parts = urlsplit(start_url)
     path = PurePosixPath(parts.path)

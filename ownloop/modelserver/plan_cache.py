@@ -31,8 +31,8 @@ from urllib.parse import urljoin, urlsplit
 import msgspec
 
 from ownloop.modelserver.plans import Plan
-from ownloop.recorder.suites import miniwob
-from ownloop.recorder.suites.miniwob import cache_dir, page_links
+from ownloop.world.suites import miniwob
+from ownloop.world.suites.miniwob import cache_dir, page_links
 
 __all__ = ["PlanCache", "page_digest", "plan_key", "planner_digest"]
 

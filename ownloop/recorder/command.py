@@ -11,12 +11,12 @@ from ownloop.agents.options import parse_overrides
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, RunSummary, record
-from ownloop.recorder.suites import SuiteSource, load_suite
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
 from ownloop.store.scores import score_line
+from ownloop.world.suites import SuiteSource, load_suite
 
 __all__ = [
     "EXIT_FAILED",

@@ -23,11 +23,8 @@ from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, Pas
 from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
 from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
 from ownloop.grading.version import grader_version
-from ownloop.recorder.browser import BrowserSession, may_start_download
-from ownloop.recorder.browser_world import BrowserWorld
 from ownloop.recorder.model import CallOutcome
 from ownloop.recorder.sent_images import SentImages
-from ownloop.recorder.suites import Evidence, Suite
 from ownloop.store import Store
 from ownloop.store.events import (
     ActionParsed,
@@ -51,6 +48,9 @@ from ownloop.store.events import (
 from ownloop.store.ids import SessionIds
 from ownloop.store.journal import StreamWriter
 from ownloop.world import World, WorldLost
+from ownloop.world.browser import BrowserSession, may_start_download
+from ownloop.world.browser_world import BrowserWorld
+from ownloop.world.suites import Evidence, Suite
 
 __all__ = [
     "Episode",

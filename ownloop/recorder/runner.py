@@ -30,13 +30,10 @@ from ownloop.recorder.admission import (
     declare,
     source_state,
 )
-from ownloop.recorder.browser import BrowserSession, browser_versions, open_browser
-from ownloop.recorder.browser_world import BrowserWorld
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.probe import EndpointUnusable
-from ownloop.recorder.suites import Suite, SuiteSource
 from ownloop.store import Store
 from ownloop.store.claims import Claim, Claims, lease_seconds
 from ownloop.store.errors import OwnloopError
@@ -61,7 +58,10 @@ from ownloop.store.ledger import ledger_sessions
 from ownloop.store.scrub import scrub_text
 from ownloop.version import __version__
 from ownloop.world import World
+from ownloop.world.browser import BrowserSession, browser_versions, open_browser
+from ownloop.world.browser_world import BrowserWorld
 from ownloop.world.pool import DesktopLease, DesktopPool
+from ownloop.world.suites import Suite, SuiteSource
 
 __all__ = [
     "RecordOptions",

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from ownloop.recorder.suites.miniwob import parse_seeds
 from ownloop.replay.fold import fold
 from ownloop.replay.serial import SerialReplays
 from ownloop.store import Store
@@ -32,6 +31,7 @@ from ownloop.store.queries import (
 )
 from ownloop.store.query import QueryResult
 from ownloop.world.pool import DesktopTarget
+from ownloop.world.suites.miniwob import parse_seeds
 
 __all__ = ["BlindAudit", "DEFAULT_SEEDS", "audit_blind"]
 

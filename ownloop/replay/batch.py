@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ownloop.recorder.browser import Launched, open_browser
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.replay.execute import (
     MODES,
@@ -46,6 +45,7 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import has_run_started
 from ownloop.store.query import QueryResult
+from ownloop.world.browser import Launched, open_browser
 
 __all__ = [
     "BatchRow",

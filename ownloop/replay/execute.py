@@ -33,8 +33,6 @@ import msgspec
 from ownloop.agents.base import Agent, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.agents.released import released_commit, released_sha256
-from ownloop.recorder.browser import Browser, BrowserSession, open_browser
-from ownloop.recorder.browser_world import BrowserWorld
 from ownloop.recorder.episode import (
     Episode,
     EpisodeLimits,
@@ -69,6 +67,8 @@ from ownloop.store.ids import new_id
 from ownloop.store.queries import has_run_started, sql_command
 from ownloop.store.seal import refuse_if_sealed, sealed_fingerprint
 from ownloop.world import World
+from ownloop.world.browser import Browser, BrowserSession, open_browser
+from ownloop.world.browser_world import BrowserWorld
 from ownloop.world.pool import DesktopTarget
 
 __all__ = [

@@ -31,7 +31,6 @@ from typing import NamedTuple
 
 import msgspec
 
-from ownloop.recorder.browser import BrowserSession
 from ownloop.replay.fold import Step
 from ownloop.replay.pixels import decoded
 from ownloop.store.events import (
@@ -44,6 +43,7 @@ from ownloop.store.events import (
     now,
 )
 from ownloop.store.ids import SessionIds
+from ownloop.world.browser import BrowserSession
 
 __all__ = [
     "ON_DIVERGE",

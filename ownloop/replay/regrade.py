@@ -20,13 +20,13 @@ from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
 from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
 from ownloop.grading.spec import NoGrader
 from ownloop.grading.version import grader_version
-from ownloop.recorder.suites.tasks_file import read_tasks
 from ownloop.replay.fold import Session
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Check, EvidenceCaptured, SessionGraded, now
 from ownloop.store.seal import run_seals
+from ownloop.world.suites.tasks_file import read_tasks
 
 __all__ = ["Flip", "RegradeResult", "changed_checks", "graders_from_tasks_file", "regrade"]
 

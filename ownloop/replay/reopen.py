@@ -29,16 +29,16 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ownloop.recorder.suites import MiniwobSuite, TasksFileSuite
-from ownloop.recorder.suites.environments import environment_names, load_environment
-from ownloop.recorder.suites.miniwob import default_seed, html_dir, serve_static
 from ownloop.store.events import Task
+from ownloop.world.suites import MiniwobSuite, TasksFileSuite
+from ownloop.world.suites.environments import environment_names, load_environment
+from ownloop.world.suites.miniwob import default_seed, html_dir, serve_static
 
 __all__ = ["Reopened", "reopen_suite", "shared_servers"]
 
 
 class Reopened(NamedTuple):
-    suite: Any  # a Suite (see ownloop.recorder.suites), entered
+    suite: Any  # a Suite (see ownloop.world.suites), entered
     task: Task  # the task as it is set up now
     rebase_url: Callable[[str], str]
 

@@ -21,12 +21,12 @@ from contextlib import ExitStack
 from types import TracebackType
 from typing import Any
 
-from ownloop.recorder.browser import Launched, open_browser
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.replay.execute import Plan, Replayed, execute_session, run_planned
 from ownloop.replay.fold import Session
 from ownloop.replay.reopen import shared_servers
 from ownloop.store import Store
+from ownloop.world.browser import Launched, open_browser
 
 __all__ = ["SerialReplays"]
 

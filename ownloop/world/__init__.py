@@ -1,6 +1,6 @@
 """Worlds: what an agent acts on, behind the one small interface the episode loop uses.
 
-The browser (``ownloop.recorder.browser_world.BrowserWorld``, over Playwright) and the desktop
+The browser (``ownloop.world.browser_world.BrowserWorld``, over Playwright) and the desktop
 (:mod:`ownloop.world.desktop`, over the OSWorld in-VM server protocol) both offer it: take a
 screenshot, turn an agent-neutral action into the world's operations, execute one operation
 (what was sent, the answer, the duration), settle, capture end-state evidence, and let the

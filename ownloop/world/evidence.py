@@ -1,6 +1,6 @@
 """A piece of end state before it is stored: what every world and suite hands the episode.
 
-Each piece becomes one ``EvidenceCaptured`` event (``ownloop.recorder.evidence`` lists the
+Each piece becomes one ``EvidenceCaptured`` event (``ownloop.world.browser_evidence`` lists the
 browser's names; ``ownloop.world.osworld.getters`` the desktop's).
 """
 

@@ -9,8 +9,8 @@ import msgspec
 import pytest
 
 from ownloop.grading import Check, GraderSpecError, make_grader, wants_network, with_network
-from ownloop.recorder.har import Exchange, build_har
 from ownloop.store.events import EvidenceCaptured
+from ownloop.world.har import Exchange, build_har
 from tests.grading.conftest import AT, evidence
 
 BASE = "http://127.0.0.1:8312"

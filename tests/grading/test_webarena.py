@@ -20,7 +20,7 @@ import pytest
 from ownloop.grading import GraderSpecError, make_grader, wants_network
 from ownloop.grading.version import grader_version
 from ownloop.modelserver import ModelServer, Reply
-from ownloop.recorder.har import Exchange, build_har
+from ownloop.world.har import Exchange, build_har
 from tests.grading.conftest import evidence
 from tests.grading.test_network_record import by_task, events, ownloop
 

@@ -21,8 +21,8 @@ from ownloop.agents.base import Observation, PastStep
 from ownloop.modelserver import ModelServer
 from ownloop.modelserver.expert import MiniwobExpert
 from ownloop.recorder.model import wire_messages
-from ownloop.recorder.suites.miniwob import MiniwobSuite, read_reward, start_episode
 from ownloop.store.events import Click, ImagePart, Task
+from ownloop.world.suites.miniwob import MiniwobSuite, read_reward, start_episode
 
 SEED = 42
 

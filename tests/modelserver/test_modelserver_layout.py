@@ -1,5 +1,6 @@
-"""The model server's place: it may use the store, the agents and the recorder's browser and
-suites, never the CLI, and never imports Playwright itself (only recorder/browser.py does)."""
+"""The model server's place: it may use the store, the agents and the world's browser and
+suites (it stands beside the recorder, not above it), never the CLI, and never imports
+Playwright itself (only world/browser.py does)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import ownloop.modelserver
 
 MODULES = sorted(Path(ownloop.modelserver.__file__).parent.glob("*.py"))
-ALLOWED = ("ownloop.store.", "ownloop.agents", "ownloop.recorder.", "ownloop.modelserver")
+ALLOWED = ("ownloop.store.", "ownloop.agents", "ownloop.world.", "ownloop.modelserver")
 
 
 def _imports(path: Path) -> set[str]:

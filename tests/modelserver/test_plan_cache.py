@@ -15,8 +15,8 @@ import pytest
 from ownloop.modelserver.expert import MiniwobExpert
 from ownloop.modelserver.plan_cache import page_digest, plan_key
 from ownloop.modelserver.plans import Plan
-from ownloop.recorder.suites.miniwob import MiniwobSuite, html_dir, serve_static
 from ownloop.store.events import Click
+from ownloop.world.suites.miniwob import MiniwobSuite, html_dir, serve_static
 
 SEED = 5
 VIEWPORT = (1280, 800)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from ownloop.recorder.browser import BrowserFailed
 from ownloop.store.events import (
     KeyboardDown,
     KeyboardPress,
@@ -19,6 +18,7 @@ from ownloop.store.events import (
     PageGoto,
     Sleep,
 )
+from ownloop.world.browser import BrowserFailed
 from tests.site.server import DOWNLOAD_BODY
 
 pytestmark = pytest.mark.browser

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ownloop.recorder.browser import browser_versions, open_browser
 from ownloop.store.errors import OwnloopError
+from ownloop.world.browser import browser_versions, open_browser
 
 pytestmark = pytest.mark.browser
 
@@ -57,7 +57,7 @@ def test_element_names_come_from_labels(new_session, site):
 
 
 def test_unknown_dialog_policy_is_refused(chromium):
-    from ownloop.recorder.browser import BrowserSession
+    from ownloop.world.browser import BrowserSession
 
     with pytest.raises(OwnloopError, match="unknown dialog policy 'ignore'. Use accept or dismiss"):
         BrowserSession(chromium, (800, 600), dialogs="ignore")

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
-from ownloop.recorder.browser import navigation_refusal
 from ownloop.store import open_store
 from ownloop.store.events import MouseClick, PageGoto
+from ownloop.world.browser import navigation_refusal
 
 _FILE = "refused: file: URLs are not allowed; the model may only open http(s) pages"
 _BIG = "display:block;width:700px;height:500px"  # a link filling the viewport's top left

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ownloop.recorder.runner import RecordOptions
-from ownloop.recorder.suites import SuiteSource
 from ownloop.store import open_store
 from ownloop.store.claims import Claims
+from ownloop.world.suites import SuiteSource
 
 _WITHOUT_RAY = (
     "import sys; sys.modules['ray'] = None; "  # import ray now raises ImportError

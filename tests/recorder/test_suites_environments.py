@@ -8,14 +8,14 @@ import urllib.request
 
 import pytest
 
-from ownloop.recorder.suites import Suite, load_suite
 from ownloop.store.errors import OwnloopError
+from ownloop.world.suites import Suite, load_suite
 
 PLUGIN = """
 from contextlib import contextmanager
 from pathlib import Path
 
-from ownloop.recorder.suites.environments import served_tasks
+from ownloop.world.suites.environments import served_tasks
 from tests.site.server import start_site
 
 CALLS = []

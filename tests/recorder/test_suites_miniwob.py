@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from ownloop.recorder.suites import MiniwobSuite, load_suite
-from ownloop.recorder.suites.miniwob import (
+from ownloop.store.errors import OwnloopError
+from ownloop.store.events import MouseClick
+from ownloop.world.suites import MiniwobSuite, load_suite
+from ownloop.world.suites.miniwob import (
     default_seed,
     html_dir,
     page_links,
@@ -15,8 +17,6 @@ from ownloop.recorder.suites.miniwob import (
     serve_static,
     start_episode,
 )
-from ownloop.store.errors import OwnloopError
-from ownloop.store.events import MouseClick
 
 SEED = 5  # click-button seed 5: "submit" among "no" and "okay"
 

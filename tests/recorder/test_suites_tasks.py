@@ -7,10 +7,10 @@ import json
 import pytest
 
 from ownloop.grading.spec import grade_session
-from ownloop.recorder.evidence import capture_end_state
-from ownloop.recorder.suites import TasksFileSuite, load_suite
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import EvidenceCaptured, KeyboardType, MouseClick, now
+from ownloop.world.browser_evidence import capture_end_state
+from ownloop.world.suites import TasksFileSuite, load_suite
 
 GRADER = {
     "type": "json",

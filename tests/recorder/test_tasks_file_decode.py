@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ownloop.recorder.suites import load_suite
 from ownloop.store.errors import OwnloopError
+from ownloop.world.suites import load_suite
 
 OK = {"task_id": "a", "prompt": "p", "start": "http://x/"}
 

@@ -49,7 +49,7 @@ def sites() -> Iterator[Sites]:
 
 def _centres(chromium: Any, base: str) -> dict[str, tuple[float, float]]:
     """Where the form's fields and button are drawn on a site (fonts differ between machines)."""
-    from ownloop.recorder.browser import BrowserSession
+    from ownloop.world.browser import BrowserSession
 
     session = BrowserSession(chromium, (1280, 800), settle_s=0)
     try:

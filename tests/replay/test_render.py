@@ -130,7 +130,7 @@ def test_replay_modules_public_names_and_imports(name: str) -> None:
                 "ownloop.store",
                 "ownloop.agents",
                 "ownloop.grading",
-                "ownloop.recorder.suites",
+                "ownloop.world.suites",
                 "ownloop.replay",
             )
         )

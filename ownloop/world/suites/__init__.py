@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from ownloop.recorder.evidence import Evidence
-from ownloop.recorder.suites.environments import load_environment
-from ownloop.recorder.suites.miniwob import MiniwobSuite
-from ownloop.recorder.suites.tasks_file import TasksFileSuite
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Task
+from ownloop.world.browser_evidence import Evidence
+from ownloop.world.suites.environments import load_environment
+from ownloop.world.suites.miniwob import MiniwobSuite
+from ownloop.world.suites.tasks_file import TasksFileSuite
 
 if TYPE_CHECKING:
-    from ownloop.recorder.browser import BrowserSession
+    from ownloop.world.browser import BrowserSession
 
 __all__ = ["Evidence", "MiniwobSuite", "Suite", "SuiteSource", "TasksFileSuite", "load_suite"]
 

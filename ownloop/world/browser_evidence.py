@@ -10,7 +10,7 @@ Each piece becomes one ``EvidenceCaptured`` event. Names and values:
 ``local_storage``   the followed page's localStorage, a JSON object of strings
 ``network``         the requests of the session's pages as a HAR 1.2 blob (``data``), media type
                     ``application/json``: text bodies kept, capped at 5 MiB, secrets scrubbed
-                    (see ``ownloop.recorder.har``)
+                    (see ``ownloop.world.har``)
 ``capture``         (suites) a capture URL's JSON body, ``source`` = the URL; a body that is not
                     JSON is kept as a blob with its media type
 ``miniwob_reward``  (MiniWoB) ``{"reward", "raw_reward", "done", "reason"}`` of the episode
@@ -24,13 +24,13 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ownloop.recorder.har import build_har
 from ownloop.store.errors import OwnloopError
 from ownloop.version import __version__
 from ownloop.world.evidence import Evidence
+from ownloop.world.har import build_har
 
 if TYPE_CHECKING:
-    from ownloop.recorder.browser import BrowserSession
+    from ownloop.world.browser import BrowserSession
 
 __all__ = ["Evidence", "capture_end_state", "capture_error"]
 

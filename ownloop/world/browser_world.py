@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from ownloop.agents.base import Agent
-from ownloop.recorder.browser import BrowserSession
-from ownloop.recorder.evidence import capture_end_state
 from ownloop.store.events import Action, Op, SessionEnded, Task
 from ownloop.world import Effect, Evidence, Screen
+from ownloop.world.browser import BrowserSession
+from ownloop.world.browser_evidence import capture_end_state
 
 __all__ = ["BrowserWorld"]
 

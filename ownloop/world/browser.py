@@ -36,7 +36,6 @@ from playwright.sync_api import Dialog as PlaywrightDialog
 from playwright.sync_api import Download as PlaywrightDownload
 from playwright.sync_api import Error as PlaywrightError
 
-from ownloop.recorder.har import MAX_BODY_BYTES, MAX_HAR_BYTES, Exchange, keeps_body
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Dialog,
@@ -55,6 +54,7 @@ from ownloop.store.events import (
     PageGoto,
     Sleep,
 )
+from ownloop.world.har import MAX_BODY_BYTES, MAX_HAR_BYTES, Exchange, keeps_body
 
 __all__ = [
     "LAUNCH_ARGS",

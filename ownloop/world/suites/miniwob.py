@@ -37,13 +37,13 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ownloop.recorder.evidence import Evidence
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Task
 from ownloop.store.extras import install_hint
+from ownloop.world.browser_evidence import Evidence
 
 if TYPE_CHECKING:
-    from ownloop.recorder.browser import Browser, BrowserSession
+    from ownloop.world.browser import Browser, BrowserSession
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -338,7 +338,7 @@ class MiniwobSuite:
 
     def _read(self, pairs: list[tuple[str, int]]) -> list[str]:
         """Each (task, seed)'s utterance, read from its episode in a headless page."""
-        from ownloop.recorder.browser import BrowserSession, open_browser
+        from ownloop.world.browser import BrowserSession, open_browser
 
         def read(browser: Browser) -> list[str]:
             session = BrowserSession(browser, (1280, 800), settle_s=0)

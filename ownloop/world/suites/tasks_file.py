@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import msgspec
 
 from ownloop.grading import make_grader
-from ownloop.recorder.evidence import Evidence, capture_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Task
+from ownloop.world.browser_evidence import Evidence, capture_error
 
 if TYPE_CHECKING:
-    from ownloop.recorder.browser import BrowserSession
+    from ownloop.world.browser import BrowserSession
 
 __all__ = ["TasksFileError", "TasksFileSuite", "read_tasks"]
 

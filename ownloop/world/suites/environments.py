@@ -5,7 +5,7 @@ An environment is a package that declares, in its ``pyproject.toml``::
     [project.entry-points."ownloop.environments"]
     shop = "shop_bench.ownloop:environment"
 
-and whose callable returns a Suite (see ``ownloop.recorder.suites.Suite``)::
+and whose callable returns a Suite (see ``ownloop.world.suites.Suite``)::
 
     def environment(argument: str | None, *, base: str | None, seeds: str | None) -> Suite: ...
 
@@ -34,8 +34,8 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
-from ownloop.recorder.suites.tasks_file import TasksFileSuite
 from ownloop.store.errors import OwnloopError
+from ownloop.world.suites.tasks_file import TasksFileSuite
 
 __all__ = ["GROUP", "environment_names", "load_environment", "served_tasks"]
 
