@@ -121,88 +121,121 @@ def make_app(
         kept: the store's index kept open for the pages (its owner closes it); else one that
             lets the index go after a few seconds without a page.
     """
-    templates = Jinja2Templates(env=environment())
-    thumbs = ImageCache()
-    index = kept or KeptIndex(store)
+    pages = _Pages(store, kept or KeptIndex(store))
+    blobs = _Blobs(store)
+    routes = [
+        Route("/", pages.runs),
+        Route("/sessions", pages.sessions),
+        Route("/session/{session_id:str}", pages.session),
+        Route("/blob/{sha256:str}", blobs.blob),
+        Route("/run/{run_id:path}", pages.run),
+        Route("/compare", pages.compare),
+        Route("/compare/intervals", pages.compare_intervals),
+        Route("/pair/{a:str}/{b:str}", pages.pair),
+        Route("/search", pages.search),
+        Route("/thumb/{sha256:str}", blobs.thumb),
+        Route("/box/{sha256:str}", blobs.box),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+        Mount("/static", StaticFiles(packages=[("ownloop.view", "static")]), name="static"),
+    ]
+    middleware = [
+        Middleware(_SecurityHeaders),
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: pages.error_page, OwnloopError: pages.error_page},
+    )
+    app.state.prepare = lambda: _prepare(pages.index, pages.templates.env)
+    return app
 
-    def read(fn: Callable[..., Any], *args: Any) -> Any:
+
+class _Pages:
+    """The HTML pages (and the compare page's intervals), each read over the kept index."""
+
+    def __init__(self, store: Store, index: KeptIndex) -> None:
+        self.store = store
+        self.index = index
+        self.templates = Jinja2Templates(env=environment())
+        # Answers of the table pages by what was asked and the store's version: a store that
+        # did not change since (no event appended anywhere) gives the same answer, so paging
+        # back, re-sorting to an earlier order or reloading costs nothing but the rendering.
+        self.answers: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+
+    def read(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(store, *args)`` over the kept index (one page's reads at a time: a page's
         queries in a row are faster than several threads contending for one connection)."""
-        with index.reading() as snapshot:
+        with self.index.reading() as snapshot:
             return fn(snapshot, *args)
 
-    # Answers of the table pages by what was asked and the store's version: a store that did
-    # not change since (no event appended anywhere) gives the same answer, so paging back,
-    # re-sorting to an earlier order or reloading costs nothing but the page's rendering.
-    answers: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
-
-    def cached(fn: Callable[[Store, Any], Any], arg: Any) -> Any:
-        with index.reading() as snapshot:
+    def cached(self, fn: Callable[[Store, Any], Any], arg: Any) -> Any:
+        with self.index.reading() as snapshot:
             key = (
                 fn.__qualname__,
                 repr(sorted(arg.items()) if isinstance(arg, dict) else arg),
                 snapshot.version(),
             )
-            if key in answers:
-                answers.move_to_end(key)
-                return answers[key]
+            if key in self.answers:
+                self.answers.move_to_end(key)
+                return self.answers[key]
             value = fn(snapshot, arg)
-            answers[key] = value
-            while len(answers) > _ANSWERS:
-                answers.popitem(last=False)
+            self.answers[key] = value
+            while len(self.answers) > _ANSWERS:
+                self.answers.popitem(last=False)
             return value
 
-    def render(request: Request, name: str, code: int = 200, **context: Any) -> Response:
-        as_of = (
-            datetime.fromtimestamp(index.as_of, UTC).strftime("%H:%M:%S UTC") if index.as_of else ""
-        )
-        return templates.TemplateResponse(
+    def render(self, request: Request, name: str, code: int = 200, **context: Any) -> Response:
+        as_of = self.index.as_of
+        shown = datetime.fromtimestamp(as_of, UTC).strftime("%H:%M:%S UTC") if as_of else ""
+        return self.templates.TemplateResponse(
             request,
             name,
-            {"report": False, "as_of": as_of, "every": f"{index.every:.0f} s", **context},
+            {"report": False, "as_of": shown, "every": f"{self.index.every:.0f} s", **context},
             status_code=code,
         )
 
-    def runs(request: Request) -> Response:
-        listing = cached(list_runs, dict(request.query_params))
-        return render(request, "runs.html", listing=listing, store=str(store.root))
+    def fold(self, session_id: str) -> Session:
+        return fold(self.read(Store.session_events, session_id), session_id)
 
-    def sessions(request: Request) -> Response:
-        listing = cached(list_sessions, dict(request.query_params))
-        return render(request, "sessions.html", listing=listing)
-
-    def _fold(session_id: str) -> Session:
-        return fold(read(Store.session_events, session_id), session_id)
-
-    def _found(session_id: str) -> Session:
+    def found(self, session_id: str) -> Session:
         try:
-            return _fold(session_id)
+            return self.fold(session_id)
         except NoSessionEvents:
-            raise HTTPException(404, f"no session {session_id!r} in {store.root}") from None
+            raise HTTPException(404, f"no session {session_id!r} in {self.store.root}") from None
 
-    def run(request: Request) -> Response:
+    def runs(self, request: Request) -> Response:
+        listing = self.cached(list_runs, dict(request.query_params))
+        return self.render(request, "runs.html", listing=listing, store=str(self.store.root))
+
+    def sessions(self, request: Request) -> Response:
+        listing = self.cached(list_sessions, dict(request.query_params))
+        return self.render(request, "sessions.html", listing=listing)
+
+    def run(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
-        view = cached(build_run, run_id)
+        view = self.cached(build_run, run_id)
         if view is None:
-            raise HTTPException(404, f"no run {run_id!r} in {store.root}")
-        return render(request, "run.html", view=view)
+            raise HTTPException(404, f"no run {run_id!r} in {self.store.root}")
+        return self.render(request, "run.html", view=view)
 
-    def compare(request: Request) -> Response:
+    def compare(self, request: Request) -> Response:
         try:
-            grid = grid_of(cached(grid_units, tuple(request.query_params.getlist("run"))))
+            runs = tuple(request.query_params.getlist("run"))
+            grid = grid_of(self.cached(grid_units, runs))
         except OwnloopError as exc:  # too few runs, or one without graded sessions
             raise HTTPException(400, str(exc)) from None
         outcomes = (
             TaskOutcomes(r.task_id, [(c.n, c.passes) for c in r.cells], r.flipped)
             for r in grid.rows
         )
-        domains = by_domain(outcomes, cached(task_suites, tuple(grid.runs)))
-        return render(request, "compare.html", grid=grid, domains=domains)
+        domains = by_domain(outcomes, self.cached(task_suites, tuple(grid.runs)))
+        return self.render(request, "compare.html", grid=grid, domains=domains)
 
-    def compare_intervals(request: Request) -> Response:
+    def compare_intervals(self, request: Request) -> Response:
         try:
             # The bootstrap runs outside the read: other pages need not wait for it.
-            units = read(grid_units, request.query_params.getlist("run"))
+            units = self.read(grid_units, request.query_params.getlist("run"))
             done = grid_of(units, intervals=True)
         except OwnloopError as exc:
             raise HTTPException(400, str(exc)) from None
@@ -213,72 +246,22 @@ def make_app(
         }
         return Response(json.dumps(body), media_type="application/json")
 
-    def pair(request: Request) -> Response:
-        a, b = _found(request.path_params["a"]), _found(request.path_params["b"])
+    def pair(self, request: Request) -> Response:
+        a, b = self.found(request.path_params["a"]), self.found(request.path_params["b"])
         page = build_pair(a, b, lambda sha, _media: f"/blob/{sha}")
-        return render(request, "pair.html", pair=page)
+        return self.render(request, "pair.html", pair=page)
 
-    def search_page(request: Request) -> Response:
-        return render(request, "search.html", found=cached(search, dict(request.query_params)))
+    def search(self, request: Request) -> Response:
+        found = self.cached(search, dict(request.query_params))
+        return self.render(request, "search.html", found=found)
 
-    def _blob(sha: str) -> bytes:
-        if not _SHA256.fullmatch(sha):
-            raise HTTPException(404, "a blob is named by 64 lowercase hex digits")
-        try:
-            return store.blobs.get_stored(sha)  # a compacted screenshot as its WebP: same pixels
-        except MissingBlob as exc:
-            raise HTTPException(404, str(exc)) from None
-
-    def _image(sha: str) -> bytes:
-        data = _blob(sha)
-        if _media_type(data).startswith("text/"):
-            raise HTTPException(404, f"blob {sha} is not an image")
-        return _within_budget(sha, data)
-
-    def _within_budget(sha: str, data: bytes) -> bytes:
-        too_large = over_budget(data) if _media_type(data).startswith("image/") else None
-        if too_large:  # a browser would decode it too: zoom, thumbnails and crops refuse it
-            raise HTTPException(413, f"blob {sha}: {too_large}: not shown")
-        return data
-
-    def thumb(request: Request) -> Response:
-        sha = request.path_params["sha256"]
-        text = request.query_params.get("w", "160")
-        width = int(text) if text.isdigit() and int(text) in THUMB_WIDTHS else 160
-        crop = request.query_params.get("crop") == "1"
-        data = thumbs.get(
-            (sha, -width if crop else width), lambda: thumbnail(_image(sha), width, crop=crop)
-        )
-        assert isinstance(data, bytes)
-        return Response(
-            data,
-            media_type="image/webp",
-            headers={
-                "content-security-policy": _BLOB_CSP,
-                "cache-control": "private, max-age=31536000, immutable",
-            },
-        )
-
-    def box(request: Request) -> Response:
-        sha = request.path_params["sha256"]
-        found = thumbs.get((sha, 0), lambda: content_box(_image(sha)))
-        assert isinstance(found, Box)
-        return Response(
-            json.dumps(found._asdict()),
-            media_type="application/json",
-            headers={"cache-control": "private, max-age=31536000, immutable"},
-        )
-
-    def session(request: Request) -> Response:
+    def session(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
-        try:
-            folded = _fold(session_id)
-        except NoSessionEvents:
-            raise HTTPException(404, f"no session {session_id!r} in {store.root}") from None
+        folded = self.found(session_id)
         parent = None
         if folded.parent_session_id:
             try:
-                parent = _fold(folded.parent_session_id)
+                parent = self.fold(folded.parent_session_id)
             except NoSessionEvents:
                 parent = None  # a replay whose parent is in another store: shown alone
         page = build_page(
@@ -291,70 +274,88 @@ def make_app(
         for item in page.evidence:
             if item.sha256 and "html" in item.media_type:
                 try:
-                    html = store.get_blob(item.sha256).decode("utf-8", "replace")
+                    html = self.store.get_blob(item.sha256).decode("utf-8", "replace")
                 except MissingBlob:
                     continue
                 trees[item.sha256] = parse_dom(html)
-        neighbours = read(session_neighbours, session_id)
-        return render(
+        return self.render(
             request,
             "session.html",
             page=page,
             trees=trees,
-            neighbours=neighbours,
+            neighbours=self.read(session_neighbours, session_id),
             requests=request_views(folded),
         )
 
-    def blob(request: Request) -> Response:
-        sha = request.path_params["sha256"]
-        data = _blob(sha)
-        if request.query_params.get("as") != "text":
-            _within_budget(sha, data)
-        media = (
-            "text/plain; charset=utf-8"
-            if request.query_params.get("as") == "text"
-            else _media_type(data)
-        )
-        return Response(
-            data,
-            media_type=media,
-            headers={
-                "content-security-policy": _BLOB_CSP,
-                "cache-control": "private, max-age=31536000, immutable",
-            },
-        )
-
-    def error_page(request: Request, exc: Exception) -> Response:
+    def error_page(self, request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         message = exc.detail if isinstance(exc, HTTPException) else str(exc)
-        return render(request, "error.html", status, status=status, message=message)
+        return self.render(request, "error.html", status, status=status, message=message)
 
-    routes = [
-        Route("/", runs),
-        Route("/sessions", sessions),
-        Route("/session/{session_id:str}", session),
-        Route("/blob/{sha256:str}", blob),
-        Route("/run/{run_id:path}", run),
-        Route("/compare", compare),
-        Route("/compare/intervals", compare_intervals),
-        Route("/pair/{a:str}/{b:str}", pair),
-        Route("/search", search_page),
-        Route("/thumb/{sha256:str}", thumb),
-        Route("/box/{sha256:str}", box),
-        Route("/favicon.ico", lambda request: Response(status_code=204)),
-        Mount("/static", StaticFiles(packages=[("ownloop.view", "static")]), name="static"),
-    ]
-    middleware = [
-        Middleware(_SecurityHeaders),
-        Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
-    ]
-    app = Starlette(
-        routes=routes,
-        middleware=middleware,
-        exception_handlers={HTTPException: error_page, OwnloopError: error_page},
-    )
-    app.state.prepare = lambda: _prepare(index, templates.env)
-    return app
+
+class _Blobs:
+    """Blobs as data (never a document that runs), thumbnails and content boxes of images."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.thumbs = ImageCache()
+
+    def get(self, sha: str) -> bytes:
+        if not _SHA256.fullmatch(sha):
+            raise HTTPException(404, "a blob is named by 64 lowercase hex digits")
+        try:
+            return self.store.blobs.get_stored(sha)  # a compacted screenshot: its WebP
+        except MissingBlob as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    def image(self, sha: str) -> bytes:
+        data = self.get(sha)
+        if _media_type(data).startswith("text/"):
+            raise HTTPException(404, f"blob {sha} is not an image")
+        return _within_budget(sha, data)
+
+    def thumb(self, request: Request) -> Response:
+        sha = request.path_params["sha256"]
+        text = request.query_params.get("w", "160")
+        width = int(text) if text.isdigit() and int(text) in THUMB_WIDTHS else 160
+        crop = request.query_params.get("crop") == "1"
+        data = self.thumbs.get(
+            (sha, -width if crop else width), lambda: thumbnail(self.image(sha), width, crop=crop)
+        )
+        assert isinstance(data, bytes)
+        return Response(data, media_type="image/webp", headers=_IMMUTABLE_DATA)
+
+    def box(self, request: Request) -> Response:
+        sha = request.path_params["sha256"]
+        found = self.thumbs.get((sha, 0), lambda: content_box(self.image(sha)))
+        assert isinstance(found, Box)
+        return Response(
+            json.dumps(found._asdict()),
+            media_type="application/json",
+            headers={"cache-control": "private, max-age=31536000, immutable"},
+        )
+
+    def blob(self, request: Request) -> Response:
+        sha = request.path_params["sha256"]
+        data = self.get(sha)
+        as_text = request.query_params.get("as") == "text"
+        if not as_text:
+            _within_budget(sha, data)
+        media = "text/plain; charset=utf-8" if as_text else _media_type(data)
+        return Response(data, media_type=media, headers=_IMMUTABLE_DATA)
+
+
+_IMMUTABLE_DATA = {
+    "content-security-policy": _BLOB_CSP,
+    "cache-control": "private, max-age=31536000, immutable",
+}
+
+
+def _within_budget(sha: str, data: bytes) -> bytes:
+    too_large = over_budget(data) if _media_type(data).startswith("image/") else None
+    if too_large:  # a browser would decode it too: zoom, thumbnails and crops refuse it
+        raise HTTPException(413, f"blob {sha}: {too_large}: not shown")
+    return data
 
 
 def _prepare(index: KeptIndex, env: Any) -> None:
