@@ -1456,7 +1456,7 @@ def import_command(
         _echo_lines(found.lines())
         return
     if fmt == "atif":
-        from ownloop.transfer.trajectories import import_atif
+        from ownloop.transfer.atif_import import import_atif
 
         _echo_lines(import_atif(_store(ctx), directory, run_id, argv=tuple(sys.argv)).lines())
         return
