@@ -11,7 +11,8 @@ import statistics
 import time
 
 from ownloop.store.events import MouseClick, MouseMove
-from ownloop.world.browser import BrowserSession, open_browser
+from ownloop.world.browser import BrowserSession
+from ownloop.world.chromium import open_browser
 
 WORDS = (
     "ownloop records computer use agents that drive a real browser from screenshots and "

@@ -54,7 +54,8 @@ def real_screenshots(sessions: int, steps: int, folder: Path | None = None) -> l
 
 def _capture(folder: Path, sessions: list[int], steps: int) -> None:
     from ownloop.store import events as E
-    from ownloop.world.browser import BrowserSession, open_browser
+    from ownloop.world.browser import BrowserSession
+    from ownloop.world.chromium import open_browser
     from ownloop.world.suites.miniwob import MiniwobSuite
 
     names = TASKS.split(",")

@@ -317,7 +317,8 @@ def bench_browser_cpu(count: int = 10, smoke: bool = False) -> None:
     a fresh context with its first page, made and closed; a MiniWoB task page loaded into it and
     its episode started; one screenshot. With ``smoke``, every part once in one browser (a
     check: no figure)."""
-    from ownloop.world.browser import BrowserSession, open_browser, open_context
+    from ownloop.world.browser import BrowserSession, open_context
+    from ownloop.world.chromium import open_browser
     from ownloop.world.suites.miniwob import html_dir, serve_static, start_episode
 
     server = serve_static(html_dir(), poll_interval=0.02)
@@ -375,7 +376,7 @@ def bare_chromium(parents: list[Any], browsers: int) -> float:
     import threading
     from urllib.parse import urlsplit
 
-    from ownloop.world.browser import open_browser
+    from ownloop.world.chromium import open_browser
     from ownloop.world.suites.miniwob import html_dir, serve_static, start_episode
 
     server = serve_static(html_dir(), poll_interval=0.02)

@@ -3,7 +3,7 @@
 Everything starts lazily, on the first test that asks for it, and stops at the end of the run.
 
 - ``playwright``: a sync Playwright driver on the main thread.
-- ``chromium``: one launched headless Chromium (``ownloop.world.browser.launch``), shared by all
+- ``chromium``: one launched headless Chromium (``ownloop.world.chromium.launch``), shared by all
   tests; make a fresh context per test with ``new_session`` (or ``BrowserSession(chromium, ...)``
   closed in a ``finally``) so tests never see each other's cookies or pages.
 - ``new_session``: a factory ``new_session(viewport=(1280, 800), **options) -> BrowserSession``;
@@ -86,7 +86,7 @@ def ownloop_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def playwright() -> Iterator[Any]:
     """A sync Playwright driver for the test process (main thread)."""
-    from ownloop.world.browser import start_playwright
+    from ownloop.world.chromium import start_playwright
 
     driver = start_playwright()
     yield driver
@@ -96,7 +96,7 @@ def playwright() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def chromium(playwright: Any) -> Iterator[Any]:
     """One headless Chromium for the whole run, launched with ownloop's arguments."""
-    from ownloop.world.browser import launch
+    from ownloop.world.chromium import launch
 
     browser = launch(playwright)
     yield browser

@@ -103,7 +103,7 @@ class BrowserThread:
             thread.join(timeout=30)
 
     def _serve(self) -> None:
-        from ownloop.world.browser import open_browser  # Playwright loads on this thread only
+        from ownloop.world.chromium import open_browser  # Playwright loads on this thread only
 
         launched = None
         try:

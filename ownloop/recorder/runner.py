@@ -58,8 +58,9 @@ from ownloop.store.ledger import ledger_sessions
 from ownloop.store.scrub import scrub_text
 from ownloop.version import __version__
 from ownloop.world import World
-from ownloop.world.browser import BrowserSession, browser_versions, open_browser
+from ownloop.world.browser import BrowserSession
 from ownloop.world.browser_world import BrowserWorld
+from ownloop.world.chromium import browser_versions, open_browser
 from ownloop.world.pool import DesktopLease, DesktopPool
 from ownloop.world.suites import Suite, SuiteSource
 

@@ -45,7 +45,7 @@ from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import has_run_started
 from ownloop.store.query import QueryResult
-from ownloop.world.browser import Launched, open_browser
+from ownloop.world.chromium import Launched, open_browser
 
 __all__ = [
     "BatchRow",

@@ -67,8 +67,9 @@ from ownloop.store.ids import new_id
 from ownloop.store.queries import has_run_started, sql_command
 from ownloop.store.seal import refuse_if_sealed, sealed_fingerprint
 from ownloop.world import World
-from ownloop.world.browser import Browser, BrowserSession, open_browser
+from ownloop.world.browser import Browser, BrowserSession
 from ownloop.world.browser_world import BrowserWorld
+from ownloop.world.chromium import open_browser
 from ownloop.world.pool import DesktopTarget
 
 __all__ = [

@@ -26,7 +26,7 @@ from ownloop.replay.execute import Plan, Replayed, execute_session, run_planned
 from ownloop.replay.fold import Session
 from ownloop.replay.reopen import shared_servers
 from ownloop.store import Store
-from ownloop.world.browser import Launched, open_browser
+from ownloop.world.chromium import Launched, open_browser
 
 __all__ = ["SerialReplays"]
 

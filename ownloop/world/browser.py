@@ -1,4 +1,4 @@
-"""The only module that imports Playwright: finding Chromium, launching it, and acting in it.
+"""Acting in Chromium through Playwright (launching it is :mod:`.chromium`'s).
 
 A :class:`BrowserSession` is one browser context (one recorded session): it follows the newest open
 page, takes lossless screenshots, and executes the browser operations of ``store.events`` (``Op``),
@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import base64
 import fnmatch
-import importlib.metadata
-import os
 import re
-import shutil
-import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,11 +22,9 @@ from playwright.sync_api import (
     BrowserContext,
     CDPSession,
     Page,
-    Playwright,
     Request,
     Response,
     Route,
-    sync_playwright,
 )
 from playwright.sync_api import Dialog as PlaywrightDialog
 from playwright.sync_api import Download as PlaywrightDownload
@@ -57,51 +51,19 @@ from ownloop.store.events import (
 from ownloop.world.har import MAX_BODY_BYTES, MAX_HAR_BYTES, Exchange, keeps_body
 
 __all__ = [
-    "LAUNCH_ARGS",
     "Browser",
     "BrowserFailed",
     "BrowserSession",
-    "ChromiumNotFound",
     "Effect",
     "Fetched",
-    "Launched",
     "Opened",
     "Page",
     "Refound",
     "Shot",
-    "browser_versions",
-    "find_chromium",
-    "launch",
     "may_start_download",
     "navigation_refusal",
-    "open_browser",
     "open_context",
-    "start_playwright",
 ]
-
-LAUNCH_ARGS = (
-    "--disable-dev-shm-usage",
-    "--no-first-run",
-    "--disable-blink-features=AutomationControlled",
-    # Quiet on a closed network: no background fetches, updates or sync at start.
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
-
-# Headless runs take Chromium's headless shell when it is installed (Debian's
-# chromium-headless-shell), as Playwright's own headless default does: it starts about three
-# times faster than the full browser in its headless mode, at a third of the CPU.
-_HEADLESS_SHELLS = (
-    "/usr/lib/chromium/chromium-headless-shell",
-    "chromium-headless-shell",
-)
-_SYSTEM_CHROMIUMS = (
-    "/usr/lib/chromium/chromium",
-    "chromium",
-    "chromium-browser",
-    "google-chrome",
-)
 
 _ELEMENT_JS = (Path(__file__).with_name("element_at_point.js")).read_text(encoding="utf-8")
 _NAVIGATION_TIMEOUT_MS = 30_000
@@ -129,10 +91,6 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 _URL_EDGES = "".join(chr(code) for code in range(0x21))
 _URL_DROPPED = str.maketrans("", "", "\t\n\r")
 _ERROR_PAGE = "chrome-error:"  # Chromium's page for a navigation that failed
-
-
-class ChromiumNotFound(OwnloopError):
-    pass
 
 
 class BrowserFailed(OwnloopError):
@@ -179,161 +137,6 @@ class Fetched(NamedTuple):
     status: int
     body: bytes
     content_type: str
-
-
-class Launched:
-    """A thread's own Playwright driver and Chromium; ``close()`` stops both.
-
-    A Chromium that dies on its own (killed, crashed, out of memory) takes its driver with it.
-    Playwright may leave a call in flight on a dead browser waiting for ever: a ``new_page``
-    whose page was created just before the crash never settles (seen with the headless shell,
-    which opens a page fast enough to be caught between the two). A driver that exits fails
-    every call in flight, so once the browser is gone no call on it can hang; ``close()`` then
-    returns at once (removing the profile the killed driver left), and the caller launches
-    another browser.
-    """
-
-    def __init__(self, playwright: Playwright, browser: Browser) -> None:
-        self.playwright = playwright
-        self.browser = browser
-        self._closing = False
-        self._killed = False
-        self._driver, self._profile = _driver_of(browser)
-        browser.on("disconnected", self._disconnected)
-
-    def _disconnected(self, _browser: Browser) -> None:
-        # Called by Playwright's dispatcher, also while a call on this thread waits for the
-        # browser: the driver's exit ends that call. Not SIGTERM: the driver closes its
-        # browsers on it and lives on.
-        driver = self._driver
-        if self._closing or driver is None or _parent_of(driver) != os.getpid():
-            return  # an orderly close, or the driver is gone already (its pid may be reused)
-        try:
-            os.kill(driver, signal.SIGKILL)
-            self._killed = True
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        """Close the browser and stop the driver, ignoring a browser that already died."""
-        self._closing = True
-        try:
-            self.browser.close()
-        except PlaywrightError:
-            pass
-        self.playwright.stop()
-        if self._killed and self._profile is not None:
-            shutil.rmtree(self._profile, ignore_errors=True)  # the driver's to remove, had it lived
-
-
-class _Processes(NamedTuple):
-    driver: int | None
-    profile: str | None  # the browser's --user-data-dir
-
-
-def _driver_of(browser: Browser) -> _Processes:
-    """The pid of the Playwright driver that launched ``browser`` (its parent process) and the
-    browser's profile folder; None when they cannot be told (no /proc, another layout)."""
-    try:
-        cdp = browser.new_browser_cdp_session()
-        try:
-            processes = cdp.send("SystemInfo.getProcessInfo")["processInfo"]
-        finally:
-            cdp.detach()
-    except PlaywrightError:
-        return _Processes(None, None)
-    pids = [int(p["id"]) for p in processes if p.get("type") == "browser"]
-    driver = _parent_of(pids[0]) if pids else None
-    if not pids or driver is None or _parent_of(driver) != os.getpid():
-        return _Processes(None, None)
-    try:
-        argv = Path(f"/proc/{pids[0]}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        argv = []
-    profiles = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--user-data-dir=")]
-    return _Processes(driver, profiles[0] if profiles else None)
-
-
-def _parent_of(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[1])  # the name in (...) may hold spaces
-
-
-def find_chromium(
-    override: str | None = None, playwright: Playwright | None = None, *, headless: bool = True
-) -> str | None:
-    """The Chromium to drive: ``override``, Playwright's own when installed, else the system's
-    (its headless shell first for a headless run).
-
-    Returns None when Playwright's own Chromium is the one to use (it needs no path).
-    """
-    from_env = not override and bool(os.environ.get("OWNLOOP_CHROMIUM"))
-    override = override or os.environ.get("OWNLOOP_CHROMIUM")
-    if override:
-        if not (Path(override).is_file() or shutil.which(override)):
-            fix = (
-                "Set $OWNLOOP_CHROMIUM to a browser, or unset it"
-                if from_env
-                else "Pass --chromium PATH to a browser"
-            )
-            raise ChromiumNotFound(f"no Chromium at {override}. {fix}")
-        return shutil.which(override) or override
-    if playwright is not None and Path(playwright.chromium.executable_path).is_file():
-        return None
-    for candidate in (_HEADLESS_SHELLS if headless else ()) + _SYSTEM_CHROMIUMS:
-        found = candidate if Path(candidate).is_file() else shutil.which(candidate)
-        if found:
-            return found
-    raise ChromiumNotFound(
-        "Chromium not installed. Run: playwright install chromium "
-        "(or on Debian: apt-get install -y chromium)"
-    )
-
-
-def launch(
-    playwright: Playwright, chromium: str | None = None, *, headless: bool = True
-) -> Browser:
-    """Launch Chromium with ownloop's arguments (root needs --no-sandbox)."""
-    path = find_chromium(chromium, playwright, headless=headless)
-    args = list(LAUNCH_ARGS)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        args.append("--no-sandbox")
-    # Ctrl-C is the recorder's to handle: it ends the sessions in flight as interrupted and
-    # closes the browsers itself, so Chromium must not die of the same SIGINT first.
-    return playwright.chromium.launch(
-        executable_path=path, headless=headless, args=args, handle_sigint=False
-    )
-
-
-def start_playwright() -> Playwright:
-    """A sync Playwright driver for the calling thread; stop it with ``.stop()``."""
-    return sync_playwright().start()
-
-
-def open_browser(chromium: str | None = None, *, headless: bool = True) -> Launched:
-    """Start a Playwright driver and launch Chromium for the calling thread.
-
-    Playwright's sync objects only work on the thread that created them, so every worker thread
-    calls this once and closes what it gets with ``.close()``.
-
-    Args:
-        chromium: a Chromium executable overriding discovery (``--chromium PATH``).
-        headless: run without a window.
-    """
-    playwright = start_playwright()
-    try:
-        return Launched(playwright, launch(playwright, chromium, headless=headless))
-    except BaseException:
-        playwright.stop()
-        raise
-
-
-def browser_versions(browser: Browser) -> dict[str, str]:
-    """The Chromium and Playwright versions, for ``RunStarted.versions``."""
-    return {"chromium": browser.version, "playwright": importlib.metadata.version("playwright")}
 
 
 def navigation_refusal(url: str, allow_hosts: Sequence[str] = ()) -> str | None:

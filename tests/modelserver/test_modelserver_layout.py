@@ -1,6 +1,6 @@
 """The model server's place: it may use the store, the agents and the world's browser and
 suites (it stands beside the recorder, not above it), never the CLI, and never imports
-Playwright itself (only world/browser.py does)."""
+Playwright itself (only world/browser.py and world/chromium.py do)."""
 
 from __future__ import annotations
 

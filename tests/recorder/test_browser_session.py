@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ownloop.store.errors import OwnloopError
-from ownloop.world.browser import browser_versions, open_browser
+from ownloop.world.chromium import browser_versions, open_browser
 
 pytestmark = pytest.mark.browser
 

@@ -338,7 +338,8 @@ class MiniwobSuite:
 
     def _read(self, pairs: list[tuple[str, int]]) -> list[str]:
         """Each (task, seed)'s utterance, read from its episode in a headless page."""
-        from ownloop.world.browser import BrowserSession, open_browser
+        from ownloop.world.browser import BrowserSession
+        from ownloop.world.chromium import open_browser
 
         def read(browser: Browser) -> list[str]:
             session = BrowserSession(browser, (1280, 800), settle_s=0)
