@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
+from ownloop.grading.grade import Grade, Grader
 from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
 from ownloop.grading.spec import NoGrader
 from ownloop.grading.version import grader_version
@@ -152,6 +153,31 @@ def _spec_for(
     return session.task.grader if session.task is not None else None
 
 
+def _grade(
+    store: Store, session: Session, grader: str | None, tasks: dict[str, str | None] | None
+) -> tuple[Grader, Grade] | None:
+    """The session's grader and its verdict; None for a session that is not graded (an
+    ungraded status, no end yet, no grader for its task, or a metric ownloop lacks)."""
+    end = session.outcome
+    if end is None or end.status in UNGRADED:
+        return None
+    spec = _spec_for(session, grader, tasks)
+    if spec is None:
+        return None
+    judge = make_grader(spec)
+    if isinstance(judge, NoGrader):
+        return None
+    evidence: Sequence[EvidenceCaptured] = session.evidence
+    if wants_network(judge):  # the recorded HAR, read from its blob
+        evidence = with_network(evidence, store.get_blob)
+    if wants_getter_blobs(judge):  # an OSWorld getter's office file, from its blob
+        evidence = with_getter_blobs(evidence, store.get_blob)
+    verdict = judge.grade(end.answer, evidence)
+    if is_unsupported(verdict):  # no verdict yet (an OSWorld metric ownloop lacks)
+        return None
+    return judge, verdict
+
+
 def regrade(
     store: Store,
     *,
@@ -191,23 +217,10 @@ def regrade(
     flips: list[Flip] = []
     passed_before = passed_after = 0
     for session in sessions.values():
-        end = session.outcome
-        if end is None or end.status in UNGRADED:
+        graded = _grade(store, session, grader, tasks)
+        if graded is None:
             continue
-        spec = _spec_for(session, grader, tasks)
-        if spec is None:
-            continue
-        judge = make_grader(spec)
-        if isinstance(judge, NoGrader):
-            continue
-        evidence: Sequence[EvidenceCaptured] = session.evidence
-        if wants_network(judge):  # the recorded HAR, read from its blob
-            evidence = with_network(evidence, store.get_blob)
-        if wants_getter_blobs(judge):  # an OSWorld getter's office file, from its blob
-            evidence = with_getter_blobs(evidence, store.get_blob)
-        verdict = judge.grade(end.answer, evidence)
-        if is_unsupported(verdict):  # no verdict yet (an OSWorld metric ownloop lacks)
-            continue
+        judge, verdict = graded
         previous = session.latest_grade
         before = previous.passed if previous is not None else None
         passed_before += bool(before)
