@@ -284,8 +284,11 @@ class _Reader(NamedTuple):
 # CPU, more than opening the index file and most queries: a process starts it once per index
 # and attaches the file for each query. The file is detached after it, so its lock is held no
 # longer than a connection opened per query held it (other processes may sync meanwhile).
+# The most recently used few are kept (a process that opens many stores, such as the tests,
+# does not keep a DuckDB and its threads for each).
 _readers: dict[tuple[int, str], _Reader] = {}
 _readers_lock = threading.Lock()
+_KEEP_READERS = 4
 
 
 def _new_reader(path: Path) -> duckdb.DuckDBPyConnection:
@@ -315,13 +318,21 @@ def _attached(path: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
     as the block runs; None when it could not be attached (then open it: ``open_read_only``
     says why it cannot be read)."""
     key = (os.getpid(), str(path.resolve()))  # (a forked child starts its own DuckDB)
+    evicted: list[_Reader] = []
     with _readers_lock:
-        reader = _readers.get(key)
+        reader = _readers.pop(key, None)
         if reader is None:
             try:
-                reader = _readers[key] = _Reader(threading.Lock(), _new_reader(path))
+                reader = _Reader(threading.Lock(), _new_reader(path))
             except duckdb.Error:
                 reader = None
+        if reader is not None:
+            _readers[key] = reader  # the most recent last
+            while len(_readers) > _KEEP_READERS:
+                evicted.append(_readers.pop(next(iter(_readers))))
+    for old in evicted:  # (a query still on one finishes first)
+        with old.lock:
+            old.con.close()
     if reader is None:
         yield None
         return
