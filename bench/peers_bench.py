@@ -4,6 +4,7 @@ ownloop's store, written and queried side by side in one run.
     .venv/bin/python bench/peers_bench.py              # 100 sessions x 20 steps (minutes)
     .venv/bin/python bench/peers_bench.py --quick      # 20 sessions x 20 steps
     .venv/bin/python bench/peers_bench.py --synthetic  # distinct noisy PNGs instead
+    .venv/bin/python bench/peers_bench.py --durable    # only a durable append and the query
 
 Inspect's column needs inspect_ai (a bench-only dependency): pip install -e '.[bench]'. Without
 it that column is skipped with a notice. Every session is 20 steps, each with a 1280x800 PNG
@@ -128,9 +129,33 @@ def task(session: str) -> E.Task:
 
 
 # ------------------------------------------------------------------ plain folder
-def write_plain(root: Path, sessions: list[list[Step]], fsync: bool) -> None:
+def _png_to_device() -> Callable[[int], None]:
+    """What the store does to each new blob before the line naming it: Linux's
+    sync_file_range (its bytes written to the device and waited for; the line's fsync then
+    flushes the device's cache), else an fsync."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        call = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return os.fsync
+    call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+
+    def write_and_wait(fd: int) -> None:
+        if call(fd, 0, 0, 1 | 2 | 4) != 0:
+            raise OSError(ctypes.get_errno(), "sync_file_range")
+
+    return write_and_wait
+
+
+def write_plain(
+    root: Path, sessions: list[list[Step]], fsync: bool, durable_pngs: bool = False
+) -> None:
     """The seed's layout (as OSWorld's result folders): per session a folder with
-    ``traj.jsonl`` (a line per step: its response and action) and a PNG per step."""
+    ``traj.jsonl`` (a line per step: its response and action) and a PNG per step. With
+    ``durable_pngs`` each PNG reaches the device before its line, as the store's blobs do."""
+    to_device = _png_to_device() if durable_pngs else None
     for steps in sessions:
         folder = root / steps[0].session
         folder.mkdir(parents=True)
@@ -138,7 +163,11 @@ def write_plain(root: Path, sessions: list[list[Step]], fsync: bool) -> None:
         with open(folder / "traj.jsonl", "a") as log:
             for st in steps:
                 name = f"step_{st.step + 1}_{st.at:%Y%m%d@%H%M%S}.png"
-                (folder / name).write_bytes(st.png)
+                with open(folder / name, "wb") as png:
+                    png.write(st.png)
+                    png.flush()
+                    if to_device is not None:
+                        to_device(png.fileno())
                 line = {
                     "step_num": st.step + 1,
                     "action_timestamp": f"{st.at:%Y%m%d@%H%M%S}",
@@ -151,7 +180,7 @@ def write_plain(root: Path, sessions: list[list[Step]], fsync: bool) -> None:
                 }
                 log.write(json.dumps(line) + "\n")
                 log.flush()
-                if fsync:  # one fsync per step: the line's (the PNG is not synced)
+                if fsync:  # one fsync per step: the line's (the PNG's only with durable_pngs)
                     os.fsync(log.fileno())
         (folder / "result.txt").write_text("1.0\n")
 
@@ -464,6 +493,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--ownloop", help="the ownloop command for the cold CLI call (default: beside Python)"
     )
+    parser.add_argument(
+        "--durable",
+        action="store_true",
+        help="only a durable append's and the per-session query's ratios (no Inspect, no "
+        "format 1, no cold call)",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         global SMOKE
@@ -490,9 +525,83 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="ownloop-peers-"))
     try:
-        report(work, trajs, args.rounds, ownloop, with_inspect)
+        if args.durable:
+            report_durable(work, trajs, args.rounds)
+        else:
+            report(work, trajs, args.rounds, ownloop, with_inspect)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def write_rounds(
+    work: Path, writers: dict[str, Callable[[Path], None]], rounds: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The median wall and CPU seconds of each writer, in interleaved rounds (so the machine's
+    load hits every writer alike); each leaves its last output in ``work / name / "data"``."""
+    walls: dict[str, list[float]] = {name: [] for name in writers}
+    cpus: dict[str, list[float]] = {name: [] for name in writers}
+    for _ in range(rounds):
+        for name, write in writers.items():
+            target = work / name / ("log.eval" if name == "inspect" else "data")
+            shutil.rmtree(target.parent, ignore_errors=True)
+            target.parent.mkdir(parents=True)
+            cpu = time.process_time()
+            started = time.perf_counter()
+            write(target)
+            walls[name].append(time.perf_counter() - started)
+            cpus[name].append(time.process_time() - cpu)
+    return (
+        {name: statistics.median(ts) for name, ts in walls.items()},
+        {name: statistics.median(ts) for name, ts in cpus.items()},
+    )
+
+
+def report_durable(work: Path, trajs: list[list[Step]], rounds: int) -> None:
+    """Issue 33's goal 6 alone: a durable append against a plain writer that fsyncs once a
+    step, and the steps + last response of every session against Python over the JSON."""
+    writers: dict[str, Callable[[Path], None]] = {
+        "plain+fsync": lambda p: write_plain(p, trajs, fsync=True),
+        "plain+fsync+pngs": lambda p: write_plain(p, trajs, fsync=True, durable_pngs=True),
+        "ownloop+fsync": lambda p: write_ownloop(p, trajs, fsync=True),
+    }
+    write_s, write_cpu = write_rounds(work, writers, rounds)
+    plain, store = work / "plain+fsync" / "data", work / "ownloop+fsync" / "data"
+    open_store(store).sync()
+    assert query_ownloop(store) == query_plain(plain), "ownloop's answer differs"
+    query_s = {
+        "plain": timed(lambda: query_plain(plain), 15),
+        "plain cpu": cpu_timed(lambda: query_plain(plain), 15),
+        "ownloop": timed(lambda: query_ownloop(store), 15),
+        "ownloop best": timed(lambda: query_ownloop(store), 15, best=True),
+        "ownloop cpu": cpu_timed(lambda: query_ownloop(store), 15),
+    }
+    print_durable(write_s, write_cpu, query_s, len(trajs))
+
+
+def print_durable(
+    write_s: dict[str, float],
+    write_cpu: dict[str, float],
+    query_s: dict[str, float],
+    sessions: int,
+) -> None:
+    """Goal 6's two figures, each as a ratio to its baseline measured in the same run."""
+    plain, own = write_s["plain+fsync"], write_s["ownloop+fsync"]
+    print(
+        f"\ndurable append: ownloop {own:.2f} s (CPU {write_cpu['ownloop+fsync']:.2f} s) "
+        f"against a plain writer with an fsync a step {plain:.2f} s (CPU "
+        f"{write_cpu['plain+fsync']:.2f} s): {own / plain:.2f}x (aim <= 1.5x); against the "
+        f"same writer making each PNG durable too, as the store does "
+        f"{write_s['plain+fsync+pngs']:.2f} s (CPU {write_cpu['plain+fsync+pngs']:.2f} s): "
+        f"{own / write_s['plain+fsync+pngs']:.2f}x"
+    )
+    print(
+        f"steps + last response of {sessions} sessions: store.sql {query_s['ownloop']:.3f} s "
+        f"warm (best {query_s['ownloop best']:.3f} s, CPU {query_s['ownloop cpu']:.3f} s; aim "
+        f"<= 0.02 s) against Python over the JSON {query_s['plain']:.3f} s (CPU "
+        f"{query_s['plain cpu']:.3f} s): {query_s['ownloop'] / query_s['plain']:.1f}x wall, "
+        f"{query_s['ownloop cpu'] / max(query_s['plain cpu'], 1e-9):.1f}x CPU"
+    )
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 def report(
@@ -511,17 +620,8 @@ def report(
     }
     if with_inspect:
         writers["inspect"] = lambda p: write_inspect(p, trajs)
-    times: dict[str, list[float]] = {name: [] for name in writers}
-    # Interleaved rounds, so the machine's load hits every writer alike.
-    for _ in range(rounds):
-        for name, write in writers.items():
-            target = work / name / ("log.eval" if name == "inspect" else "data")
-            shutil.rmtree(target.parent, ignore_errors=True)
-            target.parent.mkdir(parents=True)
-            started = time.perf_counter()
-            write(target)
-            times[name].append(time.perf_counter() - started)
-    write_s = {name: statistics.median(ts) for name, ts in times.items()}
+    writers["plain+fsync+pngs"] = lambda p: write_plain(p, trajs, fsync=True, durable_pngs=True)
+    write_s, write_cpu = write_rounds(work, writers, rounds)
     plain, store, log = work / "plain" / "data", work / "ownloop+fsync" / "data", None
     format1 = work / "format1+fsync" / "data"
     if with_inspect:
@@ -541,6 +641,7 @@ def report(
         "ownloop": timed(lambda: query_ownloop(store), 15),
         "ownloop best": timed(lambda: query_ownloop(store), 15, best=True),
         "ownloop cpu": cpu_timed(lambda: query_ownloop(store), 15),
+        "plain cpu": cpu_timed(lambda: query_plain(plain), 7),
         "format1": timed(lambda: query_ownloop(format1), 15),
         "requests": timed(lambda: query_requests(store), 5),
         "requests format1": timed(lambda: query_requests(format1), 5),
@@ -581,6 +682,7 @@ def report(
         compacted = ownloop_bytes(store)
     print_table(write_s, query_s, cold_s, disk, parts, compacted, log is not None)
     print_formats(write_s, query_s, disk["plain"], parts, parts1)
+    print_durable(write_s, write_cpu, query_s, len(trajs))
 
 
 def print_table(

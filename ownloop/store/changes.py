@@ -15,7 +15,15 @@ that no writer of this version appended to).
 
 What it does not see: a stream edited in place by anything but ownloop's writers (an editor, a
 test that tampers with a line), and the last append of a writer killed between its write and
-its touch, until the next append anywhere. ``ownloop index`` (``Store.sync``) stats every stream
+its touch, until the next append anywhere.
+
+**A touch a second.** A writer that touched the marker less than ``TOUCH_EVERY_NS`` ago (by the
+wall clock) and finds it as that touch left it (one stat) skips the touch (``Toucher``): a look
+taken after the touch, and before an append that skipped it, was taken less than
+``TOUCH_EVERY_NS`` after the marker changed, so it is not trusted (the racy rule, with a
+margin of ``RACY_NS - TOUCH_EVERY_NS`` for the kernel's coarse clock); a look taken later sees
+the append's lines, which were in before it. A marker moved by anything else since (another
+writer, a clock set back) is touched again. ``ownloop index`` (``Store.sync``) stats every stream
 whatever the marker says, and ``ownloop verify`` reads the journal itself.
 """
 
@@ -26,7 +34,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["MARKER", "RACY_NS", "Look", "look", "touch", "unchanged"]
+__all__ = ["MARKER", "RACY_NS", "TOUCH_EVERY_NS", "Look", "Toucher", "look", "touch", "unchanged"]
 
 MARKER = ".appended"
 # Wider than any file system's timestamp granularity (FAT's is 2 s) and the kernel's coarse
@@ -34,6 +42,8 @@ MARKER = ".appended"
 # moving.
 RACY_NS = 2_000_000_000
 _GONE = (-1, -1, -1, -1)
+TOUCH_EVERY_NS = RACY_NS // 2
+"""A writer skips the touch of an append this soon after its last one (see above)."""
 
 
 class Look(NamedTuple):
@@ -79,3 +89,24 @@ def touch(journal_dir: Path) -> None:
             pass  # readers then see the append at the next `ownloop index`
     except OSError:
         pass  # e.g. another user's marker: readers see the append at the next `ownloop index`
+
+
+class Toucher:
+    """``touch`` for one writer, skipping the touches the racy rule makes needless (see the
+    module's doc): a stat instead of a write of the marker's inode, for all but an append a
+    second."""
+
+    def __init__(self, journal_dir: Path) -> None:
+        self.journal_dir = journal_dir
+        self._at = 0  # time.time_ns() just before the last touch (0: none yet)
+        self._left: tuple[int, int, int, int] = _GONE  # the marker's stats right after it
+
+    def touch(self) -> None:
+        """Tell readers that a stream of the journal changed (after each append)."""
+        now = time.time_ns()
+        marker = self.journal_dir / MARKER
+        if 0 <= now - self._at < TOUCH_EVERY_NS and self._left != _GONE:
+            if _stat(marker) == self._left:
+                return
+        touch(self.journal_dir)
+        self._at, self._left = now, _stat(marker)

@@ -36,7 +36,7 @@ from typing import BinaryIO, NamedTuple
 
 import msgspec
 
-from ownloop.store.changes import touch
+from ownloop.store.changes import Toucher
 from ownloop.store.disk import StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event, Message, ModelCalled, StreamHead
@@ -129,6 +129,7 @@ class StreamWriter:
         self._broken: str | None = None  # why appends are refused, once a cut-back failed
         # sha256 of each message written in full -> (offset of its line, index in its messages)
         self._written: dict[bytes, tuple[int, int]] = {}
+        self._marker = Toucher(path.parent)
         if path.exists():
             raise FileExistsError(errno.EEXIST, "a journal stream of this name exists", str(path))
 
@@ -216,7 +217,7 @@ class StreamWriter:
                     os.fsync(self._fd)
             except OSError as exc:
                 raise self._cut_back(exc) from None
-            touch(self.path.parent)  # after the lines are in: see changes.py
+            self._marker.touch()  # after the lines are in: see changes.py
             self._size += len(data)
             self._seq, self._prev = seq, prev
             self._written.update(added)

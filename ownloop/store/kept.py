@@ -1,8 +1,9 @@
 """The index kept open between reads, for a long-lived reader such as ``ownloop view``.
 
 ``Store.sql`` checks that the index matches the journal (two stats when the journal's change
-marker has not moved, else a stat of every stream: about 80 ms at 10k streams) and opens DuckDB
-(about 40 ms, and its cache starts empty) on every call. A ``KeptIndex`` does both less often:
+marker has not moved, else a stat of every stream: about 80 ms at 10k streams) and attaches the
+index to the process's DuckDB (about 10 ms, and its cache starts empty) on every call. A
+``KeptIndex`` does both less often:
 
 - it keeps one read-only connection, and the index lock shared, while it is read, and lets both
   go after ``idle`` seconds without a read, and for a moment every ``linger`` seconds while reads

@@ -14,7 +14,9 @@ import io
 import json
 import math
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -271,6 +273,89 @@ def _count_rest(cursor: duckdb.DuckDBPyConnection) -> int:
         return 0 if reader is None else sum(batch.num_rows for batch in reader)
 
 
+class _Reader(NamedTuple):
+    """A DuckDB database in memory that attaches one index read-only for each query."""
+
+    lock: threading.Lock  # one query at a time: the index is attached under one name
+    con: duckdb.DuckDBPyConnection
+
+
+# Starting DuckDB (registering its functions, its buffer pool, its threads) costs 10-40 ms of
+# CPU, more than opening the index file and most queries: a process starts it once per index
+# and attaches the file for each query. The file is detached after it, so its lock is held no
+# longer than a connection opened per query held it (other processes may sync meanwhile).
+# The most recently used few are kept (a process that opens many stores, such as the tests,
+# does not keep a DuckDB and its threads for each).
+_readers: dict[tuple[int, str], _Reader] = {}
+_readers_lock = threading.Lock()
+_KEEP_READERS = 4
+
+
+def _new_reader(path: Path) -> duckdb.DuckDBPyConnection:
+    """The in-memory database, locked down as ``open_read_only``'s connection is: of the
+    file system it may reach the index (its file and WAL) and the archived runs' Parquet."""
+    con = duckdb.connect(
+        ":memory:",
+        config={"autoload_known_extensions": False, "autoinstall_known_extensions": False},
+    )
+    try:
+        index = str(path.resolve())
+        con.execute("set allowed_paths = ?", [[index, index + ".wal"]])
+        con.execute(
+            "set allowed_directories = ?", [[str(path.parent.resolve() / "archive") + os.sep]]
+        )
+        con.execute("set enable_external_access = false")
+        con.execute("set lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+@contextmanager
+def _attached(path: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
+    """A connection on which ``path`` is the default database, attached read-only for as long
+    as the block runs; None when it could not be attached (then open it: ``open_read_only``
+    says why it cannot be read)."""
+    key = (os.getpid(), str(path.resolve()))  # (a forked child starts its own DuckDB)
+    evicted: list[_Reader] = []
+    with _readers_lock:
+        reader = _readers.pop(key, None)
+        if reader is None:
+            try:
+                reader = _Reader(threading.Lock(), _new_reader(path))
+            except duckdb.Error:
+                reader = None
+        if reader is not None:
+            _readers[key] = reader  # the most recent last
+            while len(_readers) > _KEEP_READERS:
+                evicted.append(_readers.pop(next(iter(_readers))))
+    for old in evicted:  # (a query still on one finishes first)
+        with old.lock:
+            old.con.close()
+    if reader is None:
+        yield None
+        return
+    with reader.lock:
+        con = reader.con
+        try:
+            con.execute(f'attach {sql_literal(key[1])} as "index" (read_only)')
+        except duckdb.Error:
+            yield None
+            return
+        try:
+            con.execute('use "index"')
+            yield con
+        finally:
+            try:
+                con.execute("use memory")
+                con.execute('detach "index"')
+            except duckdb.Error:  # never reuse a reader left in an unknown state
+                with _readers_lock:
+                    _readers.pop(key, None)
+                con.close()
+
+
 def run_read_only(
     path: Path,
     sql: str,
@@ -293,6 +378,9 @@ def run_read_only(
     statements = _reading_statements(sql)
     if connection is not None:
         return _run(connection, statements, arrow, params, first)
+    with _attached(path) as attached:
+        if attached is not None:
+            return _run(attached, statements, arrow, params, first)
     con = open_read_only(path)
     try:
         return _run(con, statements, arrow, params, first)
@@ -309,14 +397,22 @@ def run_read_only_many(
     costs more than a small query: a page that asks several opens it once); ``connection`` as
     for ``run_read_only``."""
     checked = [(_reading_statements(sql), params) for sql, params in queries]
-    con = open_read_only(path) if connection is None else connection
-    try:
+
+    def run_all(con: duckdb.DuckDBPyConnection) -> list[QueryResult]:
         results = []
         for statements, params in checked:
             result = _run(con, statements, False, params)
             assert isinstance(result, QueryResult)
             results.append(result)
         return results
+
+    if connection is not None:
+        return run_all(connection)
+    with _attached(path) as attached:
+        if attached is not None:
+            return run_all(attached)
+    con = open_read_only(path)
+    try:
+        return run_all(con)
     finally:
-        if connection is None:
-            con.close()
+        con.close()

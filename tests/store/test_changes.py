@@ -7,9 +7,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from ownloop.store import Store
 from ownloop.store import events as E
-from ownloop.store.changes import MARKER, RACY_NS, look, unchanged
+from ownloop.store.changes import MARKER, RACY_NS, TOUCH_EVERY_NS, look, unchanged
 from ownloop.store.index import Index
 from ownloop.store.kept import KeptIndex
 from tests.store.conftest import at
@@ -115,3 +117,32 @@ def test_a_journal_without_a_marker_is_checked_stream_by_stream(tmp_path: Path) 
     os.utime(journal, (then, then))
     old = look(journal)
     assert not unchanged(old, look(journal))
+
+
+def _marker(store: Store) -> tuple[int, int]:
+    stat = os.stat(store.journal_dir / MARKER)
+    return stat.st_mtime_ns, stat.st_ctime_ns
+
+
+def test_a_writer_touches_the_marker_once_a_second_and_no_append_is_missed(store: Store) -> None:
+    with store.stream("s") as stream:
+        started = time.time_ns()
+        stream.append([_run_event(1)])
+        first = _marker(store)
+        stream.append([_run_event(2)])
+        again = _marker(store)
+        if time.time_ns() - started >= TOUCH_EVERY_NS:
+            pytest.skip("the machine paused for over a second between the two appends")
+        assert again == first  # the second append left the marker as the first did
+        assert _lines(store) == 2  # and a query sees both: the marker moved under a second ago
+        stream.append([_run_event(3)])  # (as every append of the same-second test above)
+        assert _lines(store) == 3
+
+
+def test_a_marker_moved_by_anything_else_is_touched_again(store: Store) -> None:
+    with store.stream("s") as stream:
+        stream.append([_run_event(1)])
+        _age(store.journal_dir, 10)  # e.g. the clock was set back
+        aged = _marker(store)
+        stream.append([_run_event(2)])
+        assert _marker(store) != aged

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 import typing
 from collections.abc import Callable
@@ -13,7 +14,7 @@ import msgspec
 import pyarrow as pa
 import pytest
 
-from ownloop.store import QueryError, Store
+from ownloop.store import QueryError, Store, open_store
 from ownloop.store import events as E
 from ownloop.store.index import SyncResult
 from ownloop.store.journal import _checksum as checksum
@@ -305,6 +306,39 @@ def test_reading_files_and_changing_settings_are_refused(store: Store, query: st
         store.sql(query)
     assert "\n" not in str(caught.value)
     assert any(w in str(caught.value) for w in ("disabled by configuration", "not allowed"))
+
+
+def test_queries_of_many_stores_from_threads_each_read_their_own_index(tmp_path: Path) -> None:
+    # More stores than a process keeps a DuckDB for, queried at once: each query attaches its
+    # own index (a kept DuckDB, or a new one when it was let go) and sees it as synced.
+    stores = []
+    for i in range(7):
+        store = open_store(tmp_path / f"s{i}", fsync=False)
+        with store.stream() as stream:
+            stream.append([E.RunStarted(at=at(i), run_id=f"r{i}")])
+        stores.append(store)
+    after_append: list[int] = []
+    counts: list[int] = []
+
+    def ask(i: int) -> None:
+        store = stores[i % 7]
+        for n in range(4):
+            if n == 2 and i < 7:  # an append between two queries: the next one sees it
+                with store.stream() as stream:
+                    stream.append([E.RunStarted(at=at(10 + i), run_id=f"late{i}")])
+            count = store.sql("select count(*) from runs").rows[0][0]
+            (after_append if n >= 2 and i < 7 else counts).append(count)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(14)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert after_append == [2] * 14
+    assert len(counts) == 42 and set(counts) <= {1, 2}
+    for i, store in enumerate(stores):
+        runs = sorted(r for (r,) in store.sql("select run_id from runs").rows)
+        assert runs == sorted([f"r{i}", f"late{i}"])
 
 
 def test_duckdb_errors_are_one_line(store: Store) -> None:
