@@ -130,7 +130,8 @@ def _append(store: Store, stream: str, events: list[E.Event]) -> None:
 
 def _write_runs(store: Store, record_session: Callable[..., str]) -> None:
     """Repeats with a ledger, a retried loser, a crash, a resumed session, replays, a budget
-    that differs, an imported run with no RunStarted, and ties broken by stream and sequence."""
+    that differs, an imported run with no RunStarted, runs with budgets left out, and ties broken
+    by stream and sequence."""
     _append(
         store,
         "r1-start",
