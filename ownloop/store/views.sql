@@ -65,14 +65,17 @@ create table session_facts (session_id VARCHAR, run_id VARCHAR, task_id VARCHAR,
     parse_failures BIGINT, action_errors BIGINT, error VARCHAR,
     viewport JSON, budget BIGINT, repeat BIGINT, counted BOOLEAN);
 
+-- One budget is min = max, not count(distinct) = 1 (the same under coalesce(..., false)): DuckDB
+-- plans a distinct aggregate as a CTE read twice and then joins it after a query's own join, on
+-- every row of that (a timing query's 200,000 calls at 10,000 sessions), not on the sessions.
 create view sessions as
 with run as (
     select run_id, arg_min(agent, time) as agent, arg_min(model, time) as model,
-        arg_min(max_steps, time) as budget, count(distinct max_steps) as declared_budgets
+        arg_min(max_steps, time) as budget, min(max_steps) = max(max_steps) as one_declared
     from run_started group by run_id
 ),
 run_budgets as (
-    select run_id, count(distinct budget) as budgets
+    select run_id, min(budget) = max(budget) as one_budget
     from session_started where parent_session_id is null group by run_id
 )
 select f.session_id, f.run_id, f.task_id,
@@ -88,8 +91,7 @@ select f.session_id, f.run_id, f.task_id,
     f.viewport,
     f.budget, f.repeat, f.counted,
     -- comparable: ran under its run's declared budget, and the run has that one budget only
-    coalesce(f.budget = r.budget and r.declared_budgets = 1 and rb.budgets = 1, false)
-        as comparable
+    coalesce(f.budget = r.budget and r.one_declared and rb.one_budget, false) as comparable
 from session_facts f
 left join run r on r.run_id = f.run_id
 left join run_budgets rb on rb.run_id = f.run_id;
@@ -157,41 +159,31 @@ left join responses rs on rs.session_id = j.session_id and rs.call_id = j.p.call
 -- the call's own line is). The request is put back together from the stream's earlier calls by a
 -- window, not a join: DuckDB drops an unread window from a query, never a join, so a query of
 -- model_calls that reads none of messages, images and image_sha256s scans model_called alone.
-create view model_requests as
+-- model_requests and model_calls share it: a table macro, not a view, so that it is no view of
+-- its own (listed, exported); DuckDB drops the unread window through it as through a CTE
+-- (tests/store/test_compact_requests.py reads the plans).
+create or replace macro model_called_requests() as table
 with written as (
     select *,
         case when message_refs <> '[]' then list(byte_offset) over earlier end as written_at,
         case when message_refs <> '[]' then list(messages) over earlier end as written
-    from model_called
+    from main.model_called
     window earlier as (partition by stream order by seq
         rows between unbounded preceding and current row)
 )
-select stream, seq, session_id, step, call_id, attempt,
+select * exclude (written_at, written) replace (
     case when message_refs = '[]' then messages else
         to_json(list_filter(list_transform(from_json(message_refs, '[["BIGINT"]]'),
             lambda r: json_extract(written[list_position(written_at, r[1])], r[2])),
             lambda m: m is not null))
-    end as messages
+    end as messages)
 from written;
 
+create view model_requests as
+select stream, seq, session_id, step, call_id, attempt, messages
+from model_called_requests();
+
 create view model_calls as
-with written as (
-    select *,
-        case when message_refs <> '[]' then list(byte_offset) over earlier end as written_at,
-        case when message_refs <> '[]' then list(messages) over earlier end as written
-    from model_called
-    window earlier as (partition by stream order by seq
-        rows between unbounded preceding and current row)
-),
-called as (
-    select * exclude (written_at, written) replace (
-        case when message_refs = '[]' then messages else
-            to_json(list_filter(list_transform(from_json(message_refs, '[["BIGINT"]]'),
-                lambda r: json_extract(written[list_position(written_at, r[1])], r[2])),
-                lambda m: m is not null))
-        end as messages)
-    from written
-)
 select session_id, step, call_id, attempt, purpose, model,
     try_cast(sampling ->> 'temperature' as double) as temperature,
     try_cast(sampling ->> 'top_p' as double) as top_p,
@@ -208,7 +200,7 @@ select session_id, step, call_id, attempt, purpose, model,
         as image_sha256s,
     time, run_id,
     messages
-from called;
+from model_called_requests();
 
 create view actions as
 with parse as (

@@ -192,3 +192,9 @@ def test_a_timing_query_of_model_calls_assembles_no_request(store: Store) -> Non
     assert "WINDOW" not in timing.upper()
     assert "WINDOW" in _plan(store, "select sum(images) from model_calls").upper()
     assert "WINDOW" in _plan(store, "select messages from model_calls").upper()
+    # model_requests puts them together by the same macro: the same holds for it
+    assert "WINDOW" not in _plan(store, "select count(*), max(step) from model_requests").upper()
+    assert "WINDOW" in _plan(store, "select messages from model_requests").upper()
+    # and the sessions view's run facts are no distinct aggregate (planned as a CTE read twice,
+    # joined after the calls' join: on every call, not on every session)
+    assert "CTE" not in timing.upper()

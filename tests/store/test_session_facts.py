@@ -130,7 +130,8 @@ def _append(store: Store, stream: str, events: list[E.Event]) -> None:
 
 def _write_runs(store: Store, record_session: Callable[..., str]) -> None:
     """Repeats with a ledger, a retried loser, a crash, a resumed session, replays, a budget
-    that differs, an imported run with no RunStarted, and ties broken by stream and sequence."""
+    that differs, an imported run with no RunStarted, runs with budgets left out, and ties broken
+    by stream and sequence."""
     _append(
         store,
         "r1-start",
@@ -254,13 +255,21 @@ def _write_runs(store: Store, record_session: Callable[..., str]) -> None:
         ],
     )
     _append(store, "r2-s", [_started("r2", "r2-s", 302, "a", budget=5), _ended("r2", "r2-s", 303)])
+    # budgets left out: a run that declares none, and one whose sessions give one or none
+    _append(store, "run-r3", [E.RunStarted(at=at(310), run_id="r3", agent="a3")])
+    _append(store, "r3-s", [_started("r3", "r3-s", 311, "a"), _ended("r3", "r3-s", 312)])
+    _append(store, "run-r4", [E.RunStarted(at=at(320), run_id="r4", max_steps=4)])
+    _append(store, "r4-a", [_started("r4", "r4-a", 321, "a", budget=4)])
+    _append(store, "r4-b", [_started("r4", "r4-b", 322, "b")])
 
 
 def test_the_sessions_view_equals_its_old_definition_after_every_sync(
     store: Store, record_session: Callable[..., str]
 ) -> None:
     _write_runs(store, record_session)
-    assert assert_same_as_the_old_view(store) == 14
+    assert assert_same_as_the_old_view(store) == 17
+    rows = store.sql("select session_id, comparable from sessions where run_id in ('r3', 'r4')")
+    assert sorted(rows.rows) == [("r3-s", False), ("r4-a", True), ("r4-b", False)]
     # later events about sessions already indexed: a regrade, one against a seal (the sealed
     # grade stays), the crashed session ending, a late counted verdict, an end before its start
     _append(
@@ -274,11 +283,11 @@ def test_the_sessions_view_equals_its_old_definition_after_every_sync(
     )
     _append(store, "crashed-end", [_ended("r1", "crashed", 503, "error", error="browser died")])
     _append(store, "early", [_ended("r1", "early", 504, "finished")])
-    assert assert_same_as_the_old_view(store) == 14
+    assert assert_same_as_the_old_view(store) == 17
     rows = dict(store.sql("select session_id, passed from sessions").rows)
     assert rows["a2"] is True and rows["a3"] is True  # a3's regrade was against a seal
     _append(store, "early-start", [_started("r1", "early", 505, "f", budget=10)])
-    assert assert_same_as_the_old_view(store) == 15
+    assert assert_same_as_the_old_view(store) == 18
     assert store.sql("select status from sessions where session_id = 'early'").rows == [
         ("finished",)
     ]
@@ -288,9 +297,9 @@ def test_the_sessions_view_equals_its_old_definition_after_every_sync(
         "run-imp",
         [E.RunStarted(at=at(600), run_id="imp", agent="", model="m0", max_steps=7)],
     )
-    assert assert_same_as_the_old_view(store) == 15
+    assert assert_same_as_the_old_view(store) == 18
     store.rebuild_index()
-    assert assert_same_as_the_old_view(store) == 15
+    assert assert_same_as_the_old_view(store) == 18
 
 
 def test_a_session_split_across_ingest_batches_gets_one_row(
@@ -302,9 +311,9 @@ def test_a_session_split_across_ingest_batches_gets_one_row(
     _write_runs(store, record_session)
     result = store.sync()
     assert result.events > 50
-    assert assert_same_as_the_old_view(store) == 14
+    assert assert_same_as_the_old_view(store) == 17
     assert store.sql("select count(*), count(distinct session_id) from session_facts").rows == [
-        (14, 14)
+        (17, 17)
     ]
 
 
