@@ -26,6 +26,8 @@ from ownloop.version import __version__
 if TYPE_CHECKING:
     from rich.console import Console  # loaded when a command draws a table: not for csv/json
 
+    from ownloop.replay.cassette import OnMiss
+
 __all__ = ["cli", "main"]
 
 
@@ -284,7 +286,7 @@ def serve_model(
     faults: str | None,
     quiet: bool,
     cassette: str | None,
-    on_miss: str,
+    on_miss: OnMiss,
     forward: str | None,
     model: str | None,
     api_key: str | None,
@@ -909,7 +911,13 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
 @click.option("--endpoint", help="Live OpenAI-compatible endpoint for --fork-at.")
 @click.option("--model", help="The live model's name for --fork-at.")
 @click.option("--api-key", envvar="OPENAI_API_KEY", help="Key for --endpoint (never recorded).")
-@click.option("--settle", default=1.0, show_default=True, help="Pause after each step, seconds.")
+@click.option(
+    "--settle",
+    "settle_s",
+    default=1.0,
+    show_default=True,
+    help="Pause after each step, seconds.",
+)
 @click.option(
     "--chromium", help="Path to a Chromium to drive (default: $OWNLOOP_CHROMIUM, else found)."
 )
@@ -978,6 +986,12 @@ def replay(
     as_json: bool,
     fmt: str,
     reparse: bool,
+    execute: str | None,
+    workers: int,
+    where: str | None,
+    agent_option: tuple[str, ...],
+    desktop: str | None,
+    reset: str | None,
     **options: Any,
 ) -> None:
     """Rebuild a session offline and print it, re-parse it, or re-execute it in a browser.
@@ -986,22 +1000,32 @@ def replay(
     ownloop replay click-button --execute ops --seed 7 --on-diverge retarget;
     ownloop replay --run r1 --execute ops --workers 2 (every recorded session of r1)
     """
+    from ownloop.replay.options import ReplayOptions
     from ownloop.replay.reparse import reparse_target
     from ownloop.replay.target import check_replayable, load_session
+    from ownloop.world.pool import DesktopTarget
 
     store = _store(ctx, create=False)
     fmt = "json" if as_json else fmt
     if reparse:
-        report = reparse_target(store, target, run_id, options["agent_option"])
+        report = reparse_target(store, target, run_id, agent_option)
         if fmt == "json":
             click.echo(report.to_json())
         else:
             _echo_lines(report.lines())
         return
-    if not target and run_id and options["execute"]:
+    replay_options = ReplayOptions(
+        run_id=run_id,
+        agent_options=agent_option,
+        desktop=DesktopTarget(desktop, reset or None) if desktop else None,
+        **options,
+    )
+    if not target and run_id and execute:
         from ownloop.replay import batch
 
-        batched = batch.batch_from_options(store, run_id, options)
+        batched = batch.replay_run(
+            store, run_id, execute, replay_options, workers=workers, where=where
+        )
         if fmt == "json":
             click.echo(batch.batch_document(batched))
         else:
@@ -1012,12 +1036,12 @@ def replay(
             _exit_interrupted()
         return
     session = load_session(store, target, run_id)
-    if options["execute"] or options["fork_at"] is not None:
-        from ownloop.replay.execute import replay_from_options, summary_text
+    if execute or replay_options.fork_at is not None:
+        from ownloop.replay.execute import replay_session, summary_text
         from ownloop.replay.tables import replay_document, replay_rows
 
-        check_replayable(session, "fork" if options["fork_at"] is not None else options["execute"])
-        done = replay_from_options(store, session, {**options, "run_id": run_id})
+        check_replayable(session, "fork" if replay_options.fork_at is not None else str(execute))
+        done = replay_session(store, session, execute, replay_options)
         if fmt == "table":
             _echo_lines(summary_text(done).splitlines())
         else:

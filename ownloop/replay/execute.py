@@ -46,6 +46,7 @@ from ownloop.replay.cassette import Cassette, CassetteClient
 from ownloop.replay.fidelity import RUNGS, measure_step
 from ownloop.replay.fold import Session, Step, fold
 from ownloop.replay.guard import ON_DIVERGE, Guard, Verdict
+from ownloop.replay.options import ReplayOptions
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import reopen_suite
 from ownloop.replay.reparse import agent_for, recorded_settings
@@ -81,15 +82,15 @@ __all__ = [
     "end_run",
     "ensure_run",
     "execute_session",
-    "option_arguments",
     "plan_replay",
-    "replay_from_options",
+    "replay_session",
     "run_planned",
     "steps_identical",
     "summary_text",
 ]
 
 MODES = ("ops", "actions", "responses")
+_DEFAULTS = ReplayOptions()
 
 
 class ReplayError(OwnloopError):
@@ -445,24 +446,10 @@ def execute_session(
     store: Store,
     parent: Session,
     mode: str,
+    options: ReplayOptions = _DEFAULTS,
     *,
-    fork_at: int | None = None,
-    endpoint: str | None = None,
-    model: str | None = None,
-    api_key: str | None = None,
-    settle_s: float = 1.0,
-    chromium: str | None = None,
-    agent_overrides: dict[str, Any] | None = None,
-    on_miss: str = "stop",
-    run_id: str | None = None,
-    released: str | None = None,
     on_step: Callable[[int], None] | None = None,
-    on_diverge: str | None = None,
-    seed: int | None = None,
-    base: str | None = None,
-    desktop: DesktopTarget | None = None,
     runner: Callable[[Store, Session, Plan], EpisodeResult] | None = None,
-    audit: str = "",
 ) -> Replayed:
     """Re-execute ``parent`` in a fresh browser as a new session (see the module docstring).
 
@@ -470,52 +457,16 @@ def execute_session(
         store: the store holding ``parent``; the child is written to it.
         parent: the folded session to replay.
         mode: ``ops``, ``actions``, ``responses`` or ``fork``.
-        fork_at: (``fork``) the first step the live model answers.
-        endpoint: the live model's base URL (``fork``, or ``on_miss="forward"``).
-        model: the live model's name.
-        api_key: the live endpoint's key (never recorded).
-        settle_s: the pause after each step.
-        chromium: a Chromium executable overriding discovery.
-        agent_overrides: agent options over the ones the parent's run recorded.
-        on_miss: what a cassette miss does: ``stop``, ``forward`` or ``force``.
-        run_id: the child's run (default: the parent's).
-        released: clones of the model's released code to read its prompt texts from.
+        options: how (``ReplayOptions``: the live model, the agent options, the guard...).
         on_step: called with each step's number once its events are appended.
-        on_diverge: (``ops``, ``actions``) what a changed element does: ``stop``, ``retarget``,
-            ``fork`` (the live model from that step) or ``ignore``; default ``ignore``, or
-            ``retarget`` on another seed or base.
-        seed: replay a MiniWoB session on this seed of its task.
-        base: replay a tasks-file session against this base URL (another deployment).
-        desktop: (a desktop session) the desktop to re-execute on, and its reset.
         runner: runs the planned replay (``SerialReplays``: in a Chromium kept for many); by
             default in a Chromium of its own, on a thread of its own.
-        audit: the audit the replay is run for (``blind``, ``noop``), recorded with the child.
 
     Raises:
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
     """
-    plan = plan_replay(
-        store,
-        parent,
-        mode,
-        fork_at=fork_at,
-        endpoint=endpoint,
-        model=model,
-        api_key=api_key,
-        settle_s=settle_s,
-        chromium=chromium,
-        agent_overrides=agent_overrides,
-        on_miss=on_miss,
-        run_id=run_id,
-        released=released,
-        on_step=on_step,
-        on_diverge=on_diverge,
-        seed=seed,
-        base=base,
-        desktop=desktop,
-        audit=audit,
-    )
-    new_run = ensure_run(store, plan, parent, endpoint)
+    plan = plan_replay(store, parent, mode, options, on_step=on_step)
+    new_run = ensure_run(store, plan, parent, options.endpoint)
     if runner is not None:
         result = runner(store, parent, plan)
     else:
@@ -536,25 +487,11 @@ def plan_replay(
     store: Store,
     parent: Session,
     mode: str,
+    options: ReplayOptions = _DEFAULTS,
     *,
-    fork_at: int | None = None,
-    endpoint: str | None = None,
-    model: str | None = None,
-    api_key: str | None = None,
-    settle_s: float = 1.0,
-    chromium: str | None = None,
-    agent_overrides: dict[str, Any] | None = None,
-    on_miss: str = "stop",
-    run_id: str | None = None,
-    released: str | None = None,
     on_step: Callable[[int], None] | None = None,
-    on_diverge: str | None = None,
-    seed: int | None = None,
-    base: str | None = None,
     recorded: dict[str, Any] | None = None,
     into_run: str | None = None,
-    desktop: DesktopTarget | None = None,
-    audit: str = "",
 ) -> Plan:
     """Check that ``parent`` can be re-executed so and say how (``execute_session``'s
     arguments); nothing is written and no browser starts. A caller planning many parents passes
@@ -570,10 +507,11 @@ def plan_replay(
         )
     if mode not in (*MODES, "fork"):
         raise ReplayError(f"unknown replay mode {mode!r}. Use one of: ops, actions, responses")
+    seed, base, desktop, fork_at = options.seed, options.base, options.desktop, options.fork_at
     # retarget is the default only where a guard works: ops and actions (a responses replay
     # asks its model again on the other world, there is no recorded point to re-find)
     moved = (seed is not None or base) and mode in ("ops", "actions")
-    guarded = on_diverge or ("retarget" if moved else "ignore")
+    guarded = options.on_diverge or ("retarget" if moved else "ignore")
     _check_world(parent, mode, guarded, seed, base)
     if (parent.task.world == "desktop") != (desktop is not None):
         raise ReplayError(
@@ -583,22 +521,10 @@ def plan_replay(
         )
     if desktop is not None and guarded != "ignore":
         raise ReplayError("a desktop session replays unguarded: leave --on-diverge out")
-    agent = _agent(store, parent, agent_overrides or {}, released, recorded)
-    live: ModelClient | None = None
+    overrides = parse_overrides(options.agent_options)
+    agent = _agent(store, parent, overrides, options.released, recorded)
     forking = mode in ("ops", "actions") and guarded == "fork"
-    if mode == "fork" or on_miss == "forward" or forking:
-        if not endpoint or not model:
-            need = (
-                "--fork-at"
-                if mode == "fork"
-                else "--on-diverge fork"
-                if forking
-                else "--on-miss forward"
-            )
-            raise ReplayError(f"{need} needs the live model: pass --endpoint URL and --model NAME")
-        live = ModelClient(
-            endpoint, model, load_blob=store.get_blob, put_blob=store.put_blob, api_key=api_key
-        )
+    live = _live_client(store, mode, options, forking)
     if mode == "fork":
         last = max((step.step for step in parent.steps), default=0)
         if fork_at is None or not 1 <= fork_at <= last:
@@ -607,29 +533,53 @@ def plan_replay(
     if mode in ("responses", "fork"):
         client = CassetteClient(
             Cassette([parent]),
-            on_miss=on_miss,
+            on_miss=options.on_miss,
             live=live,
             live_from_step=fork_at if mode == "fork" else None,
         )
     if forking:
         client = live
-    plan = Plan(
+    return Plan(
         mode,
         fork_at if mode == "fork" else None,
         agent,
         client,
-        model if (mode == "fork" or forking) and model else parent.model,
-        settle_s,
-        chromium,
-        into_run or child_run(store, run_id or parent.run_id),
+        options.model if (mode == "fork" or forking) and options.model else parent.model,
+        options.settle_s,
+        options.chromium,
+        into_run or child_run(store, options.run_id or parent.run_id),
         on_step,
         guarded,
         seed,
         base,
         desktop,
-        audit,
+        options.audit,
     )
-    return plan
+
+
+def _live_client(
+    store: Store, mode: str, options: ReplayOptions, forking: bool
+) -> ModelClient | None:
+    """The live model a fork, a forwarded cassette miss or a forking guard asks; None when the
+    replay asks none."""
+    if not (mode == "fork" or options.on_miss == "forward" or forking):
+        return None
+    if not options.endpoint or not options.model:
+        need = (
+            "--fork-at"
+            if mode == "fork"
+            else "--on-diverge fork"
+            if forking
+            else "--on-miss forward"
+        )
+        raise ReplayError(f"{need} needs the live model: pass --endpoint URL and --model NAME")
+    return ModelClient(
+        options.endpoint,
+        options.model,
+        load_blob=store.get_blob,
+        put_blob=store.put_blob,
+        api_key=options.api_key,
+    )
 
 
 def ensure_run(store: Store, plan: Plan, parent: Session, endpoint: str | None = None) -> bool:
@@ -820,18 +770,16 @@ def summary_text(replayed: Replayed) -> str:
     return "\n".join(lines)
 
 
-def replay_from_options(store: Store, session: Session, options: dict[str, Any]) -> Replayed:
-    """``ownloop replay TARGET --execute MODE`` / ``--fork-at K``: re-execute (``summary_text``
-    says how it went).
-
-    ``options`` holds the command's options: execute, fork_at, endpoint, model, api_key,
-    settle, chromium, agent_option (``KEY=VALUE`` pairs), on_miss, run_id, on_diverge, seed and
-    base.
+def replay_session(
+    store: Store, session: Session, execute: str | None, options: ReplayOptions
+) -> Replayed:
+    """``ownloop replay TARGET --execute MODE`` / ``--fork-at K``: re-execute with progress on
+    stderr (``summary_text`` says how it went).
 
     Raises:
         ReplayError: the options do not fit together, or the session cannot be re-executed.
     """
-    execute, fork_at = options.get("execute"), options.get("fork_at")
+    fork_at = options.fork_at
     if fork_at is not None and execute not in (None, "responses"):
         raise ReplayError(
             "--fork-at replays recorded responses before step K; "
@@ -842,35 +790,4 @@ def replay_from_options(store: Store, session: Session, options: dict[str, Any])
     with StepProgress(
         f"replay {session.session_id}", "step", len(session.steps) or None
     ) as progress:
-        return execute_session(
-            store,
-            session,
-            mode,
-            fork_at=fork_at,
-            run_id=options.get("run_id"),
-            on_step=progress.advance,
-            **option_arguments(options),
-        )
-
-
-def option_arguments(options: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of ``execute_session`` and ``execute_batch`` that the replay
-    command's options give (the ones a single and a batch replay share)."""
-    return {
-        "endpoint": options.get("endpoint"),
-        "model": options.get("model"),
-        "api_key": options.get("api_key"),
-        "settle_s": float(options.get("settle", 1.0)),
-        "chromium": options.get("chromium"),
-        "agent_overrides": parse_overrides(options.get("agent_option") or ()),
-        "on_miss": options.get("on_miss") or "stop",
-        "released": options.get("released"),
-        "on_diverge": options.get("on_diverge"),
-        "seed": options.get("seed"),
-        "base": options.get("base"),
-        "desktop": (
-            DesktopTarget(options["desktop"], options.get("reset") or None)
-            if options.get("desktop")
-            else None
-        ),
-    }
+        return execute_session(store, session, mode, options, on_step=progress.advance)
