@@ -233,7 +233,8 @@ def _replay_session(
     store: Store, session: Session, execute: str | None, options: ReplayOptions, fmt: str
 ) -> None:
     """``replay TARGET --execute MODE`` or ``--fork-at K``: one re-execution and its summary."""
-    from ownloop.replay.execute import replay_session, summary_text
+    from ownloop.replay.execute import replay_session
+    from ownloop.replay.summary import summary_text
     from ownloop.replay.tables import replay_document, replay_rows
     from ownloop.replay.target import check_replayable
 

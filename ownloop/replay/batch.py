@@ -32,7 +32,6 @@ from ownloop.replay.execute import (
     ensure_run,
     plan_replay,
     run_planned,
-    steps_identical,
 )
 from ownloop.replay.fold import Session
 from ownloop.replay.options import ReplayOptions
@@ -40,6 +39,7 @@ from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import shared_servers
 from ownloop.replay.reparse import recorded_settings
 from ownloop.replay.selection import Selection, fold_selected
+from ownloop.replay.summary import steps_identical
 from ownloop.replay.target import NotReplayable, check_replayable
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
