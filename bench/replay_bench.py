@@ -209,6 +209,7 @@ def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> tuple[float, St
     from ownloop.recorder.runner import RecordOptions, record
     from ownloop.replay import fold
     from ownloop.replay.execute import execute_session
+    from ownloop.replay.options import ReplayOptions
     from ownloop.world.suites import load_suite
 
     store = open_store(work / "execute")
@@ -234,7 +235,7 @@ def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> tuple[float, St
             + sum(s.screenshot.capture_ms for s in parent.steps if s.screenshot) / 1000
         )
         took, replayed = timed(
-            lambda parent=parent: execute_session(store, parent, "ops", settle_s=0.0)
+            lambda parent=parent: execute_session(store, parent, "ops", ReplayOptions(settle_s=0.0))
         )
         child = replayed.child  # type: ignore[attr-defined]
         span = _steps_span_s(child)
@@ -439,6 +440,7 @@ def bench_batch(
     from ownloop.recorder.runner import RecordOptions, record
     from ownloop.replay.batch import batch_sessions, execute_batch
     from ownloop.replay.execute import execute_session
+    from ownloop.replay.options import ReplayOptions
     from ownloop.world.suites import load_suite
 
     store = recorded or open_store(work / "batch")
@@ -465,7 +467,9 @@ def bench_batch(
     passed = sum(1 for p in parents if p.latest_grade is not None and p.latest_grade.passed)
     print(f"batch: {len(parents)} recorded sessions ({passed} passed), floors sum {floor:.2f}s")
     single, _ = timed(
-        lambda: [execute_session(store, parent, "ops", settle_s=0.0) for parent in parents]
+        lambda: [
+            execute_session(store, parent, "ops", ReplayOptions(settle_s=0.0)) for parent in parents
+        ]
     )
     print(
         f"  {len(parents)} single replays, a browser each: {single:.2f}s = "
@@ -475,7 +479,7 @@ def bench_batch(
     for n in sorted(browsers or {1, 2, workers}):
         cpu_before, machine_before = _cpu_s(), _machine_busy()
         began = time.perf_counter()
-        batched = execute_batch(store, parents, "ops", workers=n, settle_s=0.0)
+        batched = execute_batch(store, parents, "ops", ReplayOptions(settle_s=0.0), workers=n)
         took = time.perf_counter() - began
         own_cpu, children_cpu = (b - a for a, b in zip(cpu_before, _cpu_s(), strict=True))
         busy, whole = (b - a for a, b in zip(machine_before, _machine_busy(), strict=True))

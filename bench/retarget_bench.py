@@ -25,6 +25,7 @@ from ownloop.modelserver.endpoint import make_server
 from ownloop.replay.execute import execute_session
 from ownloop.replay.fidelity import RUNGS
 from ownloop.replay.fold import Session, fold
+from ownloop.replay.options import ReplayOptions
 from ownloop.store import Store, open_store
 from ownloop.world.suites.miniwob import default_seed
 
@@ -71,7 +72,9 @@ def record(store_path: Path, tasks: str) -> dict[str, Session]:
 
 def replay(store: Store, parent: Session, policy: str, seed: int) -> tuple[bool, list[int]]:
     """Whether the replay on ``seed`` earned a reward, and its operations per rung."""
-    done = execute_session(store, parent, "ops", on_diverge=policy, seed=seed, settle_s=0.1)
+    done = execute_session(
+        store, parent, "ops", ReplayOptions(on_diverge=policy, seed=seed, settle_s=0.1)
+    )
     grade = done.child.latest_grade
     counts = [0] * len(RUNGS)
     for step in done.child.steps:

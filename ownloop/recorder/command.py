@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from ownloop.agents import released_notice, released_texts
+from ownloop.agents import released_notice
 from ownloop.agents.options import parse_overrides
-from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, RunSummary, record
 from ownloop.store import Store
@@ -16,14 +14,15 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
 from ownloop.store.scores import score_line
-from ownloop.world.suites import SuiteSource, load_suite
+from ownloop.world.suites import SuiteSource
 
 __all__ = [
     "EXIT_FAILED",
     "EXIT_STOPPED",
     "agent_options",
     "exit_code",
-    "record_from_options",
+    "record_run",
+    "suite_source",
     "summary_text",
 ]
 
@@ -90,70 +89,38 @@ def exit_code(summary: RunSummary) -> int:
     return EXIT_FAILED if any(r.status in _FAILED for r in summary.results) else 0
 
 
-def record_from_options(
-    store: Store,
-    agent: str,
-    options: dict[str, Any],
-    argv: tuple[str, ...],
-    notify: Callable[[str], None] = lambda line: None,
-) -> RunSummary:
-    """Run ``ownloop record`` with the parsed options; ``summary_text`` says how it went.
-    ``notify`` gets notice lines: the agent's released prompt text was not found, an endpoint of
-    a pool does not answer."""
-    if bool(options["suite"]) == bool(options["tasks_file"]):
+def suite_source(
+    suite: str | None, tasks_file: str | None, base: str | None, seeds: str | None
+) -> SuiteSource:
+    """``record``'s ``--suite`` / ``--tasks`` / ``--base`` / ``--seeds``, as given.
+
+    Raises:
+        OwnloopError: neither or both of a suite and a tasks file.
+    """
+    if bool(suite) == bool(tasks_file):
         raise OwnloopError("give exactly one of --suite (e.g. miniwob) or --tasks FILE")
-    texts = released_texts(agent, options.get("released"))
-    notice = released_notice(agent, texts)
+    return SuiteSource(suite, tasks_file, base, seeds)
+
+
+def record_run(
+    store: Store, options: RecordOptions, notify: Callable[[str], None] = lambda line: None
+) -> RunSummary:
+    """Run ``ownloop record`` (``summary_text`` says how it went), the suite loaded from
+    ``options.suite_source`` (``suite_source``), with progress on stderr. ``notify`` gets notice
+    lines: the agent's released prompt text was not found, an endpoint of a pool does not
+    answer."""
+    notice = released_notice(options.agent, options.released)
     if notice:
         notify(notice)
-    record_options = RecordOptions(
-        agent=agent,
-        endpoint=options["endpoint"][0],
-        endpoints=tuple(options["endpoint"]),
-        model=options["model"],
-        api_key=options["api_key"],
-        agent_options=agent_options(agent, options["agent_option"], options["frequency_penalty"]),
-        released=texts,
-        run_id=options["run_id"],
-        workers=options["workers"],
-        limits=EpisodeLimits(options["max_steps"], options["timeout"]),
-        error_retries=options["error_retries"],
-        settle_s=options["settle"],
-        chromium=options["chromium"],
-        call_retries=options["retries"],
-        call_retry_wait_s=options["retry_wait"],
-        call_timeout_s=options["call_timeout"],
-        require_clean=options.get("require_clean", False),
-        expect_suite=options.get("expect_suite"),
-        argv=argv,
-        allow_hosts=tuple(options.get("allow_host") or ()),
-        max_endpoint_errors=options.get("max_endpoint_errors", 3),
-        repeats=options.get("repeat") or 1,
-        limit=options.get("limit"),
-        executor=options.get("executor") or "threads",
-        ray_address=options.get("ray_address"),
-        desktops=tuple(options.get("desktop") or ()),
-        reset=options.get("reset"),
-        a11y=bool(options.get("a11y")),
-        suite_source=SuiteSource(
-            options["suite"],
-            str(Path(options["tasks_file"]).resolve()) if options["tasks_file"] else None,
-            options["base"],
-            options["seeds"],
-        ),
-    )
-    progress = RunProgress(max_steps=options["max_steps"])
-    with load_suite(
-        suite=options["suite"],
-        tasks_file=options["tasks_file"],
-        base=options["base"],
-        seeds=options["seeds"],
-    ) as suite:
+    given = options.suite_source or SuiteSource()
+    progress = RunProgress(max_steps=options.limits.max_steps)
+    with given.load() as suite:
         try:
-            summary = record(
+            return record(
                 store,
                 suite,
-                record_options,
+                # another process (a Ray actor) has another working directory
+                options._replace(suite_source=given.absolute()),
                 on_start=progress.on_start,
                 on_result=progress.on_result,
                 on_step=progress.on_step,
@@ -161,4 +128,3 @@ def record_from_options(
             )
         finally:
             progress.close()
-    return summary

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ownloop.replay.fold import fold
+from ownloop.replay.options import ReplayOptions
 from ownloop.replay.serial import SerialReplays
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
@@ -116,9 +117,7 @@ def audit_blind(
                     store,
                     parent,
                     "ops",
-                    settle_s=settle_s,
-                    desktop=desktop,
-                    audit="blind",
+                    ReplayOptions(settle_s=settle_s, desktop=desktop, audit="blind"),
                 )
                 replayed += 1
                 if on_replay is not None:
@@ -134,16 +133,14 @@ def audit_blind(
             for seed in _seeds_for(task.seed, given):
                 if (session_id, seed) in done:
                     continue
-                result = replays.execute(
-                    store,
-                    parent,
-                    "ops",
+                options = ReplayOptions(
                     seed=seed,
                     on_diverge="ignore",
                     settle_s=settle_s,
                     chromium=chromium,
                     audit="blind",
                 )
+                result = replays.execute(store, parent, "ops", options)
                 replayed += 1
                 if on_replay is not None:
                     grade = result.child.latest_grade

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -30,16 +30,16 @@ from ownloop.replay.execute import (
     child_run,
     end_run,
     ensure_run,
-    option_arguments,
     plan_replay,
     run_planned,
-    steps_identical,
 )
 from ownloop.replay.fold import Session
+from ownloop.replay.options import ReplayOptions
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import shared_servers
 from ownloop.replay.reparse import recorded_settings
 from ownloop.replay.selection import Selection, fold_selected
+from ownloop.replay.summary import steps_identical
 from ownloop.replay.target import NotReplayable, check_replayable
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
@@ -51,12 +51,15 @@ __all__ = [
     "BatchRow",
     "Batched",
     "batch_document",
-    "batch_from_options",
     "batch_rows",
     "batch_sessions",
     "batch_totals",
     "execute_batch",
+    "replay_run",
 ]
+
+
+_DEFAULTS = ReplayOptions()
 
 
 class BatchRow(NamedTuple):
@@ -244,10 +247,10 @@ def execute_batch(
     store: Store,
     parents: list[Session],
     mode: str,
+    options: ReplayOptions = _DEFAULTS,
     *,
     workers: int = 2,
     on_row: Callable[[BatchRow], None] | None = None,
-    **options: Any,
 ) -> Batched:
     """Re-execute ``parents`` on ``workers`` browsers reused across sessions (module docstring).
 
@@ -255,10 +258,9 @@ def execute_batch(
         store: the store holding the parents; the children are written to it.
         parents: the sessions to re-execute (e.g. ``batch_sessions``), all of one run.
         mode: ``ops``, ``actions`` or ``responses``.
+        options: how each is re-executed, as a single replay is (``ReplayOptions``).
         workers: sessions at once, each worker with a Chromium of its own.
         on_row: told each parent's row as it finishes (its child not folded yet).
-        options: ``plan_replay``'s keyword arguments (settle_s, chromium, agent_overrides,
-            on_miss, run_id, released, on_diverge, seed, base, endpoint, model, api_key).
 
     Raises:
         ReplayError: an unknown mode, or options that fit no session.
@@ -269,7 +271,7 @@ def execute_batch(
     if workers < 1:
         raise ReplayError("--workers must be at least 1")
     began = time.monotonic()
-    work = _Work(store, options.get("chromium"))
+    work = _Work(store, options.chromium)
     work.on_row = on_row
     # Launching a Chromium takes about a second: the workers start theirs while this thread
     # plans (a worker left without a session closes its browser again).
@@ -289,7 +291,7 @@ def execute_batch(
                 if not planned:  # nothing can be re-executed so: the first reason says why
                     raise ReplayError(str(plans[0][1]) if plans else "no session to re-execute")
                 parent, plan = planned[0]
-                new_run = ensure_run(store, plan, parent, options.get("endpoint"))
+                new_run = ensure_run(store, plan, parent, options.endpoint)
                 run_id = plan.run_id
             except BaseException:
                 work.stop.set()
@@ -329,7 +331,7 @@ def execute_batch(
 
 
 def _plans(
-    store: Store, parents: list[Session], mode: str, options: dict[str, Any]
+    store: Store, parents: list[Session], mode: str, options: ReplayOptions
 ) -> list[tuple[Session, Plan | str]]:
     """Each parent's plan, or why it cannot be re-executed so."""
     settings = recorded_settings(store, parents)  # one query for all, as one run for all
@@ -338,16 +340,16 @@ def _plans(
     for parent in parents:
         try:
             check_replayable(parent, mode)
-            run_id = options.get("run_id") or parent.run_id
+            run_id = options.run_id or parent.run_id
             if run_id not in runs:
                 runs[run_id] = child_run(store, run_id)
             plan = plan_replay(
                 store,
                 parent,
                 mode,
+                options,
                 recorded=settings.get(parent.session_id, {}),
                 into_run=runs[run_id],
-                **options,
             )
             plans.append((parent, plan))
         except (NotReplayable, ReplayError) as exc:
@@ -463,17 +465,24 @@ def batch_document(batched: Batched) -> str:
     ).decode()
 
 
-def batch_from_options(store: Store, run_id: str, options: dict[str, Any]) -> Batched:
+def replay_run(
+    store: Store,
+    run_id: str,
+    execute: str,
+    options: ReplayOptions,
+    *,
+    workers: int = 2,
+    where: str | None = None,
+) -> Batched:
     """``ownloop replay --run R --execute MODE [--workers N] [--where SQL]``, with progress on
-    stderr (a line per finished session); ``options`` holds the replay command's options.
+    stderr (a line per finished session).
 
     Raises:
         ReplayError: an unknown run, no session to re-execute, or options a batch cannot take.
     """
-    if options.get("fork_at") is not None:
+    if options.fork_at is not None:
         raise ReplayError("--fork-at forks one session: give a TARGET (a session or task id)")
-    mode = str(options.get("execute"))
-    parents = batch_sessions(store, run_id, options.get("where"))
+    parents = batch_sessions(store, run_id, where)
     with StepProgress(f"replay run {run_id}", "session", len(parents)) as progress:
         done: list[BatchRow] = []
 
@@ -481,11 +490,4 @@ def batch_from_options(store: Store, run_id: str, options: dict[str, Any]) -> Ba
             done.append(row)
             progress.advance(len(done), f"{row.parent.task_id}: {row.error or 'recorded'}")
 
-        return execute_batch(
-            store,
-            parents,
-            mode,
-            workers=int(options.get("workers") or 2),
-            on_row=on_row,
-            **option_arguments(options),
-        )
+        return execute_batch(store, parents, execute, options, workers=workers, on_row=on_row)

@@ -38,7 +38,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 from urllib.parse import urlsplit
 
 import msgspec
@@ -57,6 +57,7 @@ from ownloop.store.queries import has_session, latest_session_of_task, run_sessi
 
 __all__ = [
     "ON_MISS",
+    "OnMiss",
     "Cassette",
     "CassetteClient",
     "CassetteError",
@@ -70,8 +71,8 @@ __all__ = [
     "request_keys",
 ]
 
-ON_MISS = ("stop", "forward", "force")
 OnMiss = Literal["stop", "forward", "force"]
+ON_MISS: tuple[OnMiss, ...] = get_args(OnMiss)
 
 
 class CassetteError(OwnloopError):
@@ -336,7 +337,7 @@ class CassetteClient:
         self,
         cassette: Cassette,
         *,
-        on_miss: str = "stop",
+        on_miss: OnMiss = "stop",
         live: ModelCaller | None = None,
         live_from_step: int | None = None,
     ) -> None:
@@ -458,7 +459,7 @@ class CassetteResponder:
     def __init__(
         self,
         cassette: Cassette,
-        on_miss: str = "stop",
+        on_miss: OnMiss = "stop",
         forward: str | None = None,
         *,
         timeout_s: float = 120.0,
@@ -507,7 +508,7 @@ class CassetteResponder:
 def make_cassette_server(
     store: Store,
     target: str,
-    on_miss: str = "stop",
+    on_miss: OnMiss = "stop",
     forward: str | None = None,
     *,
     faults: str | None = None,

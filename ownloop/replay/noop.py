@@ -20,6 +20,7 @@ from typing import NamedTuple
 import msgspec
 
 from ownloop.replay.fold import fold
+from ownloop.replay.options import ReplayOptions
 from ownloop.replay.serial import SerialReplays
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
@@ -117,11 +118,13 @@ def audit_noop(
                 store,
                 msgspec.structs.replace(parent, steps=(), outcome=untouched),
                 "ops",
-                on_diverge="ignore",
-                settle_s=settle_s,
-                chromium=chromium,
-                desktop=desktop if on_desktop else None,
-                audit="noop",
+                ReplayOptions(
+                    on_diverge="ignore",
+                    settle_s=settle_s,
+                    chromium=chromium,
+                    desktop=desktop if on_desktop else None,
+                    audit="noop",
+                ),
             )
             replayed += 1
             if on_replay is not None:

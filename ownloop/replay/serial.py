@@ -24,6 +24,7 @@ from typing import Any
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.replay.execute import Plan, Replayed, execute_session, run_planned
 from ownloop.replay.fold import Session
+from ownloop.replay.options import ReplayOptions
 from ownloop.replay.reopen import shared_servers
 from ownloop.store import Store
 from ownloop.world.chromium import Launched, open_browser
@@ -34,7 +35,7 @@ _Job = tuple[Callable[[], EpisodeResult], "Future[EpisodeResult]"]
 
 
 class SerialReplays:
-    """A context manager: ``execute(store, parent, mode, **options)`` is ``execute_session``
+    """A context manager: ``execute(store, parent, mode, options)`` is ``execute_session``
     in the one Chromium this keeps (launched with the first replay, closed on leaving)."""
 
     def __init__(self, chromium: str | None = None) -> None:
@@ -60,9 +61,9 @@ class SerialReplays:
             thread.join(60)
         self._servers.close()
 
-    def execute(self, store: Store, parent: Session, mode: str, **options: Any) -> Replayed:
-        """``execute_session(store, parent, mode, **options)`` in this Chromium."""
-        return execute_session(store, parent, mode, runner=self._run, **options)
+    def execute(self, store: Store, parent: Session, mode: str, options: ReplayOptions) -> Replayed:
+        """``execute_session(store, parent, mode, options)`` in this Chromium."""
+        return execute_session(store, parent, mode, options, runner=self._run)
 
     def _run(self, store: Store, parent: Session, plan: Plan) -> EpisodeResult:
         """On the browser's thread; Ctrl-C stops the replay at its next operation (it ends

@@ -15,6 +15,7 @@ private environments through the ``ownloop.environments`` entry points (:mod:`.e
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from ownloop.store.errors import OwnloopError
@@ -110,6 +111,12 @@ class SuiteSource(NamedTuple):
     tasks_file: str | None = None
     base: str | None = None
     seeds: str | None = None
+
+    def absolute(self) -> SuiteSource:
+        """The same suite, its tasks file's path made absolute."""
+        if self.tasks_file is None:
+            return self
+        return self._replace(tasks_file=str(Path(self.tasks_file).resolve()))
 
     def load(self) -> Any:
         """The suite, as ``load_suite`` makes it (use it as a context manager)."""
