@@ -33,11 +33,11 @@ import msgspec
 from ownloop.agents.base import Agent, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.agents.released import released_commit, released_sha256
+from ownloop.recorder.call import ModelCaller
 from ownloop.recorder.episode import (
     Episode,
     EpisodeLimits,
     EpisodeResult,
-    ModelCaller,
     Play,
     run_episode,
 )
