@@ -132,28 +132,18 @@ def test_a_task_served_at_another_origin_still_matches_exactly(recorded: Recorde
 def served(recorded: Recorded) -> Iterator[tuple[Store, str, str]]:
     """``ownloop serve-model --cassette SESSION`` in a subprocess: (store, session id, URL)."""
     session_id = recorded.sessions["enter-text"]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ownloop",
-            "--store",
-            str(recorded.path),
-            "serve-model",
-            "--cassette",
-            session_id,
-            "--quiet",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = process.stdout.readline() if process.stdout else ""
-        assert f"cassette of {session_id} at http://" in line, line
-        yield open_store(recorded.path), session_id, line.rsplit(" at ", 1)[1].strip()
-    finally:
-        process.terminate()
-        process.wait(10)
+    argv = ["--store", str(recorded.path), "serve-model", "--cassette", session_id, "--quiet"]
+    # As a context manager: leaving it closes the pipe (else an unclosed-file ResourceWarning).
+    with subprocess.Popen(
+        [sys.executable, "-m", "ownloop", *argv], stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            line = process.stdout.readline() if process.stdout else ""
+            assert f"cassette of {session_id} at http://" in line, line
+            yield open_store(recorded.path), session_id, line.rsplit(" at ", 1)[1].strip()
+        finally:
+            process.terminate()
+            process.wait(10)
 
 
 def test_serve_model_cassette_answers_a_plain_openai_client_in_order(
