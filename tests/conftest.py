@@ -138,6 +138,9 @@ def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
         if process.poll() is None:
             process.kill()
         process.wait(10)
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:  # else an unclosed-pipe ResourceWarning
+                pipe.close()
 
 
 RECORDED_AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")

@@ -49,9 +49,8 @@ def test_each_part_imports_only_what_it_may(part: str) -> None:
                 continue
             other = rest.partition(".")[0]
             if other in ("cli", "demo") or (
-                other not in (part, "", "version")  # the package face; the version module
+                other not in (part, "version")  # the version module stands below everything
                 and other not in ALLOWED[part]
-                and other != "__init__"
             ):
                 wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert wrong == []
@@ -77,6 +76,20 @@ def test_only_the_ray_executor_imports_ray() -> None:
         if "ray" in {name.partition(".")[0] for name in _imports(p)}
         and p.relative_to(PACKAGE).as_posix() != "recorder/ray_executor.py"
     ] == []
+
+
+def test_only_the_cli_and_the_demo_import_the_package_face() -> None:
+    """``ownloop`` itself (``__init__.py``) stands above every part: a part that imported it
+    (for ``__version__``, say) would be an upward arrow; the version has a module of its own."""
+    face = {"__init__.py", "__main__.py", "cli.py", "demo.py"}
+    assert [
+        f"{p.relative_to(PACKAGE)} imports {name}"
+        for p in _modules()
+        if p.relative_to(PACKAGE).as_posix() not in face
+        for name in sorted(_imports(p))
+        if name in ("ownloop", "ownloop.__init__")
+    ] == []
+    assert _imports(PACKAGE / "version.py") == set()
 
 
 def test_nothing_imports_the_cli() -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "Observation",
     "Parsed",
     "PastStep",
+    "clip",
     "one_line",
     "task_text",
 ]
@@ -151,10 +152,16 @@ class Agent(Protocol):
         ...
 
 
-def one_line(text: str, limit: int = 200) -> str:
-    """``text`` on one line, cut to ``limit`` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def clip(text: str, limit: int, *, escape: bool = False) -> str:
+    """``text`` cut to ``limit`` characters (a cut one ends in "..."), as error messages and raw
+    fields quote a model's text; ``escape`` then writes its newlines as ``\\n``."""
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return text.replace("\n", "\\n") if escape else text
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (each run of whitespace one space), cut to ``limit`` characters."""
+    return clip(" ".join(text.split()), limit)
 
 
 class AgentBase(Generic[_O]):
@@ -224,7 +231,7 @@ class AgentBase(Generic[_O]):
         except AgentParseError:
             raise
         except Exception as error:  # noqa: BLE001 - the guard: any failure is a parse error
-            reason = one_line(f"{type(error).__name__}: {error}")
+            reason = one_line(f"{type(error).__name__}: {error}", 200)
             raise AgentParseError(f"{self.name} parser failed: {reason}") from error
 
     def read(

@@ -52,6 +52,7 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
+    one_line,
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.fara_prompt import (
@@ -358,12 +359,12 @@ def _model_size(image: Size) -> Size:
 def _arguments(body: str) -> dict[str, Any]:
     value = _read(body)
     if not isinstance(value, dict):
-        raise AgentParseError(f"the tool call is not a JSON object: {_clip(body)}")
+        raise AgentParseError(f"the tool call is not a JSON object: {one_line(body, 80)}")
     arguments = value.get("arguments")
     if not isinstance(arguments, dict):
-        raise AgentParseError(f"the tool call has no 'arguments' object: {_clip(body)}")
+        raise AgentParseError(f"the tool call has no 'arguments' object: {one_line(body, 80)}")
     if not isinstance(arguments.get("action"), str):
-        raise AgentParseError(f"the tool call names no action: {_clip(body)}")
+        raise AgentParseError(f"the tool call names no action: {one_line(body, 80)}")
     return arguments
 
 
@@ -381,7 +382,7 @@ def _read(body: str) -> Any:
         return json.JSONDecoder().raw_decode(body.lstrip())[0]
     except (ValueError, RecursionError):
         raise AgentParseError(
-            f"the tool call is neither JSON nor a literal: {_clip(body)}"
+            f"the tool call is neither JSON nor a literal: {one_line(body, 80)}"
         ) from None
 
 
@@ -455,7 +456,7 @@ class _Reader:
             or len(value) != 2
             or not all(_is_number(n) and math.isfinite(n) for n in value)
         ):
-            raise AgentParseError(f"coordinate must be [x, y] numbers: {_clip(repr(value))}")
+            raise AgentParseError(f"coordinate must be [x, y] numbers: {one_line(repr(value), 80)}")
         at = Point(float(value[0]), float(value[1]))
         page = scale(at, self.model, self.image)
         return Point(round(page.x, 3), round(page.y, 3)), at
@@ -463,7 +464,9 @@ class _Reader:
     def _number(self, key: str, default: float) -> float:
         value = self.args.get(key, default)
         if not _is_number(value) or not math.isfinite(value):
-            raise AgentParseError(f"{self.name}: {key} must be a number, got {_clip(repr(value))}")
+            raise AgentParseError(
+                f"{self.name}: {key} must be a number, got {one_line(repr(value), 80)}"
+            )
         return float(value)
 
     def _pixels(self) -> int:
@@ -474,7 +477,7 @@ class _Reader:
                 return int(value.strip())
             except ValueError:
                 raise AgentParseError(
-                    f"{self.name}: pixels must be a whole number, got {_clip(repr(value))}"
+                    f"{self.name}: pixels must be a whole number, got {one_line(repr(value), 80)}"
                 ) from None
         return int(self._number("pixels", 0))
 
@@ -509,7 +512,7 @@ class _Reader:
         if isinstance(keys, str):
             keys = [keys]  # the released loop would press each character; one key is meant
         if not isinstance(keys, list | tuple) or not all(isinstance(k, str) for k in keys):
-            raise AgentParseError(f"keys must be a list of key names: {_clip(repr(keys))}")
+            raise AgentParseError(f"keys must be a list of key names: {one_line(repr(keys), 80)}")
         if not keys:
             return (self._nothing(),)
         for key in keys:
@@ -524,8 +527,3 @@ class _Reader:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

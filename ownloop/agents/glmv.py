@@ -37,6 +37,7 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
+    one_line,
 )
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
@@ -273,10 +274,10 @@ def _call_parts(call: str) -> tuple[str, dict[str, Any]]:
     try:
         tree = ast.parse(call.strip(), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        raise AgentParseError(f"glmv: the call is not well formed: {_clip(call)}") from None
+        raise AgentParseError(f"glmv: the call is not well formed: {one_line(call, 80)}") from None
     node = tree.body
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-        raise AgentParseError(f"glmv: not a call: {_clip(call)}")
+        raise AgentParseError(f"glmv: not a call: {one_line(call, 80)}")
     if node.args:
         raise AgentParseError(f"glmv: {node.func.id} takes keyword arguments only")
     args: dict[str, Any] = {}
@@ -410,8 +411,3 @@ class _Reader:
             y=float(height // 2),
             raw=self.raw,
         )
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

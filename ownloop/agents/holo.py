@@ -41,6 +41,7 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
+    one_line,
 )
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.options import AgentOptions
@@ -260,9 +261,11 @@ def _json_object(text: str) -> dict[str, Any]:
     try:
         value, _ = json.JSONDecoder().raw_decode(body)
     except (ValueError, RecursionError):
-        raise AgentParseError(f"holo: the response is not a JSON object: {_clip(body)}") from None
+        raise AgentParseError(
+            f"holo: the response is not a JSON object: {one_line(body, 80)}"
+        ) from None
     if not isinstance(value, dict):
-        raise AgentParseError(f"holo: the response is not a JSON object: {_clip(body)}")
+        raise AgentParseError(f"holo: the response is not a JSON object: {one_line(body, 80)}")
     return value
 
 
@@ -329,8 +332,9 @@ class _Reader:
         for field in ("x", "y"):
             value: Any = self.action.get(field)
             if not _is_number(value) or not math.isfinite(value) or not 0 <= value <= GRID:
+                got = one_line(repr(value), 80)
                 raise AgentParseError(
-                    f"holo: action.{field} must be a number in [0, 1000], got {_clip(repr(value))}"
+                    f"holo: action.{field} must be a number in [0, 1000], got {got}"
                 )
             found.append(float(value))
         mx, my = found
@@ -345,8 +349,3 @@ class _Reader:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -45,6 +45,7 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
+    clip,
 )
 from ownloop.agents.molmoweb_actions import (
     MAX_RESPONSE_CHARS,
@@ -255,7 +256,7 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             if self.config.resample_non_json:
                 raise
             kept = unparseable(text, error.reason)
-            reason = _clip(str(kept.action["infeasibility_reason"]), _UNPARSEABLE_RAW)
+            reason = clip(str(kept.action["infeasibility_reason"]), _UNPARSEABLE_RAW)
             return Parsed(
                 thought=kept.thought,
                 actions=(Rejected(reason=reason, raw=text.strip()),),
@@ -351,7 +352,3 @@ def _message(parsed: Parsed, response: str | None = None) -> str | None:
 
 def _truncate(text: str, limit: int, postfix: str = "... (truncated)") -> str:
     return text if len(text) <= limit else text[: limit - len(postfix)] + postfix
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

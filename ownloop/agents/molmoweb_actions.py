@@ -27,7 +27,7 @@ import json
 import math
 from typing import Any, Literal, NamedTuple, cast
 
-from ownloop.agents.base import AgentParseError
+from ownloop.agents.base import AgentParseError, clip
 from ownloop.agents.keys import combo, split_combo
 from ownloop.store.events import (
     Action,
@@ -263,7 +263,9 @@ def actions_of(
         reason = _string(action, "infeasibility_reason", "Infeasibility reason unavailable")
         return (Fail(reason=reason, raw=raw),)
     return (
-        Rejected(reason=_clip(f"Unsupported action type: {name}. Predicted: {action}"), raw=raw),
+        Rejected(
+            reason=clip(f"Unsupported action type: {name}. Predicted: {action}", 300), raw=raw
+        ),
     )
 
 
@@ -306,7 +308,7 @@ def _keypress(action: dict[str, Any], raw: str) -> Action:
         raise AgentParseError(f"keyboard_press key is not a string: {key!r}")
     allowed = {name.lower(): name for name in ALLOWED_KEYS}
     if key is None or key.lower() not in allowed:
-        return Rejected(reason=_clip(f"Unsupported keypress: {action}"), raw=raw)
+        return Rejected(reason=clip(f"Unsupported keypress: {action}", 300), raw=raw)
     return Hotkey(keys=split_combo(allowed[key.lower()]), raw=raw)
 
 
@@ -369,11 +371,11 @@ def _number(action: dict[str, Any], key: str, default: float) -> float:
     """``float(value)`` as the released agent reads it (numbers and numeric strings), finite."""
     value = action.get(key, default)
     if not isinstance(value, int | float | str):
-        raise AgentParseError(f"{key} is not a number: {_clip(repr(value))}")
+        raise AgentParseError(f"{key} is not a number: {clip(repr(value), 300)}")
     try:
         number = float(value)
     except (ValueError, OverflowError):
-        raise AgentParseError(f"{key} is not a number: {_clip(repr(value))}") from None
+        raise AgentParseError(f"{key} is not a number: {clip(repr(value), 300)}") from None
     if not math.isfinite(number):
         raise AgentParseError(f"{key} is not a finite number: {value!r}")
     return number
@@ -382,7 +384,7 @@ def _number(action: dict[str, Any], key: str, default: float) -> float:
 def _string(action: dict[str, Any], key: str, default: str) -> str:
     value = action.get(key, default)
     if not isinstance(value, str):
-        raise AgentParseError(f"{key} is not a string: {_clip(repr(value))}")
+        raise AgentParseError(f"{key} is not a string: {clip(repr(value), 300)}")
     return value
 
 
@@ -395,7 +397,7 @@ def _boolean(action: dict[str, Any], key: str, default: bool) -> bool:
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
-    raise AgentParseError(f"{key} is not true or false: {_clip(repr(value))}")
+    raise AgentParseError(f"{key} is not true or false: {clip(repr(value), 300)}")
 
 
 def _coord(percent: float, side: int) -> float:
@@ -409,10 +411,6 @@ def _delta(percent: float, side: int) -> float:
 
 def _truncate(text: str, limit: int, postfix: str = "... (truncated)") -> str:
     return text if len(text) <= limit else text[: limit - len(postfix)] + postfix
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---------------------------------------------------------------------- writing
@@ -499,4 +497,4 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
             return {"name": "send_msg_to_user", "msg": action.text}
         case Fail():
             return {"name": "report_infeasible", "infeasibility_reason": action.reason}
-    raise ValueError(f"molmoweb cannot express this action: {_clip(repr(action), 80)}")
+    raise ValueError(f"molmoweb cannot express this action: {clip(repr(action), 80)}")

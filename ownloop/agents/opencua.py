@@ -51,6 +51,7 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
+    clip,
 )
 from ownloop.agents.coordinates import Point, Size, smart_resize
 from ownloop.agents.opencua_prompt import RELEASED_SPEC, prompt_texts
@@ -309,7 +310,7 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
         elif control is not None:  # computer.wait
             actions = (Wait(seconds=self.config.wait_s, raw=control.raw),)
         else:
-            actions = outcome.actions or (Wait(seconds=0.0, raw=_clip(code, 500)),)
+            actions = outcome.actions or (Wait(seconds=0.0, raw=clip(code, 500)),)
         return Parsed(thought=thought, actions=actions, model_size=(model.width, model.height))
 
     @staticmethod
@@ -346,7 +347,3 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
         image = Size(*image_size)
         model = smart_resize(image, min_pixels=OPENCUA_MIN_PIXELS)
         return render_response(thought, actions, image, model)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -37,6 +37,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, Protocol
 
+from ownloop.agents.base import clip
 from ownloop.agents.coordinates import Point
 from ownloop.agents.pyautogui_calls import (
     IGNORED,
@@ -45,7 +46,6 @@ from ownloop.agents.pyautogui_calls import (
     RENAMES,
     Refused,
     check_name,
-    clip,
     describe_statement,
     range_length,
     read_button,
@@ -188,7 +188,9 @@ class _Run:
     def block(self, body: list[ast.stmt], *, in_loop: bool) -> None:
         for statement in body:
             self.executed += 1
-            self.current = clip(ast.get_source_segment(self.code, statement) or "", 200)
+            self.current = clip(
+                ast.get_source_segment(self.code, statement) or "", 200, escape=True
+            )
             where = f"line {statement.lineno}"
             if self.executed > self.limits.statements:
                 raise Refused(f"{where}: over {self.limits.statements} statements run")
@@ -236,7 +238,7 @@ class _Run:
     def call(self, node: ast.Call) -> None:
         name = read_callee(node.func)
         args = self.bind(name, node)
-        raw = clip(ast.get_source_segment(self.code, node) or name, 500)
+        raw = clip(ast.get_source_segment(self.code, node) or name, 500, escape=True)
         if name in ("computer.wait", "computer.terminate"):
             self.control = Control(
                 "wait" if name == "computer.wait" else "terminate",

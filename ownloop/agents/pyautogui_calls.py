@@ -11,6 +11,7 @@ import ast
 import math
 from typing import Any
 
+from ownloop.agents.base import clip
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 
 __all__ = [
@@ -23,7 +24,6 @@ __all__ = [
     "RENAMES",
     "Refused",
     "check_name",
-    "clip",
     "describe_statement",
     "range_length",
     "read_button",
@@ -225,9 +225,9 @@ LARGEST = 1e7  # no screen coordinate or offset is bigger; keeps float conversio
 
 def read_number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise Refused(f"{name} must be a number, got {clip(repr(value), 40)}")
+        raise Refused(f"{name} must be a number, got {clip(repr(value), 40, escape=True)}")
     if not (isinstance(value, int) or math.isfinite(value)) or abs(value) > LARGEST:
-        raise Refused(f"{name} is out of range: {clip(repr(value), 40)}")
+        raise Refused(f"{name} is out of range: {clip(repr(value), 40, escape=True)}")
     return float(value)
 
 
@@ -237,7 +237,9 @@ def read_coordinate(value: object, name: str) -> float:
 
 def read_count(value: object, name: str, limit: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Refused(f"{name} must be a whole number >= 0, got {clip(repr(value), 40)}")
+        raise Refused(
+            f"{name} must be a whole number >= 0, got {clip(repr(value), 40, escape=True)}"
+        )
     if value > limit:
         raise Refused(f"{name}={value} is over the limit of {limit}")
     return value
@@ -245,22 +247,21 @@ def read_count(value: object, name: str, limit: int) -> int:
 
 def read_button(value: object) -> str:
     if not isinstance(value, str) or value.lower() not in BUTTONS:
-        raise Refused(f"button must be left, right or middle, got {clip(repr(value), 40)}")
+        raise Refused(
+            f"button must be left, right or middle, got {clip(repr(value), 40, escape=True)}"
+        )
     return BUTTONS[value.lower()]
 
 
 def read_key(value: object) -> str:
     """A key name as keys.py reads it (pyautogui's own spellings mapped first)."""
     if not isinstance(value, str) or not value:
-        raise Refused(f"a key must be a name like 'enter', got {clip(repr(value), 40)}")
+        raise Refused(
+            f"a key must be a name like 'enter', got {clip(repr(value), 40, escape=True)}"
+        )
     name = KEY_NAMES.get(value if len(value) == 1 else value.lower(), value)
     try:
         to_playwright(name)
     except UnknownKeyError as error:
         raise Refused(str(error)) from None
     return name
-
-
-def clip(text: str, limit: int) -> str:
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return text.replace("\n", "\\n")

@@ -46,6 +46,7 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
+    one_line,
 )
 from ownloop.agents.coordinates import Point, Size, smart_resize
 from ownloop.agents.frames import Frame, from_grid, pointer_after, split_think, to_grid
@@ -353,12 +354,12 @@ def _arguments(body: str) -> dict[str, Any]:
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
-        raise AgentParseError(f"the tool call is not JSON: {_clip(body)}") from None
+        raise AgentParseError(f"the tool call is not JSON: {one_line(body, 80)}") from None
     if not isinstance(value, dict) or value.get("name") != "computer_use":
-        raise AgentParseError(f"the tool call is not a computer_use call: {_clip(body)}")
+        raise AgentParseError(f"the tool call is not a computer_use call: {one_line(body, 80)}")
     arguments = value.get("arguments")
     if not isinstance(arguments, dict) or not isinstance(arguments.get("action"), str):
-        raise AgentParseError(f"the tool call names no action: {_clip(body)}")
+        raise AgentParseError(f"the tool call names no action: {one_line(body, 80)}")
     return arguments
 
 
@@ -405,7 +406,7 @@ class _Reader:
         if name == "type":
             text = self.args.get("text", "")
             if not isinstance(text, str):
-                raise AgentParseError(f"type: text must be text, got {_clip(repr(text))}")
+                raise AgentParseError(f"type: text must be text, got {one_line(repr(text), 80)}")
             return (TypeText(text=text, raw=raw),)
         if name in ("key", "key_down", "key_up"):
             return self._keys()
@@ -432,7 +433,7 @@ class _Reader:
             or len(value) != 2
             or not all(_is_number(n) and math.isfinite(n) for n in value)
         ):
-            raise AgentParseError(f"coordinate must be [x, y] numbers: {_clip(repr(value))}")
+            raise AgentParseError(f"coordinate must be [x, y] numbers: {one_line(repr(value), 80)}")
         mx, my = float(value[0]), float(value[1])
         if self.agent.config.mode == "relative":
             x = from_grid(mx, self.image.width, GRID, truncate=True)
@@ -451,7 +452,9 @@ class _Reader:
             except ValueError:
                 pass
         if not _is_number(value) or not math.isfinite(value):
-            raise AgentParseError(f"{self.name}: {key} must be a number, got {_clip(repr(value))}")
+            raise AgentParseError(
+                f"{self.name}: {key} must be a number, got {one_line(repr(value), 80)}"
+            )
         return float(value)
 
     def _scroll(self) -> Action:
@@ -481,7 +484,7 @@ class _Reader:
             or not all(isinstance(k, str) for k in keys)
         ):
             raise AgentParseError(
-                f"{self.name}: keys must be a list of key names: {_clip(repr(keys))}"
+                f"{self.name}: keys must be a list of key names: {one_line(repr(keys), 80)}"
             )
         for key in keys:
             try:
@@ -497,8 +500,3 @@ class _Reader:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

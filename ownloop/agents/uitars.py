@@ -39,6 +39,7 @@ from ownloop.agents.base import (
     Observation,
     Parsed,
     PastStep,
+    clip,
 )
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
@@ -233,11 +234,14 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         joined = _two_on_one_line(normalized)
         if joined is not None:
             raise AgentParseError(
-                f"two actions on one line (the released parser reads them as one): {_clip(joined)}"
+                "two actions on one line (the released parser reads them as one): "
+                + clip(joined, 80, escape=True)
             )
         unreadable = _unreadable_action(normalized)
         if unreadable is not None:
-            raise AgentParseError(f"ui-tars cannot parse the action: {_clip(unreadable)}")
+            raise AgentParseError(
+                f"ui-tars cannot parse the action: {clip(unreadable, 80, escape=True)}"
+            )
         items = _package().parse_action_to_structure_output(
             normalized, 1000, image.height, image.width, model_type="qwen25vl"
         )
@@ -257,7 +261,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         name = item.get("action_type")
         inputs: dict[str, Any] = item.get("action_inputs") or {}
         if not isinstance(name, str):
-            raise AgentParseError(f"not an action call: {_clip(raw)}")
+            raise AgentParseError(f"not an action call: {clip(raw, 80, escape=True)}")
         if name in _CLICKS:
             button, count = _CLICKS[name]
             page, at = _point(inputs, "start_box", name, image, model)
@@ -306,7 +310,9 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
     def _scroll(self, inputs: dict[str, Any], raw: str, image: Size, model: Size) -> Scroll:
         direction = _direction(str(inputs.get("direction", "")))
         if direction not in _DIRECTIONS:
-            raise AgentParseError(f"scroll direction must be up, down, left or right: {_clip(raw)}")
+            raise AgentParseError(
+                f"scroll direction must be up, down, left or right: {clip(raw, 80, escape=True)}"
+            )
         towards = cast(Direction, direction)
         if "start_box" not in inputs:  # at the pointer, wherever it is
             return Scroll(direction=towards, amount=self.config.scroll_notches, raw=raw)
@@ -471,13 +477,17 @@ def _point(
     try:
         numbers = json.loads(box)  # the package's str(list_of_floats); never eval
     except (TypeError, ValueError):
-        raise AgentParseError(f"{key} is not a list of numbers: {_clip(str(box))}") from None
+        raise AgentParseError(
+            f"{key} is not a list of numbers: {clip(str(box), 80, escape=True)}"
+        ) from None
     if (
         not isinstance(numbers, list)
         or len(numbers) != 4
         or not all(isinstance(n, int | float) and math.isfinite(n) for n in numbers)
     ):
-        raise AgentParseError(f"{key} must be a point or a box of finite numbers: {_clip(box)}")
+        raise AgentParseError(
+            f"{key} must be a point or a box of finite numbers: {clip(box, 80, escape=True)}"
+        )
     relative = ((numbers[0] + numbers[2]) / 2, (numbers[1] + numbers[3]) / 2)
     page = scale(relative, (1, 1), image)
     at = scale(relative, (1, 1), model)
@@ -494,11 +504,6 @@ def _keys(inputs: dict[str, Any], fields: tuple[str, ...], name: str) -> tuple[s
     except UnknownKeyError as error:
         raise AgentParseError(f"{name}: {error}") from None
     return names
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return text.replace("\n", "\\n")
 
 
 # ---------------------------------------------------------------------- rendering helpers
@@ -542,7 +547,7 @@ def _render_call(action: Action, image: Size, model: Size) -> str:
             return f"finished(content={_quote(action.answer)})"
         case CallUser():
             return "call_user()"
-    raise ValueError(f"uitars cannot express this action: {_clip(repr(action))}")
+    raise ValueError(f"uitars cannot express this action: {clip(repr(action), 80, escape=True)}")
 
 
 def _box(x: float, y: float, image: Size, model: Size) -> str:

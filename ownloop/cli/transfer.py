@@ -70,7 +70,7 @@ def import_command(
         echo_lines(found.lines())
         return
     if fmt == "atif":
-        from ownloop.transfer.trajectories import import_atif
+        from ownloop.transfer.atif_import import import_atif
 
         echo_lines(import_atif(store_of(ctx), directory, run_id, argv=tuple(sys.argv)).lines())
         return

@@ -6,7 +6,8 @@ together before the next step starts, so a kill at any moment loses at most the 
 Replays reuse the loop: ``run_episode(play=...)`` swaps the agent's step for another one built
 from :meth:`Episode.observe` and :meth:`Episode.act` (e.g. re-executing recorded operations), and
 ``on_step`` may add events (fidelity) to each step's batch before it is appended. The model client
-is any object with ``ModelClient.call``'s signature (a cassette of recorded responses, too).
+is any ``ModelCaller`` (``ownloop.recorder.call``): the live client or a cassette of recorded
+responses, each called with the step's ``CallContext``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import msgspec
 
@@ -23,19 +24,16 @@ from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, Pas
 from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
 from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
 from ownloop.grading.version import grader_version
-from ownloop.recorder.model import CallOutcome
+from ownloop.recorder.call import CallContext, ModelCaller
 from ownloop.recorder.sent_images import SentImages
 from ownloop.store import Store
 from ownloop.store.events import (
     ActionParsed,
     BrowserActed,
-    CallPurpose,
     Event,
     EvidenceCaptured,
     ImagePart,
-    Message,
     Op,
-    Sampling,
     ScreenshotTaken,
     SessionEnded,
     SessionGraded,
@@ -56,7 +54,6 @@ __all__ = [
     "Episode",
     "EpisodeLimits",
     "EpisodeResult",
-    "ModelCaller",
     "Play",
     "StepHook",
     "run_episode",
@@ -82,23 +79,6 @@ class EpisodeResult(NamedTuple):
     passed: bool | None
     error: str | None
     head: StreamHead | None = None  # where the session's stream stood when it closed
-
-
-class ModelCaller(Protocol):
-    """What the loop calls for a step's answer: ``ModelClient`` or a cassette of responses."""
-
-    def call(
-        self,
-        messages: tuple[Message, ...],
-        sampling: Sampling,
-        *,
-        run_id: str,
-        session_id: str,
-        step: int,
-        attempt: int,
-        purpose: CallPurpose,
-        should_stop: Callable[[], bool] = ...,
-    ) -> CallOutcome: ...
 
 
 class _Interrupted(Exception):
@@ -277,10 +257,13 @@ class Episode:
             outcome = self.client.call(
                 messages,
                 sampling,
-                **self.ids(),
-                step=step,
-                attempt=attempt,
-                purpose="step" if attempt == 1 else "resample",
+                CallContext(
+                    self.run_id,
+                    self.session_id,
+                    step,
+                    attempt,
+                    "step" if attempt == 1 else "resample",
+                ),
                 should_stop=self.stop.is_set,
             )
             batch.extend(outcome.events)

@@ -36,18 +36,18 @@ from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+import msgspec
 import openai
 
 from ownloop.agents.chat_format import wire_messages
+from ownloop.recorder.call import CallContext, CallOutcome
 from ownloop.recorder.probe import check_endpoint
-from ownloop.store.events import CallPurpose, ImagePart, Message, ModelCalled, Sampling, now
-from ownloop.store.ids import new_id
+from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling
 from ownloop.store.scrub import mask_secrets, scrub_bytes, scrub_text, url_secrets
 
 __all__ = [
     "MAX_RESPONSE_CHARS",
     "MAX_RETRY_AFTER_S",
-    "CallOutcome",
     "Completion",
     "ModelClient",
     "public_endpoint",
@@ -96,15 +96,6 @@ class _DataUrls:
             while len(self._cache) > self._size:
                 self._cache.popitem(last=False)
         return url
-
-
-class CallOutcome(NamedTuple):
-    """The result of one logical call: the events of every attempt and the final answer."""
-
-    events: list[ModelCalled]
-    text: str | None  # None when every attempt failed
-    finish_reason: str | None
-    error: str | None
 
 
 class Completion(NamedTuple):
@@ -347,15 +338,12 @@ class ModelClient:
         self,
         messages: tuple[Message, ...],
         sampling: Sampling,
+        context: CallContext,
         *,
-        run_id: str,
-        session_id: str,
-        step: int,
-        attempt: int,
-        purpose: CallPurpose,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> CallOutcome:
-        """One call of the agent loop; transport failures are retried and each try recorded."""
+        """One call of the agent loop; transport failures are retried and each try recorded
+        (the first with the context's purpose, the others ``retry``)."""
         wire = wire_messages(messages, self._data_url)
         kwargs: dict[str, Any] = {"model": self.model, "messages": wire}
         if sampling.temperature is not None:
@@ -371,6 +359,8 @@ class ModelClient:
             extra_body["chat_template_kwargs"] = dict(sampling.chat_template_kwargs)
         if extra_body:
             kwargs["extra_body"] = extra_body
+        if context.purpose not in ("resample", "judge"):
+            context = context._replace(purpose="step")
         events: list[ModelCalled] = []
         error: str | None = None
         wait_s = self.retry_wait_s
@@ -379,8 +369,9 @@ class ModelClient:
                 _sleep_unless(should_stop, wait_s)
                 if should_stop():
                     break
+                context = context._replace(purpose="retry")
             started = time.perf_counter()
-            called_at = now()
+            called = context.called(messages, sampling, model=self.model)
             done = self._attempt(kwargs)
             latency_ms = _ms(started)
             error = done.error
@@ -389,21 +380,8 @@ class ModelClient:
                 wait_s = min(done.retry_after_s, MAX_RETRY_AFTER_S, self.timeout_s)
                 error = f"{error}; Retry-After {done.retry_after_s:g} s: retrying in {wait_s:g} s"
             events.append(
-                ModelCalled(
-                    at=called_at,
-                    run_id=run_id,
-                    session_id=session_id,
-                    step=step,
-                    call_id=new_id(),
-                    attempt=attempt,
-                    purpose="retry"
-                    if transport_try
-                    else purpose
-                    if purpose in ("resample", "judge")
-                    else "step",
-                    model=self.model,
-                    messages=messages,
-                    sampling=sampling,
+                msgspec.structs.replace(
+                    called,
                     response=done.text,
                     finish_reason=done.finish_reason,
                     prompt_tokens=done.prompt_tokens,

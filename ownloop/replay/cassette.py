@@ -46,13 +46,11 @@ import msgspec
 from ownloop.modelserver.chat import HttpFault, Reply, Responder, steps_taken
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
 from ownloop.modelserver.server import ModelServer
-from ownloop.recorder.episode import ModelCaller
-from ownloop.recorder.model import CallOutcome
+from ownloop.recorder.call import CallContext, CallOutcome, ModelCaller
 from ownloop.replay.fold import Session, fold
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import CallPurpose, Message, ModelCalled, Sampling, TextPart, now
-from ownloop.store.ids import new_id
+from ownloop.store.events import Message, Sampling, TextPart
 from ownloop.store.queries import has_session, latest_session_of_task, run_sessions
 
 __all__ = [
@@ -373,27 +371,15 @@ class CassetteClient:
         self,
         messages: tuple[Message, ...],
         sampling: Sampling,
+        context: CallContext,
         *,
-        run_id: str,
-        session_id: str,
-        step: int,
-        attempt: int,
-        purpose: CallPurpose,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> CallOutcome:
         """One call of the agent loop, answered from the cassette (or the live model)."""
+        step = context.step
 
         def live(caller: ModelCaller) -> CallOutcome:
-            return caller.call(
-                messages,
-                sampling,
-                run_id=run_id,
-                session_id=session_id,
-                step=step,
-                attempt=attempt,
-                purpose=purpose,
-                should_stop=should_stop,
-            )
+            return caller.call(messages, sampling, context, should_stop=should_stop)
 
         if (
             self.live is not None
@@ -407,17 +393,7 @@ class CassetteClient:
             return live(self.live)
         if served is None and self.on_miss == "force":
             served = self.cassette.force()
-        called = ModelCalled(
-            at=now(),
-            run_id=run_id,
-            session_id=session_id,
-            step=step,
-            call_id=new_id(),
-            attempt=attempt,
-            purpose=purpose,
-            messages=messages,
-            sampling=sampling,
-        )
+        called = context.called(messages, sampling)
         if served is None:
             error = _miss_message(step, self.on_miss)
             event = msgspec.structs.replace(

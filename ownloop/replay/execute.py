@@ -30,10 +30,10 @@ from typing import Any, NamedTuple
 from ownloop.agents.base import Agent
 from ownloop.agents.options import parse_overrides
 from ownloop.agents.released import released_commit, released_sha256
+from ownloop.recorder.call import ModelCaller
 from ownloop.recorder.episode import (
     EpisodeLimits,
     EpisodeResult,
-    ModelCaller,
     run_episode,
 )
 from ownloop.recorder.model import ModelClient, public_endpoint

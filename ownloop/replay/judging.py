@@ -25,8 +25,7 @@ from typing import NamedTuple
 import msgspec
 
 from ownloop.grading import UNGRADED
-from ownloop.recorder.episode import ModelCaller
-from ownloop.recorder.model import CallOutcome
+from ownloop.recorder.call import CallContext, CallOutcome, ModelCaller
 from ownloop.replay.agreement import JudgeReport, judge_report
 from ownloop.replay.fold import Session
 from ownloop.replay.judges import (
@@ -42,7 +41,6 @@ from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
-    CallPurpose,
     Message,
     ModelCalled,
     Sampling,
@@ -99,11 +97,7 @@ class _Run:
         outcome = self.caller.call(
             messages,
             JUDGE_SAMPLING,
-            run_id=session.run_id,
-            session_id=session.session_id,
-            step=-1,
-            attempt=repeat,
-            purpose="judge",
+            CallContext(session.run_id, session.session_id, -1, repeat, "judge"),
         )
         self.events.extend(outcome.events)
         self.calls += len(outcome.events)
@@ -284,18 +278,14 @@ class RecordedJudgeCalls:
         self,
         messages: tuple[Message, ...],
         sampling: Sampling,
+        context: CallContext,
         *,
-        run_id: str,
-        session_id: str,
-        step: int,
-        attempt: int,
-        purpose: CallPurpose,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> CallOutcome:
         wanted = msgspec.json.encode(messages)
-        recorded = self._recorded(session_id)
+        recorded = self._recorded(context.session_id)
         for i, call in enumerate(recorded):
-            if call.attempt == attempt and msgspec.json.encode(call.messages) == wanted:
+            if call.attempt == context.attempt and msgspec.json.encode(call.messages) == wanted:
                 del recorded[i]  # each recorded answer serves one request
                 event = msgspec.structs.replace(
                     call, at=now(), call_id=new_id(), latency_ms=0.0, served_by="exact"

@@ -176,9 +176,12 @@ def test_bad_requests_get_openai_shaped_errors(serve, method, path, body, status
     url = serve(echo_responder)
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    connection.request(method, path, body, {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    error = json.loads(response.read())["error"]
+    try:
+        connection.request(method, path, body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        error = json.loads(response.read())["error"]
+    finally:
+        connection.close()  # else an unclosed-socket ResourceWarning
     assert response.status == status
     assert needle in error["message"] and error["type"] == "invalid_request_error"
     assert set(error) == {"message", "type", "param", "code"}

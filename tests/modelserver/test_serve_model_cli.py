@@ -58,9 +58,12 @@ def test_serve_model_prints_its_url_serves_faults_then_the_expert_and_stops(clie
         process.send_signal(stop)
         started = time.monotonic()
         code = process.wait(timeout=20)
-    assert code == 0, process.stderr.read()
+        errors = process.stderr.read()
+        process.stdout.close()  # else an unclosed-pipe ResourceWarning
+        process.stderr.close()
+    assert code == 0, errors
     assert time.monotonic() - started < 10
-    assert "Traceback" not in process.stderr.read()
+    assert "Traceback" not in errors
 
 
 @pytest.mark.parametrize(

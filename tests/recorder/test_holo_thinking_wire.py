@@ -16,6 +16,7 @@ import pytest
 from ownloop.agents import make_agent
 from ownloop.modelserver import ModelServer, Reply
 from ownloop.modelserver.chat import thinking_requested
+from ownloop.recorder.call import CallContext
 from ownloop.recorder.model import ModelClient
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Message, Sampling, TextPart
@@ -40,11 +41,7 @@ def _send(options: dict[str, Any]) -> tuple[dict[str, Any], list[str], Sampling]
         outcome = client.call(
             (Message(role="user", parts=(TextPart(text="Task: say ok"),)),),
             agent.settings.sampling,
-            run_id="r",
-            session_id="s",
-            step=1,
-            attempt=1,
-            purpose="step",
+            CallContext("r", "s", 1),
         )
     [request] = seen
     [event] = outcome.events

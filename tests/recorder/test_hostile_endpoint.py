@@ -23,7 +23,8 @@ import msgspec
 import pytest
 
 from ownloop.modelserver import FaultyResponder, ModelServer, RawBody, Reply, Responder
-from ownloop.recorder.model import MAX_RESPONSE_CHARS, CallOutcome, ModelClient
+from ownloop.recorder.call import CallContext, CallOutcome
+from ownloop.recorder.model import MAX_RESPONSE_CHARS, ModelClient
 from ownloop.store import Store, open_store
 from ownloop.store.events import (
     Event,
@@ -78,11 +79,7 @@ def _call(client: ModelClient) -> CallOutcome:
     return client.call(
         MESSAGES,
         Sampling(temperature=0.0),
-        run_id="r",
-        session_id="s",
-        step=1,
-        attempt=1,
-        purpose="step",
+        CallContext("r", "s", 1),
     )
 
 

@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from ownloop.modelserver import ModelServer, Reply
+from ownloop.recorder.call import CallContext
 from ownloop.recorder.model import wire_messages
 from ownloop.replay import fold
 from ownloop.replay.cassette import (
@@ -58,19 +59,18 @@ def test_a_changed_screenshot_matches_by_step_and_a_miss_stops(recorded: Recorde
     store = open_store(recorded.path)
     session = fold(store.session_events(recorded.sessions["enter-text"]))
     client = CassetteClient(Cassette([session]))
-    ids = dict(run_id="r", session_id="s", attempt=1, purpose="step")
     first, second = session.steps[0].calls[0], session.steps[1].calls[0]
-    outcome = client.call(first.messages, Sampling(temperature=1.0), step=1, **ids)
+    outcome = client.call(first.messages, Sampling(temperature=1.0), CallContext("r", "s", 1))
     assert (outcome.text, outcome.events[0].served_by) == (first.response, "cassette:exact")
     last = second.messages[-1]
     changed = (
         *second.messages[:-1],
         msgspec.structs.replace(last, parts=(ImagePart(sha256="0" * 64, width=1280, height=800),)),
     )
-    outcome = client.call(changed, Sampling(), step=2, **ids)
+    outcome = client.call(changed, Sampling(), CallContext("r", "s", 2))
     assert (outcome.text, outcome.events[0].served_by) == (second.response, "cassette:step")
     stranger = (msgspec.structs.replace(first.messages[0], parts=first.messages[1].parts),)
-    outcome = client.call(stranger, Sampling(), step=9, **ids)
+    outcome = client.call(stranger, Sampling(), CallContext("r", "s", 9))
     assert outcome.text is None and outcome.events[0].served_by == "cassette:miss"
     assert outcome.error == (
         "cassette miss at step 9: no recorded response matches this "
@@ -78,8 +78,8 @@ def test_a_changed_screenshot_matches_by_step_and_a_miss_stops(recorded: Recorde
         "forward (live model)"
     )
     forced = CassetteClient(Cassette([session]), on_miss="force")
-    forced.call(first.messages, Sampling(), step=1, **ids)
-    outcome = forced.call(stranger, Sampling(), step=9, **ids)
+    forced.call(first.messages, Sampling(), CallContext("r", "s", 1))
+    outcome = forced.call(stranger, Sampling(), CallContext("r", "s", 9))
     assert (outcome.text, outcome.events[0].served_by) == (second.response, "cassette:force")
 
 
@@ -107,12 +107,11 @@ def test_a_task_served_at_another_origin_still_matches_exactly(recorded: Recorde
     origin = f"{parts.scheme}://{parts.netloc}"
     first = session.steps[0].calls[0]
     assert origin in str(first.messages)  # the prompt names the start URL
-    ids = dict(run_id="r", session_id="s", attempt=1, purpose="step")
     now = "http://127.0.0.1:1"
     sent = _with_origin(first.messages, origin, now)
 
     def served_by(client: CassetteClient, messages: tuple[Message, ...]) -> str:
-        outcome = client.call(messages, Sampling(), step=1, **ids)
+        outcome = client.call(messages, Sampling(), CallContext("r", "s", 1))
         assert outcome.text == first.response
         return outcome.events[0].served_by
 
@@ -133,28 +132,18 @@ def test_a_task_served_at_another_origin_still_matches_exactly(recorded: Recorde
 def served(recorded: Recorded) -> Iterator[tuple[Store, str, str]]:
     """``ownloop serve-model --cassette SESSION`` in a subprocess: (store, session id, URL)."""
     session_id = recorded.sessions["enter-text"]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ownloop",
-            "--store",
-            str(recorded.path),
-            "serve-model",
-            "--cassette",
-            session_id,
-            "--quiet",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = process.stdout.readline() if process.stdout else ""
-        assert f"cassette of {session_id} at http://" in line, line
-        yield open_store(recorded.path), session_id, line.rsplit(" at ", 1)[1].strip()
-    finally:
-        process.terminate()
-        process.wait(10)
+    argv = ["--store", str(recorded.path), "serve-model", "--cassette", session_id, "--quiet"]
+    # As a context manager: leaving it closes the pipe (else an unclosed-file ResourceWarning).
+    with subprocess.Popen(
+        [sys.executable, "-m", "ownloop", *argv], stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            line = process.stdout.readline() if process.stdout else ""
+            assert f"cassette of {session_id} at http://" in line, line
+            yield open_store(recorded.path), session_id, line.rsplit(" at ", 1)[1].strip()
+        finally:
+            process.terminate()
+            process.wait(10)
 
 
 def test_serve_model_cassette_answers_a_plain_openai_client_in_order(

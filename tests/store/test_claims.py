@@ -67,6 +67,8 @@ def _won(proc: subprocess.Popen[str]) -> list[dict[str, object]]:
 def _kill(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    if proc.stdout is not None:  # else an unclosed-pipe ResourceWarning
+        proc.stdout.close()
 
 
 def test_a_claim_is_exclusive_until_released_then_the_next_attempt_takes_it(tmp_path: Path) -> None:

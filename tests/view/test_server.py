@@ -195,3 +195,6 @@ def test_ownloop_view_serves_until_interrupted(served: Served) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:  # else an unclosed-pipe ResourceWarning
+                pipe.close()

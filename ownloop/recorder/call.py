@@ -1,0 +1,71 @@
+"""A model call's context and outcome: what every caller of a model (the live client, a cassette,
+recorded judge answers) is given and returns, and the one place a ``ModelCalled`` is begun.
+
+The loop says who a call is for once, as a ``CallContext``; a caller adds only what the endpoint
+(or the cassette) answered, with ``msgspec.structs.replace`` on the event ``CallContext.called``
+begins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+from ownloop.store.events import CallPurpose, Message, ModelCalled, Sampling, now
+from ownloop.store.ids import new_id
+
+__all__ = ["CallContext", "CallOutcome", "ModelCaller"]
+
+
+class CallContext(NamedTuple):
+    """Who a model call is for: its run, session and step, which call of the step, and why.
+
+    A judge's call belongs to no step of the session it judges: ``step = -1``,
+    ``purpose = "judge"`` and ``attempt`` the repeat.
+    """
+
+    run_id: str
+    session_id: str
+    step: int
+    attempt: int = 1  # 1 for the first call of a step, then each re-sample
+    purpose: CallPurpose = "step"
+
+    def called(
+        self, messages: tuple[Message, ...], sampling: Sampling, *, model: str = ""
+    ) -> ModelCalled:
+        """The call's event as it starts (now, a new call id); the caller replaces the fields
+        of what was answered."""
+        return ModelCalled(
+            at=now(),
+            run_id=self.run_id,
+            session_id=self.session_id,
+            step=self.step,
+            call_id=new_id(),
+            attempt=self.attempt,
+            purpose=self.purpose,
+            model=model,
+            messages=messages,
+            sampling=sampling,
+        )
+
+
+class CallOutcome(NamedTuple):
+    """The result of one logical call: the events of every attempt and the final answer."""
+
+    events: list[ModelCalled]
+    text: str | None  # None when every attempt failed
+    finish_reason: str | None
+    error: str | None
+
+
+class ModelCaller(Protocol):
+    """What the loop calls for a step's answer: ``ModelClient`` or a cassette of responses."""
+
+    def call(
+        self,
+        messages: tuple[Message, ...],
+        sampling: Sampling,
+        context: CallContext,
+        *,
+        should_stop: Callable[[], bool] = ...,
+    ) -> CallOutcome: ...
