@@ -223,3 +223,63 @@ def test_the_sql_tripwire_catches_pasting(source: str) -> None:
 )
 def test_the_sql_tripwire_lets_constants_and_prose_pass(source: str) -> None:
     assert _sql_pasting(ast.parse(source)) == []
+
+
+def _module_file(name: str) -> Path | None:
+    """The file of module ``ownloop.x.y`` (a package's ``__init__.py`` counts as no file)."""
+    parts = name.split(".")[1:]
+    path = PACKAGE.joinpath(*parts)
+    return path.with_suffix(".py") if path.with_suffix(".py").is_file() else None
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The modules ``path`` imports when it runs (imports inside functions too; those only a
+    type checker reads, under ``if TYPE_CHECKING:``, left out)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    checking = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in checking:
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_two_modules_import_each_other_in_a_loop() -> None:
+    """The import graph between files has no circle (a package's face, its ``__init__.py``,
+    only hands names on and is not a file here)."""
+    graph = {
+        path: {
+            found
+            for name in _runtime_imports(path)
+            if name.startswith("ownloop.") and (found := _module_file(name)) not in (None, path)
+        }
+        for path in _modules()
+        if path.name != "__init__.py"
+    }
+    circles = []
+    state: dict[Path, int] = {}  # 1: on the current path, 2: done
+
+    def visit(path: Path, trail: list[Path]) -> None:
+        state[path] = 1
+        for other in sorted(graph.get(path, ())):
+            if state.get(other) == 1:
+                loop = trail[trail.index(other) :] + [other]
+                circles.append(" -> ".join(str(p.relative_to(PACKAGE)) for p in loop))
+            elif other not in state:
+                visit(other, [*trail, other])
+        state[path] = 2
+
+    for path in sorted(graph):
+        if path not in state:
+            visit(path, [path])
+    assert circles == []

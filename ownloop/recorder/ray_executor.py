@@ -2,9 +2,10 @@
 
 The driver (the ``ownloop record`` process) has written ``RunStarted`` before it gets here; it
 never opens a browser. It starts ``--workers`` actors spread over the cluster's nodes; each owns
-one Chromium (a browser context per task) and a :class:`~ownloop.recorder.runner.TaskRecorder`
-made from the store's path, the run id and the options, so the claim, the episode loop and the
-settling are the threaded executor's code. The driver hands each idle actor the next task (the
+one Chromium (a browser context per task) and a
+:class:`~ownloop.recorder.task_recorder.TaskRecorder` made from the store's path, the run id
+and the options, so the claim, the episode loop and the settling are the threaded executor's
+code. The driver hands each idle actor the next task (the
 actor pulls by finishing its last one) and shows the same progress lines, the steps of the
 sessions in flight included (each busy actor answers a long poll with its new steps). The actor
 claims the task in the store before its browser starts and writes its sessions into the shared
@@ -37,15 +38,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ownloop.agents import make_agent
-from ownloop.agents.base import Agent
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.recorder.model import public_endpoint
-from ownloop.recorder.runner import RecordOptions, RunSummary, TaskRecorder, _EndpointErrors
+from ownloop.recorder.run_options import RecordOptions, RunSummary, RunWork
+from ownloop.recorder.task_recorder import EndpointErrors, TaskRecorder
 from ownloop.store import Store, open_store
 from ownloop.store.claims import Claim, Claims, claims_dir, lease_seconds
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import EndpointBenched, RunEnded, SessionEnded, Task, now
+from ownloop.store.events import EndpointBenched, SessionEnded, Task, now
 from ownloop.store.ids import new_id
 from ownloop.store.journal import StreamWriter
 
@@ -240,27 +241,12 @@ def _connect(ray: Any, address: str | None) -> None:
         ) from None
 
 
-def run_on_ray(
-    store: Store,
-    agent: Agent,
-    options: RecordOptions,
-    run_id: str,
-    todo: Sequence[tuple[Task, int]],
-    skipped: int,
-    crashed: int,
-    attempts: dict[tuple[str, int], int],
-    run_stream: StreamWriter,
-    begun: float,
-    on_start: Callable[[str, int, int], None],
-    on_result: Callable[[EpisodeResult], None],
-    on_step: Callable[[str, str, int, str], None] | None = None,
-) -> RunSummary:
-    """Record ``todo``, (task, repeat) units, on ``options.workers`` Ray actors and end the run
-    (``RunEnded``); ``on_step`` is told each step of the sessions in flight, as under threads.
-
-    ``crashed`` and ``attempts`` are where the run stood when this recorder started (sessions
-    marked crashed, the highest attempt per task and repeat).
-    """
+def run_on_ray(work: RunWork) -> RunSummary:
+    """Record ``work.todo``, (task, repeat) units, on ``options.workers`` Ray actors;
+    ``on_step`` is told each step of the sessions in flight, as under threads. The runner
+    writes the run's end."""
+    store, agent, options, run_id = work.store, work.agent, work.options, work.run_id
+    todo, on_result, run_stream = work.todo, work.on_result, work.run_stream
     ray = require_ray()
     _connect(ray, options.ray_address)
     retries = (
@@ -268,10 +254,10 @@ def run_on_ray(
     )
     retries_left = {(task.task_id, repeat): retries for task, repeat in todo}
     driver = _Driver(
-        ray, store, options, run_id, todo, attempts, retries_left, on_result, run_stream
+        ray, store, options, run_id, todo, work.attempts, retries_left, on_result, run_stream
     )
-    driver.on_step = on_step
-    on_start(run_id, len(todo), skipped)
+    driver.on_step = work.on_step
+    work.on_start(run_id, len(todo), work.skipped)
     interrupted = False
     try:
         driver.start()
@@ -284,23 +270,18 @@ def run_on_ray(
     finally:
         driver.close()
         ray.shutdown()
-    summary = RunSummary(
+    return RunSummary(
         run_id,
         driver.results,
-        skipped,
-        crashed + driver.crashed,
-        round(time.monotonic() - begun, 3),
+        work.skipped,
+        work.crashed + driver.crashed,
+        round(time.monotonic() - work.begun, 3),
         interrupted,
         driver.elsewhere,
         driver.fatal,
         len(driver.pending) + len(driver.deferred) if driver.fatal else 0,
         driver.lost,
     )
-    counts = summary.counts()
-    if summary.crashed:
-        counts["crashed"] = counts.get("crashed", 0) + summary.crashed
-    run_stream.append([RunEnded(at=now(), run_id=run_id, counts=counts, seconds=summary.seconds)])
-    return summary
 
 
 class _Driver:
@@ -343,7 +324,7 @@ class _Driver:
         self.idle: list[Any] = []
         self.running: dict[Any, _Slot] = {}  # record() ref -> what it runs
         self.pool = EndpointPool(options.endpoints or (options.endpoint,), bench_seconds())
-        self.streak = _EndpointErrors(options.max_endpoint_errors)
+        self.streak = EndpointErrors(options.max_endpoint_errors)
         self._started = time.monotonic()
         self._deferred_at = 0.0
         self.on_step: Callable[[str, str, int, str], None] | None = None

@@ -7,7 +7,8 @@ events; ``export_run(store, run_id, "session-dir", "out/")`` writes a run back i
 
 from __future__ import annotations
 
-from ownloop.transfer.exporter import FORMATS, ExportResult, export_run, export_session_dirs
+from ownloop.transfer.batches import ExportResult
+from ownloop.transfer.exporter import FORMATS, export_run, export_session_dirs
 from ownloop.transfer.importer import ImportResult, import_dir
 
 __all__ = [

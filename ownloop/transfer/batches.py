@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from ownloop.replay.fold import Session
 from ownloop.replay.selection import fold_places
@@ -25,6 +26,7 @@ __all__ = [
     "LOOKUP",
     "PASSED_AND_COUNTED",
     "BlobFiles",
+    "ExportResult",
     "each_session",
     "empty_folder",
     "picked",
@@ -159,3 +161,14 @@ class BlobFiles:
                 f"{self.missing[0][:12]}); check the store with: ownloop verify"
             )
         return lines
+
+
+class ExportResult(NamedTuple):
+    """What one export wrote."""
+
+    out: Path
+    lines_written: list[str]  # one line per file or folder kind written
+    skipped: list[str]  # what could not be written (e.g. a blob missing from the store)
+
+    def lines(self) -> list[str]:
+        return [*self.skipped, *self.lines_written]

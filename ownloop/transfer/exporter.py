@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import urlsplit
 
 from ownloop.grading.evidence import read_value
@@ -24,28 +24,18 @@ from ownloop.replay.fold import Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import run_sessions
+from ownloop.transfer.batches import ExportResult
 from ownloop.transfer.forms import form_of, step_line
 from ownloop.transfer.sidecar import SIDECAR, sidecar_of
 from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
-__all__ = ["FORMATS", "ExportResult", "export_run", "export_session_dirs"]
+__all__ = ["FORMATS", "export_run", "export_session_dirs"]
 
 FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 # In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
 _UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\\\ud800-\udfff]")
-
-
-class ExportResult(NamedTuple):
-    """What one export wrote."""
-
-    out: Path
-    lines_written: list[str]  # one line per file or folder kind written
-    skipped: list[str]  # what could not be written (e.g. a blob missing from the store)
-
-    def lines(self) -> list[str]:
-        return [*self.skipped, *self.lines_written]
 
 
 def export_run(

@@ -28,7 +28,7 @@ from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import EvidenceCaptured, Fail, Finish, now
 from ownloop.store.queries import run_sessions
-from ownloop.transfer.exporter import ExportResult
+from ownloop.transfer.batches import ExportResult
 
 __all__ = ["export_osworld"]
 
