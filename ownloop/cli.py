@@ -678,6 +678,9 @@ def compact(ctx: click.Context, keep_png: bool) -> None:
 )
 @click.option("--a11y", is_flag=True, help="Keep each desktop step's accessibility tree.")
 @click.option(
+    "--keep-png", is_flag=True, help="Keep screenshots as the browser's PNG bytes (no WebP)."
+)
+@click.option(
     "--max-endpoint-errors",
     default=3,
     show_default=True,

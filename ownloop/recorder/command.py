@@ -74,6 +74,8 @@ def summary_text(summary: RunSummary, store: Store) -> str:
         lines.append(f"{summary.crashed} sessions left by a stopped recorder marked crashed")
     if summary.interrupted:
         lines.append("interrupted: run the same command again to finish the run")
+    if summary.compaction is not None and summary.compaction.summary():
+        lines.append(summary.compaction.summary())
     query = sql_command("select * from sessions where run_id = $run", run=summary.run_id)
     lines.append(f"store: {store.root}   query: {query}")
     return "\n".join(lines)
@@ -135,6 +137,7 @@ def record_from_options(
         desktops=tuple(options.get("desktop") or ()),
         reset=options.get("reset"),
         a11y=bool(options.get("a11y")),
+        keep_png=bool(options.get("keep_png")),
         suite_source=SuiteSource(
             options["suite"],
             str(Path(options["tasks_file"]).resolve()) if options["tasks_file"] else None,

@@ -39,6 +39,7 @@ from ownloop.recorder.probe import EndpointUnusable
 from ownloop.recorder.suites import Suite, SuiteSource
 from ownloop.store import Store
 from ownloop.store.claims import Claim, Claims, lease_seconds
+from ownloop.store.compactor import BackgroundCompaction, CompactionEnd
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     ActionParsed,
@@ -115,6 +116,8 @@ class RecordOptions(NamedTuple):
     desktops: tuple[str, ...] = ()  # --desktop URL (repeatable): the desktop world; workers = these
     reset: str | None = None  # --reset CMD: a host command before each desktop task ({url})
     a11y: bool = False  # --a11y: keep each desktop step's accessibility tree as a blob
+    keep_png: bool = False  # --keep-png: screenshots stay the browser's PNG bytes (no compaction)
+    compact_wait_s: float = 10.0  # at the run's end, wait this long for the compaction's rest
 
 
 class RunSummary(NamedTuple):
@@ -128,6 +131,7 @@ class RunSummary(NamedTuple):
     fatal: str = ""  # why the run stopped early (no browser, the endpoint failing), if it did
     not_started: int = 0  # tasks left for a resume when the run stopped early
     workers_lost: int = 0  # Ray actors that died (their node or process), each replaced once
+    compaction: CompactionEnd | None = None  # the screenshots' background compaction at the end
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.status for r in self.results))
@@ -646,6 +650,11 @@ def record(
         repeats=options.repeats,
     )
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
+    # Each session that ends has its screenshots compacted in a low-priority child process
+    # (ownloop.store.compactor); the run's end waits a little for it, then hands it off.
+    compaction = None if options.keep_png else BackgroundCompaction(store.root)
+    if compaction is not None:
+        on_result = _then_compact(on_result, compaction)
     try:
         admit(store, claims, started)
         standing = _standing(store, claims, run_id)
@@ -695,12 +704,32 @@ def record(
                     on_result,
                     on_step,
                 )
+    except BaseException:
+        if compaction is not None:
+            compaction.finish(0.0)  # what it was given goes on; nothing is waited for
+        raise
     finally:
         claims.close()
     store.sync()
+    if compaction is not None:
+        for result in summary.results:
+            compaction.add(result.session_id)  # those ended at a Ctrl-C too
+        summary = summary._replace(compaction=compaction.finish(options.compact_wait_s))
     if summary.fatal and not summary.results:
         raise OwnloopError(summary.fatal)
     return summary
+
+
+def _then_compact(
+    on_result: Callable[[EpisodeResult], None], compaction: BackgroundCompaction
+) -> Callable[[EpisodeResult], None]:
+    """``on_result``, then the session's screenshots handed to the background compaction."""
+
+    def reported(result: EpisodeResult) -> None:
+        on_result(result)
+        compaction.add(result.session_id)
+
+    return reported
 
 
 _WEB_AGENTS = frozenset({"fara7b", "molmoweb"})
