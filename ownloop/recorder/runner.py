@@ -117,7 +117,8 @@ class RecordOptions(NamedTuple):
     reset: str | None = None  # --reset CMD: a host command before each desktop task ({url})
     a11y: bool = False  # --a11y: keep each desktop step's accessibility tree as a blob
     keep_png: bool = False  # --keep-png: screenshots stay the browser's PNG bytes (no compaction)
-    compact_wait_s: float = 10.0  # at the run's end, wait this long for the compaction's rest
+    compact_wait_s: float | None = None  # the run's end waits this long for the compaction
+    # (None: $OWNLOOP_COMPACT_WAIT, else 10 s), then hands it off
 
 
 class RunSummary(NamedTuple):
@@ -652,7 +653,9 @@ def record(
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
     # Each session that ends has its screenshots compacted in a low-priority child process
     # (ownloop.store.compactor); the run's end waits a little for it, then hands it off.
-    compaction = None if options.keep_png else BackgroundCompaction(store.root)
+    compaction = (
+        None if options.keep_png else BackgroundCompaction(store.root, options.compact_wait_s)
+    )
     if compaction is not None:
         on_result = _then_compact(on_result, compaction)
     try:
@@ -714,7 +717,9 @@ def record(
     if compaction is not None:
         for result in summary.results:
             compaction.add(result.session_id)  # those ended at a Ctrl-C too
-        summary = summary._replace(compaction=compaction.finish(options.compact_wait_s))
+        # (after a Ctrl-C the user wants out: handed off at once)
+        ended = compaction.finish(0.0 if summary.interrupted else None)
+        summary = summary._replace(compaction=ended)
     if summary.fatal and not summary.results:
         raise OwnloopError(summary.fatal)
     return summary

@@ -26,10 +26,24 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO, NamedTuple
 
-__all__ = ["BackgroundCompaction", "CompactionEnd", "main"]
+from ownloop.store.errors import OwnloopError
+
+__all__ = [
+    "WAIT_S",
+    "WAIT_VARIABLE",
+    "BackgroundCompaction",
+    "CompactionEnd",
+    "main",
+    "wait_seconds",
+]
+
+WAIT_S = 10.0  # how long a run's end waits for its compaction, by default
+WAIT_VARIABLE = "OWNLOOP_COMPACT_WAIT"
+_PID_S = 2.0  # how long a run's end waits at most for the compactor to say its pid
 
 
 class CompactionEnd(NamedTuple):
@@ -42,6 +56,7 @@ class CompactionEnd(NamedTuple):
     bytes_before: int
     bytes_after: int
     errors: tuple[str, ...] = ()
+    cpu_s: float = 0.0  # the compactor's CPU time so far
 
     def summary(self) -> str:
         """One line for the run's closing lines ("" when nothing was handed to it)."""
@@ -52,13 +67,26 @@ class CompactionEnd(NamedTuple):
             f"screenshots: {self.compacted} compacted to lossless WebP (pixel-identical), {saved}"
         )
         if not self.done:
+            pid = f"pid {self.pid}, " if self.pid is not None else ""
             line += (
-                f"; the rest of {self.sessions} sessions goes on in the background (pid "
-                f"{self.pid}, lowest priority); if it is stopped, ownloop compact finishes it"
+                f"; the rest of {self.sessions} sessions goes on in the background ({pid}"
+                "lowest priority); if it is stopped, ownloop compact finishes it"
             )
         if self.errors:
             line += f"; {len(self.errors)} sessions not compacted: {self.errors[0]}"
         return line
+
+
+def wait_seconds() -> float:
+    """How long a run's end waits for its compaction: ``$OWNLOOP_COMPACT_WAIT`` seconds, else
+    10."""
+    given = os.environ.get(WAIT_VARIABLE, "")
+    try:
+        return max(0.0, float(given)) if given else WAIT_S
+    except ValueError:
+        raise OwnloopError(
+            f"${WAIT_VARIABLE} is {given!r}: give seconds, e.g. {WAIT_VARIABLE}=30"
+        ) from None
 
 
 def _mb(n: int) -> str:
@@ -71,8 +99,9 @@ class BackgroundCompaction:
     Thread-safe: workers add the sessions they finish.
     """
 
-    def __init__(self, store_root: Path) -> None:
+    def __init__(self, store_root: Path, wait_s: float | None = None) -> None:
         self.store_root = store_root
+        self.wait_s = wait_seconds() if wait_s is None else wait_s
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
@@ -81,6 +110,15 @@ class BackgroundCompaction:
         self._before = 0
         self._after = 0
         self._errors: list[str] = []
+        self._cpu_s = 0.0
+        self._pid: int | None = None
+        self._told_pid = threading.Event()
+
+    @property
+    def pid(self) -> int | None:
+        """The compactor's process id, once it has started and said it."""
+        with self._lock:
+            return self._pid
 
     def add(self, session_id: str) -> None:
         """Compact ``session_id``'s screenshots (a session that ended) in the background."""
@@ -98,8 +136,10 @@ class BackgroundCompaction:
                 return
             self._added.add(session_id)
 
-    def finish(self, wait_s: float) -> CompactionEnd:
-        """No more sessions: wait up to ``wait_s`` for the compactor, then leave it to go on."""
+    def finish(self, wait_s: float | None = None) -> CompactionEnd:
+        """No more sessions: wait up to ``wait_s`` (default: the ``wait_s`` it was made with)
+        for the compactor, then leave it to go on."""
+        wait_s = self.wait_s if wait_s is None else wait_s
         with self._lock:
             process, reader = self._process, self._reader
             if process is not None and process.stdin is not None and not process.stdin.closed:
@@ -110,8 +150,17 @@ class BackgroundCompaction:
         if process is None or reader is None:
             return CompactionEnd(0, True, None, 0, 0, 0)
         process.wait()  # the first process: it forked the compactor and exited at once
-        reader.join(wait_s)  # the compactor's stdout ends when it does
+        began = time.monotonic()
+        # Its first line, written as soon as it forked (the first process has exited by now).
+        self._told_pid.wait(max(wait_s, _PID_S))
+        pid = self.pid
+        # The recorder waits on it now, idle: the normal priority meanwhile, as the recorder's
+        # own work would have; handed off, the lowest again.
+        raised = wait_s > 0 and pid is not None and _priority(lowest=False, pid=pid)
+        reader.join(max(0.0, wait_s - (time.monotonic() - began)))  # its stdout ends with it
         done = not reader.is_alive()
+        if raised and not done and pid is not None:
+            _priority(lowest=True, pid=pid)
         with self._lock:
             return CompactionEnd(
                 len(self._added),
@@ -121,6 +170,7 @@ class BackgroundCompaction:
                 self._before,
                 self._after,
                 tuple(self._errors),
+                self._cpu_s,
             )
 
     def _start(self) -> None:
@@ -131,7 +181,6 @@ class BackgroundCompaction:
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C at the terminal stops the run, not this
         )
-        self._pid: int | None = None
         assert self._process.stdout is not None
         self._reader = threading.Thread(
             target=self._read, args=(self._process.stdout,), daemon=True, name="compactor"
@@ -140,31 +189,44 @@ class BackgroundCompaction:
 
     def _read(self, stdout: IO[bytes]) -> None:
         with stdout:
-            for raw in stdout:
-                line = json.loads(raw)
-                with self._lock:
-                    if "pid" in line:
-                        self._pid = line["pid"]
-                    elif "error" in line:
-                        self._errors.append(f"{line['session']}: {line['error']}")
-                    else:
-                        self._compacted += line["compacted"]
-                        self._before += line["before"]
-                        self._after += line["after"]
+            self._read_lines(stdout)
+        self._told_pid.set()  # (it ended without saying it: nothing to wait for)
+
+    def _read_lines(self, stdout: IO[bytes]) -> None:
+        for raw in stdout:
+            line = json.loads(raw)
+            with self._lock:
+                self._cpu_s = line.get("cpu", self._cpu_s)
+                if "pid" in line:
+                    self._pid = line["pid"]
+                    self._told_pid.set()
+                elif "error" in line:
+                    self._errors.append(f"{line['session']}: {line['error']}")
+                else:
+                    self._compacted += line["compacted"]
+                    self._before += line["before"]
+                    self._after += line["after"]
 
 
 # ------------------------------------------------------------------ the child
 
 
-def _lowest_priority() -> None:
-    """Run only on a core nothing else wants (SCHED_IDLE), else at nice 19."""
+def _priority(lowest: bool, pid: int = 0) -> bool:
+    """Process ``pid`` (0: this one's calling thread) at the lowest priority (Linux's
+    SCHED_IDLE: only on a core nothing else wants; elsewhere nice 19), or back at the normal one
+    (from SCHED_IDLE only: an unprivileged process may leave it, not lower a nice value). False
+    when that could not be done."""
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        policy = os.SCHED_IDLE if lowest else os.SCHED_OTHER
+        os.sched_setscheduler(pid, policy, os.sched_param(0))
     except (AttributeError, OSError):
+        if not lowest or pid:
+            return False
         try:
             os.nice(19)
         except OSError:
-            pass
+            return False
+    return True
 
 
 def _say(out: IO[str], line: dict[str, object]) -> bool:
@@ -179,17 +241,17 @@ def _say(out: IO[str], line: dict[str, object]) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """The compactor: ``python -m ownloop.store.compactor STORE``, session ids on stdin."""
+    # (first only what the pid line needs: the recorder may wait on it)
     root = Path((argv or sys.argv[1:])[0])
-    if os.fork():  # the recorder reaps this first process at once; the compactor goes on
+    if hasattr(os, "fork") and os.fork():  # the recorder reaps this one at once; the fork goes on
         os._exit(0)
-    _lowest_priority()
+    told = _say(sys.stdout, {"pid": os.getpid()})  # first: the recorder may change its priority
+    _priority(lowest=True)
     from ownloop.store import Store
     from ownloop.store.compact import compact_names
-    from ownloop.store.errors import OwnloopError
     from ownloop.store.verify import blob_references
 
     store = Store(root, fsync=True)
-    told = _say(sys.stdout, {"pid": os.getpid()})
     for raw in sys.stdin:
         session_id = raw.strip()
         if not session_id:
@@ -200,13 +262,15 @@ def main(argv: list[str] | None = None) -> None:
             ]
             report = compact_names(store.blobs, names)
         except (OwnloopError, OSError) as exc:
-            told = told and _say(sys.stdout, {"session": session_id, "error": str(exc)})
+            failed = {"session": session_id, "error": str(exc), "cpu": time.process_time()}
+            told = told and _say(sys.stdout, failed)
             continue
-        line = {
+        line: dict[str, object] = {
             "session": session_id,
             "compacted": report.compacted,
             "before": report.bytes_before,
             "after": report.bytes_after,
+            "cpu": time.process_time(),
         }
         told = told and _say(sys.stdout, line)
 

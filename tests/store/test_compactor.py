@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from ownloop.cli import cli
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store.compactor import BackgroundCompaction
+from ownloop.store.compactor import BackgroundCompaction, wait_seconds
+from ownloop.store.errors import OwnloopError
 from tests.store.conftest import at
 from tests.store.test_compact import _page, _pixels, _png
 
@@ -116,7 +117,7 @@ def test_a_kill_9_mid_background_compaction_loses_nothing(tmp_path: Path) -> Non
     deadline = time.monotonic() + 120
     while not any(store.blobs.root.rglob("*.webp")) and time.monotonic() < deadline:
         time.sleep(0.01)
-    pid = compaction._pid  # the compactor's own process (it said so first)
+    pid = compaction.pid  # the compactor's own process (it says so first)
     assert pid is not None
 
     os.kill(pid, signal.SIGKILL)
@@ -142,3 +143,45 @@ def test_nothing_handed_over_starts_nothing(tmp_path: Path) -> None:
     end = BackgroundCompaction(tmp_path).finish(wait_s=5)
 
     assert (end.sessions, end.done, end.pid, end.summary()) == (0, True, None, "")
+
+
+def test_a_run_that_does_not_wait_hands_the_compaction_off(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    pngs = [_png(_page(n, size=(640, 400))) for n in range(12)]
+    shas = _session(store, "s1", pngs)
+    compaction = BackgroundCompaction(store.root, wait_s=0.0)
+    compaction.add("s1")
+
+    end = compaction.finish()
+
+    assert end.sessions == 1
+    if not end.done:  # (it may have finished already)
+        assert end.pid is not None
+        assert f"goes on in the background (pid {end.pid}, lowest priority)" in end.summary()
+        deadline = time.monotonic() + 600
+        while _running(end.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(end.pid)
+    assert not any(store.blobs.path(sha).exists() for sha in shas)  # it finished alone
+    assert [_pixels(store.get_blob(sha)) for sha in shas] == [_pixels(p) for p in pngs]
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_wait_is_read_from_the_environment_with_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OWNLOOP_COMPACT_WAIT", "2.5")
+    assert wait_seconds() == 2.5
+    monkeypatch.setenv("OWNLOOP_COMPACT_WAIT", "soon")
+    with pytest.raises(OwnloopError) as raised:
+        wait_seconds()
+    assert str(raised.value) == (
+        "$OWNLOOP_COMPACT_WAIT is 'soon': give seconds, e.g. OWNLOOP_COMPACT_WAIT=30"
+    )
