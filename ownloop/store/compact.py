@@ -1,5 +1,8 @@
 """``ownloop compact``: PNG blobs re-encoded as lossless WebP, off the hot path, pixel for pixel.
 
+``compact_blobs`` does every blob of a store (the command); ``compact_names`` the blobs a session
+refers to, which ``record`` has done for each session as it ends (``compactor.py``).
+
 Each PNG blob ``blobs/ab/<sha256>`` (RGB or RGBA, 8 bits a channel: what browsers capture) is
 decoded, encoded as lossless WebP, and the WebP decoded again; only when both decode to the same
 pixels, and the WebP is smaller, is it written beside the PNG as ``<sha256>.webp`` (a temporary
