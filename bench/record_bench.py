@@ -24,6 +24,7 @@ from ownloop.modelserver.endpoint import make_server
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.runner import RecordOptions, record
 from ownloop.store import Store
+from ownloop.store.compactor import CompactionEnd
 from ownloop.store.events import Event, StreamHead
 from ownloop.store.journal import StreamWriter
 from ownloop.world.suites import load_suite
@@ -110,7 +111,11 @@ class DiscardingStore(Store):
         return self._blobs[sha256]
 
 
-def _run(store: Store, endpoint: str, tasks: str, run_id: str) -> tuple[float, int]:
+def _run(
+    store: Store, endpoint: str, tasks: str, run_id: str, keep_png: bool = False
+) -> tuple[float, int, CompactionEnd | None]:
+    """One run; the recorder's default compacts each finished session's screenshots in the
+    background (``keep_png``: not, as a bare harness keeps them)."""
     options = RecordOptions(
         agent="uitars",
         endpoint=endpoint,
@@ -119,13 +124,14 @@ def _run(store: Store, endpoint: str, tasks: str, run_id: str) -> tuple[float, i
         workers=1,
         limits=EpisodeLimits(12, 120.0),
         settle_s=0.0,
+        keep_png=keep_png,
     )
     with load_suite(suite=f"miniwob:{tasks}") as suite:
         began = time.perf_counter()
         summary = record(store, suite, options)
         seconds = time.perf_counter() - began
     assert all(r.status == "finished" for r in summary.results), summary.counts()
-    return seconds, sum(r.steps for r in summary.results)
+    return seconds, sum(r.steps for r in summary.results), summary.compaction
 
 
 def main() -> None:
@@ -140,10 +146,11 @@ def main() -> None:
         args.tasks, args.rounds = 1, 1
     tasks = ",".join(TASKS.split(",")[: args.tasks])
     recorded, discarded, store_seconds, steps_total = [], [], 0.0, 0
+    ends: list[CompactionEnd | None] = []
     with tempfile.TemporaryDirectory() as tmp, make_server("miniwob", "uitars") as endpoint:
         root = Path(tmp)
         if not args.smoke:  # plans cached, pages hot (the discarding run again: no new path)
-            _run(DiscardingStore(root / "warm"), endpoint, tasks, "warm")
+            _run(DiscardingStore(root / "warm"), endpoint, tasks, "warm", keep_png=True)
         for n in range(args.rounds):  # alternate the order so drift hits both alike
             timer = _Timed()
             pair = [
@@ -151,11 +158,14 @@ def main() -> None:
                 ("null", DiscardingStore(root / f"null{n}")),
             ]
             for kind, store in pair if n % 2 == 0 else reversed(pair):
-                seconds, steps = _run(store, endpoint, tasks, f"{kind}{n}")
+                seconds, steps, end = _run(
+                    store, endpoint, tasks, f"{kind}{n}", keep_png=kind == "null"
+                )
                 (recorded if kind == "rec" else discarded).append(seconds)
                 if kind == "rec":
                     store_seconds += timer.seconds
                     steps_total += steps
+                    ends.append(end)
         real = Store(root / "rec0")
         shot_ms, call_ms = real.sql(
             "select (select avg(capture_ms) from screenshots), "
@@ -176,6 +186,15 @@ def main() -> None:
         f"per step     : recorder {1000 * store_seconds / steps_total:.2f} ms, "
         f"screenshot {shot_ms:.1f} ms, model call {call_ms:.1f} ms"
     )
+    done = [end for end in ends if end is not None]
+    if done:
+        before, after = sum(e.bytes_before for e in done), sum(e.bytes_after for e in done)
+        print(
+            f"compaction   : {sum(e.compacted for e in done) // len(done)} screenshots a run to "
+            f"lossless WebP in the background, {after / max(before, 1):.2f} of their bytes, "
+            f"CPU {sum(e.cpu_s for e in done) / len(done):.2f} s a run (lowest priority); "
+            f"finished by the run's end in {sum(e.done for e in done)} of {len(done)} runs"
+        )
 
 
 if __name__ == "__main__":

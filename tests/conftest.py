@@ -18,6 +18,8 @@ Everything starts lazily, on the first test that asks for it, and stops at the e
 - ``uitars_store``: uitars and the MiniWoB expert on click-button and enter-text, run ``r1``,
   recorded once per run through the real CLI (read only: copy it to change it).
 - ``ownloop_cache`` (autouse): ``$OWNLOOP_CACHE`` for the run, shared by the xdist workers.
+- ``compaction_awaited`` (autouse): ``$OWNLOOP_COMPACT_WAIT=900``: every ``record`` waits for its
+  background compaction in full.
 
 "Once per run" is once per pytest session: the xdist workers share one recording (the first to
 need it records it under a file lock, the other waits and copies it), see ``tests/once.py``.
@@ -81,6 +83,18 @@ def ownloop_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OWNLOOP_CACHE", str(folder))
         yield folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compaction_awaited() -> Iterator[None]:
+    """Every ``record`` of the session (and every process a test starts) waits for its
+    background compaction in full (``$OWNLOOP_COMPACT_WAIT``, at the normal priority while it
+    waits), so no test reads a store whose screenshots are still being compacted: a test sees
+    what a user sees once the compaction is done. ``tests/store/test_compactor.py`` and
+    ``test_record.py`` test the hand-off itself."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OWNLOOP_COMPACT_WAIT", "900")
+        yield
 
 
 @pytest.fixture(scope="session")

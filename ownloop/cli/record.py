@@ -128,6 +128,9 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
 )
 @click.option("--a11y", is_flag=True, help="Keep each desktop step's accessibility tree.")
 @click.option(
+    "--keep-png", is_flag=True, help="Keep screenshots as the browser's PNG bytes (no WebP)."
+)
+@click.option(
     "--max-endpoint-errors",
     default=3,
     show_default=True,
@@ -169,6 +172,7 @@ def record(
     desktop: tuple[str, ...],
     reset: str | None,
     a11y: bool,
+    keep_png: bool,
     max_endpoint_errors: int,
 ) -> None:
     """Run AGENT on every task and record everything it does.
@@ -222,6 +226,7 @@ def record(
             desktops=desktop,
             reset=reset,
             a11y=a11y,
+            keep_png=keep_png,
         )
         summary = record_run(store, options, notify=notice)
     except Exception:

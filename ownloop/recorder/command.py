@@ -73,6 +73,8 @@ def summary_text(summary: RunSummary, store: Store) -> str:
         lines.append(f"{summary.crashed} sessions left by a stopped recorder marked crashed")
     if summary.interrupted:
         lines.append("interrupted: run the same command again to finish the run")
+    if summary.compaction is not None and summary.compaction.summary():
+        lines.append(summary.compaction.summary())
     query = sql_command("select * from sessions where run_id = $run", run=summary.run_id)
     lines.append(f"store: {store.root}   query: {query}")
     return "\n".join(lines)

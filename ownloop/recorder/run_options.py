@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ownloop.agents.released import Released
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult
+from ownloop.store.compactor import CompactionEnd
 from ownloop.store.scrub import scrub_text
 from ownloop.world.suites import Suite, SuiteSource
 
@@ -54,6 +55,9 @@ class RecordOptions(NamedTuple):
     desktops: tuple[str, ...] = ()  # --desktop URL (repeatable): the desktop world; workers = these
     reset: str | None = None  # --reset CMD: a host command before each desktop task ({url})
     a11y: bool = False  # --a11y: keep each desktop step's accessibility tree as a blob
+    keep_png: bool = False  # --keep-png: screenshots stay the browser's PNG bytes (no compaction)
+    compact_wait_s: float | None = None  # the run's end waits this long for the compaction
+    # (None: $OWNLOOP_COMPACT_WAIT, else 10 s), then hands it off
 
 
 class RunSummary(NamedTuple):
@@ -67,6 +71,7 @@ class RunSummary(NamedTuple):
     fatal: str = ""  # why the run stopped early (no browser, the endpoint failing), if it did
     not_started: int = 0  # tasks left for a resume when the run stopped early
     workers_lost: int = 0  # Ray actors that died (their node or process), each replaced once
+    compaction: CompactionEnd | None = None  # the screenshots' background compaction at the end
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(r.status for r in self.results))

@@ -34,6 +34,7 @@ from ownloop.recorder.task_recorder import SCORED, crash_end
 from ownloop.recorder.threads import run_on_threads
 from ownloop.store import Store
 from ownloop.store.claims import Claims, lease_seconds
+from ownloop.store.compactor import BackgroundCompaction
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
@@ -186,6 +187,13 @@ def record(
         repeats=options.repeats,
     )
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
+    # Each session that ends has its screenshots compacted in a low-priority child process
+    # (ownloop.store.compactor); the run's end waits a little for it, then hands it off.
+    compaction = (
+        None if options.keep_png else BackgroundCompaction(store.root, options.compact_wait_s)
+    )
+    if compaction is not None:
+        on_result = _then_compact(on_result, compaction)
     try:
         admit(store, claims, started)
         standing = _standing(store, claims, run_id)
@@ -226,12 +234,34 @@ def record(
             )
             summary = executor(work)
             run_stream.append([_run_ended(summary)])
+    except BaseException:
+        if compaction is not None:
+            compaction.finish(0.0)  # what it was given goes on; nothing is waited for
+        raise
     finally:
         claims.close()
     store.sync()
+    if compaction is not None:
+        for result in summary.results:
+            compaction.add(result.session_id)  # those ended at a Ctrl-C too
+        # (after a Ctrl-C the user wants out: handed off at once)
+        ended = compaction.finish(0.0 if summary.interrupted else None)
+        summary = summary._replace(compaction=ended)
     if summary.fatal and not summary.results:
         raise OwnloopError(summary.fatal)
     return summary
+
+
+def _then_compact(
+    on_result: Callable[[EpisodeResult], None], compaction: BackgroundCompaction
+) -> Callable[[EpisodeResult], None]:
+    """``on_result``, then the session's screenshots handed to the background compaction."""
+
+    def reported(result: EpisodeResult) -> None:
+        on_result(result)
+        compaction.add(result.session_id)
+
+    return reported
 
 
 _WEB_AGENTS = frozenset({"fara7b", "molmoweb"})

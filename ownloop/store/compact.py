@@ -1,5 +1,8 @@
 """``ownloop compact``: PNG blobs re-encoded as lossless WebP, off the hot path, pixel for pixel.
 
+``compact_blobs`` does every blob of a store (the command); ``compact_names`` the blobs a session
+refers to, which ``record`` has done for each session as it ends (``compactor.py``).
+
 Each PNG blob ``blobs/ab/<sha256>`` (RGB or RGBA, 8 bits a channel: what browsers capture) is
 decoded, encoded as lossless WebP, and the WebP decoded again; only when both decode to the same
 pixels, and the WebP is smaller, is it written beside the PNG as ``<sha256>.webp`` (a temporary
@@ -25,7 +28,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +42,7 @@ from ownloop.store.blobs import (
 )
 from ownloop.store.images import PIXEL_BUDGET, over_budget
 
-__all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs"]
+__all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs", "compact_names"]
 
 METHOD = 4
 QUALITY = 50
@@ -105,32 +108,92 @@ def compact_blobs(
     todo = sum(len(names) for _, names, _ in shards)
     report.already = sum(only for _, _, only in shards)
     done = 0
+
+    def counted(_: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, todo)
+
     for shard, names, _ in shards:
         _sweep(shard)
-        drop: list[Path] = []
-        for name in names:
-            png = shard / name
-            webp = shard / (name + COMPACTED)
-            outcome = _compact_one(png, webp, method, quality)
-            if outcome in ("compacted", "already"):
-                if outcome == "compacted":
-                    report.compacted += 1
-                else:
-                    report.already += 1
-                if not keep_png:
-                    drop.append(png)
-            elif outcome:
-                report._keep(outcome)
-            done += 1
-            if progress is not None:
-                progress(done, todo)
-        if drop:
-            _fsync_folder(shard)  # the WebPs' names are durable before any PNG goes
-            for png in drop:
-                png.unlink(missing_ok=True)
+        _compact_shard(shard, names, report, keep_png, method, quality, counted)
     report.bytes_after = _bytes(_shards(blobs.root))
     report.seconds = time.perf_counter() - began
     return report
+
+
+def compact_names(
+    blobs: BlobStore,
+    names: Iterable[str],
+    *,
+    method: int = METHOD,
+    quality: int = QUALITY,
+) -> CompactReport:
+    """Compact the blobs named ``names`` alone (a session's screenshots: see ``compactor.py``),
+    as ``compact_blobs`` does each PNG; names that are not PNG blobs, or not there, are passed
+    over. The report's bytes are those blobs' files, before and after.
+
+    Raises:
+        StoreNotWritable: the disk refused a write; what was done so far stays consistent.
+    """
+    began = time.perf_counter()
+    report = CompactReport()
+    by_shard: dict[str, list[str]] = {}
+    for name in dict.fromkeys(names):
+        if _SHA256.fullmatch(name):
+            by_shard.setdefault(name[:2], []).append(name)
+    for prefix, group in sorted(by_shard.items()):
+        shard = blobs.root / prefix
+        report.bytes_before += _sizes(shard, group)
+        _compact_shard(shard, sorted(group), report, False, method, quality, lambda _: None)
+        report.bytes_after += _sizes(shard, group)
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def _compact_shard(
+    shard: Path,
+    names: list[str],
+    report: CompactReport,
+    keep_png: bool,
+    method: int,
+    quality: int,
+    done: Callable[[str], None],
+) -> None:
+    """Compact each PNG blob ``names`` of one shard folder; the PNGs go once every WebP's name
+    is durable (one fsync of the folder)."""
+    drop: list[Path] = []
+    for name in names:
+        png = shard / name
+        webp = shard / (name + COMPACTED)
+        outcome = _compact_one(png, webp, method, quality)
+        if outcome in ("compacted", "already"):
+            if outcome == "compacted":
+                report.compacted += 1
+            else:
+                report.already += 1
+            if not keep_png:
+                drop.append(png)
+        elif outcome:
+            report._keep(outcome)
+        done(name)
+    if drop:
+        _fsync_folder(shard)  # the WebPs' names are durable before any PNG goes
+        for png in drop:
+            png.unlink(missing_ok=True)
+
+
+def _sizes(shard: Path, names: list[str]) -> int:
+    """The bytes of blobs ``names``' files in ``shard`` (a PNG, its WebP, or both)."""
+    total = 0
+    for name in names:
+        for candidate in (name, name + COMPACTED):
+            try:
+                total += os.stat(shard / candidate).st_size
+            except FileNotFoundError:
+                pass
+    return total
 
 
 def _compact_one(png: Path, webp: Path, method: int, quality: int) -> str:

@@ -8,6 +8,8 @@ server and fault plan.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import signal
@@ -21,6 +23,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from PIL import Image
 
 from ownloop.cli import cli
 from ownloop.modelserver.chat import Reply, Responder
@@ -29,6 +32,7 @@ from ownloop.modelserver.expert import MiniwobExpert
 from ownloop.modelserver.faults import FaultyResponder
 from ownloop.modelserver.server import ModelServer
 from ownloop.store import open_store
+from ownloop.store.blobs import decode_compacted, pixel_sha256
 from tests.recorder.ray_cluster import Gate
 
 pytestmark = pytest.mark.browser
@@ -191,6 +195,7 @@ def test_a_hanging_endpoint_costs_bounded_time(tmp_path: Path) -> None:
             "1",
             "--retry-wait",
             "0",
+            "--keep-png",  # the time of the calls alone: no compaction waited for at the end
             status=3,
         )
         took = time.monotonic() - began
@@ -412,3 +417,39 @@ def test_error_retries_rerun_a_parse_error_and_keep_every_attempt(
     assert "1 finished, 1 parse_error" in out
     rows = _rows(tmp_path, "select attempt, status, passed from sessions order by attempt")
     assert rows == [(1, "parse_error", False), (2, "finished", True)]
+
+
+def _screenshots(store: Path) -> list[str]:
+    return [sha for (sha,) in _rows(store, "select distinct sha256 from screenshots")]
+
+
+def test_screenshots_end_as_lossless_webp_by_default_and_as_png_with_keep_png(
+    tmp_path: Path, expert: str
+) -> None:
+    task = ("--suite", "miniwob:click-button", "--endpoint", expert, "--run", "r1")
+    out = _record(tmp_path / "default", *task)
+    kept = _record(tmp_path / "kept", *task, "--keep-png")
+
+    assert "screenshots: " in out and " compacted to lossless WebP (pixel-identical)" in out
+    assert "background" not in out  # the run's end waited for it ($OWNLOOP_COMPACT_WAIT)
+    assert "screenshots:" not in kept
+    default, png = open_store(tmp_path / "default"), open_store(tmp_path / "kept")
+    shas, kept_shas = _screenshots(tmp_path / "default"), _screenshots(tmp_path / "kept")
+    assert shas and kept_shas
+    for sha in kept_shas:  # --keep-png: the browser's bytes, exactly
+        assert png.blobs.path(sha).exists() and not png.blobs.compacted_path(sha).exists()
+        assert hashlib.sha256(png.get_blob(sha)).hexdigest() == sha
+    for sha in shas:  # the default: a WebP under the PNG's name, its pixels checked
+        assert not default.blobs.path(sha).exists()
+        image, mark = decode_compacted(default.blobs.get_stored(sha))
+        assert mark == pixel_sha256(image)
+    # The same page rendered the same in both runs: the WebP gives back the PNG's pixels.
+    same = set(shas) & set(kept_shas)
+    assert same, "no screenshot of the two runs alike"
+    for sha in same:
+        with Image.open(io.BytesIO(png.get_blob(sha))) as original:
+            image, _ = decode_compacted(default.blobs.get_stored(sha))
+            assert pixel_sha256(image) == pixel_sha256(original)
+    for store in (tmp_path / "default", tmp_path / "kept"):
+        result = CliRunner().invoke(cli, ["--store", str(store), "verify", "--full"])
+        assert result.exit_code == 0 and "0 errors" in result.output, result.output

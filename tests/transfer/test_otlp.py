@@ -18,6 +18,8 @@ import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ownloop.store import open_store
+from tests.pixels import blob_pixels, image_pixels
 from tests.transfer.conftest import run_ownloop
 
 pytestmark = [
@@ -84,6 +86,7 @@ def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
 ) -> None:
     out = tmp_path / "otlp"
     result = run_ownloop(recorded_store, "export", "--format", "otlp", "--out", str(out))
+    store = open_store(recorded_store)
     assert result.returncode == 0, result.stderr
     text = (out / "traces.jsonl").read_text()
     assert "data:image" not in text and "iVBORw0KGgo" not in text  # no PNG inlined as base64
@@ -119,9 +122,10 @@ def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
             messages = json.loads(values["gen_ai.input.messages"]["stringValue"])
             images = [p for m in messages for p in m["parts"] if p.get("modality") == "image"]
             assert images
-            for part in images + [
-                p for m in messages for p in m["parts"] if p.get("modality") == "text"
-            ]:
+            for part in images:  # named by the blob, with its pixels (compacted or not)
+                data = (out / part["uri"]).read_bytes()
+                assert image_pixels(data) == blob_pixels(store, Path(part["uri"]).stem)
+            for part in [p for m in messages for p in m["parts"] if p.get("modality") == "text"]:
                 data = (out / part["uri"]).read_bytes()
                 assert hashlib.sha256(data).hexdigest() == Path(part["uri"]).stem
     assert len(traces) == 8

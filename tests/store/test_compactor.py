@@ -1,0 +1,187 @@
+"""The background compaction a recorder starts: a finished session's screenshots become lossless
+WebP in a low-priority child process, the same pixels under the same names; a kill -9 mid-way
+leaves a store that reads the same and that ``verify --full`` passes, and the next compaction
+finishes it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ownloop.cli import cli
+from ownloop.store import Store, open_store
+from ownloop.store import events as E
+from ownloop.store.compactor import BackgroundCompaction, wait_seconds
+from ownloop.store.errors import OwnloopError
+from tests.store.conftest import at
+from tests.store.test_compact import _page, _pixels, _png
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+
+def _session(store: Store, session_id: str, pngs: list[bytes]) -> list[str]:
+    """A session whose stream (named after it, as a recorder names it) took these screenshots
+    and sent the last one to the model; returns their blob names."""
+    shas = [store.put_blob(png) for png in pngs]
+    events: list[E.Event] = [
+        E.SessionStarted(
+            at=at(0),
+            run_id="r1",
+            session_id=session_id,
+            task=E.Task(task_id="t", prompt="p", start_url="http://x/"),
+        )
+    ]
+    for step, sha in enumerate(shas, 1):
+        events.append(
+            E.ScreenshotTaken(
+                at=at(step), run_id="r1", session_id=session_id, step=step, sha256=sha, width=320
+            )
+        )
+    message = E.Message(role="user", parts=(E.ImagePart(sha256=shas[-1]),))
+    events.append(
+        E.ModelCalled(
+            at=at(50), run_id="r1", session_id=session_id, step=1, call_id="c1", messages=(message,)
+        )
+    )
+    events.append(
+        E.SessionEnded(
+            at=at(99), run_id="r1", session_id=session_id, status="finished", steps=len(shas)
+        )
+    )
+    with store.stream(session_id) as stream:
+        stream.append(events)
+    return shas
+
+
+def _verify_full(root: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["--store", str(root), "verify", "--full"])
+    return result.exit_code, result.output
+
+
+def test_a_finished_sessions_screenshots_are_compacted_in_the_background(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    with store.stream() as stream:
+        stream.append([E.RunStarted(at=at(0), run_id="r1", agent="uitars", model="m")])
+    pngs = [_png(_page(n)) for n in range(3)]
+    shas = _session(store, "s1", pngs)
+    other = _session(store, "s2", [_png(_page(9))])  # not handed over: left as it is
+    text = store.put_blob(b'{"not": "an image"}')
+
+    compaction = BackgroundCompaction(store.root)
+    compaction.add("s1")
+    compaction.add("s1")  # once is enough
+    end = compaction.finish(wait_s=120)
+
+    assert (end.sessions, end.done, end.compacted, end.errors) == (1, True, 3, ())
+    assert 0 < end.bytes_after < end.bytes_before
+    assert end.summary().startswith("screenshots: 3 compacted to lossless WebP (pixel-identical)")
+    for sha, png in zip(shas, pngs, strict=True):
+        assert not store.blobs.path(sha).exists() and store.blobs.compacted_path(sha).exists()
+        assert _pixels(store.get_blob(sha)) == _pixels(png)
+    assert store.blobs.path(other[0]).exists()
+    assert not store.blobs.compacted_path(other[0]).exists()
+    assert store.get_blob(text) == b'{"not": "an image"}'
+    code, output = _verify_full(store.root)
+    assert code == 0 and "0 errors" in output, output
+
+
+def test_a_session_without_a_stream_is_named_and_the_others_still_compacted(
+    tmp_path: Path,
+) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    shas = _session(store, "s1", [_png(_page(1))])
+
+    compaction = BackgroundCompaction(store.root)
+    compaction.add("gone")
+    compaction.add("s1")
+    end = compaction.finish(wait_s=120)
+
+    assert (end.done, end.compacted) == (True, 1)
+    assert len(end.errors) == 1 and end.errors[0].startswith("gone: no stream 'gone'")
+    assert store.blobs.compacted_path(shas[0]).exists()
+
+
+def test_a_kill_9_mid_background_compaction_loses_nothing(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    with store.stream() as stream:
+        stream.append([E.RunStarted(at=at(0), run_id="r1", agent="uitars", model="m")])
+    pngs = [_png(_page(n, size=(640, 400))) for n in range(40)]
+    shas = _session(store, "s1", pngs)
+    compaction = BackgroundCompaction(store.root)
+    compaction.add("s1")
+    deadline = time.monotonic() + 120
+    while not any(store.blobs.root.rglob("*.webp")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pid = compaction.pid  # the compactor's own process (it says so first)
+    assert pid is not None
+
+    os.kill(pid, signal.SIGKILL)
+    end = compaction.finish(wait_s=60)  # its stdout ends with it
+
+    assert end.done
+    compacted = sum(store.blobs.compacted_path(sha).exists() for sha in shas)
+    assert 0 < compacted < len(shas), "the kill came before the first or after the last blob"
+    assert [_pixels(store.get_blob(sha)) for sha in shas] == [_pixels(p) for p in pngs]
+    code, output = _verify_full(store.root)
+    assert code == 0 and "0 errors" in output, output
+
+    again = BackgroundCompaction(store.root)  # the next one finishes what the kill left
+    again.add("s1")
+    assert again.finish(wait_s=120).done
+    assert not any(store.blobs.path(sha).exists() for sha in shas)
+    assert [_pixels(store.get_blob(sha)) for sha in shas] == [_pixels(p) for p in pngs]
+    code, output = _verify_full(store.root)
+    assert code == 0 and "0 errors" in output, output
+
+
+def test_nothing_handed_over_starts_nothing(tmp_path: Path) -> None:
+    end = BackgroundCompaction(tmp_path).finish(wait_s=5)
+
+    assert (end.sessions, end.done, end.pid, end.summary()) == (0, True, None, "")
+
+
+def test_a_run_that_does_not_wait_hands_the_compaction_off(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    pngs = [_png(_page(n, size=(640, 400))) for n in range(12)]
+    shas = _session(store, "s1", pngs)
+    compaction = BackgroundCompaction(store.root, wait_s=0.0)
+    compaction.add("s1")
+
+    end = compaction.finish()
+
+    assert end.sessions == 1
+    if not end.done:  # (it may have finished already)
+        assert end.pid is not None
+        assert f"goes on in the background (pid {end.pid}, lowest priority)" in end.summary()
+        deadline = time.monotonic() + 600
+        while _running(end.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(end.pid)
+    assert not any(store.blobs.path(sha).exists() for sha in shas)  # it finished alone
+    assert [_pixels(store.get_blob(sha)) for sha in shas] == [_pixels(p) for p in pngs]
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_wait_is_read_from_the_environment_with_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OWNLOOP_COMPACT_WAIT", "2.5")
+    assert wait_seconds() == 2.5
+    monkeypatch.setenv("OWNLOOP_COMPACT_WAIT", "soon")
+    with pytest.raises(OwnloopError) as raised:
+        wait_seconds()
+    assert str(raised.value) == (
+        "$OWNLOOP_COMPACT_WAIT is 'soon': give seconds, e.g. OWNLOOP_COMPACT_WAIT=30"
+    )
