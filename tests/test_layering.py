@@ -56,6 +56,7 @@ def test_each_part_imports_only_what_it_may(part: str) -> None:
     assert wrong == []
 
 
+@pytest.mark.slow
 def test_only_the_browser_imports_playwright_and_only_the_store_imports_duckdb() -> None:
     playwright, duckdb = [], []
     for path in _modules():
@@ -68,6 +69,7 @@ def test_only_the_browser_imports_playwright_and_only_the_store_imports_duckdb()
     assert (playwright, duckdb) == ([], [])
 
 
+@pytest.mark.slow
 def test_only_the_ray_executor_imports_ray() -> None:
     """Ray is an optional extra, and both executors share one recorder loop (DESIGN §9)."""
     assert [
@@ -103,6 +105,7 @@ def test_nothing_imports_the_cli() -> None:
     ] == []
 
 
+@pytest.mark.slow
 def test_model_text_never_reaches_eval_or_exec() -> None:
     """No module of ours calls eval, exec or compile (model text is data)."""
     calls = []
@@ -181,6 +184,7 @@ def _sql_pasting(tree: ast.Module) -> list[tuple[int, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_only_the_store_writes_sql_text() -> None:
     """Outside ownloop/store no module quotes values into SQL or builds SQL text: it calls the
     named queries of ``ownloop.store.queries`` (or passes a constant query and parameters)."""

@@ -170,6 +170,7 @@ _FRAGMENTS = st.sampled_from(
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(max_size=300))
+@pytest.mark.slow
 def test_any_text_raises_only_parse_errors(name: str, text: str) -> None:
     _parse(agent_for(name), text, (1280, 720))
 
@@ -314,6 +315,7 @@ def _pointer_templates(name: str) -> list[str]:
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow
 def test_pointer_actions_land_inside_the_viewport(
     name: str, viewport: tuple[int, int], data: st.DataObject
 ) -> None:
@@ -499,6 +501,7 @@ def test_every_released_bug_the_issue_names_is_a_row() -> None:
     assert "`round(x*W)`" in fraction.default
 
 
+@pytest.mark.slow
 def test_ownloop_agents_prints_options_prompt_source_and_deviations(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "ownloop", "agents"]
     listing = subprocess.run(
@@ -546,6 +549,7 @@ def test_a_bad_option_is_one_line_naming_agent_and_option() -> None:
         ("opencua", "xlang-ai/OSWorld"),
     ],
 )
+@pytest.mark.slow
 def test_record_without_a_clone_prints_one_notice_line(
     name: str, repository: str, tmp_path: Path
 ) -> None:

@@ -135,6 +135,7 @@ _keys = st.sampled_from(
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=_names, extra=st.dictionaries(_keys, _values, max_size=5))
+@pytest.mark.slow
 def test_any_arguments_parse_or_fail_cleanly(name: str, extra: dict[str, object]) -> None:
     _check(_call({"action": name, **extra}))
 
@@ -218,6 +219,7 @@ def _near(a: Action, b: Action) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(point=_point, text=_text, enter=st.booleans(), clear=st.booleans(), thought=_thought)
+@pytest.mark.slow
 def test_type_round_trips(
     point: tuple[int, int], text: str, enter: bool, clear: bool, thought: str
 ) -> None:

@@ -247,6 +247,7 @@ _ACTION = st.fixed_dictionaries(
     ),
     size=st.tuples(st.integers(-5, 3000), st.integers(-5, 3000)),
 )
+@pytest.mark.slow
 def test_no_input_raises_anything_but_a_parse_error(
     agent: MolmoWebAgent, body: str, size: tuple[int, int]
 ) -> None:

@@ -234,6 +234,7 @@ _AGENT = make_agent("opencua", pause=0)
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
+@pytest.mark.slow
 def test_arbitrary_code_blocks_only_raise_agent_parse_error(code: str) -> None:
     assert isinstance(_AGENT, OpenCuaAgent)
     check(_AGENT, respond(code))

@@ -97,6 +97,7 @@ thoughts = st.text(
 
 @settings(max_examples=300, deadline=None)
 @given(thoughts, st.lists(single, min_size=1, max_size=4), st.sampled_from(SIZES))
+@pytest.mark.slow
 def test_render_then_parse_gives_the_actions_back(
     thought: str, actions: list[Action], size: tuple[int, int]
 ) -> None:

@@ -20,6 +20,7 @@ sides = st.integers(min_value=1, max_value=20_000)
     min_pixels=st.sampled_from([QWEN_MIN_PIXELS, 3136, 28 * 28]),
     max_pixels=st.sampled_from([QWEN_MAX_PIXELS, 1280 * 28 * 28, 2_000_000]),
 )
+@pytest.mark.slow
 def test_smart_resize_is_the_packages(
     width: int, height: int, min_pixels: int, max_pixels: int
 ) -> None:

@@ -130,6 +130,7 @@ def test_render_refuses_an_answer_the_released_parser_reads_as_a_type_action() -
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=80))
+@pytest.mark.slow
 def test_any_text_round_trips_through_type_and_finished(text: str) -> None:
     try:
         rendered = AGENT.render("t", [TypeText(text=text), Finish(answer=text)], (1280, 800))
@@ -180,6 +181,7 @@ _THOUGHT = (
         max_size=3,
     ),
 )
+@pytest.mark.slow
 def test_thoughts_and_keys_round_trip(thought: str, keys: list[str]) -> None:
     parsed = AGENT.parse(
         AGENT.render(thought, [Hotkey(keys=tuple(keys))], (1280, 800)), (1280, 800)

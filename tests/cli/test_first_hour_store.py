@@ -80,6 +80,7 @@ def store(built: Path, tmp_path: Path) -> Path:
 COUNT = "select count(*) as n from sessions"
 
 
+@pytest.mark.slow
 def test_store_goes_before_or_after_the_command_or_in_the_environment(
     store: Path, tmp_path: Path
 ) -> None:
@@ -119,6 +120,7 @@ def test_store_goes_before_or_after_the_command_or_in_the_environment(
     ],
     ids=lambda a: a[0],
 )
+@pytest.mark.slow
 def test_a_command_that_reads_does_not_make_a_store(tmp_path: Path, args: tuple[str, ...]) -> None:
     missing = ownloop("--store", "nowhere", *args, cwd=tmp_path)
     assert (missing.returncode, missing.stdout) == (1, ""), missing.stderr
@@ -142,6 +144,7 @@ def test_a_command_that_reads_does_not_make_a_store(tmp_path: Path, args: tuple[
     assert [p.name for p in (tmp_path / "papers").iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_a_hint_carries_the_store_and_pasting_it_works(store: Path, tmp_path: Path) -> None:
     wrong = ownloop("show", "no-such-task", "--store", str(store), "--run", "r1")
     hint = f"ownloop --store {store} sessions --run r1"
@@ -165,6 +168,7 @@ def test_the_default_store_is_not_named_in_hints(store: Path, tmp_path: Path) ->
     assert wrong.stderr.endswith("List them with: ownloop sessions\n"), wrong.stderr
 
 
+@pytest.mark.slow
 def test_diff_exits_1_when_the_sessions_differ_and_0_when_they_do_not(store: Path) -> None:
     same = ownloop("--store", str(store), "diff", "s-one", "s-one")
     differ = ownloop("--store", str(store), "diff", "s-one", "s-two")
@@ -184,6 +188,7 @@ def test_an_unknown_status_is_an_error_that_names_the_statuses(store: Path) -> N
     assert [row["session_id"] for row in csv.DictReader(io.StringIO(fail.stdout))] == ["s-long"]
 
 
+@pytest.mark.slow
 def test_sessions_show_and_diff_print_csv_and_json(store: Path) -> None:
     rows = json.loads(ownloop("--store", str(store), "sessions", "--format", "json").stdout)
     assert [r["session_id"] for r in rows] == ["s-long", "s-two", "s-one"]

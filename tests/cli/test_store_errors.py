@@ -142,6 +142,7 @@ def read_only(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("args", READS, ids=lambda a: " ".join(a))
+@pytest.mark.slow
 def test_a_read_only_store_answers_reads(read_only: Path, args: tuple[str, ...]) -> None:
     result = run(read_only, *args)
     assert result.exit_code == 0, result.output
@@ -318,6 +319,7 @@ def full_disk(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         yield root, mount / "filler"
 
 
+@pytest.mark.slow
 def test_import_on_a_full_disk_is_one_line_and_leaves_no_temp_file(
     full_disk: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -272,6 +272,7 @@ def _recorded(
         stream.append(events[:end] + extra + events[end:])
 
 
+@pytest.mark.slow
 def test_regrade_reads_the_office_files_from_their_blobs(tmp_path: Path) -> None:
     store = open_store(tmp_path / "store", fsync=False)
     docs = {"func": "compare_docx_files", "result": {"type": "vm_file"}, "expected": {}}

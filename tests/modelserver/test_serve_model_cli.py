@@ -17,6 +17,7 @@ MESSAGES = [{"role": "user", "content": "hello"}]
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.slow
 def test_serve_model_prints_its_url_serves_faults_then_the_expert_and_stops(client, stop):
     process = subprocess.Popen(
         [

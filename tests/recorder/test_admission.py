@@ -298,6 +298,7 @@ def test_ownloop_sessions_says_when_a_run_mixes_budgets(tmp_path: Path) -> None:
     assert "mixed" not in quiet.output
 
 
+@pytest.mark.slow
 def test_a_scored_session_left_uncounted_by_a_killed_recorder_wins_on_the_next_start(
     tmp_path: Path, failing: str
 ) -> None:
@@ -343,6 +344,7 @@ def test_a_scored_session_left_uncounted_by_a_killed_recorder_wins_on_the_next_s
     assert store.sql("select count(*) from session_counted").rows == [(1,)]
 
 
+@pytest.mark.slow
 def test_limit_records_only_the_suites_first_tasks_and_declares_them(
     tmp_path: Path, site, failing: str
 ) -> None:  # noqa: ANN001

@@ -98,6 +98,7 @@ def test_a_grader_object_is_kept_as_compact_text(tmp_path: Path) -> None:
     assert task.grader == '{"contains":"42","type":"answer"}'
 
 
+@pytest.mark.slow
 def test_record_with_a_bad_grader_writes_nothing(tmp_path: Path) -> None:
     tasks = [{**OK, "task_id": f"t{n}"} for n in range(4)]
     tasks[3]["grader"] = {"type": "answer", "kind": "exact"}

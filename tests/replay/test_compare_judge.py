@@ -72,6 +72,7 @@ def _judge(store: Path, run: str, url: str) -> None:
     assert code == 0 and "judged 5 of 5 sessions" in out, out
 
 
+@pytest.mark.slow
 def test_a_judge_scores_a_comparison_only_when_it_judged_both_runs(
     store: Path, judge_url: str
 ) -> None:

@@ -104,6 +104,7 @@ def regrade_against_seal(store: Store, run_id: str, session: str) -> None:
         )
 
 
+@pytest.mark.slow
 def test_every_view_answers_the_same_after_archiving(
     three_runs: Store, three_runs_views: Snapshot
 ) -> None:

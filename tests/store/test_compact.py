@@ -206,6 +206,7 @@ def test_the_viewer_and_replays_pixel_diff_read_compacted_screenshots(tmp_path: 
     assert Image.open(io.BytesIO(thumb)).size[0] == 160
 
 
+@pytest.mark.slow
 def test_a_kill_mid_compaction_leaves_a_store_that_reads_the_same(tmp_path: Path) -> None:
     pngs = [_png(_page(n, size=(640, 400))) for n in range(40)]
     store, shas = _store_with_steps(tmp_path / "store", pngs)

@@ -159,6 +159,7 @@ def test_a_removed_line_is_not_taken() -> None:
     assert not agree(lines)
 
 
+@pytest.mark.slow
 def test_many_small_batches_give_the_same_index(
     store: Store, monkeypatch: pytest.MonkeyPatch, record_session: Callable[..., str]
 ) -> None:

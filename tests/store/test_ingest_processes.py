@@ -73,6 +73,7 @@ def _odd_journal(store: Store, record_session: Callable[..., str]) -> None:
 
 
 @pytest.mark.parametrize("accept_damaged", [False, True])
+@pytest.mark.slow
 def test_workers_build_the_same_index(
     store: Store, record_session: Callable[..., str], accept_damaged: bool
 ) -> None:
@@ -90,6 +91,7 @@ def test_workers_build_the_same_index(
     assert _views(store) == views
 
 
+@pytest.mark.slow
 def test_a_sync_goes_on_from_where_the_workers_left(
     store: Store, record_session: Callable[..., str]
 ) -> None:

@@ -123,6 +123,7 @@ def test_scrub_bytes_keeps_invalid_utf8_exactly() -> None:
     "unit",
     ["a", "a_", "http://", "token=", "Basic ", '"a":', "authorization: x ", "@://", "sk-"],
 )
+@pytest.mark.slow
 def test_a_5_mb_hostile_text_is_scrubbed_in_linear_time(unit: str) -> None:
     text = unit * (5_000_000 // len(unit))
     began = time.perf_counter()
@@ -130,6 +131,7 @@ def test_a_5_mb_hostile_text_is_scrubbed_in_linear_time(unit: str) -> None:
     assert time.perf_counter() - began < 60  # quadratic would take hours; linear takes < 1 s
 
 
+@pytest.mark.slow
 def test_a_5_mb_random_text_is_scrubbed_in_linear_time() -> None:
     rng = random.Random(7)
     text = "".join(rng.choice("ab_-=:/@\"'\\ .Bt") for _ in range(5_000_000))

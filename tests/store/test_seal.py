@@ -123,6 +123,7 @@ def sealed(sealed_made: tuple[Path, str], tmp_path: Path) -> tuple[Store, str]:
     return _copy(made, tmp_path), fingerprint
 
 
+@pytest.mark.slow
 def test_a_complete_run_is_sealed_with_a_fingerprint(sealed: tuple[Store, str]) -> None:
     store, fingerprint = sealed
     assert len(fingerprint) == 64 and sealed_fingerprint(store, "r1") == fingerprint
@@ -169,6 +170,7 @@ def test_the_audit_fails_closed_with_every_reason(store: Store) -> None:
     assert result.lines()[-1] == "run r1 was not sealed: 5 reasons above"
 
 
+@pytest.mark.slow
 def test_damage_and_missing_blobs_stop_the_seal(store: Store) -> None:
     write_run(store)
     [sha] = [s for s in store.blobs][:1]
@@ -293,6 +295,7 @@ def _forge_seal(store: Store) -> None:
 
 
 @pytest.mark.parametrize("how", list(_TAMPERING))
+@pytest.mark.slow
 def test_every_tampering_of_a_sealed_run_is_found(sealed: tuple[Store, str], how: str) -> None:
     store, fingerprint = sealed
     _TAMPERING[how](store)
@@ -332,6 +335,7 @@ def test_what_verify_finds_in_an_unsealed_run(
     assert found == _UNSEALED_FOUND[how]
 
 
+@pytest.mark.slow
 def test_seal_and_verify_from_the_command_line(store: Store) -> None:
     write_run(store)
     done = subprocess.run(
@@ -395,6 +399,7 @@ def test_seal_and_verify_from_the_command_line(store: Store) -> None:
     )
 
 
+@pytest.mark.slow
 def test_import_into_a_sealed_run_is_refused(sealed: tuple[Store, str], tmp_path: Path) -> None:
     store, fingerprint = sealed
     folder = tmp_path / "results" / "task-1"

@@ -174,6 +174,7 @@ def test_task_outcomes_give_pass_at_k_and_pass_hat_k_per_k(repeats: Store) -> No
         assert (at_k, hat_k) == pytest.approx((pass_at_k(n, c, k), pass_hat_k(n, c, k)))
 
 
+@pytest.mark.slow
 def test_run_scores_give_wilson_and_a_reproducible_task_bootstrap(repeats: Store) -> None:
     rows = repeats.sql(
         "select run_id, agent, model, tasks, sessions, score, ci_low, ci_high, "
@@ -190,6 +191,7 @@ def test_run_scores_give_wilson_and_a_reproducible_task_bootstrap(repeats: Store
     assert repeats.sql("select * from run_scores order by method").rows[0][6:8] == boot[6:8]
 
 
+@pytest.mark.slow
 def test_new_sessions_and_regrades_recompute_the_bootstrap(
     repeats: Store, record_session: Callable[..., str]
 ) -> None:

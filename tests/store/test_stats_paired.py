@@ -210,6 +210,7 @@ def _coverage(n_tasks: int, trials: int, seed: int) -> tuple[float, float]:
     return covered_t / trials, covered_boot / trials
 
 
+@pytest.mark.slow
 def test_the_paired_intervals_cover_the_true_difference_about_95_percent_of_the_time() -> None:
     t, boot = _coverage(30, 400, seed=2)
     assert 0.93 <= t <= 0.97

@@ -51,6 +51,7 @@ def test_view_has_the_documented_columns(store: Store, view: str) -> None:
     assert set(REQUIRED[view].split()) <= set(store.sql(f"select * from {view} limit 0").columns)
 
 
+@pytest.mark.slow
 def test_every_event_kind_round_trips_through_the_journal_and_the_index(store: Store) -> None:
     with store.stream("golden") as stream:
         stream.append(list(SAMPLES))
@@ -66,6 +67,7 @@ def test_every_event_kind_round_trips_through_the_journal_and_the_index(store: S
     assert store.session_events("s1") == [s for s in SAMPLES if s.session_id == "s1"]
 
 
+@pytest.mark.slow
 def test_sync_is_incremental_and_a_second_sync_is_a_no_op(
     store: Store, record_session: Callable[..., str]
 ) -> None:
@@ -98,6 +100,7 @@ def test_a_line_being_written_is_ingested_once_it_is_complete(store: Store) -> N
     assert count(store, "select count(*) from journal") == 2
 
 
+@pytest.mark.slow
 def test_rebuild_gives_the_same_index(store: Store, record_session: Callable[..., str]) -> None:
     for name in "abc":
         record_session(name)
@@ -107,6 +110,7 @@ def test_rebuild_gives_the_same_index(store: Store, record_session: Callable[...
     assert store.sql("select * from sessions order by session_id").rows == before
 
 
+@pytest.mark.slow
 def test_a_changed_schema_rebuilds_the_index(
     store: Store, record_session: Callable[..., str]
 ) -> None:
@@ -301,6 +305,7 @@ def test_queries_cannot_change_anything(store: Store, query: str, word: str) -> 
         "pragma threads = 1",
     ],
 )
+@pytest.mark.slow
 def test_reading_files_and_changing_settings_are_refused(store: Store, query: str) -> None:
     with pytest.raises(QueryError) as caught:
         store.sql(query)
@@ -452,6 +457,7 @@ def test_actions_view_text_of_every_action_kind(store: Store) -> None:
     assert rows == [(type(action).__struct_config__.tag, text) for action, text in ACTION_TEXTS]
 
 
+@pytest.mark.slow
 def test_a_single_event_is_ingested(store: Store) -> None:
     with store.stream("only") as stream:
         stream.append([E.RunStarted(at=at(0), run_id="r1", agent="uitars")])
@@ -461,6 +467,7 @@ def test_a_single_event_is_ingested(store: Store) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_interleaved_kinds_keep_journal_order_and_byte_spans(store: Store) -> None:
     # Kinds alternate within and across streams, and a bad line sits in the middle: each kind's
     # table keeps the journal's order and every journal row points at its own line's bytes.
@@ -529,6 +536,7 @@ def test_interleaved_kinds_keep_journal_order_and_byte_spans(store: Store) -> No
     assert [e.step for e in store.session_events("a")] == [1, 1, 2, 2, 3, 3, 9]
 
 
+@pytest.mark.slow
 def test_a_tampered_line_is_quarantined_not_projected(
     store: Store, record_session: Callable[..., str]
 ) -> None:
@@ -572,6 +580,7 @@ def test_a_removed_line_quarantines_the_line_after_it(
     assert store.sql("select count(*) from journal where stream = 'a'").rows == [(len(lines) - 2,)]
 
 
+@pytest.mark.slow
 def test_a_sync_checks_the_link_to_lines_ingested_before(
     store: Store, record_session: Callable[..., str]
 ) -> None:

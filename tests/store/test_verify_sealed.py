@@ -132,6 +132,7 @@ def test_the_docs_table_lists_every_row() -> None:
 
 
 @pytest.mark.parametrize("row", list(_ROWS))
+@pytest.mark.slow
 def test_what_each_verify_form_finds_on_a_warm_sealed_run(
     template: tuple[Path, str], tmp_path: Path, row: str
 ) -> None:
@@ -156,6 +157,7 @@ def test_what_each_verify_form_finds_on_a_warm_sealed_run(
 
 
 @pytest.mark.parametrize("tamper", [_blob_in_place, _score_in_place])
+@pytest.mark.slow
 def test_in_place_edits_fail_the_sealed_run_audit(
     template: tuple[Path, str], tmp_path: Path, tamper: Callable[[Store], None]
 ) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ownloop.store import open_store
-from tests.transfer.conftest import png, run_ownloop
+from tests.transfer.conftest import invoke_ownloop, png
 
 atif = pytest.importorskip("atif")
 
@@ -154,7 +154,9 @@ def _agent_content(trajectory: Any) -> list[Any]:
 def test_peer_trajectories_round_trip_through_import_and_export(tmp_path: Path) -> None:
     made = _write(tmp_path / "in")
     store = tmp_path / "store"
-    imported = run_ownloop(store, "import", "--format", "atif", str(tmp_path / "in"), "--run", "p")
+    imported = invoke_ownloop(
+        store, "import", "--format", "atif", str(tmp_path / "in"), "--run", "p"
+    )
     assert imported.returncode == 0, imported.stderr
     assert "cua.json: 1 'audio' part skipped (ownloop keeps text and image parts)" in (
         imported.stdout.splitlines()
@@ -174,7 +176,7 @@ def test_peer_trajectories_round_trip_through_import_and_export(tmp_path: Path) 
     assert [r[3].isoformat()[:19] for r in rows] == ["2026-03-02T10:00:00", "2026-03-01T09:00:00"]
 
     out = tmp_path / "out"
-    exported = run_ownloop(store, "export", "--format", "atif", "--run", "p", "--out", str(out))
+    exported = invoke_ownloop(store, "export", "--format", "atif", "--run", "p", "--out", str(out))
     assert exported.returncode == 0, exported.stderr
     assert "2 ATIF trajectories (ATIF-v1.8)" in exported.stdout
     again = {
@@ -194,7 +196,7 @@ def test_an_import_that_skips_every_file_fails(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "bad.json").write_text('{"schema_version": "ATIF-v1.9", "agent": {}, "steps": []}')
-    result = run_ownloop(tmp_path / "store", "import", "--format", "atif", str(folder))
+    result = invoke_ownloop(tmp_path / "store", "import", "--format", "atif", str(folder))
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"Error: no trajectory imported from {folder}: bad.json: skipped")

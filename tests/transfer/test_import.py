@@ -40,6 +40,7 @@ def store(tmp_path: Path) -> Store:
 
 
 @pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.slow
 def test_every_form_becomes_sessions_steps_calls_and_screens(
     tmp_path: Path, store: Store, agent_folder: Callable[..., Path], agent: str
 ) -> None:
@@ -265,6 +266,7 @@ def test_session_failed_json_keeps_the_word_and_maps_the_status(
     assert rows == [("t", "endpoint_error", "endpoint_error"), ("u", "crashed", "crash")]
 
 
+@pytest.mark.slow
 def test_reimporting_the_same_folders_adds_nothing(
     tmp_path: Path, store: Store, agent_folder: Callable[..., Path]
 ) -> None:

@@ -40,6 +40,7 @@ def _parsed(store: Path, run: str) -> list[list[object]]:
 
 
 @pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.slow
 def test_without_agent_the_lines_say_who_wrote_them(
     tmp_path: Path, agent_folder: Callable[..., Path], agent: str
 ) -> None:
@@ -52,6 +53,7 @@ def test_without_agent_the_lines_say_who_wrote_them(
     assert (parsed_by, ok) == (agent, 4)
 
 
+@pytest.mark.slow
 def test_the_wrong_agent_warns_with_the_parse_rate(
     tmp_path: Path, agent_folder: Callable[..., Path]
 ) -> None:

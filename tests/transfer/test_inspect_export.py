@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ownloop.store import open_store
-from tests.transfer.conftest import run_ownloop
+from tests.transfer.conftest import invoke_ownloop
 
 pytestmark = [
     pytest.mark.browser,
@@ -28,7 +28,7 @@ def test_every_run_reads_back_in_inspect_with_its_counts_and_scores(
     from inspect_ai.model import ChatMessageUser, ContentImage
 
     out = tmp_path / "inspect"
-    result = run_ownloop(recorded_store, "export", "--format", "inspect", "--out", str(out))
+    result = invoke_ownloop(recorded_store, "export", "--format", "inspect", "--out", str(out))
     assert result.returncode == 0, result.stderr
     store = open_store(recorded_store)
     sessions = {

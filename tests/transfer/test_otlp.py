@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ownloop.store import open_store
 from tests.pixels import blob_pixels, image_pixels
-from tests.transfer.conftest import run_ownloop
+from tests.transfer.conftest import invoke_ownloop, run_ownloop
 
 pytestmark = [
     pytest.mark.browser,
@@ -85,7 +85,7 @@ def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
     recorded_store: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "otlp"
-    result = run_ownloop(recorded_store, "export", "--format", "otlp", "--out", str(out))
+    result = invoke_ownloop(recorded_store, "export", "--format", "otlp", "--out", str(out))
     store = open_store(recorded_store)
     assert result.returncode == 0, result.stderr
     text = (out / "traces.jsonl").read_text()
@@ -134,7 +134,7 @@ def test_traces_parse_with_the_proto_mapping_and_keep_images_out(
 def test_the_collector_receives_every_span(
     recorded_store: Path, tmp_path: Path, collector: _Collector
 ) -> None:
-    files = run_ownloop(
+    files = invoke_ownloop(
         recorded_store, "export", "--format", "otlp", "--out", str(tmp_path / "files")
     )
     expected = sum(
@@ -143,7 +143,7 @@ def test_the_collector_receives_every_span(
     )
     host, port = collector.server_address[:2]
     url = f"http://{host!s}:{port}"
-    sent = run_ownloop(
+    sent = invoke_ownloop(
         recorded_store,
         "export",
         "--format",
@@ -181,13 +181,13 @@ def test_a_json_only_collector_is_told_the_content_type_and_takes_otlp_json(
     host, port = collector.server_address[:2]
     url = f"http://{host!s}:{port}"
     args = ("export", "--format", "otlp", "--endpoint", url, "--where", "agent = 'uitars'")
-    refused = run_ownloop(recorded_store, *args, "--out", str(tmp_path / "a"))
+    refused = invoke_ownloop(recorded_store, *args, "--out", str(tmp_path / "a"))
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1] == (
         f"Error: the collector at {url}/v1/traces answered 415 Unsupported Media Type to "
         "application/x-protobuf. Send the other encoding: --otlp-encoding json"
     )
-    sent = run_ownloop(
+    sent = invoke_ownloop(
         recorded_store, *args, "--otlp-encoding", "json", "--out", str(tmp_path / "b")
     )
     assert sent.returncode == 0, sent.stderr
@@ -203,7 +203,7 @@ def test_a_collector_that_is_not_there_is_a_one_line_error(
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     port = server.server_address[1]
     server.server_close()  # nothing listens on the port now
-    result = run_ownloop(
+    result = invoke_ownloop(
         recorded_store,
         "export",
         "--format",
@@ -241,7 +241,7 @@ def test_a_redirect_is_an_error_not_a_delivery(recorded_store: Path, tmp_path: P
     thread.start()
     try:
         url = f"HTTP://127.0.0.1:{server.server_address[1]}"  # the scheme in capitals is taken
-        result = run_ownloop(
+        result = invoke_ownloop(
             recorded_store, "export", "--format", "otlp", "--endpoint", url, "--out", str(tmp_path)
         )
     finally:
@@ -256,6 +256,7 @@ def test_a_redirect_is_an_error_not_a_delivery(recorded_store: Path, tmp_path: P
 
 
 def test_a_line_break_in_the_endpoint_is_one_line(recorded_store: Path, tmp_path: Path) -> None:
+    """In a process of its own, as a user runs it: its whole stderr is the one line."""
     result = run_ownloop(
         recorded_store,
         "export",

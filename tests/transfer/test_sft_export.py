@@ -20,7 +20,7 @@ from ownloop.agents import make_agent
 from ownloop.replay.fold import fold
 from ownloop.store import open_store
 from tests.pixels import blob_pixels, image_pixels
-from tests.transfer.conftest import run_ownloop
+from tests.transfer.conftest import invoke_ownloop
 
 pytestmark = [
     pytest.mark.browser,
@@ -47,7 +47,7 @@ def test_every_target_parses_back_to_the_recorded_actions(
     recorded_store: Path, tmp_path: Path, form: str
 ) -> None:
     out = tmp_path / "sft"
-    result = run_ownloop(
+    result = invoke_ownloop(
         recorded_store, "export", "--format", "sft", "--agent-format", form, "--out", str(out)
     )
     assert result.returncode == 0, result.stderr
@@ -74,7 +74,7 @@ def test_chat_form_places_images_in_order_and_native_form_is_the_request_as_sent
     chat, native = tmp_path / "chat", tmp_path / "native"
     for form, out in (("chat", chat), ("native", native)):
         assert (
-            run_ownloop(
+            invoke_ownloop(
                 recorded_store,
                 "export",
                 "--format",
@@ -113,10 +113,10 @@ def test_chat_form_places_images_in_order_and_native_form_is_the_request_as_sent
 
 
 def test_per_session_and_parquet(recorded_store: Path, tmp_path: Path) -> None:
-    steps = run_ownloop(
+    steps = invoke_ownloop(
         recorded_store, "export", "--format", "sft", "--out", str(tmp_path / "steps")
     )
-    per = run_ownloop(
+    per = invoke_ownloop(
         recorded_store,
         "export",
         "--format",
@@ -131,7 +131,7 @@ def test_per_session_and_parquet(recorded_store: Path, tmp_path: Path) -> None:
     assert [s for r in sessions for s in r["steps"]] == _records(tmp_path / "steps" / "sft.jsonl")
     assert "8 records (sessions, chat form)" in per.stdout and steps.returncode == 0
 
-    parquet = run_ownloop(
+    parquet = invoke_ownloop(
         recorded_store,
         "export",
         "--format",
@@ -156,7 +156,7 @@ def test_per_session_and_parquet(recorded_store: Path, tmp_path: Path) -> None:
 
 
 def test_the_default_selection_is_passed_and_counted(recorded_store: Path, tmp_path: Path) -> None:
-    result = run_ownloop(
+    result = invoke_ownloop(
         recorded_store,
         "export",
         "--format",
@@ -171,7 +171,7 @@ def test_the_default_selection_is_passed_and_counted(recorded_store: Path, tmp_p
         f"Error: no sessions match the selection. List them with: ownloop --store "
         f'{recorded_store} sql "select session_id, run_id, passed, counted from sessions"'
     )
-    one = run_ownloop(
+    one = invoke_ownloop(
         recorded_store,
         "export",
         "--format",

@@ -20,7 +20,7 @@ import pytest
 
 from ownloop.store import events as E
 from ownloop.store import open_store
-from tests.transfer.conftest import png, run_ownloop
+from tests.transfer.conftest import invoke_ownloop, png
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 SIZE = (96, 60)
@@ -106,7 +106,7 @@ def _store(root: Path, sessions: int = 2) -> Path:
 
 
 def _export(store: Path, out: Path, *flags: str) -> list[dict[str, Any]]:
-    result = run_ownloop(store, "export", "--format", "sft-parquet", *flags, "--out", str(out))
+    result = invoke_ownloop(store, "export", "--format", "sft-parquet", *flags, "--out", str(out))
     assert result.returncode == 0, result.stderr
     return list(pq.read_table(out / "sft.parquet").to_pylist())
 
