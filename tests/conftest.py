@@ -47,6 +47,12 @@ settings.register_profile("stable", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "stable"))
 
+# Bytecode is cached whatever the environment says (PYTHONDONTWRITEBYTECODE=1 on some machines):
+# without the cache pytest rewrites every test module's asserts at each worker's collection, and
+# each `python -m ownloop` a test starts compiles the package again (0.7 s of CPU a process).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 # The repository root, so ``tests.site`` imports however pytest was started (tests/ has no
 # __init__.py, and a bare ``site`` would be the standard library's module).
 _ROOT = str(Path(__file__).resolve().parents[1])
