@@ -30,7 +30,7 @@ from ownloop.recorder.episode import EpisodeResult
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.probe import EndpointUnusable
 from ownloop.recorder.run_options import Executor, RecordOptions, RunSummary, RunWork, redact_argv
-from ownloop.recorder.task_recorder import SCORED, crash_end
+from ownloop.recorder.task_recorder import SCORED, count_session, crash_end
 from ownloop.recorder.threads import run_on_threads
 from ownloop.store import Store
 from ownloop.store.claims import Claims, lease_seconds
@@ -39,7 +39,6 @@ from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
     RunEnded,
-    SessionCounted,
     Task,
     Versions,
     now,
@@ -95,18 +94,7 @@ def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
                 events.append(ended)
                 crashed += 1
         elif session.status in SCORED and session.counted is None and not live:
-            counting = claims.finish(task_id, repeat, session_id)
-            events.append(
-                SessionCounted(
-                    at=now(),
-                    run_id=run_id,
-                    session_id=session_id,
-                    task_id=task_id,
-                    repeat=repeat,
-                    counted=counting.counted,
-                    winner=counting.winner,
-                )
-            )
+            events.append(count_session(claims, run_id, task_id, repeat, session_id))
         elif session.counted and claims.winner(task_id, repeat) is None:
             claims.finish(task_id, repeat, session_id)  # the marker was lost: the journal rules
     return _Standing(events, crashed, attempts, repeat_attempts)

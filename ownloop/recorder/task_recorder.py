@@ -42,6 +42,7 @@ __all__ = [
     "SCORED",
     "EndpointErrors",
     "TaskRecorder",
+    "count_session",
     "crash_end",
     "has_ended",
 ]
@@ -152,19 +153,8 @@ class TaskRecorder:
         ended = _end_of(self.store, old) if old else None
         if old is None or ended is None or ended.status not in SCORED:
             return False
-        counting = self.claims.finish(task.task_id, claim.repeat, old)
         self.run_stream.append(
-            [
-                SessionCounted(
-                    at=now(),
-                    run_id=self.run_id,
-                    session_id=old,
-                    task_id=task.task_id,
-                    repeat=claim.repeat,
-                    counted=counting.counted,
-                    winner=counting.winner,
-                )
-            ]
+            [count_session(self.claims, self.run_id, task.task_id, claim.repeat, old)]
         )
         with self._lock:
             self.done_elsewhere += 1
@@ -272,16 +262,9 @@ class TaskRecorder:
         back, and catalog its stream."""
         events: list[Event] = []
         if result.status in SCORED and not retry:
-            counting = self.claims.finish(task.task_id, claim.repeat, result.session_id)
             events.append(
-                SessionCounted(
-                    at=now(),
-                    run_id=self.run_id,
-                    session_id=result.session_id,
-                    task_id=task.task_id,
-                    repeat=claim.repeat,
-                    counted=counting.counted,
-                    winner=counting.winner,
+                count_session(
+                    self.claims, self.run_id, task.task_id, claim.repeat, result.session_id
                 )
             )
         else:
@@ -348,6 +331,23 @@ def _step_note(batch: list[Event]) -> str:
     if calls and calls[-1].response is None:
         return "model call failed"
     return "screenshot" if batch else ""
+
+
+def count_session(
+    claims: Claims, run_id: str, task_id: str, repeat: int, session_id: str
+) -> SessionCounted:
+    """Mark ``session_id`` scored in the claims (the first scored session of the task and repeat
+    wins it) and the event that says so."""
+    counting = claims.finish(task_id, repeat, session_id)
+    return SessionCounted(
+        at=now(),
+        run_id=run_id,
+        session_id=session_id,
+        task_id=task_id,
+        repeat=repeat,
+        counted=counting.counted,
+        winner=counting.winner,
+    )
 
 
 def crash_end(store: Store, claims: Claims, run_id: str, session_id: str) -> SessionEnded | None:

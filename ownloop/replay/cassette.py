@@ -48,7 +48,7 @@ from ownloop.modelserver.faults import FaultyResponder, parse_faults
 from ownloop.modelserver.server import ModelServer
 from ownloop.recorder.call import CallContext, CallOutcome, ModelCaller
 from ownloop.replay.fold import Session, fold
-from ownloop.store import Store
+from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Message, Sampling, TextPart
 from ownloop.store.queries import has_session, latest_session_of_task, run_sessions
@@ -67,6 +67,7 @@ __all__ = [
     "make_cassette_server",
     "message_keys",
     "request_keys",
+    "wire_digest",
 ]
 
 OnMiss = Literal["stop", "forward", "force"]
@@ -119,12 +120,18 @@ def _keys(messages: Sequence[tuple[str, Sequence[tuple[str, str]]]]) -> Keys:
     return Keys(_digest(exact), _digest(text))
 
 
-def message_keys(messages: Sequence[Message]) -> Keys:
-    """The match keys of a request the agent loop built (images are blob references)."""
+def message_keys(
+    messages: Sequence[Message], image_digest: Callable[[str], str] | None = None
+) -> Keys:
+    """The match keys of a request the agent loop built (images are blob references; with
+    ``image_digest``, each as the digest of the bytes a client sends for it, see
+    ``wire_digest``)."""
     canonical = []
     for message in messages:
         parts = [
-            ("t", part.text) if isinstance(part, TextPart) else ("i", part.sha256)
+            ("t", part.text)
+            if isinstance(part, TextPart)
+            else ("i", image_digest(part.sha256) if image_digest else part.sha256)
             for part in message.parts
         ]
         canonical.append((message.role, parts))
@@ -198,7 +205,9 @@ class Cassette:
     Thread-safe: one cassette may serve several HTTP requests at once.
     """
 
-    def __init__(self, sessions: Sequence[Session]) -> None:
+    def __init__(
+        self, sessions: Sequence[Session], image_digest: Callable[[str], str] | None = None
+    ) -> None:
         self.sessions = [session.session_id for session in sessions]
         self.recordings: dict[str, list[Recording]] = {}
         self._exact: dict[str, list[Recording]] = {}
@@ -218,7 +227,7 @@ class Cassette:
                         call.response,
                         call.finish_reason,
                         call.model,
-                        message_keys(call.messages),
+                        message_keys(call.messages, image_digest),
                     )
                     mine.append(recording)
                     self._exact.setdefault(recording.keys.exact, []).append(recording)
@@ -282,6 +291,28 @@ class Cassette:
         return Served(recording, how)
 
 
+def wire_digest(store: Store) -> Callable[[str], str]:
+    """The sha256 of the bytes a client replaying from ``store`` sends for a blob: its name,
+    unless the blob was compacted, whose PNG is written again from its pixels (other bytes, the
+    same image), so an HTTP request replayed from a compacted store still matches exactly."""
+    seen: dict[str, str] = {}
+
+    def digest(sha256: str) -> str:
+        if sha256 not in seen:
+            exact = store.blobs.path(sha256).exists()
+            seen[sha256] = sha256 if exact else _wire_sha256(store, sha256)
+        return seen[sha256]
+
+    return digest
+
+
+def _wire_sha256(store: Store, sha256: str) -> str:
+    try:
+        return hashlib.sha256(store.get_blob(sha256)).hexdigest()
+    except MissingBlob:
+        return sha256  # not there: nothing sends it either
+
+
 def load_cassette(store: Store, target: str) -> Cassette:
     """The cassette of ``target``: a session id, a run id (its recorded sessions, replays left
     out) or a task id (its latest recorded session).
@@ -300,7 +331,8 @@ def load_cassette(store: Store, target: str) -> Cassette:
         raise CassetteError(
             f"no session, run or task {target!r} in {store.root}. List them with: ownloop sessions"
         )
-    cassette = Cassette([fold(store.session_events(session_id)) for session_id in ids])
+    sessions = [fold(store.session_events(session_id)) for session_id in ids]
+    cassette = Cassette(sessions, wire_digest(store))
     if not len(cassette):
         raise CassetteError(f"{target!r} has no recorded model responses to serve")
     return cassette
