@@ -450,7 +450,9 @@ def test_a_desktop_run_exports_seals_and_verifies_like_a_browser_run(
         line for p in (tmp_path / "sft").rglob("*.jsonl") for line in p.read_text().splitlines()
     ]
     assert len(records) >= n  # one a step of every passed session
-    (session_id,) = store.sql("select session_id from sessions limit 1").rows[0]
+    (session_id,) = store.sql(
+        "select session_id from sessions where task_id = 'term-create-file'"
+    ).rows[0]
     assert "pyautogui" in ok("show", session_id)
     sealed = ok("seal", "--run", run_id)
     assert "fingerprint" in sealed.lower(), sealed
