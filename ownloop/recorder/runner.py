@@ -122,6 +122,12 @@ def record(
         from ownloop.recorder.ray_executor import require_ray
 
         require_ray()
+    # On a desktop (check_world refuses --desktop without desktop tasks) the agent runs its
+    # released OSWorld loop's defaults; the options the Ray actors get say the same.
+    world = "desktop" if options.desktops else "browser"
+    options = options._replace(
+        agent_options=world_agent_options(options.agent, world, options.agent_options)
+    )
     agent = make_agent(options.agent, released=options.released, **options.agent_options)
     run_id = options.run_id or f"{agent.name}-{new_id(10)}"
     begun = time.monotonic()
@@ -155,11 +161,6 @@ def record(
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_world(tasks, agent, options.desktops)
-    world = "desktop" if options.desktops else "browser"
-    in_world = world_agent_options(options.agent, world, options.agent_options)
-    if in_world != options.agent_options:  # on a desktop: the released OSWorld loop's defaults
-        options = options._replace(agent_options=in_world)
-        agent = make_agent(options.agent, released=options.released, **in_world)
     check_graders(tasks, suite.default_grader)
     started = declare(
         run_id=run_id,
