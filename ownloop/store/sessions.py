@@ -36,7 +36,7 @@ def sessions_table(
     Raises:
         OwnloopError: ``run_id`` names no run of the store.
     """
-    from ownloop.store.queries import require_run
+    from ownloop.store.queries.runs import require_run
 
     where = []
     params: dict[str, str] = {}

@@ -15,6 +15,7 @@ from ownloop.store import Store
 from ownloop.store.queries import (
     RUN_COLUMNS,
     SESSION_COLUMNS,
+    Page,
     run_listing,
     session_listing,
 )
@@ -110,7 +111,7 @@ def list_sessions(store: Store, params: Mapping[str, str]) -> Listing:
     sort, descending = _order(params, SESSION_COLUMNS, "started_at")
     page = _page(params)
     listed = session_listing(
-        store, _values(filters), sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE
+        store, _values(filters), Page(sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE)
     )
     result = listed.page
     rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
@@ -146,7 +147,7 @@ def list_runs(store: Store, params: Mapping[str, str]) -> Listing:
     sort, descending = _order(params, RUN_COLUMNS, "started_at")
     page = _page(params)
     listed = run_listing(
-        store, _values(filters), sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE
+        store, _values(filters), Page(sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE)
     )
     result = listed.page
     rows = []

@@ -15,6 +15,7 @@ from ownloop.store import events as E
 from ownloop.store.queries import (
     RUN_COLUMNS,
     SESSION_COLUMNS,
+    Page,
     Selection,
     has_run_started,
     has_session,
@@ -177,7 +178,7 @@ def test_the_session_page_filters_sorts_and_pages(store: Store) -> None:
         limit: int = 10,
         offset: int = 0,
     ) -> list[str]:
-        listed = session_listing(store, filters, sort, descending, limit, offset)
+        listed = session_listing(store, filters, Page(sort, descending, limit, offset))
         assert listed.page.columns == list(SESSION_COLUMNS)
         assert listed.total >= len(listed.page.rows)
         return [row[0] for row in listed.page.rows]
@@ -189,16 +190,16 @@ def test_the_session_page_filters_sorts_and_pages(store: Store) -> None:
     assert ids({"task": "X' OR"}) == ["s4"]
     assert ids({"status": "' or '1'='1"}) == []
     assert ids({"run": RUN}, sort="task_id", descending=False, limit=2, offset=1) == ["s1", "s3"]
-    assert session_listing(store, {"run": RUN}, "task_id", False, 2, 1).total == 5
+    assert session_listing(store, {"run": RUN}, Page("task_id", False, 2, 1)).total == 5
 
 
 def test_the_run_page_and_the_filter_choices(store: Store) -> None:
-    result = run_page(store, {}, "run_id", False, 10, 0)
+    result = run_page(store, {}, Page("run_id", False, 10, 0))
     assert result.columns == list(RUN_COLUMNS)
     assert [row[0] for row in result.rows] == [RUN, "r2"]
-    assert run_page(store, {"agent": "uitars"}, "started_at", True, 10, 0).rows[0][0] == "r2"
-    assert run_page(store, {"model": None}, "run_id", False, 10, 0).rows == []  # all have one
-    assert run_page(store, {"agent": "' or '1'='1"}, "run_id", False, 10, 0).rows == []
+    assert run_page(store, {"agent": "uitars"}, Page("started_at", True, 10, 0)).rows[0][0] == "r2"
+    assert run_page(store, {"model": None}, Page("run_id", False, 10, 0)).rows == []  # all have one
+    assert run_page(store, {"agent": "' or '1'='1"}, Page("run_id", False, 10, 0)).rows == []
     choices = session_choices(store)
     assert choices["run"] == ["o'k run", "r2"] and choices["status"] == [None, "fail", "finished"]
     assert run_choices(store) == {"agent": ["uitars"], "model": [""]}
