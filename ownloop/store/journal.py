@@ -1,13 +1,7 @@
 """The append-only journal: JSON-lines streams, one writer each, hash-chained.
 
-A line is, byte for byte::
-
-    {"seq":N,"prev":"P","sum":"S","event":{...}}\\n
-
-``sum`` is the first 32 hex digits of sha256(prev + ":" + seq + ":" + event bytes) and the next
-line's ``prev``; the first line's ``prev`` is empty. Changing any byte of a line breaks its own
-``sum`` or the next line's ``prev``, so ``verify`` finds it. A last line without its newline is a
-torn tail (a writer died mid-write): readers skip it and ``verify`` names it as such.
+A line's bytes, its checksum and the chain from line to line are ``lines.py``'s; this module
+writes the stream files, reads them back (every request in full) and checks one whole file.
 
 Format 2 (``FORMAT``) writes a ``ModelCalled``'s request compactly: a message already written in
 full earlier in the same stream (the system prompt, the history, the image window: nearly all of
@@ -22,15 +16,11 @@ request in full. Format 1 lines (every request in full) are format 2 lines witho
 
 from __future__ import annotations
 
-import binascii
 import errno
 import hashlib
-import operator
 import os
-import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import repeat
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -40,46 +30,44 @@ from ownloop.store.changes import Toucher
 from ownloop.store.disk import StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event, Message, ModelCalled, StreamHead
+from ownloop.store.lines import (
+    LINE_HEAD,
+    ChainState,
+    DecodedLines,
+    check_chain,
+    checksum,
+    decode_intact,
+    decode_line,
+    decode_lines,
+    split_lines,
+)
 
 __all__ = [
     "FORMAT",
     "BrokenReference",
-    "ChainState",
-    "DecodedLines",
     "JournalLine",
     "StreamCheck",
     "StreamFiles",
     "StreamProblem",
     "StreamWriter",
-    "check_chain",
     "check_stream",
-    "decode_events",
-    "decode_intact",
-    "decode_lines",
     "decode_places",
     "expand_requests",
     "read_lines",
-    "split_lines",
     "verify_stream",
+    # handed on from lines.py (the ingest imports them from here)
+    "ChainState",
+    "DecodedLines",
+    "check_chain",
+    "decode_intact",
+    "decode_lines",
 ]
 
 FORMAT = 2
 """The journal's line format: 2 writes requests with ``message_refs`` (see above)."""
 
-_HEAD = re.compile(rb'^\{"seq":(\d+),"prev":"([0-9a-f]*)","sum":"([0-9a-f]{32})","event":')
 _encoder = msgspec.json.Encoder()
-
-
-class _Line(msgspec.Struct, frozen=True):
-    seq: int
-    prev: str
-    sum: str
-    event: Event
-
-
-_decoder = msgspec.json.Decoder(_Line)
 _event_decoder = msgspec.json.Decoder(Event)
-_batch_decoder = msgspec.json.Decoder(list[_Line])
 
 
 class JournalLine(NamedTuple):
@@ -97,13 +85,6 @@ class StreamProblem(NamedTuple):
     # "torn tail", "bad checksum", "broken chain", "unreadable", "sequence gap", "bad reference"
     kind: str
     detail: str
-
-
-def _checksum(prev: str, seq: int, event_bytes: bytes) -> str:
-    h = hashlib.sha256()
-    h.update(f"{prev}:{seq}:".encode())
-    h.update(event_bytes)
-    return h.hexdigest()[:32]
 
 
 class StreamWriter:
@@ -159,7 +140,7 @@ class StreamWriter:
                 raise ValueError(
                     f"refusing to append a {type(event).__name__} that would not decode: {exc}"
                 ) from None
-            total = _checksum(prev, seq, body)
+            total = checksum(prev, seq, body)
             head = b'{"seq":%d,"prev":"%s","sum":"%s","event":' % (
                 seq,
                 prev.encode(),
@@ -262,17 +243,6 @@ class StreamWriter:
         self.close()
 
 
-def split_lines(data: bytes, base: int = 0) -> Iterator[tuple[int, int, bytes]]:
-    """Complete lines of ``data``: (offset, end, bytes without the newline); no torn tail."""
-    start = 0
-    while True:
-        nl = data.find(b"\n", start)
-        if nl < 0:
-            return
-        yield base + start, base + nl + 1, data[start:nl]
-        start = nl + 1
-
-
 class BrokenReference(OwnloopError):
     """A compact request refers to a line or message that is not in its stream."""
 
@@ -321,7 +291,7 @@ def _line_at(f: BinaryIO, offset: int) -> bytes:
 def _written_at(line_at: LineAt, stream: str, offset: int) -> tuple[Message, ...]:
     """The messages a stream's line at ``offset`` writes in full; () when it holds no call."""
     try:
-        event = _decoder.decode(line_at(stream, offset)).event
+        event = decode_line(line_at(stream, offset)).event
     except (msgspec.DecodeError, OSError):
         return ()
     return event.messages if type(event) is ModelCalled else ()
@@ -418,7 +388,7 @@ def read_lines(path: Path, offset: int = 0) -> Iterator[JournalLine]:
         lines = [
             JournalLine(start, end, line.seq, line.event)
             for start, end, raw in split_lines(data, offset)
-            for line in (_decoder.decode(raw),)
+            for line in (decode_line(raw),)
         ]
         stream = path.stem
         events = expand_requests(
@@ -429,155 +399,6 @@ def read_lines(path: Path, offset: int = 0) -> Iterator[JournalLine]:
         )
     for line, event in zip(lines, events, strict=True):
         yield line._replace(event=event) if event is not line.event else line
-
-
-def decode_events(raw_lines: Iterable[bytes]) -> list[Event]:
-    """Decode many raw lines (without newlines) at once, as written (requests compact: see
-    ``decode_places`` for them in full)."""
-    return [_decoder.decode(raw).event for raw in raw_lines]
-
-
-class DecodedLines(NamedTuple):
-    """Many lines decoded at once, as columns."""
-
-    positions: list[int] | None  # where each decoded line was in the input; None: all of them
-    seqs: list[int]
-    events: list[Event]
-    errors: list[tuple[int, str]]  # (where, why) for each line that did not decode
-
-
-_seq_of = operator.attrgetter("seq")
-_event_of = operator.attrgetter("event")
-
-
-def decode_lines(raw_lines: Sequence[bytes]) -> DecodedLines:
-    """Decode many raw lines (without newlines) at once, as written (requests compact: see
-    ``decode_places`` for them in full).
-
-    The lines are decoded as one JSON array (a single C call); only when that fails, or yields a
-    different number of values, is each line decoded alone to find the bad ones.
-    """
-    lines: list[_Line] | None = None
-    if raw_lines:
-        try:
-            lines = _batch_decoder.decode(b"[" + b",".join(raw_lines) + b"]")
-            if len(lines) != len(raw_lines):
-                lines = None
-        except msgspec.DecodeError:
-            lines = None
-    else:
-        lines = []
-    if lines is not None:
-        return DecodedLines(None, list(map(_seq_of, lines)), list(map(_event_of, lines)), [])
-    index: list[int] = []
-    good: list[_Line] = []
-    errors: list[tuple[int, str]] = []
-    for i, raw in enumerate(raw_lines):
-        try:
-            good.append(_decoder.decode(raw))
-            index.append(i)
-        except msgspec.DecodeError as exc:
-            errors.append((i, str(exc)))
-    return DecodedLines(index, list(map(_seq_of, good)), list(map(_event_of, good)), errors)
-
-
-class ChainState(NamedTuple):
-    """Where a stream's chain stands after a line: its sum and its seq."""
-
-    prev: str = ""
-    seq: int = 0
-
-
-_prev_of = operator.attrgetter("prev")
-_sum_of = operator.attrgetter("sum")
-_digest = operator.methodcaller("digest")
-_first_half = operator.itemgetter(slice(0, 16))  # 16 bytes: the 32 hex digits a sum keeps
-_encode_str = str.encode
-
-
-def decode_intact(
-    raw_lines: Sequence[bytes], state: ChainState
-) -> tuple[DecodedLines, ChainState] | None:
-    """Decode lines (without newlines) that are all intact, checking their chain on the way.
-
-    Returns what ``decode_lines`` returns and the chain's state after the last line when every
-    line decodes and ``check_chain`` would find nothing wrong with any of them; otherwise None
-    (then check with ``check_chain`` and decode with ``decode_lines``, line by line).
-
-    The common case costs one batch decode and C-level passes over the lines: each line's head
-    is rebuilt from its decoded seq, prev and sum and must be the line's exact first bytes, so
-    the checksummed bytes are the same ones ``check_chain`` would take.
-    """
-    n = len(raw_lines)
-    if not n:
-        return None
-    try:
-        lines = _batch_decoder.decode(b"[" + b",".join(raw_lines) + b"]")
-    except msgspec.DecodeError:
-        return None
-    if len(lines) != n:
-        return None
-    seqs = list(map(_seq_of, lines))
-    first = state.seq + 1
-    if seqs != list(range(first, first + n)):
-        return None
-    prevs = list(map(_prev_of, lines))
-    sums = list(map(_sum_of, lines))
-    if prevs[0] != state.prev or prevs[1:] != sums[:-1]:
-        return None
-    prev_bytes = list(map(_encode_str, prevs))
-    sum_bytes = list(map(_encode_str, sums))
-    heads = list(
-        map(
-            b'{"seq":%d,"prev":"%s","sum":"%s","event":'.__mod__,
-            zip(seqs, prev_bytes, sum_bytes, strict=True),
-        )
-    )
-    if not all(map(bytes.startswith, raw_lines, heads)) or not all(
-        map(bytes.endswith, raw_lines, repeat(b"}"))
-    ):
-        return None
-    bodies = map(operator.getitem, raw_lines, map(slice, map(len, heads), repeat(-1)))
-    inputs = map(b"%s:%d:%s".__mod__, zip(prev_bytes, seqs, bodies, strict=True))
-    computed = map(binascii.hexlify, map(_first_half, map(_digest, map(hashlib.sha256, inputs))))
-    if list(computed) != sum_bytes:
-        return None
-    return DecodedLines(None, seqs, list(map(_event_of, lines)), []), ChainState(sums[-1], seqs[-1])
-
-
-def check_chain(
-    raw_lines: Sequence[bytes],
-    state: ChainState,
-) -> tuple[list[tuple[int, str, str]], ChainState]:
-    """The lines (without newlines) whose checksum or link to the line before fails.
-
-    Returns (index, kind, detail) for each damaged line and the chain's state after the last
-    line. As in ``check_stream``, the chain goes on from a damaged line's own sum, so one edited
-    line is reported once (and a removed line once, at the line after it).
-    """
-    damaged: list[tuple[int, str, str]] = []
-    prev, expected = state
-    match_head = _HEAD.match
-    for i, raw in enumerate(raw_lines):
-        expected += 1
-        match = match_head(raw)
-        if not match or not raw.endswith(b"}"):
-            damaged.append((i, "unreadable", "not a journal line"))
-            prev = ""
-            continue
-        seq, line_prev, total = (
-            int(match.group(1)),
-            match.group(2).decode(),
-            match.group(3).decode(),
-        )
-        if _checksum(line_prev, seq, raw[match.end() : -1]) != total:
-            damaged.append((i, "bad checksum", "the line's bytes were changed"))
-        elif line_prev != prev:
-            damaged.append((i, "broken chain", "prev does not match the line before"))
-        elif seq != expected:
-            damaged.append((i, "sequence gap", f"seq {seq}, expected {expected}"))
-        prev, expected = total, seq
-    return damaged, ChainState(prev, expected)
 
 
 class StreamCheck(NamedTuple):
@@ -613,7 +434,7 @@ def check_stream(path: Path) -> StreamCheck:
     number = 0
     offsets: list[int] = []  # of each decoded event's line
     for number, (start, _, raw) in enumerate(split_lines(data), start=1):
-        match = _HEAD.match(raw)
+        match = LINE_HEAD.match(raw)
         if not match or not raw.endswith(b"}"):
             problems.append(StreamProblem(name, number, "unreadable", "not a journal line"))
             sums.append("")
@@ -628,12 +449,12 @@ def check_stream(path: Path) -> StreamCheck:
             problems.append(
                 StreamProblem(name, number, "broken chain", "prev does not match the line before")
             )
-        if _checksum(line_prev, seq, body) != total:
+        if checksum(line_prev, seq, body) != total:
             problems.append(
                 StreamProblem(name, number, "bad checksum", "the line's bytes were changed")
             )
         try:
-            events.append((number, _decoder.decode(raw).event))
+            events.append((number, decode_line(raw).event))
             offsets.append(start)
         except msgspec.DecodeError as exc:
             problems.append(StreamProblem(name, number, "unreadable", str(exc)))
@@ -680,11 +501,11 @@ def _tail_problem(name: str, number: int, tail: bytes, prev: str, seq: int) -> S
     if consistent and len(tail) > len(head):
         # A whole checksummed line plus one more byte: its newline was replaced.
         whole = tail[:-1]
-        match = _HEAD.match(whole)
+        match = LINE_HEAD.match(whole)
         if (
             match
             and whole.endswith(b"}")
-            and _checksum(prev, seq, whole[match.end() : -1]) == match.group(3).decode()
+            and checksum(prev, seq, whole[match.end() : -1]) == match.group(3).decode()
         ):
             consistent = False
     if consistent:

@@ -15,11 +15,11 @@ from ownloop.store import events as E
 from ownloop.store.index import Index
 from ownloop.store.journal import (
     BrokenReference,
-    _checksum,
     check_stream,
     read_lines,
     verify_stream,
 )
+from ownloop.store.lines import checksum
 from tests.store.conftest import at
 
 SYSTEM = "You are a GUI agent. " * 40  # a long system prompt, as the agents send
@@ -135,7 +135,7 @@ def test_references_are_the_journals_own(store: Store) -> None:
 
 
 def _line(seq: int, prev: str, event: bytes) -> tuple[bytes, str]:
-    total = _checksum(prev, seq, event)
+    total = checksum(prev, seq, event)
     return b'{"seq":%d,"prev":"%s","sum":"%s","event":%s}\n' % (
         seq,
         prev.encode(),

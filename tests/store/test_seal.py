@@ -18,7 +18,8 @@ import pytest
 
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store.journal import _checksum, check_stream, read_lines
+from ownloop.store.journal import check_stream, read_lines
+from ownloop.store.lines import checksum
 from ownloop.store.seal import RunIsSealed, seal_run, sealed_fingerprint
 from tests.store.conftest import at, step_events
 
@@ -213,7 +214,7 @@ def _rechain(path: Path, old: bytes, new: bytes) -> None:
     for line in read_lines(path):
         raw = path.read_bytes()[line.offset : line.end - 1]
         body = raw[raw.index(b',"event":') + len(b',"event":') : -1].replace(old, new)
-        total = _checksum(prev, line.seq, body)
+        total = checksum(prev, line.seq, body)
         out.append(
             b'{"seq":%d,"prev":"%s","sum":"%s","event":%s}\n'
             % (line.seq, prev.encode(), total.encode(), body)

@@ -17,8 +17,8 @@ import pytest
 from ownloop.store import QueryError, Store, open_store
 from ownloop.store import events as E
 from ownloop.store.index import SyncResult
-from ownloop.store.journal import _checksum as checksum
 from ownloop.store.journal import check_stream
+from ownloop.store.lines import checksum
 from ownloop.store.locks import IndexBusy, hold_lock
 from ownloop.store.schema import TABLES
 from tests.golden.samples import SAMPLES
