@@ -9,20 +9,18 @@ change marker as it was when the index last matched the journal (``changes.py``)
 nothing appended since with two stats, not one per stream.
 
 The index is only ever opened under ``index.lock`` (exclusive to sync, shared to query); recorders
-never open it.
+never open it. How a sync's new lines are read, decoded and written is ``pipeline.py``'s.
 """
 
 from __future__ import annotations
 
-import gc
 import heapq
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, closing, contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import msgspec
@@ -32,18 +30,9 @@ from ownloop.store.changes import Look, look, unchanged
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
-from ownloop.store.ingest import (
-    Decoded,
-    Decoders,
-    Task,
-    _Batch,
-    _complete_lines,
-    _Mark,
-    plan,
-    write_rows,
-)
-from ownloop.store.journal import ChainState, StreamFiles, decode_places
+from ownloop.store.journal import StreamFiles, decode_places
 from ownloop.store.locks import LockNotNeeded, hold_lock
+from ownloop.store.pipeline import SyncResult, ingest_streams, ingested_marks
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLES, fingerprint
 from ownloop.store.scores import refresh_bootstraps
@@ -60,54 +49,10 @@ Params = Sequence[Any] | Mapping[str, Any] | None
 
 VIEWS_SQL = resources.files("ownloop.store").joinpath("views.sql").read_text()
 _FINGERPRINT = fingerprint(VIEWS_SQL)
-_BATCH = 32 << 20  # bytes of lines decoded before they are written to DuckDB
 # A new index file's block size (an existing file keeps its own). DuckDB's default, 256 KiB,
 # leaves most of a small store's index empty; 64 KiB makes it 40-60% smaller (10k-200k events)
 # at the same query cost.
 _BLOCK_SIZE = str(64 << 10)
-# New bytes from which a sync decodes in worker processes (a rebuild of about 150,000 events):
-# below it, starting them costs more than they save.
-_PARALLEL_BYTES = 64 << 20
-_WRITE_MOST = 256 << 20  # journal bytes whose rows the workers' ingest writes in one go
-
-
-def _cpus() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-class SyncResult(NamedTuple):
-    """What one sync did."""
-
-    streams: int  # streams that had new bytes
-    events: int  # events ingested
-    skipped: int  # complete lines that did not decode (see the skipped_lines table)
-    rebuilt: bool  # the index was created or rebuilt from nothing
-    damaged: int = 0  # lines whose checksum or chain failed (see the damage view)
-    accepted: bool = False  # damaged lines were projected all the same (--accept-damaged)
-
-    def summary(self) -> str:
-        what = "rebuilt" if self.rebuilt else "up to date"
-        line = f"index {what}: {self.events} new events from {self.streams} streams"
-        if self.damaged:
-            fate = (
-                "projected all the same (--accept-damaged)"
-                if self.accepted
-                else "quarantined, not projected"
-            )
-            line += (
-                f"; {self.damaged} damaged lines {fate}: see "
-                'ownloop sql "select * from damage" and run: ownloop verify'
-            )
-        if self.skipped:
-            line += (
-                f"; {self.skipped} lines did not decode (see the skipped_lines table and "
-                "run: ownloop verify)"
-            )
-        return line
 
 
 class _Manifest(msgspec.Struct):
@@ -329,35 +274,15 @@ class Index:
     def _sync(self) -> SyncResult:
         before = look(self.journal_dir)  # before the sizes: what lands after it moves the marker
         sizes = self._sizes()
-        manifest = self._read_manifest()
-        if (
-            manifest is not None
-            and manifest.fingerprint == _FINGERPRINT
-            and self.path.exists()
-            and manifest.sizes == sizes
-        ):
+        if self.up_to_date(sizes):
             self.remember(before)
             return SyncResult(0, 0, 0, False)
         con = self._connect()
         try:
             rebuilt = self._ensure_schema(con)
             accept = self._accepting(con)
-            known = {
-                s: _Mark(i, z, ChainState(p or "", q or 0))
-                for s, i, z, p, q in con.execute(
-                    "select stream, ingested, size, last_sum, last_seq from streams"
-                ).fetchall()
-            }
-            # Decoding allocates millions of small objects that all stay alive until they are
-            # written: the cyclic GC would rescan them again and again (quadratic), and there
-            # are no cycles to find.
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
-                result = self._ingest(con, sizes, known, accept)
-            finally:
-                if collecting:
-                    gc.enable()
+            known = ingested_marks(con)
+            result = ingest_streams(con, self.journal_dir, sizes, known, accept, self._processes)
             refresh_bootstraps(con)  # the seeded bootstrap of runs whose units changed
             seen = {s: mark.size for s, mark in known.items()}
         finally:
@@ -376,142 +301,6 @@ class Index:
             return self._accept_damaged
         row = con.execute("select value from meta where key = 'accept_damaged'").fetchone()
         return row is not None and row[0] == "1"
-
-    def _ingest(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        sizes: dict[str, int],
-        known: dict[str, _Mark],
-        accept: bool,
-    ) -> SyncResult:
-        """Read every stream whose size changed; ``known`` is updated to what was committed.
-
-        From nothing (or with many new bytes) worker processes check and decode shares of the
-        streams while this process's DuckDB writes what they send back (``ingest.Decoders``);
-        else, and for streams too big for one batch, it is done here, pipelined (``_here``).
-        Each batch is written in one transaction: a sync that stops keeps whole batches.
-        """
-        work: list[tuple[str, int, int, ChainState]] = []
-        for stream, size in sorted(sizes.items()):
-            ingested, seen, chain = known.get(stream, _Mark(0, -1, ChainState()))
-            if size == seen:
-                continue
-            if size < ingested:
-                raise OwnloopError(
-                    f"journal stream {stream} is shorter than the index says ({size} < "
-                    f"{ingested} bytes). Check it with: ownloop verify; then: ownloop index "
-                    "--rebuild"
-                )
-            work.append((stream, ingested, size, chain))
-        done = SyncResult(len(work), 0, 0, False)
-        count = self._processes
-        if count is None:
-            new = sum(size - ingested for _, ingested, size, _ in work)
-            count = _cpus() if new >= _PARALLEL_BYTES else 0
-        if count > 1 and work:
-            tasks, work = plan(work, count, _BATCH)
-            try:
-                decoders = Decoders(count, str(self.journal_dir), accept)
-            except OSError:  # no interpreter to start (e.g. an embedded Python): do it here
-                work = [item for task in tasks for item in task.streams] + work
-                work.sort()
-            else:
-                try:
-                    done = self._write_decoded(con, decoders, tasks, known, done)
-                finally:
-                    decoders.close()
-        return self._ingest_here(con, work, known, accept, done)
-
-    def _write_decoded(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        decoders: Decoders,
-        tasks: list[Task],
-        known: dict[str, _Mark],
-        done: SyncResult,
-    ) -> SyncResult:
-        """Write what the workers send back, in task order, while they decode what follows: a
-        third of the whole per transaction (at least a batch's worth, at most ``_WRITE_MOST``;
-        the parent holds them as Arrow tables, about 40% of their journal bytes). DuckDB
-        writes a transaction that large straight to its file; smaller ones go through its
-        WAL first, which costs it more than the inserts themselves."""
-        total = sum(size - ingested for task in tasks for _, ingested, size, _ in task.streams)
-        most = min(_WRITE_MOST, max(_BATCH, total // 3 + 1))
-        pending: list[Decoded] = []
-
-        def write() -> SyncResult:
-            write_rows(con, [decoded.rows() for decoded in pending])
-            for decoded in pending:
-                known.update(decoded.marks)
-            return done._replace(
-                events=done.events + sum(decoded.events for decoded in pending),
-                skipped=done.skipped + sum(decoded.skipped for decoded in pending),
-                damaged=done.damaged + sum(decoded.damaged for decoded in pending),
-            )
-
-        # While DuckDB writes a transaction, the workers go on with as many tasks again.
-        ahead = -(-most * len(tasks) // max(1, total))
-        with closing(decoders.run(tasks, ahead)) as runs:
-            for run in runs:
-                pending += run
-                if sum(decoded.nbytes for decoded in pending) >= most:
-                    done, pending = write(), []
-        return write() if pending else done
-
-    def _ingest_here(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        work: list[tuple[str, int, int, ChainState]],
-        known: dict[str, _Mark],
-        accept: bool,
-        done: SyncResult,
-    ) -> SyncResult:
-        """Ingest ``work`` in this process, adding to ``done``. Batches are pipelined: while
-        DuckDB writes one batch (on a thread of its own; it runs without the GIL), the next is
-        read, checked, decoded and turned into Arrow tables."""
-        if not work:
-            return done
-        batch, events, skipped, damaged = _Batch(accept), 0, 0, 0
-        journal = str(self.journal_dir)
-        with ThreadPoolExecutor(1, thread_name_prefix="ownloop-ingest") as writer:
-            writing: Future[None] | None = None
-            marks: dict[str, _Mark] = {}  # the marks of the batch being written
-
-            def write(batch: _Batch) -> None:
-                nonlocal writing, marks
-                rows = batch.rows()  # while the batch before is still being written
-                if writing is not None:
-                    writing.result()  # its error, if any, is this sync's error
-                    known.update(marks)
-                writing, marks = writer.submit(rows.write, con), batch.marks
-
-            for stream, ingested, size, chain in work:
-                end = ingested
-                for base, chunk in _complete_lines(
-                    os.path.join(journal, stream + ".jsonl"), ingested, size
-                ):
-                    chain = batch.add(stream, base, chunk, chain)
-                    end = base + len(chunk)
-                    if batch.nbytes >= _BATCH:
-                        batch.marks[stream] = _Mark(end, -1, chain)  # not finished yet
-                        write(batch)
-                        events += len(batch.events)
-                        skipped += len(batch.skipped[0])
-                        damaged += len(batch.damaged)
-                        batch = _Batch(accept)
-                batch.marks[stream] = _Mark(end, size, chain)
-            write(batch)
-            assert writing is not None
-            writing.result()
-            known.update(marks)
-        events += len(batch.events)
-        skipped += len(batch.skipped[0])
-        damaged += len(batch.damaged)
-        return done._replace(
-            events=done.events + events,
-            skipped=done.skipped + skipped,
-            damaged=done.damaged + damaged,
-        )
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         try:

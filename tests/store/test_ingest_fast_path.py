@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ownloop.store import Store
-from ownloop.store import index as index_module
+from ownloop.store import Store, pipeline
 from ownloop.store.journal import ChainState, check_chain, decode_intact, decode_lines
 
 START = ChainState()
@@ -180,7 +179,7 @@ def test_many_small_batches_give_the_same_index(
     assert (result.skipped, result.damaged) == (1, 1)
     whole = _every_row(store)
     assert len(whole["journal"]) == result.events > 3 * len(lines)
-    monkeypatch.setattr(index_module, "_BATCH", 2000)
+    monkeypatch.setattr(pipeline, "_BATCH", 2000)
     assert store.rebuild_index() == result
     assert _every_row(store) == whole
 

@@ -127,12 +127,12 @@ def test_a_sync_goes_on_from_where_the_workers_left(
 def test_a_stream_bigger_than_a_batch_is_read_by_the_syncing_process(
     store: Store, record_session: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ownloop.store import index as index_module
+    from ownloop.store import pipeline
 
     _odd_journal(store, record_session)
     here = Index(store).rebuild(processes=0)
     rows = _every_row(store)
-    monkeypatch.setattr(index_module, "_BATCH", 3000)  # the golden stream is bigger
+    monkeypatch.setattr(pipeline, "_BATCH", 3000)  # the golden stream is bigger
     assert Index(store).rebuild(processes=2) == here
     assert _every_row(store) == rows
 

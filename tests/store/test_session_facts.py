@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from ownloop.store import Store
+from ownloop.store import Store, pipeline
 from ownloop.store import events as E
-from ownloop.store import index as index_module
 from tests.store.conftest import at
 
 # The sessions view as it was before session_facts: each query ranked every session's events.
@@ -307,7 +306,7 @@ def test_a_session_split_across_ingest_batches_gets_one_row(
 ) -> None:
     """With batches of a few hundred bytes, a session's start and its end land in different
     transactions of one sync: its row is recomputed by each."""
-    monkeypatch.setattr(index_module, "_BATCH", 300)
+    monkeypatch.setattr(pipeline, "_BATCH", 300)
     _write_runs(store, record_session)
     result = store.sync()
     assert result.events > 50
