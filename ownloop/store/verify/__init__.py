@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ownloop.store.errors import OwnloopError
@@ -118,7 +118,7 @@ def verify_store(
         )
     whole = streams is None
     saved = load_state(store) if whole else Saved(Header())
-    header = saved.header
+    header, state = saved.header, saved.state
     looked = _look(store, header, streams, incremental)
     names = looked.names
     changed = changed_streams(str(store.journal_dir), names, header) if incremental else names
@@ -129,23 +129,10 @@ def verify_store(
         and not changed
         and names == header.names
         and looked.blobs_as_before
-    ):  # as the last check found it: what that check reported holds
-        return VerifyReport(
-            list(header.problems) + claim_problems(store),
-            len(names),
-            header.events,
-            header.blobs,
-            {},
-            len(names),
-            header.present,
-        )
-    state = saved.state
+    ):
+        return _as_last_found(store, header)
     remembered = state.checked_ns == header.checked_ns != 0
-    if state.checked_ns != header.checked_ns:  # the bulk did not decode: read everything
-        changed = names
-    if run_id is not None and incremental:  # the run's streams are read again, always
-        ours = run_streams(state, run_id)
-        changed = [name for name in names if name in changed or name[:-6] in ours]
+    changed = _to_read(names, changed, saved, run_id if incremental else None)
     journal = str(store.journal_dir)
     jobs = [(os.path.join(journal, name), state.streams.get(name[:-6])) for name in changed]
     present = _present_blobs(store, looked, header, state, whole, incremental, remembered)
@@ -154,41 +141,26 @@ def verify_store(
     blob_jobs = sorted(present - known.keys())
     results, checked_blobs = check_in_parallel(store, jobs, blob_jobs, workers)
     if run_id is not None:  # every blob the run's streams refer to, hashed again
-        again = sorted(
-            {
-                sha256
-                for checked in results.values()
-                if checked.summary is not None and run_id in checked.summary.named_runs
-                for sha256 in checked.references
-            }
-            - checked_blobs.keys()
-        )
-        checked_blobs.update(check_in_parallel(store, [], again, workers)[1])
+        _hash_again(store, run_id, results, checked_blobs, workers)
         known = {s: w for s, w in known.items() if s not in checked_blobs}
     for sha256 in [s for s, h in checked_blobs.items() if h.wrong == "missing"]:
         present.discard(sha256)  # gone since it was listed (or remembered): found below
     found = _gather(names, results, state, whole, incremental)
-    problems, summaries, referenced = found.problems, found.summaries, found.referenced
-    seen = Seen(store.journal_dir, summaries)
+    seen = Seen(store.journal_dir, found.summaries)
     spanning = list(store_problems(seen))
-    problems.extend(spanning)
+    problems = found.problems + spanning
     if run_id is not None:
         problems.extend(run_problems(seen, run_id, fingerprint))
-    unlisted = sorted(referenced.keys() - present - known.keys() - checked_blobs.keys())
-    checked_blobs.update((h.sha256, h) for h in check_blobs((str(store.blobs.root), unlisted)))
-    for sha256 in known.keys() - present:
-        if sha256 in referenced:
-            checked_blobs[sha256] = Hashed(sha256, "missing", RACY)
-    problems.extend(blob_problems(checked_blobs, referenced))
+    problems.extend(_blob_findings(store, found.referenced, present, known, checked_blobs))
     problems.extend(claim_problems(store) if whole else [])
     report = VerifyReport(
         problems,
         len(names),
-        sum(s.events for s in summaries.values()),
-        len(referenced.keys() | present),
+        sum(s.events for s in found.summaries.values()),
+        len(found.referenced.keys() | present),
         {
             stream: StreamHead(stream=stream, events=summary.lines, head=summary.head)
-            for stream, summary in summaries.items()
+            for stream, summary in found.summaries.items()
         },
         len(names) - len(jobs),
         len(present - checked_blobs.keys()),
@@ -204,6 +176,70 @@ def verify_store(
     if whole and not report.errors and not (incremental and unchanged):
         _remember(store, looked, report, found, present, checked_blobs, spanning)
     return report
+
+
+def _as_last_found(store: Store, header: Header) -> VerifyReport:
+    """The report when no stream or blob changed since the last check: what that check reported
+    holds (a recorder's stale claim files, which are not journal data, are looked for again)."""
+    return VerifyReport(
+        list(header.problems) + claim_problems(store),
+        len(header.names),
+        header.events,
+        header.blobs,
+        {},
+        len(header.names),
+        header.present,
+    )
+
+
+def _to_read(names: list[str], changed: list[str], saved: Saved, run_id: str | None) -> list[str]:
+    """The stream files to read: the ``changed`` ones, and the run ``run_id``'s (read again,
+    always, by an incremental check of a run); all when the bulk of the saved state did not
+    decode."""
+    if saved.state.checked_ns != saved.header.checked_ns:
+        return names
+    if run_id is None:
+        return changed
+    ours = run_streams(saved.state, run_id)
+    return [name for name in names if name in changed or name[:-6] in ours]
+
+
+def _hash_again(
+    store: Store,
+    run_id: str,
+    results: dict[str, Checked],
+    checked_blobs: dict[str, Hashed],
+    workers: int | None,
+) -> None:
+    """Hash every blob the run's streams refer to that this check has not hashed yet (whatever
+    the last check found), into ``checked_blobs``."""
+    again = sorted(
+        {
+            sha256
+            for checked in results.values()
+            if checked.summary is not None and run_id in checked.summary.named_runs
+            for sha256 in checked.references
+        }
+        - checked_blobs.keys()
+    )
+    checked_blobs.update(check_in_parallel(store, [], again, workers)[1])
+
+
+def _blob_findings(
+    store: Store,
+    referenced: dict[str, str],
+    present: set[str],
+    known: dict[str, str],
+    checked_blobs: dict[str, Hashed],
+) -> Iterator[Problem]:
+    """The blobs' problems: a referenced blob neither listed nor remembered is checked now
+    (into ``checked_blobs``), and a remembered one that is gone and referenced is missing."""
+    unlisted = sorted(referenced.keys() - present - known.keys() - checked_blobs.keys())
+    checked_blobs.update((h.sha256, h) for h in check_blobs((str(store.blobs.root), unlisted)))
+    for sha256 in known.keys() - present:
+        if sha256 in referenced:
+            checked_blobs[sha256] = Hashed(sha256, "missing", RACY)
+    return blob_problems(checked_blobs, referenced)
 
 
 def _look(

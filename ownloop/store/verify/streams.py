@@ -33,7 +33,7 @@ from ownloop.store.events import (
     StreamsCataloged,
 )
 from ownloop.store.filestat import RACY, blob_stat, file_stat
-from ownloop.store.journal import check_stream
+from ownloop.store.journal import StreamCheck, check_stream
 from ownloop.store.verify.report import Problem
 
 if TYPE_CHECKING:
@@ -126,6 +126,35 @@ def _check_one(path: Path, old: Summary | None) -> Checked:
             {},
             False,
         )
+    problems = _chain_problems(where, check)
+    end = data.rfind(b"\n") + 1
+    digest = _digest(where, memoryview(data)[:end], check, old, problems)
+    found = _Found.of(check)
+    first = check.events[0][1] if check.events else None
+    summary = Summary(
+        inode=before.st_ino,
+        mtime_ns=before.st_mtime_ns,
+        ctime_ns=before.st_ctime_ns,
+        file_size=before.st_size,
+        size=end,
+        digest=digest,
+        lines=len(check.sums),
+        head=check.sums[-1] if check.sums else "",
+        events=len(check.events),
+        first_session=first.session_id if isinstance(first, SessionStarted) else "",
+        started_sessions=tuple(found.sessions),
+        started_runs=tuple(found.runs),
+        named_runs=found.named,
+        run_lines=found.run_lines,
+        catalog=tuple(found.catalog),
+        seals=tuple(found.seals),
+    )
+    stable = file_stat(before) == file_stat(after) and after.st_size == len(data)
+    return Checked(path.stem, summary, problems, found.references, stable)
+
+
+def _chain_problems(where: str, check: StreamCheck) -> list[Problem]:
+    """What the chain check found, as problems (a torn tail is a warning), and an empty stream."""
     problems: list[Problem] = []
     for p in check.problems:
         severity: Literal["error", "warning"] = "warning" if p.kind == "torn tail" else "error"
@@ -140,78 +169,74 @@ def _check_one(path: Path, old: Summary | None) -> Checked:
                 "or it predates ownloop 0.2",
             )
         )
-    end = data.rfind(b"\n") + 1
-    view = memoryview(data)
+    return problems
+
+
+def _digest(
+    where: str, lines: memoryview, check: StreamCheck, old: Summary | None, problems: list[Problem]
+) -> str:
+    """The sha256 of the stream's complete ``lines``; with ``old``, a stream with fewer lines
+    than the last check saw, or whose first lines changed, is added to ``problems``."""
     digest = hashlib.sha256()
-    if old is not None:
-        digest.update(view[: min(old.size, end)])
-        if len(check.sums) < old.lines:
-            problems.append(
-                Problem(
-                    "error",
-                    where,
-                    "truncated stream",
-                    f"{len(check.sums)} lines; the last verify checked {old.lines}",
-                )
+    if old is None:
+        digest.update(lines)
+        return digest.hexdigest()
+    digest.update(lines[: old.size])
+    if len(check.sums) < old.lines:
+        problems.append(
+            Problem(
+                "error",
+                where,
+                "truncated stream",
+                f"{len(check.sums)} lines; the last verify checked {old.lines}",
             )
-        elif (old.size > end or digest.hexdigest() != old.digest) and not any(
-            p.severity == "error" for p in problems
-        ):
-            problems.append(
-                Problem(
-                    "error",
-                    where,
-                    "rewritten stream",
-                    f"its first {old.lines} lines are not the ones the last verify checked",
-                )
+        )
+    elif (old.size > len(lines) or digest.hexdigest() != old.digest) and not any(
+        p.severity == "error" for p in problems
+    ):
+        problems.append(
+            Problem(
+                "error",
+                where,
+                "rewritten stream",
+                f"its first {old.lines} lines are not the ones the last verify checked",
             )
-        digest.update(view[min(old.size, end) : end])
-    else:
-        digest.update(view[:end])
-    sessions: list[str] = []
-    runs: list[str] = []
-    named: dict[str, int] = {}
-    run_lines: dict[str, int] = {}
-    catalog: list[tuple[int, StreamHead]] = []
-    seals: list[tuple[int, RunSealed]] = []
-    references: dict[str, int] = {}
-    for number, event in check.events:
-        named.setdefault(event.run_id, number)
-        if not (isinstance(event, SessionGraded) and event.against_seal) and not isinstance(
-            event, RunSealed
-        ):
-            run_lines[event.run_id] = number
-        if isinstance(event, SessionStarted):
-            sessions.append(event.session_id)
-        elif isinstance(event, RunStarted):
-            runs.append(event.run_id)
-        elif isinstance(event, StreamsCataloged):
-            catalog.extend((number, head) for head in event.heads)
-        elif isinstance(event, RunSealed):
-            seals.append((number, event))
-        for sha256 in blob_references(event):
-            references.setdefault(sha256, number)
-    first = check.events[0][1] if check.events else None
-    summary = Summary(
-        inode=before.st_ino,
-        mtime_ns=before.st_mtime_ns,
-        ctime_ns=before.st_ctime_ns,
-        file_size=before.st_size,
-        size=end,
-        digest=digest.hexdigest(),
-        lines=len(check.sums),
-        head=check.sums[-1] if check.sums else "",
-        events=len(check.events),
-        first_session=first.session_id if isinstance(first, SessionStarted) else "",
-        started_sessions=tuple(sessions),
-        started_runs=tuple(runs),
-        named_runs=named,
-        run_lines=run_lines,
-        catalog=tuple(catalog),
-        seals=tuple(seals),
-    )
-    stable = file_stat(before) == file_stat(after) and after.st_size == len(data)
-    return Checked(path.stem, summary, problems, references, stable)
+        )
+    digest.update(lines[old.size :])
+    return digest.hexdigest()
+
+
+class _Found(NamedTuple):
+    """What the checks that span streams need of one stream's events."""
+
+    sessions: list[str]  # the sessions it starts
+    runs: list[str]  # the runs it starts
+    named: dict[str, int]  # run -> the first line naming it
+    run_lines: dict[str, int]  # run -> its last line that a seal must cover
+    catalog: list[tuple[int, StreamHead]]
+    seals: list[tuple[int, RunSealed]]
+    references: dict[str, int]  # blob -> the first line referring to it
+
+    @classmethod
+    def of(cls, check: StreamCheck) -> _Found:
+        found = cls([], [], {}, {}, [], [], {})
+        for number, event in check.events:
+            found.named.setdefault(event.run_id, number)
+            if not (isinstance(event, SessionGraded) and event.against_seal) and not isinstance(
+                event, RunSealed
+            ):
+                found.run_lines[event.run_id] = number
+            if isinstance(event, SessionStarted):
+                found.sessions.append(event.session_id)
+            elif isinstance(event, RunStarted):
+                found.runs.append(event.run_id)
+            elif isinstance(event, StreamsCataloged):
+                found.catalog.extend((number, head) for head in event.heads)
+            elif isinstance(event, RunSealed):
+                found.seals.append((number, event))
+            for sha256 in blob_references(event):
+                found.references.setdefault(sha256, number)
+        return found
 
 
 class Hashed(NamedTuple):
