@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -102,28 +103,33 @@ def ingest_streams(
     (``ingested_marks``) is updated to what was committed. ``accept``: project damaged lines
     all the same; ``processes``: as for ``Index.sync``.
 
-    Decoding allocates millions of small objects that all stay alive until they are written:
-    the cyclic GC would rescan them again and again (quadratic), and there are no cycles to
-    find, so it is off meanwhile.
+    Raises:
+        OwnloopError: a stream is shorter than the index says.
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _ingest(con, journal_dir, sizes, known, accept, processes)
-    finally:
-        if collecting:
-            gc.enable()
+    work = _work(sizes, known)
+    done = SyncResult(len(work), 0, 0, False)
+    count = processes
+    if count is None:
+        new = sum(size - ingested for _, ingested, size, _ in work)
+        count = _cpus() if new >= _PARALLEL_BYTES else 0
+    with _cyclic_gc_off():
+        if count > 1 and work:
+            tasks, work = plan(work, count, _BATCH)
+            try:
+                decoders = Decoders(count, str(journal_dir), accept)
+            except OSError:  # no interpreter to start (e.g. an embedded Python): do it here
+                work = [item for task in tasks for item in task.streams] + work
+                work.sort()
+            else:
+                try:
+                    done = _write_decoded(con, decoders, tasks, known, done)
+                finally:
+                    decoders.close()
+        return _ingest_here(con, journal_dir, work, known, accept, done)
 
 
-def _ingest(
-    con: duckdb.DuckDBPyConnection,
-    journal_dir: Path,
-    sizes: dict[str, int],
-    known: dict[str, _Mark],
-    accept: bool,
-    processes: int | None,
-) -> SyncResult:
-    """``ingest_streams`` with the GC off (see the module's doc)."""
+def _work(sizes: dict[str, int], known: dict[str, _Mark]) -> list[tuple[str, int, int, ChainState]]:
+    """(stream, bytes ingested, size now, the chain there) of each stream whose size changed."""
     work: list[tuple[str, int, int, ChainState]] = []
     for stream, size in sorted(sizes.items()):
         ingested, seen, chain = known.get(stream, _Mark(0, -1, ChainState()))
@@ -136,24 +142,21 @@ def _ingest(
                 "--rebuild"
             )
         work.append((stream, ingested, size, chain))
-    done = SyncResult(len(work), 0, 0, False)
-    count = processes
-    if count is None:
-        new = sum(size - ingested for _, ingested, size, _ in work)
-        count = _cpus() if new >= _PARALLEL_BYTES else 0
-    if count > 1 and work:
-        tasks, work = plan(work, count, _BATCH)
-        try:
-            decoders = Decoders(count, str(journal_dir), accept)
-        except OSError:  # no interpreter to start (e.g. an embedded Python): do it here
-            work = [item for task in tasks for item in task.streams] + work
-            work.sort()
-        else:
-            try:
-                done = _write_decoded(con, decoders, tasks, known, done)
-            finally:
-                decoders.close()
-    return _ingest_here(con, journal_dir, work, known, accept, done)
+    return work
+
+
+@contextmanager
+def _cyclic_gc_off() -> Iterator[None]:
+    """Decoding allocates millions of small objects that all stay alive until they are written:
+    the cyclic GC would rescan them again and again (quadratic), and there are no cycles to
+    find."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _write_decoded(
