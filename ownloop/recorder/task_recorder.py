@@ -9,7 +9,7 @@ from typing import Any
 
 from ownloop.agents.base import Agent
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
-from ownloop.recorder.episode import EpisodeResult, StepHook, run_episode
+from ownloop.recorder.episode import EpisodeResult, EpisodeSetup, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.run_options import RecordOptions
 from ownloop.store import Store
@@ -220,16 +220,19 @@ class TaskRecorder:
             )
             with self._lock:
                 self.in_flight[started.session_id] = task.task_id
+            setup = EpisodeSetup(
+                self.store,
+                self.agent,
+                self.client_for(endpoint),
+                world,
+                self.suite,
+                self.options.limits,
+                self.stop,
+                task.grader or self.suite.default_grader,
+            )
             result = run_episode(
-                store=self.store,
-                agent=self.agent,
-                client=self.client_for(endpoint),
-                browser=world,
-                suite=self.suite,
-                started=started,
-                limits=self.options.limits,
-                stop=self.stop,
-                grader_spec=task.grader or self.suite.default_grader,
+                setup,
+                started,
                 on_step=_step_reporter(self.on_step, started) if self.on_step else None,
             )
         finally:

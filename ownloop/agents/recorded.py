@@ -1,0 +1,36 @@
+"""The agent a recorded session ran, made again with the settings its run recorded.
+
+A replay, a re-parse and an export of a session's requests make the agent with ``agent_for``:
+the options the run recorded (``RunStarted.agent_settings``) that the agent still has, then any
+``-o KEY=VALUE`` overrides, and its prompt texts from the clones the run (or the caller) named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ownloop.agents import Agent, agent_options, make_agent, released_texts
+
+__all__ = ["agent_for"]
+
+
+def agent_for(
+    name: str,
+    recorded: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    released: str | None = None,
+) -> Agent:
+    """The agent ``name`` with its recorded settings (those it still has), then ``overrides``;
+    its prompt texts from a clone under ``released`` (``--released``), else under the
+    ``released`` folders a run recorded before the texts were handed in.
+
+    Raises:
+        OwnloopError: the agent is unknown, or an override is unknown or out of range.
+    """
+    known = agent_options(name)
+    options = {key: value for key, value in recorded.items() if key in known}
+    options.update(overrides)
+    roots = released or recorded.get("released")
+    texts = released_texts(name, roots if isinstance(roots, str) else None)
+    return make_agent(name, released=texts, **options)
