@@ -22,6 +22,7 @@ from typing import NamedTuple
 import msgspec
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
+from ownloop.agents.recorded import parsed_event
 from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
 from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
 from ownloop.grading.version import grader_version
@@ -392,21 +393,9 @@ class Episode:
     def _parsed(
         self, step: int, call_id: str, parsed: Parsed | None, error: str | None = None
     ) -> ActionParsed:
-        """The ActionParsed of one answer: its actions, or why it did not parse."""
         agent = self._agent
-        return ActionParsed(
-            at=now(),
-            **self.ids(),
-            step=step,
-            call_id=call_id,
-            parser=agent.parser_name,
-            parser_version=agent.parser_version,
-            thought=parsed.thought if parsed is not None else "",
-            actions=parsed.actions if parsed is not None else (),
-            error=error,
-            model_size=parsed.model_size if parsed is not None else None,
-            coordinate_frame=agent.coordinate_frame,
-        )
+        frame = agent.coordinate_frame
+        return parsed_event(self.ids(), step, call_id, agent, parsed, error, coordinate_frame=frame)
 
     # ---------------------------------------------------------------- the end
     def end(

@@ -273,14 +273,7 @@ class TaskRecorder:
         else:
             if result.status in SCORED:  # retried: this attempt does not count, the retry may
                 events.append(
-                    SessionCounted(
-                        at=now(),
-                        run_id=self.run_id,
-                        session_id=result.session_id,
-                        task_id=task.task_id,
-                        repeat=claim.repeat,
-                        counted=False,
-                    )
+                    _counted(self.run_id, task.task_id, claim.repeat, result.session_id, False)
                 )
             self.claims.release(claim)
         if result.head is not None:
@@ -342,14 +335,21 @@ def count_session(
     """Mark ``session_id`` scored in the claims (the first scored session of the task and repeat
     wins it) and the event that says so."""
     counting = claims.finish(task_id, repeat, session_id)
+    return _counted(run_id, task_id, repeat, session_id, counting.counted, counting.winner)
+
+
+def _counted(
+    run_id: str, task_id: str, repeat: int, session_id: str, counted: bool, winner: str = ""
+) -> SessionCounted:
+    """The SessionCounted that says whether ``session_id`` counts for its task and repeat."""
     return SessionCounted(
         at=now(),
         run_id=run_id,
         session_id=session_id,
         task_id=task_id,
         repeat=repeat,
-        counted=counting.counted,
-        winner=counting.winner,
+        counted=counted,
+        winner=winner,
     )
 
 
