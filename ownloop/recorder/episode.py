@@ -227,34 +227,17 @@ class Episode:
         )
 
     def _act(self, step: int, index: int, action_idx: int, op: Op, batch: list[Event]) -> None:
-        """Execute one operation on the world and add its BrowserActed to ``batch``."""
+        """Execute one operation on the world and add its BrowserActed to ``batch``: the
+        effect's fields, its download stored as a blob."""
         self._check_stop()
         effect = self._world.execute(op)
-        download = self._store.put_blob(effect.download) if effect.download else None
         if not effect.ok:
             self._action_errors += 1
+        fields = effect._asdict()
+        fields["download"] = self._store.put_blob(effect.download) if effect.download else None
         batch.append(
             BrowserActed(
-                at=now(),
-                **self.ids(),
-                step=step,
-                idx=index,
-                action_idx=action_idx,
-                op=op,
-                ok=effect.ok,
-                error=effect.error,
-                url_before=effect.url_before,
-                url_after=effect.url_after,
-                element=effect.element,
-                pages_opened=effect.pages_opened,
-                dialog=effect.dialog,
-                download=download,
-                duration_ms=effect.duration_ms,
-                command=effect.command,
-                http_status=effect.http_status,
-                returncode=effect.returncode,
-                output=effect.output,
-                guest_error=effect.guest_error,
+                at=now(), **self.ids(), step=step, idx=index, action_idx=action_idx, op=op, **fields
             )
         )
 
