@@ -48,8 +48,7 @@ from ownloop.store.events import (
 from ownloop.store.ids import SessionIds
 from ownloop.store.journal import StreamWriter
 from ownloop.world import World, WorldLost
-from ownloop.world.browser import BrowserSession, may_start_download
-from ownloop.world.browser_world import BrowserWorld
+from ownloop.world.browser import may_start_download
 from ownloop.world.suites import Evidence, Suite
 
 __all__ = [
@@ -89,13 +88,13 @@ class EpisodeResult(NamedTuple):
 
 class EpisodeSetup(NamedTuple):
     """What an episode runs with: the store it is recorded into, the agent and the model client
-    it asks, the world it acts on (a bare ``BrowserSession`` is the browser world), the task's
-    suite, its limits, the event that stops it (Ctrl-C; None: never) and the grader of its end."""
+    it asks, the world it acts on (a ``BrowserWorld``, a desktop), the task's suite, its limits,
+    the event that stops it (Ctrl-C; None: never) and the grader of its end."""
 
     store: Store
     agent: Agent
     client: ModelCaller
-    world: World | BrowserSession
+    world: World
     suite: Suite
     limits: EpisodeLimits = EpisodeLimits()
     stop: threading.Event | None = None
@@ -168,9 +167,7 @@ class Episode:
     ) -> None:
         self._store, self._stream, self._started = setup.store, stream, started
         self._agent, self._client, self._suite = setup.agent, setup.client, setup.suite
-        world = setup.world
-        # The world the loop acts on (a bare BrowserSession is the browser world).
-        self._world: World = BrowserWorld(world) if isinstance(world, BrowserSession) else world
+        self._world = setup.world
         self._limits, self._grader_spec = setup.limits, setup.grader_spec
         self._stop = setup.stop or threading.Event()
         self._play: Play = play or Episode.agent_step
