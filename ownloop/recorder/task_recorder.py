@@ -9,7 +9,7 @@ from typing import Any
 
 from ownloop.agents.base import Agent
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
-from ownloop.recorder.episode import EpisodeResult, StepHook, run_episode
+from ownloop.recorder.episode import EpisodeResult, EpisodeSetup, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.run_options import RecordOptions
 from ownloop.store import Store
@@ -220,16 +220,19 @@ class TaskRecorder:
             )
             with self._lock:
                 self.in_flight[started.session_id] = task.task_id
+            setup = EpisodeSetup(
+                self.store,
+                self.agent,
+                self.client_for(endpoint),
+                world,
+                self.suite,
+                self.options.limits,
+                self.stop,
+                task.grader or self.suite.default_grader,
+            )
             result = run_episode(
-                store=self.store,
-                agent=self.agent,
-                client=self.client_for(endpoint),
-                browser=world,
-                suite=self.suite,
-                started=started,
-                limits=self.options.limits,
-                stop=self.stop,
-                grader_spec=task.grader or self.suite.default_grader,
+                setup,
+                started,
                 on_step=_step_reporter(self.on_step, started) if self.on_step else None,
             )
         finally:
@@ -270,14 +273,7 @@ class TaskRecorder:
         else:
             if result.status in SCORED:  # retried: this attempt does not count, the retry may
                 events.append(
-                    SessionCounted(
-                        at=now(),
-                        run_id=self.run_id,
-                        session_id=result.session_id,
-                        task_id=task.task_id,
-                        repeat=claim.repeat,
-                        counted=False,
-                    )
+                    _counted(self.run_id, task.task_id, claim.repeat, result.session_id, False)
                 )
             self.claims.release(claim)
         if result.head is not None:
@@ -339,14 +335,21 @@ def count_session(
     """Mark ``session_id`` scored in the claims (the first scored session of the task and repeat
     wins it) and the event that says so."""
     counting = claims.finish(task_id, repeat, session_id)
+    return _counted(run_id, task_id, repeat, session_id, counting.counted, counting.winner)
+
+
+def _counted(
+    run_id: str, task_id: str, repeat: int, session_id: str, counted: bool, winner: str = ""
+) -> SessionCounted:
+    """The SessionCounted that says whether ``session_id`` counts for its task and repeat."""
     return SessionCounted(
         at=now(),
         run_id=run_id,
         session_id=session_id,
         task_id=task_id,
         repeat=repeat,
-        counted=counting.counted,
-        winner=counting.winner,
+        counted=counted,
+        winner=winner,
     )
 
 

@@ -23,21 +23,12 @@ from typing import NamedTuple
 import msgspec
 
 from ownloop.recorder.episode import EpisodeResult
-from ownloop.replay.execute import (
-    MODES,
-    Plan,
-    ReplayError,
-    child_run,
-    end_run,
-    ensure_run,
-    plan_replay,
-    run_planned,
-)
+from ownloop.replay.execute import MODES, Plan, ReplayError, plan_replay, run_planned
 from ownloop.replay.fold import Session
 from ownloop.replay.options import ReplayOptions
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import shared_servers
-from ownloop.replay.reparse import recorded_settings
+from ownloop.replay.runs import child_run, end_run, ensure_run, recorded_settings
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.replay.summary import steps_identical
 from ownloop.replay.target import NotReplayable, check_replayable
@@ -291,7 +282,10 @@ def execute_batch(
                 if not planned:  # nothing can be re-executed so: the first reason says why
                     raise ReplayError(str(plans[0][1]) if plans else "no session to re-execute")
                 parent, plan = planned[0]
-                new_run = ensure_run(store, plan, parent, options.endpoint)
+                assert parent.task is not None
+                new_run = ensure_run(
+                    store, plan.run_id, plan.agent, plan.model, options.endpoint, parent.task.suite
+                )
                 run_id = plan.run_id
             except BaseException:
                 work.stop.set()

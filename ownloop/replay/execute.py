@@ -24,19 +24,14 @@ goes on and written, in a stream of their own, once it ended. The child joins th
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ownloop.agents.base import Agent
 from ownloop.agents.options import parse_overrides
-from ownloop.agents.released import released_commit, released_sha256
 from ownloop.recorder.call import ModelCaller
-from ownloop.recorder.episode import (
-    EpisodeLimits,
-    EpisodeResult,
-    run_episode,
-)
-from ownloop.recorder.model import ModelClient, public_endpoint
+from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, EpisodeSetup, run_episode
+from ownloop.recorder.model import ModelClient
 from ownloop.replay.cassette import Cassette, CassetteClient
 from ownloop.replay.fold import Session, fold
 from ownloop.replay.guard import ON_DIVERGE, Guard
@@ -44,20 +39,16 @@ from ownloop.replay.options import ReplayOptions
 from ownloop.replay.players import Fidelity, play_recorded
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import reopen_suite
-from ownloop.replay.reparse import agent_for, recorded_settings
+from ownloop.replay.runs import child_run, end_run, ensure_run, recorded_agent
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
     GuardChecked,
-    RunEnded,
-    RunStarted,
     SessionStarted,
     now,
 )
 from ownloop.store.ids import new_id
-from ownloop.store.queries import has_run_started
-from ownloop.store.seal import refuse_if_sealed, sealed_fingerprint
 from ownloop.world import World
 from ownloop.world.browser import Browser, BrowserSession
 from ownloop.world.browser_world import BrowserWorld
@@ -69,9 +60,6 @@ __all__ = [
     "Plan",
     "ReplayError",
     "Replayed",
-    "child_run",
-    "end_run",
-    "ensure_run",
     "execute_session",
     "plan_replay",
     "replay_session",
@@ -94,20 +82,6 @@ class Replayed(NamedTuple):
     child: Session
     result: EpisodeResult
     checks: tuple[GuardChecked, ...] = ()
-
-
-def _agent(
-    store: Store,
-    session: Session,
-    overrides: dict[str, Any],
-    released: str | None = None,
-    recorded: dict[str, Any] | None = None,
-) -> Agent:
-    """Today's agent code with the options the parent's run recorded (``recorded`` when the
-    caller looked them up already), then ``overrides``."""
-    if recorded is None:
-        recorded = recorded_settings(store, [session]).get(session.session_id, {})
-    return agent_for(session.agent or "uitars", recorded, overrides, released)
 
 
 # ---------------------------------------------------------------- one re-execution
@@ -157,11 +131,13 @@ def run_planned(
     viewport = plan.agent.settings.viewport
     with reopen_suite(parent.task, seed=plan.seed, base=plan.base, browser=chromium) as reopened:
         browser: World
+        page: BrowserSession | None = None
         if plan.desktop is not None or chromium is None:
             assert plan.desktop is not None
             browser = plan.desktop.world(settle_s=plan.settle_s)
         else:
-            browser = BrowserWorld(BrowserSession(chromium, viewport, settle_s=plan.settle_s))
+            page = BrowserSession(chromium, viewport, settle_s=plan.settle_s)
+            browser = BrowserWorld(page)
         try:
             started = SessionStarted(
                 at=now(),
@@ -185,8 +161,8 @@ def run_planned(
             fidelity = Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
             # A desktop has no elements to check: its ops replay unguarded.
             guard = (
-                Guard(parent.session_id, plan.on_diverge, store.get_blob)
-                if plan.desktop is None
+                Guard(parent.session_id, plan.on_diverge, store.get_blob, page)
+                if page is not None
                 else None
             )
 
@@ -198,16 +174,19 @@ def run_planned(
             client = plan.client or CassetteClient(Cassette([]))
             if isinstance(client, CassetteClient):  # the prompt names the task's start URL
                 client = client.moved(parent.task.start_url, reopened.task.start_url)
+            setup = EpisodeSetup(
+                store,
+                plan.agent,
+                client,
+                browser,
+                reopened.suite,
+                EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
+                stop,
+                parent.task.grader or reopened.suite.default_grader,
+            )
             result = run_episode(
-                store=store,
-                agent=plan.agent,
-                client=client,
-                browser=browser,
-                suite=reopened.suite,
-                started=started,
-                limits=EpisodeLimits(max(1, max_steps), parent.task.timeout_s or 1800.0),
-                stop=stop,
-                grader_spec=parent.task.grader or reopened.suite.default_grader,
+                setup,
+                started,
                 play=play_recorded(parent, plan.mode, guard, fidelity) if replaying else None,
                 on_step=on_step,
             )
@@ -248,45 +227,6 @@ def _in_thread(work: Callable[[threading.Event], EpisodeResult]) -> EpisodeResul
     return results[0]
 
 
-def child_run(store: Store, run_id: str) -> str:
-    """The run a replay is recorded into: ``run_id``, or ``<run_id>.replays`` when that run is
-    sealed (a sealed run takes no more events)."""
-    if sealed_fingerprint(store, run_id) is None:
-        return run_id
-    replays = f"{run_id}.replays"
-    refuse_if_sealed(store, replays, "replay into another run with --run NAME")
-    return replays
-
-
-def _ensure_run(
-    store: Store, run_id: str, agent: Agent, model: str, endpoint: str, suite: str
-) -> bool:
-    """Write a RunStarted for a run id the store does not know yet; True if it did."""
-    if has_run_started(store, run_id):
-        return False
-    with store.stream() as stream:
-        stream.append(
-            [
-                RunStarted(
-                    at=now(),
-                    run_id=run_id,
-                    argv=("ownloop", "replay"),
-                    agent=agent.name,
-                    agent_settings=agent.options(),
-                    model=model,
-                    endpoint=endpoint,
-                    sampling=agent.settings.sampling,
-                    viewport=agent.settings.viewport,
-                    suite=suite,
-                    prompt_source=agent.prompt_source,
-                    released_commit=released_commit(agent),
-                    released_sha256=released_sha256(agent),
-                )
-            ]
-        )
-    return True
-
-
 def execute_session(
     store: Store,
     parent: Session,
@@ -311,7 +251,10 @@ def execute_session(
         ReplayError: the session cannot be re-executed so (a one-line reason and the fix).
     """
     plan = plan_replay(store, parent, mode, options, on_step=on_step)
-    new_run = ensure_run(store, plan, parent, options.endpoint)
+    assert parent.task is not None
+    new_run = ensure_run(
+        store, plan.run_id, plan.agent, plan.model, options.endpoint, parent.task.suite
+    )
     if runner is not None:
         result = runner(store, parent, plan)
     else:
@@ -367,7 +310,7 @@ def plan_replay(
     if desktop is not None and guarded != "ignore":
         raise ReplayError("a desktop session replays unguarded: leave --on-diverge out")
     overrides = parse_overrides(options.agent_options)
-    agent = _agent(store, parent, overrides, options.released, recorded)
+    agent = recorded_agent(store, parent, overrides, options.released, recorded)
     forking = mode in ("ops", "actions") and guarded == "fork"
     live = _live_client(store, mode, options, forking)
     if mode == "fork":
@@ -425,38 +368,6 @@ def _live_client(
         put_blob=store.put_blob,
         api_key=options.api_key,
     )
-
-
-def ensure_run(store: Store, plan: Plan, parent: Session, endpoint: str | None = None) -> bool:
-    """Write a RunStarted for the plan's run when the store does not know it yet (a sealed
-    parent run's ``.replays``); True if it did (then ``end_run`` ends it)."""
-    assert parent.task is not None
-    return _ensure_run(
-        store,
-        plan.run_id,
-        plan.agent,
-        plan.model,
-        public_endpoint(endpoint) if endpoint else "",
-        parent.task.suite,
-    )
-
-
-def end_run(store: Store, run_id: str, results: Sequence[EpisodeResult]) -> None:
-    """The RunEnded of a run ``ensure_run`` started: its sessions' statuses and seconds."""
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[result.status] = counts.get(result.status, 0) + 1
-    with store.stream() as stream:
-        stream.append(
-            [
-                RunEnded(
-                    at=now(),
-                    run_id=run_id,
-                    counts=counts,
-                    seconds=sum(result.seconds for result in results),
-                )
-            ]
-        )
 
 
 def _check_world(

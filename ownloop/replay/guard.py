@@ -27,10 +27,10 @@ operation itself failed). :mod:`ownloop.replay.fidelity` counts them per step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import msgspec
 
+from ownloop.recorder.episode import Verdict
 from ownloop.replay.fold import Step
 from ownloop.replay.pixels import decoded
 from ownloop.store.events import (
@@ -65,15 +65,6 @@ button, or an element moved into the region, by more than 0.05."""
 _REGION = 48  # half the side of the region compared around a target, in pixels
 _SHRINK = (16, 16)
 _BOX_TOLERANCE = 0.25  # an element without a name or text may change its size by this much
-
-
-class Verdict(NamedTuple):
-    """What a replay does with one operation: run ``op`` (``then == "act"``), or stop or fork
-    the replay at it; ``reason`` says why when the check failed."""
-
-    op: Op
-    then: str
-    reason: str = ""
 
 
 def _size_changed(before: Element, after: Element) -> bool:
@@ -162,54 +153,28 @@ class Guard:
         parent_session_id: the session replayed.
         on_diverge: ``stop``, ``retarget``, ``fork`` or ``ignore``.
         load_blob: reads a screenshot by sha256.
+        page: the replay's browser session, whose elements the operations are checked on.
     """
 
     def __init__(
-        self, parent_session_id: str, on_diverge: str, load_blob: Callable[[str], bytes]
+        self,
+        parent_session_id: str,
+        on_diverge: str,
+        load_blob: Callable[[str], bytes],
+        page: BrowserSession,
     ) -> None:
-        self.parent_session_id, self.on_diverge, self.load_blob = (
-            parent_session_id,
-            on_diverge,
-            load_blob,
-        )
+        self.parent_session_id, self.on_diverge = parent_session_id, on_diverge
+        self.load_blob, self.page = load_blob, page
         self.picture_same = True  # the current step's screenshot check
 
-    def _event(
-        self,
-        ids: SessionIds,
-        step: int,
-        *,
-        check: str = "element",
-        idx: int | None = None,
-        passed: bool = False,
-        reason: str = "",
-        distance: float | None = None,
-        recorded: Element | None = None,
-        found: Element | None = None,
-        on_diverge: str = "",
-        match: str = "",
-        x: float | None = None,
-        y: float | None = None,
-        rung: str = "",
-    ) -> GuardChecked:
+    def _begun(self, ids: SessionIds, step: int) -> GuardChecked:
+        """A check of ``step`` as it starts (now); each check replaces the fields it found."""
         return GuardChecked(
             at=now(),
             run_id=ids["run_id"],
             session_id=ids["session_id"],
             step=step,
             parent_session_id=self.parent_session_id,
-            check="screenshot" if check == "screenshot" else "element",
-            idx=idx,
-            passed=passed,
-            reason=reason,
-            distance=distance,
-            recorded=recorded,
-            found=found,
-            on_diverge=on_diverge,
-            match=match,
-            x=x,
-            y=y,
-            rung=rung,
         )
 
     def check_screenshot(
@@ -232,15 +197,18 @@ class Guard:
             reason = "" if passed else f"the picture {where} changed (distance {distance:.3f})"
         self.picture_same = passed
         batch.append(
-            self._event(
-                ids, step, check="screenshot", passed=passed, distance=distance, reason=reason
+            msgspec.structs.replace(
+                self._begun(ids, step),
+                check="screenshot",
+                passed=passed,
+                distance=distance,
+                reason=reason,
             )
         )
         return passed
 
     def check_op(
         self,
-        browser: BrowserSession,
         ids: SessionIds,
         step: int,
         index: int,
@@ -253,35 +221,28 @@ class Guard:
         point = _point(op)
         if point is None or recorded is None:
             return Verdict(op, "act")
-        found = browser.element_at(*point)
+        found = self.page.element_at(*point)
         reason = element_difference(recorded, found)
+        checked = msgspec.structs.replace(
+            self._begun(ids, step),
+            idx=index,
+            recorded=recorded,
+            found=found,
+            x=point[0],
+            y=point[1],
+        )
         if not reason:
             rung = "exact" if self.picture_same else "same_target"
-            batch.append(
-                self._event(
-                    ids,
-                    step,
-                    idx=index,
-                    passed=True,
-                    recorded=recorded,
-                    found=found,
-                    x=point[0],
-                    y=point[1],
-                    rung=rung,
-                )
-            )
+            batch.append(msgspec.structs.replace(checked, passed=True, rung=rung))
             return Verdict(op, "act")
         reason = f"{_label(recorded)}{_where(op)}: {reason}"
         if self.on_diverge == "retarget":
-            refound = browser.find_element(recorded)
+            refound = self.page.find_element(recorded)
             if refound is not None:
                 batch.append(
-                    self._event(
-                        ids,
-                        step,
-                        idx=index,
+                    msgspec.structs.replace(
+                        checked,
                         reason=reason,
-                        recorded=recorded,
                         found=refound.element,
                         on_diverge="retarget",
                         match=refound.match,
@@ -293,19 +254,14 @@ class Guard:
                 return Verdict(msgspec.structs.replace(op, x=refound.x, y=refound.y), "act", reason)
             reason += "; not found again"
         batch.append(
-            self._event(
-                ids,
-                step,
-                idx=index,
+            msgspec.structs.replace(
+                checked,
                 reason=reason,
-                recorded=recorded,
-                found=found,
                 on_diverge=self.on_diverge,
                 match="none" if self.on_diverge == "retarget" else "",
-                x=point[0],
-                y=point[1],
                 rung="diverged",
             )
         )
-        then = self.on_diverge if self.on_diverge in ("stop", "fork") else "act"
-        return Verdict(op, then, reason)
+        if self.on_diverge == "stop":  # the episode ends here, saying why
+            return Verdict(op, "stop", f"{reason} (--on-diverge stop)")
+        return Verdict(op, "fork" if self.on_diverge == "fork" else "act", reason)

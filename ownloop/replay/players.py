@@ -10,14 +10,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import msgspec
 
-from ownloop.agents.base import Parsed, PastStep
-from ownloop.recorder.episode import Episode, Play
+from ownloop.agents.base import Parsed
+from ownloop.recorder.episode import Episode, OpCheck, Play, Turn, Verdict
 from ownloop.replay.fidelity import measure_step
 from ownloop.replay.fold import Session, Step
-from ownloop.replay.guard import Guard, Verdict
+from ownloop.replay.guard import Guard
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import Event, FidelityMeasured, MouseMove, Op, SessionEnded, now
+from ownloop.store.events import Event, FidelityMeasured, Op, SessionEnded, now
+from ownloop.store.ids import SessionIds
 
 __all__ = ["Fidelity", "play_recorded"]
 
@@ -43,6 +44,22 @@ def _recorded_parse(step: Step) -> Parsed:
     return Parsed(thought=parse.thought, actions=parse.actions, model_size=parse.model_size)
 
 
+def _checked(
+    guard: Guard, ids: SessionIds, recorded: Step, batch: list[Event], fork: Callable[[], None]
+) -> OpCheck:
+    """The guard's check of each operation of the ``recorded`` step; ``fork`` is told when a
+    check hands the step to the live model."""
+    elements = {effect.idx: effect.element for effect in recorded.effects}
+
+    def check(index: int, op: Op) -> Verdict:
+        verdict = guard.check_op(ids, recorded.step, index, op, elements.get(index), batch)
+        if verdict.then == "fork":
+            fork()
+        return verdict
+
+    return check
+
+
 def play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: Fidelity) -> Play:
     """A step that re-executes the parent's ops (``ops``) or re-translates its actions, each
     pointer operation checked by ``guard`` first; after a fork, the live model's step."""
@@ -59,69 +76,41 @@ def play_recorded(parent: Session, mode: str, guard: Guard | None, fidelity: Fid
         # No prompt is built from a replayed step unless the replay may fork to the live model.
         titled = guard is None or guard.on_diverge == "fork"
         observation = episode.observe(number, batch, title=titled)
+        check: OpCheck | None = None
         if guard is not None:
-            guard.check_screenshot(
-                episode.ids(), number, recorded, observation.screenshot.sha256, batch
-            )
-        elements = {effect.idx: effect.element for effect in recorded.effects}
+            ids = episode.ids()
+            guard.check_screenshot(ids, number, recorded, observation.screenshot.sha256, batch)
 
-        def run(index: int, action_idx: int, op: Op) -> Verdict:
-            verdict = (
-                Verdict(op, "act")
-                if guard is None
-                else guard.check_op(
-                    episode.browser, episode.ids(), number, index, op, elements.get(index), batch
-                )
-            )
-            if verdict.then == "act":
-                episode.act(number, index, action_idx, verdict.op, batch)
-            return verdict
+            def fork() -> None:  # this step and the rest are the live model's
+                forked.append(number)
+                fidelity.fork_at = number + 1
 
-        verdict, index = Verdict(MouseMove(x=0, y=0), "act"), 0
+            check = _checked(guard, ids, recorded, batch, fork)
+        ops: tuple[tuple[int, int, Op], ...] | None
         if mode == "ops":
-            parsed = _recorded_parse(recorded)
-            for effect in recorded.effects:
-                index = effect.idx
-                verdict = run(effect.idx, effect.action_idx, effect.op)
-                if verdict.then != "act":
-                    break
+            ops = tuple((e.idx, e.action_idx, e.op) for e in recorded.effects)
         else:
             parse = recorded.parsed
             if parse is None or parse.error is not None:  # the parent had no actions here
                 return _parent_end(episode, parent, number)
             batch.append(msgspec.structs.replace(parse, at=now(), **episode.ids()))
-            parsed = _recorded_parse(recorded)
-            for action_idx, action in enumerate(parsed.actions):
-                for op in episode.world.translate(episode.agent, action):
-                    verdict = run(index, action_idx, op)
-                    if verdict.then != "act":
-                        break
-                    index += 1
-                if verdict.then != "act":
-                    break
-        if verdict.then == "stop":
-            return episode.end(
-                "error",
-                number,
-                error=f"stopped at step {number}, operation "
-                f"{index}: {verdict.reason} (--on-diverge stop)",
-            )
-        if verdict.then == "fork":  # this step and the rest are the live model's
-            forked.append(number)
-            fidelity.fork_at = number + 1
-            return episode.answer(number, observation, batch)
-        ending = episode.agent.ending(parsed, episode.history) if mode == "actions" else None
-        episode.history.append(PastStep(observation, recorded.response or "", parsed))
-        if ending is not None:
-            return episode.end(
-                ending.status, number, agent_status=ending.agent_status, answer=ending.answer
-            )
-        if number >= last:
-            return _parent_end(episode, parent, number)
+            ops = None
         # The recording tells whether this step started a download: only then is the grace for
         # one waited out, so a replayed click costs its own time.
-        episode.settle(batch, download_grace=any(e.download for e in recorded.effects))
-        return None
+        turn = Turn(
+            observation,
+            _recorded_parse(recorded),
+            recorded.response or "",
+            ops=ops,
+            check=check,
+            agent_ends=mode == "actions",
+            settle=number < last,
+            download_grace=any(e.download for e in recorded.effects),
+        )
+        ended = episode.step(number, batch, turn)
+        if ended is None and not forked and number >= last:
+            return _parent_end(episode, parent, number)
+        return ended
 
     return play
 

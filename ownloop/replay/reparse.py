@@ -13,28 +13,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import msgspec
 
-from ownloop.agents import Agent, AgentParseError, agent_options, make_agent, released_texts
+from ownloop.agents import Agent, AgentParseError
 from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
+from ownloop.agents.recorded import agent_for
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import actions_text, op_text
+from ownloop.replay.runs import recorded_settings
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.replay.target import load_session
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, ModelCalled, Op
-from ownloop.store.queries import run_settings
 
 __all__ = [
     "ReparseReport",
     "StepChange",
-    "agent_for",
-    "recorded_settings",
     "reparse",
     "reparse_session",
     "reparse_target",
@@ -91,48 +89,6 @@ class ReparseReport(msgspec.Struct, frozen=True, kw_only=True):
 
 def _ops_text(ops: Iterable[Op]) -> str:
     return "; ".join(op_text(op) for op in ops) or "-"
-
-
-def recorded_settings(store: Store, sessions: Iterable[Session]) -> dict[str, dict[str, Any]]:
-    """Session id → the agent settings its run recorded (the last RunStarted before it began)."""
-    sessions = list(sessions)
-    rows = run_settings(store, (s.run_id for s in sessions if s.run_id))
-    starts: dict[str, list[tuple[datetime, dict[str, Any]]]] = {}
-    for run_id, at, settings in rows:
-        starts.setdefault(run_id, []).append((at, json.loads(settings) if settings else {}))
-    found: dict[str, dict[str, Any]] = {}
-    for session in sessions:
-        history = starts.get(session.run_id)
-        if not history:
-            continue
-        chosen = history[0][1]
-        began = session.started_at.replace(tzinfo=None) if session.started_at else None
-        for at, settings in history:
-            if began is None or at <= began:
-                chosen = settings
-        found[session.session_id] = chosen
-    return found
-
-
-def agent_for(
-    name: str,
-    recorded: Mapping[str, Any],
-    overrides: Mapping[str, Any],
-    released: str | None = None,
-) -> Agent:
-    """The agent ``name`` with its recorded settings (those it still has), then ``overrides``;
-    its prompt texts from a clone under ``released`` (``--released``), else under the
-    ``released`` folders a run recorded before the texts were handed in.
-
-    Raises:
-        OwnloopError: the agent is unknown, or an override is unknown or out of range.
-    """
-    known = agent_options(name)
-    options = {key: value for key, value in recorded.items() if key in known}
-    options.update(overrides)
-    roots = released or recorded.get("released")
-    texts = released_texts(name, roots if isinstance(roots, str) else None)
-    return make_agent(name, released=texts, **options)
 
 
 def _parse(

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from ownloop.agents import AGENTS, make_agent
 from ownloop.agents.base import Agent
+from ownloop.agents.recorded import parsed_event
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
@@ -274,32 +275,14 @@ class _Parser:
                 parser=self.name,
                 error=self.unavailable[:1000],
             )
-        parser, parser_version = agent.parser_name, agent.parser_version
         self.responses += 1
         try:
             result = agent.parse(text, size)
         except Exception as exc:  # noqa: BLE001 - AgentParseError, or any bug: kept, not fatal
-            return ActionParsed(
-                at=now(),
-                **ids,
-                step=step,
-                call_id=call_id,
-                parser=parser,
-                parser_version=parser_version,
-                error=(str(exc) or type(exc).__name__)[:1000],
-            )
+            error = (str(exc) or type(exc).__name__)[:1000]
+            return parsed_event(ids, step, call_id, agent, None, error)
         self.parsed_ok += 1
-        return ActionParsed(
-            at=now(),
-            **ids,
-            step=step,
-            call_id=call_id,
-            parser=parser,
-            parser_version=parser_version,
-            thought=result.thought,
-            actions=result.actions,
-            model_size=result.model_size,
-        )
+        return parsed_event(ids, step, call_id, agent, result)
 
 
 class _Writer:

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from ownloop.agents import AGENTS, make_agent
 from ownloop.agents.base import Agent, Observation, Parsed, PastStep
+from ownloop.agents.recorded import parsed_event
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
@@ -267,18 +268,7 @@ class _Parser:
         else:
             self.parsed_ok += 1
             error = None
-        return ActionParsed(
-            at=now(),
-            **ids,
-            step=step,
-            call_id=call_id,
-            parser=agent.parser_name,
-            parser_version=agent.parser_version,
-            thought=result.thought if result is not None else "",
-            actions=result.actions if result is not None else (),
-            model_size=result.model_size if result is not None else None,
-            error=error,
-        )
+        return parsed_event(ids, step, call_id, agent, result, error)
 
 
 class _Writer:
