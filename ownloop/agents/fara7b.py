@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 from collections.abc import Sequence
 from typing import Annotated, Any, NamedTuple
 
@@ -45,7 +44,7 @@ import msgspec
 from msgspec import Meta
 
 from ownloop.agents import base
-from ownloop.agents.coordinates import Point, Size, scale, smart_resize
+from ownloop.agents.coordinates import Point, Size, finite_number, model_point, scale, smart_resize
 from ownloop.agents.fara_prompt import (
     fara_texts,
     load_fara_texts,
@@ -432,22 +431,13 @@ class _Reader:
             if required:
                 raise base.AgentParseError(f"{self.name} needs a coordinate")
             return None
-        value = self.args["coordinate"]
-        if (
-            not isinstance(value, list | tuple)
-            or len(value) != 2
-            or not all(_is_number(n) and math.isfinite(n) for n in value)
-        ):
-            raise base.AgentParseError(
-                f"coordinate must be [x, y] numbers: {base.one_line(repr(value), 80)}"
-            )
-        at = Point(float(value[0]), float(value[1]))
+        at = model_point(self.args["coordinate"])
         page = scale(at, self.model, self.image)
         return Point(round(page.x, 3), round(page.y, 3)), at
 
     def _number(self, key: str, default: float) -> float:
         value = self.args.get(key, default)
-        if not _is_number(value) or not math.isfinite(value):
+        if not finite_number(value):
             raise base.AgentParseError(
                 f"{self.name}: {key} must be a number, got {base.one_line(repr(value), 80)}"
             )
@@ -512,7 +502,3 @@ class _Reader:
         downs: list[events.Action] = [events.KeyDown(key=key, raw=self.raw) for key in keys]
         ups: list[events.Action] = [events.KeyUp(key=key, raw=self.raw) for key in reversed(keys)]
         return (*downs, *ups)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -22,7 +22,6 @@ earlier step's screenshot (the last ``images`` only) and response as an assistan
 from __future__ import annotations
 
 import ast
-import math
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -30,6 +29,7 @@ from typing import Annotated, Any
 from msgspec import Meta
 
 from ownloop.agents import base
+from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
@@ -342,10 +342,7 @@ class _Reader:
         elif isinstance(value, list | tuple):
             flat = value[0] if len(value) == 1 and isinstance(value[0], list | tuple) else value
             numbers = list(flat[:2]) if len(flat) >= 2 else None
-        if numbers is None or not all(
-            isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n)
-            for n in numbers
-        ):
+        if numbers is None or not all(map(finite_number, numbers)):
             raise base.AgentParseError(f"glmv: {self.name} needs {field}='[x,y]'")
         mx, my = float(numbers[0]), float(numbers[1])
         width, height = self.image
@@ -380,7 +377,7 @@ class _Reader:
                 f"glmv: scroll needs direction 'up' or 'down', got {direction!r}"[:200]
             )
         step = self.args.get("step", 5)
-        if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
+        if not finite_number(step):
             raise base.AgentParseError("glmv: scroll's step must be a number")
         amount = min(max(float(step), 0.0), 50.0)
         if "start_box" in self.args:

@@ -27,13 +27,13 @@ JSON under ``## Step N`` headings (the last ``history``), and the current screen
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
 from ownloop.agents import base
+from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.released import Released
@@ -295,7 +295,7 @@ class _Reader:
             return (events.Goto(url=self._text("url"), raw=raw),)
         if name == "wait":
             seconds = self.action.get("seconds", 1.0)
-            if not _is_number(seconds) or not math.isfinite(seconds):
+            if not finite_number(seconds):
                 raise base.AgentParseError("holo: action.seconds must be a number")
             return (events.Wait(seconds=min(max(float(seconds), 0.0), MAX_WAIT_S), raw=raw),)
         if name == "answer":
@@ -314,7 +314,7 @@ class _Reader:
         found = []
         for field in ("x", "y"):
             value: Any = self.action.get(field)
-            if not _is_number(value) or not math.isfinite(value) or not 0 <= value <= GRID:
+            if not finite_number(value) or not 0 <= value <= GRID:
                 got = base.one_line(repr(value), 80)
                 raise base.AgentParseError(
                     f"holo: action.{field} must be a number in [0, 1000], got {got}"
@@ -328,7 +328,3 @@ class _Reader:
             mx,
             my,
         )
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -31,7 +31,6 @@ prompt (``mm_agents/evocua/prompts.py``). Without a clone: ownloop's own wording
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NamedTuple
@@ -39,7 +38,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 from msgspec import Meta
 
 from ownloop.agents import base
-from ownloop.agents.coordinates import Point, Size, smart_resize
+from ownloop.agents.coordinates import Point, Size, finite_number, model_point, smart_resize
 from ownloop.agents.frames import Frame, from_grid, pointer_after, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
@@ -420,15 +419,7 @@ class _Reader:
             if self.pointer is None or required:
                 raise base.AgentParseError(f"{self.name} needs a coordinate")
             return self.pointer.x, self.pointer.y, None, None
-        if (
-            not isinstance(value, list | tuple)
-            or len(value) != 2
-            or not all(_is_number(n) and math.isfinite(n) for n in value)
-        ):
-            raise base.AgentParseError(
-                f"coordinate must be [x, y] numbers: {base.one_line(repr(value), 80)}"
-            )
-        mx, my = float(value[0]), float(value[1])
+        mx, my = model_point(value)
         if self.agent.config.mode == "relative":
             x = from_grid(mx, self.image.width, GRID, truncate=True)
             y = from_grid(my, self.image.height, GRID, truncate=True)
@@ -445,7 +436,7 @@ class _Reader:
                 value = float(value)
             except ValueError:
                 pass
-        if not _is_number(value) or not math.isfinite(value):
+        if not finite_number(value):
             raise base.AgentParseError(
                 f"{self.name}: {key} must be a number, got {base.one_line(repr(value), 80)}"
             )
@@ -490,7 +481,3 @@ class _Reader:
         if self.name == "key_up":
             return tuple(events.KeyUp(key=key, raw=self.raw) for key in reversed(keys))
         return (events.Hotkey(keys=tuple(keys), raw=self.raw),)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
