@@ -165,7 +165,7 @@ def one_line(text: str, limit: int) -> str:
 
 
 class AgentBase(Generic[_O]):
-    """What the four agents share. A subclass sets the class attributes, builds ``settings``
+    """What the agents share. A subclass sets the class attributes, builds ``settings``
     and ``style`` in ``__init__`` (after calling this one), and writes ``read``.
 
     ``parse`` is the guard: it refuses what is not text or is longer than
@@ -174,8 +174,10 @@ class AgentBase(Generic[_O]):
     """
 
     name: str  # set by each agent class
-    parser_name: str
-    parser_version: str
+    parser_name: str  # the agent's name
+    parser_version: str  # "ownloop <parser_revision>" unless the agent says more
+    parser_revision: ClassVar[int] = 1
+    """Bump when our side of an agent's parsing changes; recorded with every ActionParsed."""
     options_type: ClassVar[type[AgentOptions]]
     released_spec: ClassVar[ReleasedSpec | None] = None
     """Where the prompt texts live in a clone of the released code (None: not read from one)."""
@@ -196,6 +198,8 @@ class AgentBase(Generic[_O]):
         self.config: _O = options if options is not None else cast(_O, self.options_type())
         self.released = released
         self.prompt_source = released.source if released is not None else "built-in"
+        self.parser_name = self.name
+        self.parser_version = f"ownloop {self.parser_revision}"
         self.style = TranslationStyle()
 
     def options(self) -> dict[str, Scalar]:

@@ -77,7 +77,6 @@ NEXT_SCREENSHOT = "Here is the next screenshot. Think about what to do next."
 MAX_RESPONSE_CHARS = 32_000
 MAX_URL_CHARS = 100
 MAX_WAIT_S = 60.0  # a wait never holds a worker longer; upstream has no cap
-_PARSER_REVISION = 1
 
 
 class ToolCall(NamedTuple):
@@ -193,8 +192,6 @@ class Fara7bAgent(base.AgentBase[Fara7bOptions]):
     """The ``fara7b`` agent; pure and thread-safe (no state between calls)."""
 
     name = "fara7b"
-    parser_name = "fara7b"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = Fara7bOptions
     released_spec = ReleasedSpec("microsoft/fara", loader=load_fara_texts)
     """The template and the tool's wording are read from two files of a clone (``fara_prompt``)."""

@@ -39,7 +39,6 @@ from ownloop.store import events
 __all__ = ["GlmvAgent", "GlmvOptions", "find_call"]
 
 GRID = 999
-_PARSER_REVISION = 1
 _NAMES = (
     "left_click",
     "click",
@@ -140,8 +139,6 @@ class GlmvAgent(base.AgentBase[GlmvOptions]):
     """The ``glmv`` agent; pure and thread-safe."""
 
     name = "glmv"
-    parser_name = "glmv"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = GlmvOptions
     coordinate_frame: Frame = "relative-999"
 

@@ -43,7 +43,6 @@ __all__ = ["SCHEMA", "HoloAgent", "HoloOptions"]
 
 GRID = 1000
 MAX_WAIT_S = 60.0
-_PARSER_REVISION = 1
 
 _POINT = {"type": "integer", "minimum": 0, "maximum": GRID}
 SCHEMA: dict[str, Any] = {
@@ -106,8 +105,6 @@ class HoloAgent(base.AgentBase[HoloOptions]):
     """The ``holo`` agent; pure and thread-safe."""
 
     name = "holo"
-    parser_name = "holo"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = HoloOptions
     coordinate_frame: Frame = "relative-1000"
     types_at_a_point = True

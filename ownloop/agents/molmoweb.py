@@ -75,7 +75,6 @@ BUILTIN_TEMPLATE = (
     "# NEXT STEP\n\n"
 )
 _TITLE_LIMIT = 100  # the released agent cuts the page title and URL to 100 characters
-_PARSER_REVISION = 1
 _UNPARSEABLE_RAW = 500  # characters of an unreadable response kept in its Rejected reason
 
 
@@ -148,8 +147,6 @@ class MolmoWebAgent(base.AgentBase[MolmoWebOptions]):
     """The ``molmoweb`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "molmoweb"
-    parser_name = "molmoweb"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     coordinate_frame = "percent"
     options_type = MolmoWebOptions
     released_spec = ReleasedSpec("allenai/molmoweb", RELEASED_CANDIDATES, (RELEASED_CONSTANT,))

@@ -69,7 +69,6 @@ MAX_RESPONSE_CHARS = 24_000
 """Longer responses are refused unread (2,048 tokens are about 8,000 characters)."""
 OPENCUA_MIN_PIXELS = 3136  # OSWorld's qwen25 projection: smart_resize(factor 28, min 3136)
 
-_PARSER_REVISION = 1
 _SECTION = {
     name: re.compile(rf"^##\s*{name}\s*:?[\n\r]+(.*?)(?=^##|\Z)", re.DOTALL | re.MULTILINE)
     for name in ("Observation", "Thought", "Action")
@@ -187,8 +186,6 @@ class OpenCuaAgent(base.AgentBase[OpenCuaOptions]):
     """The ``opencua`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "opencua"
-    parser_name = "opencua"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = OpenCuaOptions
     released_spec = RELEASED_SPEC
     max_response_chars = MAX_RESPONSE_CHARS

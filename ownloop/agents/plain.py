@@ -40,7 +40,6 @@ from ownloop.store import events
 
 __all__ = ["PlainAgent", "PlainOptions", "code_actions"]
 
-_PARSER_REVISION = 1
 SPECIAL = ("WAIT", "DONE", "FAIL")
 _FENCED = re.compile(r"```(?:\w+\s+)?(.*?)```", re.DOTALL)
 
@@ -117,8 +116,6 @@ class PlainAgent(base.AgentBase[PlainOptions]):
     """The ``pyautogui`` agent; pure and thread-safe."""
 
     name = "pyautogui"
-    parser_name = "pyautogui"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = PlainOptions
     coordinate_frame: Frame = "pixels"
 

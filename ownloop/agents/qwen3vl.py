@@ -54,7 +54,6 @@ QWEN3_MIN_PIXELS = 4 * 32 * 32
 QWEN3_MAX_PIXELS = 16 * 16 * 4 * 12800
 MAX_WAIT_S = 60.0
 MAX_NOTCHES = 50.0  # pyautogui.scroll(-500) would be 500 wheel clicks; ownloop caps it
-_PARSER_REVISION = 1
 _CALL = re.compile(r"<tool_call>(?P<body>.*?)(?:</tool_call>|$)", re.DOTALL)
 _ANSWER_RAW = re.compile(r'"action"\s*:\s*"answer"')
 
@@ -113,8 +112,6 @@ class Qwen3VlAgent(base.AgentBase[Qwen3VlOptions]):
     """The ``qwen3vl`` agent; pure and thread-safe."""
 
     name = "qwen3vl"
-    parser_name = "qwen3vl"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = Qwen3VlOptions
     released_spec = QWEN3VL_SPEC
     """Qwen3-VL's texts (read from the released agent's predict()) and EvoCUA's prompt

@@ -70,7 +70,6 @@ MAX_RESPONSE_CHARS = 16_000
 """Longer responses are refused before the package's backtracking regexes see them (500 tokens
 are about 2,000 characters; a runaway or hostile response must not stall a worker)."""
 
-_PARSER_REVISION = 1  # bump when our side of parsing changes; recorded with every ActionParsed
 
 _BOX_TOKENS = re.compile(r"<\|box_(?:start|end)\|>")
 # '[x1, y1, x2, y2]' boxes (seen from earlier UI-TARS models) → '(x1, y1, x2, y2)': the package
@@ -123,7 +122,6 @@ class UiTarsAgent(base.AgentBase[UiTarsOptions]):
     """The ``uitars`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "uitars"
-    parser_name = "uitars"
     options_type = UiTarsOptions
     max_response_chars = MAX_RESPONSE_CHARS
 
@@ -133,7 +131,7 @@ class UiTarsAgent(base.AgentBase[UiTarsOptions]):
         """The agent with ``options`` (None: the defaults); its prompt is the package's, so
         ``released`` is not read."""
         super().__init__(options, None)
-        self.parser_version = f"ui-tars {package_version()}/ownloop {_PARSER_REVISION}"
+        self.parser_version = f"ui-tars {package_version()}/ownloop {self.parser_revision}"
         self.prompt_source = f"package:ui-tars {package_version()}"
         config = self.config
         self.settings = base.LoopSettings(
