@@ -165,8 +165,10 @@ def one_line(text: str, limit: int) -> str:
 
 
 class AgentBase(Generic[_O]):
-    """What the agents share. A subclass sets the class attributes, builds ``settings``
-    and ``style`` in ``__init__`` (after calling this one), and writes ``read``.
+    """What the agents share. A subclass sets the class attributes and writes
+    ``loop_settings`` (``translation_style`` too where its executor differs), ``read``,
+    ``build_messages``, ``ending`` and ``render``; ``settings`` and ``style`` are read from the
+    options when the agent is made.
 
     ``parse`` is the guard: it refuses what is not text or is longer than
     ``max_response_chars`` before the grammar sees it, and turns any other exception into an
@@ -200,7 +202,16 @@ class AgentBase(Generic[_O]):
         self.prompt_source = released.source if released is not None else "built-in"
         self.parser_name = self.name
         self.parser_version = f"ownloop {self.parser_revision}"
-        self.style = TranslationStyle()
+        self.settings = self.loop_settings()
+        self.style = self.translation_style()
+
+    def loop_settings(self) -> LoopSettings:  # pragma: no cover - every agent writes its own
+        """How the released harness runs the model, read from ``self.config``."""
+        raise NotImplementedError
+
+    def translation_style(self) -> TranslationStyle:
+        """The translation knobs of the released executor (the defaults unless it differs)."""
+        return TranslationStyle()
 
     def options(self) -> dict[str, Scalar]:
         """The agent's own settings, recorded in RunStarted."""

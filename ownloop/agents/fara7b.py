@@ -209,8 +209,7 @@ class Fara7bAgent(base.AgentBase[Fara7bOptions]):
             OwnloopError: the clone's template has a placeholder other than {tool_descs}.
         """
         super().__init__(options, released)
-        config = self.config
-        self.viewport = config.size()
+        self.viewport = self.config.size()
         self.template, self.tool_texts = fara_texts(released)
         try:
             system_text(self.template, 1, 1, self.tool_texts)
@@ -220,8 +219,11 @@ class Fara7bAgent(base.AgentBase[Fara7bOptions]):
                 f"fara7b: {source} has a FN_CALL_TEMPLATE with a placeholder "
                 f"other than {{tool_descs}}: {error!r}"
             ) from None
-        self.settings = base.LoopSettings(
-            viewport=self.viewport,
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
+            viewport=config.size(),
             sampling=events.Sampling(temperature=0.0, max_tokens=config.max_tokens),
             images=config.images,
             calls_per_step=1,  # a bad response ends the episode; --error-retries re-runs it
@@ -230,7 +232,9 @@ class Fara7bAgent(base.AgentBase[Fara7bOptions]):
             error_retries=5,
             max_steps=100,  # run_fara's max_rounds; --max-steps governs a recording
         )
-        self.style = TranslationStyle(search_url=config.search_url)
+
+    def translation_style(self) -> TranslationStyle:
+        return TranslationStyle(search_url=self.config.search_url)
 
     # ------------------------------------------------------------------ request
 

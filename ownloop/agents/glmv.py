@@ -33,7 +33,6 @@ from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
-from ownloop.agents.released import Released
 from ownloop.store import events
 
 __all__ = ["GlmvAgent", "GlmvOptions", "find_call"]
@@ -142,11 +141,8 @@ class GlmvAgent(base.AgentBase[GlmvOptions]):
     options_type = GlmvOptions
     coordinate_frame: Frame = "relative-999"
 
-    def __init__(
-        self, options: GlmvOptions | None = None, released: Released | None = None
-    ) -> None:
-        super().__init__(options, released)
-        self.settings = base.LoopSettings(
+    def loop_settings(self) -> base.LoopSettings:
+        return base.LoopSettings(
             viewport=self.config.size(),
             sampling=events.Sampling(temperature=0.0, max_tokens=self.config.max_tokens),
             images=self.config.images,

@@ -36,7 +36,6 @@ from ownloop.agents import base
 from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.options import AgentOptions
-from ownloop.agents.released import Released
 from ownloop.store import events
 
 __all__ = ["SCHEMA", "HoloAgent", "HoloOptions"]
@@ -110,11 +109,8 @@ class HoloAgent(base.AgentBase[HoloOptions]):
     types_at_a_point = True
     """write_element_abs clicks its point first: the scripted expert gives the field's."""
 
-    def __init__(
-        self, options: HoloOptions | None = None, released: Released | None = None
-    ) -> None:
-        super().__init__(options, released)
-        self.settings = base.LoopSettings(
+    def loop_settings(self) -> base.LoopSettings:
+        return base.LoopSettings(
             viewport=self.config.size(),
             sampling=events.Sampling(
                 temperature=0.0,

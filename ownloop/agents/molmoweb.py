@@ -162,8 +162,7 @@ class MolmoWebAgent(base.AgentBase[MolmoWebOptions]):
             OwnloopError: the released template is not valid Jinja.
         """
         super().__init__(options, released)
-        config = self.config
-        self.viewport = config.size()
+        self.viewport = self.config.size()
         self.template_text = (
             released.constants.get(RELEASED_CONSTANT, BUILTIN_TEMPLATE)
             if released is not None
@@ -176,8 +175,11 @@ class MolmoWebAgent(base.AgentBase[MolmoWebOptions]):
                 f"molmoweb: the prompt template in {self.prompt_source} is not valid Jinja "
                 f"({error}). Point --released at an unmodified clone of allenai/molmoweb"
             ) from None
-        self.settings = base.LoopSettings(
-            viewport=self.viewport,
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
+            viewport=config.size(),
             sampling=events.Sampling(
                 temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens
             ),
@@ -186,8 +188,10 @@ class MolmoWebAgent(base.AgentBase[MolmoWebOptions]):
             resample_temperature=None,  # the released retry samples as the first call did
             max_steps=40,
         )
+
+    def translation_style(self) -> TranslationStyle:
         # The released executor moves, presses, moves once and releases for a drag.
-        self.style = TranslationStyle(drag_steps=1)
+        return TranslationStyle(drag_steps=1)
 
     # ------------------------------------------------------------------ request
 

@@ -200,9 +200,8 @@ class OpenCuaAgent(base.AgentBase[OpenCuaOptions]):
             OwnloopError: a released template has a placeholder other than its own.
         """
         super().__init__(options, released)
-        config = self.config
-        self.viewport = config.size()
-        self.texts = prompt_texts(config.cot, released)
+        self.viewport = self.config.size()
+        self.texts = prompt_texts(self.config.cot, released)
         self.prompt_source = self.texts.source
         try:
             self.texts.instruction.format(instruction="")
@@ -213,8 +212,11 @@ class OpenCuaAgent(base.AgentBase[OpenCuaOptions]):
             raise OwnloopError(
                 f"opencua: {path} has a template with an unexpected placeholder: {error!r}"
             ) from None
-        self.settings = base.LoopSettings(
-            viewport=self.viewport,
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
+            viewport=config.size(),
             sampling=events.Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
             images=config.images,
             calls_per_step=5,  # OSWorld's max_retry
@@ -223,7 +225,9 @@ class OpenCuaAgent(base.AgentBase[OpenCuaOptions]):
             pause_s=config.pause,
             max_steps=100,
         )
-        self.style = TranslationStyle(notch_px=config.scroll_px)
+
+    def translation_style(self) -> TranslationStyle:
+        return TranslationStyle(notch_px=self.config.scroll_px)
 
     # ------------------------------------------------------------------ request
 

@@ -34,7 +34,6 @@ from ownloop.agents.opencua import pointer_after
 from ownloop.agents.opencua_render import code_lines
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
-from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
 from ownloop.store import events
 
@@ -119,12 +118,9 @@ class PlainAgent(base.AgentBase[PlainOptions]):
     options_type = PlainOptions
     coordinate_frame: Frame = "pixels"
 
-    def __init__(
-        self, options: PlainOptions | None = None, released: Released | None = None
-    ) -> None:
-        super().__init__(options, released)
+    def loop_settings(self) -> base.LoopSettings:
         config = self.config
-        self.settings = base.LoopSettings(
+        return base.LoopSettings(
             viewport=config.size(),
             sampling=events.Sampling(
                 temperature=config.temperature, top_p=0.9, max_tokens=config.max_tokens
@@ -132,7 +128,9 @@ class PlainAgent(base.AgentBase[PlainOptions]):
             images=config.history + 1,
             max_steps=config.max_steps,
         )
-        self.style = TranslationStyle(notch_px=config.scroll_px)
+
+    def translation_style(self) -> TranslationStyle:
+        return TranslationStyle(notch_px=self.config.scroll_px)
 
     def build_messages(
         self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation

@@ -121,11 +121,13 @@ class Qwen3VlAgent(base.AgentBase[Qwen3VlOptions]):
         self, options: Qwen3VlOptions | None = None, released: Released | None = None
     ) -> None:
         super().__init__(options, _for_prompt(options, released))
-        config = self.config
         self.coordinate_frame: Frame = (
-            "relative-999" if config.mode == "relative" else "smart-resize"
+            "relative-999" if self.config.mode == "relative" else "smart-resize"
         )
-        self.settings = base.LoopSettings(
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
             viewport=config.size(),
             sampling=events.Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
             images=config.history + 1,

@@ -133,8 +133,10 @@ class UiTarsAgent(base.AgentBase[UiTarsOptions]):
         super().__init__(options, None)
         self.parser_version = f"ui-tars {package_version()}/ownloop {self.parser_revision}"
         self.prompt_source = f"package:ui-tars {package_version()}"
+
+    def loop_settings(self) -> base.LoopSettings:
         config = self.config
-        self.settings = base.LoopSettings(
+        return base.LoopSettings(
             viewport=config.size(),
             sampling=events.Sampling(
                 temperature=0.0,
@@ -147,7 +149,10 @@ class UiTarsAgent(base.AgentBase[UiTarsOptions]):
             resample_temperature=1.0,
             max_steps=40,
         )
-        self.style = TranslationStyle(
+
+    def translation_style(self) -> TranslationStyle:
+        config = self.config
+        return TranslationStyle(
             notch_px=config.notch_px,
             drag_steps=config.drag_steps,
             literal_newline_submits=True,
