@@ -6,7 +6,7 @@ module is imported only when it is made, so the CLI starts without loading model
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from importlib import import_module
 from typing import Any
 
 from ownloop.agents.base import Agent, AgentBase, AgentParseError
@@ -28,71 +28,25 @@ __all__ = [
 ]
 
 
-def _uitars() -> type[AgentBase[Any]]:
-    from ownloop.agents.uitars import UiTarsAgent
-
-    return UiTarsAgent
-
-
-def _fara7b() -> type[AgentBase[Any]]:
-    from ownloop.agents.fara7b import Fara7bAgent
-
-    return Fara7bAgent
-
-
-def _molmoweb() -> type[AgentBase[Any]]:
-    from ownloop.agents.molmoweb import MolmoWebAgent
-
-    return MolmoWebAgent
-
-
-def _opencua() -> type[AgentBase[Any]]:
-    from ownloop.agents.opencua import OpenCuaAgent
-
-    return OpenCuaAgent
-
-
-def _qwen3vl() -> type[AgentBase[Any]]:
-    from ownloop.agents.qwen3vl import Qwen3VlAgent
-
-    return Qwen3VlAgent
-
-
-def _holo() -> type[AgentBase[Any]]:
-    from ownloop.agents.holo import HoloAgent
-
-    return HoloAgent
-
-
-def _plain() -> type[AgentBase[Any]]:
-    from ownloop.agents.plain import PlainAgent
-
-    return PlainAgent
-
-
-def _glmv() -> type[AgentBase[Any]]:
-    from ownloop.agents.glmv import GlmvAgent
-
-    return GlmvAgent
-
-
-AGENTS: dict[str, Callable[[], type[AgentBase[Any]]]] = {
-    "molmoweb": _molmoweb,
-    "uitars": _uitars,
-    "opencua": _opencua,
-    "fara7b": _fara7b,
-    "qwen3vl": _qwen3vl,
-    "holo": _holo,
-    "glmv": _glmv,
-    "pyautogui": _plain,
+AGENTS: dict[str, tuple[str, str]] = {
+    "molmoweb": ("molmoweb", "MolmoWebAgent"),
+    "uitars": ("uitars", "UiTarsAgent"),
+    "opencua": ("opencua", "OpenCuaAgent"),
+    "fara7b": ("fara7b", "Fara7bAgent"),
+    "qwen3vl": ("qwen3vl", "Qwen3VlAgent"),
+    "holo": ("holo", "HoloAgent"),
+    "glmv": ("glmv", "GlmvAgent"),
+    "pyautogui": ("plain", "PlainAgent"),
 }
-"""Agent name → a function returning the agent's class (imported on demand)."""
+"""Agent name → its module in ``ownloop.agents`` and its class (imported when first asked for)."""
 
 
 def _factory(name: str) -> type[AgentBase[Any]]:
     if name not in AGENTS:
         raise OwnloopError(f"unknown agent {name!r}. Choose one of: {', '.join(sorted(AGENTS))}")
-    return AGENTS[name]()
+    module, cls = AGENTS[name]
+    agent: type[AgentBase[Any]] = getattr(import_module(f"ownloop.agents.{module}"), cls)
+    return agent
 
 
 def options_type(name: str) -> type[AgentOptions]:

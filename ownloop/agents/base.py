@@ -165,8 +165,10 @@ def one_line(text: str, limit: int) -> str:
 
 
 class AgentBase(Generic[_O]):
-    """What the four agents share. A subclass sets the class attributes, builds ``settings``
-    and ``style`` in ``__init__`` (after calling this one), and writes ``read``.
+    """What the agents share. A subclass sets the class attributes and writes
+    ``loop_settings`` (``translation_style`` too where its executor differs), ``read``,
+    ``build_messages``, ``ending`` and ``render``; ``settings`` and ``style`` are read from the
+    options when the agent is made.
 
     ``parse`` is the guard: it refuses what is not text or is longer than
     ``max_response_chars`` before the grammar sees it, and turns any other exception into an
@@ -174,8 +176,10 @@ class AgentBase(Generic[_O]):
     """
 
     name: str  # set by each agent class
-    parser_name: str
-    parser_version: str
+    parser_name: str  # the agent's name
+    parser_version: str  # "ownloop <parser_revision>" unless the agent says more
+    parser_revision: ClassVar[int] = 1
+    """Bump when our side of an agent's parsing changes; recorded with every ActionParsed."""
     options_type: ClassVar[type[AgentOptions]]
     released_spec: ClassVar[ReleasedSpec | None] = None
     """Where the prompt texts live in a clone of the released code (None: not read from one)."""
@@ -196,7 +200,18 @@ class AgentBase(Generic[_O]):
         self.config: _O = options if options is not None else cast(_O, self.options_type())
         self.released = released
         self.prompt_source = released.source if released is not None else "built-in"
-        self.style = TranslationStyle()
+        self.parser_name = self.name
+        self.parser_version = f"ownloop {self.parser_revision}"
+        self.settings = self.loop_settings()
+        self.style = self.translation_style()
+
+    def loop_settings(self) -> LoopSettings:  # pragma: no cover - every agent writes its own
+        """How the released harness runs the model, read from ``self.config``."""
+        raise NotImplementedError
+
+    def translation_style(self) -> TranslationStyle:
+        """The translation knobs of the released executor (the defaults unless it differs)."""
+        return TranslationStyle()
 
     def options(self) -> dict[str, Scalar]:
         """The agent's own settings, recorded in RunStarted."""

@@ -12,7 +12,9 @@ this module keeps in one place.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
+
+from ownloop.agents.base import AgentParseError, one_line
 
 __all__ = [
     "QWEN_FACTOR",
@@ -20,6 +22,8 @@ __all__ = [
     "QWEN_MIN_PIXELS",
     "Point",
     "Size",
+    "finite_number",
+    "model_point",
     "scale",
     "smart_resize",
 ]
@@ -94,3 +98,20 @@ def scale(point: tuple[float, float], source: tuple[int, int], target: tuple[int
     if not (math.isfinite(x) and math.isfinite(y)):
         raise ValueError(f"coordinates must be finite numbers, got ({x}, {y})")
     return Point(x * target[0] / source[0], y * target[1] / source[1])
+
+
+def finite_number(value: object) -> TypeGuard[int | float]:
+    """Whether a value a model wrote (decoded JSON or a literal) is a finite number; a bool is
+    not one, though Python counts it as an int."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def model_point(value: object) -> Point:
+    """A tool call's ``coordinate`` argument, ``[x, y]`` in the model's space, as a point.
+
+    Raises:
+        AgentParseError: it is not a list of two finite numbers.
+    """
+    if not isinstance(value, list | tuple) or len(value) != 2 or not all(map(finite_number, value)):
+        raise AgentParseError(f"coordinate must be [x, y] numbers: {one_line(repr(value), 80)}")
+    return Point(float(value[0]), float(value[1]))

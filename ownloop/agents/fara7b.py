@@ -37,24 +37,14 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 from collections.abc import Sequence
 from typing import Annotated, Any, NamedTuple
 
 import msgspec
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-    one_line,
-)
-from ownloop.agents.coordinates import Point, Size, scale, smart_resize
+from ownloop.agents import base
+from ownloop.agents.coordinates import Point, Size, finite_number, model_point, scale, smart_resize
 from ownloop.agents.fara_prompt import (
     fara_texts,
     load_fara_texts,
@@ -65,29 +55,8 @@ from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle
+from ownloop.store import events
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import (
-    Action,
-    Back,
-    Click,
-    Fail,
-    Finish,
-    Goto,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    Memorize,
-    Message,
-    Move,
-    Part,
-    Sampling,
-    Scroll,
-    Search,
-    Task,
-    TextPart,
-    TypeText,
-    Wait,
-)
 
 __all__ = [
     "BING_SEARCH_URL",
@@ -108,7 +77,6 @@ NEXT_SCREENSHOT = "Here is the next screenshot. Think about what to do next."
 MAX_RESPONSE_CHARS = 32_000
 MAX_URL_CHARS = 100
 MAX_WAIT_S = 60.0  # a wait never holds a worker longer; upstream has no cap
-_PARSER_REVISION = 1
 
 
 class ToolCall(NamedTuple):
@@ -131,7 +99,7 @@ def find_tool_call(text: str) -> ToolCall:
     if not sep:
         opening, sep, rest = text.partition("<tool_call>")
         if not sep:
-            raise AgentParseError("no <tool_call> in the response")
+            raise base.AgentParseError("no <tool_call> in the response")
     body, closing, _ = rest.partition("\n</tool_call>")
     if not closing:
         strict = False
@@ -146,13 +114,13 @@ def page_url(url: str) -> str:
     return url[:MAX_URL_CHARS] + " ..." if len(url) > MAX_URL_CHARS else url
 
 
-def visit_target(url: str) -> Goto | Search:
+def visit_target(url: str) -> events.Goto | events.Search:
     """visit_url's released rules: a full URL as is; with a space, a search; else https://."""
     if url.startswith(("https://", "http://", "file://", "about:")):
-        return Goto(url=url)
+        return events.Goto(url=url)
     if " " in url:
-        return Search(query=url)
-    return Goto(url="https://" + url)
+        return events.Search(query=url)
+    return events.Goto(url="https://" + url)
 
 
 class Fara7bOptions(AgentOptions, frozen=True, kw_only=True):
@@ -220,12 +188,10 @@ class Fara7bOptions(AgentOptions, frozen=True, kw_only=True):
             raise ValueError("search_url may hold no placeholder but {query}") from None
 
 
-class Fara7bAgent(AgentBase[Fara7bOptions]):
+class Fara7bAgent(base.AgentBase[Fara7bOptions]):
     """The ``fara7b`` agent; pure and thread-safe (no state between calls)."""
 
     name = "fara7b"
-    parser_name = "fara7b"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = Fara7bOptions
     released_spec = ReleasedSpec("microsoft/fara", loader=load_fara_texts)
     """The template and the tool's wording are read from two files of a clone (``fara_prompt``)."""
@@ -243,8 +209,7 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
             OwnloopError: the clone's template has a placeholder other than {tool_descs}.
         """
         super().__init__(options, released)
-        config = self.config
-        self.viewport = config.size()
+        self.viewport = self.config.size()
         self.template, self.tool_texts = fara_texts(released)
         try:
             system_text(self.template, 1, 1, self.tool_texts)
@@ -254,9 +219,12 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
                 f"fara7b: {source} has a FN_CALL_TEMPLATE with a placeholder "
                 f"other than {{tool_descs}}: {error!r}"
             ) from None
-        self.settings = LoopSettings(
-            viewport=self.viewport,
-            sampling=Sampling(temperature=0.0, max_tokens=config.max_tokens),
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
+            viewport=config.size(),
+            sampling=events.Sampling(temperature=0.0, max_tokens=config.max_tokens),
             images=config.images,
             calls_per_step=1,  # a bad response ends the episode; --error-retries re-runs it
             resample_temperature=None,
@@ -264,7 +232,9 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
             error_retries=5,
             max_steps=100,  # run_fara's max_rounds; --max-steps governs a recording
         )
-        self.style = TranslationStyle(search_url=config.search_url)
+
+    def translation_style(self) -> TranslationStyle:
+        return TranslationStyle(search_url=self.config.search_url)
 
     # ------------------------------------------------------------------ request
 
@@ -282,18 +252,22 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
         return model.width, model.height
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         """System, ``[screenshot, task]``, then past responses and ``[screenshot, URL]`` turns,
         with only the last ``images`` screenshots."""
         shots = [past.observation for past in history] + [now]
         keep_from = len(shots) - self.config.images  # earlier observations lose their image
         size = (now.screenshot.width, now.screenshot.height)
-        messages = [Message(role="system", parts=(TextPart(text=self.system_message(size)),))]
+        messages = [
+            events.Message(role="system", parts=(events.TextPart(text=self.system_message(size)),))
+        ]
         for index, seen in enumerate(shots):
             if index > 0:
                 messages.append(
-                    Message(role="assistant", parts=(TextPart(text=history[index - 1].response),))
+                    events.Message(
+                        role="assistant", parts=(events.TextPart(text=history[index - 1].response),)
+                    )
                 )
             if index == 0:
                 text = self.task_text(task)
@@ -301,37 +275,41 @@ class Fara7bAgent(AgentBase[Fara7bOptions]):
                 continue  # the released agent drops these whole
             else:
                 text = f"Current URL: {page_url(seen.url)}\n{NEXT_SCREENSHOT}"
-            image: tuple[Part, ...] = (seen.screenshot,) if index >= keep_from else ()
-            messages.append(Message(role="user", parts=(*image, TextPart(text=text))))
+            image: tuple[events.Part, ...] = (seen.screenshot,) if index >= keep_from else ()
+            messages.append(events.Message(role="user", parts=(*image, events.TextPart(text=text))))
         return tuple(messages)
 
     # ------------------------------------------------------------------ response
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height)."""
         image = Size(*image_size)
         call = find_tool_call(text)
         arguments = _arguments(call.body)
         model = _model_size(image)
         actions = _Reader(self, arguments, call, image, model).actions()
-        return Parsed(
+        return base.Parsed(
             thought=call.thoughts, actions=actions, model_size=(model.width, model.height)
         )
 
     # ------------------------------------------------------------------ execution and end
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """terminate ends with the thoughts as the answer; status failure ends as fail."""
         for action in parsed.actions:
-            if isinstance(action, Finish):
-                return Ending("finished", "terminate:success", action.answer)
-            if isinstance(action, Fail):
-                return Ending("fail", "terminate:failure", action.reason)
+            if isinstance(action, events.Finish):
+                return base.Ending("finished", "terminate:success", action.answer)
+            if isinstance(action, events.Fail):
+                return base.Ending("fail", "terminate:failure", action.reason)
         return None
 
     # ------------------------------------------------------------------ the inverse of parse
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The response Fara-7B would write for ``actions`` (page coordinates of a screenshot of
         ``image_size``): one tool call, coordinates in its smart_resize space.
 
@@ -359,12 +337,14 @@ def _model_size(image: Size) -> Size:
 def _arguments(body: str) -> dict[str, Any]:
     value = _read(body)
     if not isinstance(value, dict):
-        raise AgentParseError(f"the tool call is not a JSON object: {one_line(body, 80)}")
+        raise base.AgentParseError(f"the tool call is not a JSON object: {base.one_line(body, 80)}")
     arguments = value.get("arguments")
     if not isinstance(arguments, dict):
-        raise AgentParseError(f"the tool call has no 'arguments' object: {one_line(body, 80)}")
+        raise base.AgentParseError(
+            f"the tool call has no 'arguments' object: {base.one_line(body, 80)}"
+        )
     if not isinstance(arguments.get("action"), str):
-        raise AgentParseError(f"the tool call names no action: {one_line(body, 80)}")
+        raise base.AgentParseError(f"the tool call names no action: {base.one_line(body, 80)}")
     return arguments
 
 
@@ -381,8 +361,8 @@ def _read(body: str) -> Any:
     try:
         return json.JSONDecoder().raw_decode(body.lstrip())[0]
     except (ValueError, RecursionError):
-        raise AgentParseError(
-            f"the tool call is neither JSON nor a literal: {one_line(body, 80)}"
+        raise base.AgentParseError(
+            f"the tool call is neither JSON nor a literal: {base.one_line(body, 80)}"
         ) from None
 
 
@@ -396,19 +376,19 @@ class _Reader:
         self.image, self.model, self.raw = image, model, call.raw
         self.name: str = args["action"]
 
-    def actions(self) -> tuple[Action, ...]:
+    def actions(self) -> tuple[events.Action, ...]:
         name, args, raw = self.name, self.args, self.raw
         if name in ("left_click", "click"):
             point = self._point(required=True)
             assert point is not None
             page, at = point
-            return (Click(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw),)
+            return (events.Click(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw),)
         if name in ("mouse_move", "hover"):
             point = self._point(required=False)
             if point is None:
                 return (self._nothing(),)
             page, at = point
-            return (Move(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw),)
+            return (events.Move(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw),)
         if name in ("type", "input_text"):
             return self._type()
         if name in ("key", "keypress"):
@@ -419,53 +399,48 @@ class _Reader:
                 return (self._nothing(),)
             amount = self.agent.config.scroll_px
             if pixels > 0:
-                return (Scroll(direction="up", amount=amount, unit="px", raw=raw),)
-            return (Scroll(direction="down", amount=amount, unit="px", raw=raw),)
+                return (events.Scroll(direction="up", amount=amount, unit="px", raw=raw),)
+            return (events.Scroll(direction="down", amount=amount, unit="px", raw=raw),)
         if name == "visit_url":
             return (msgspec.structs.replace(visit_target(self._text("url")), raw=raw),)
         if name == "web_search":
-            return (Search(query=self._text("query"), raw=raw),)
+            return (events.Search(query=self._text("query"), raw=raw),)
         if name == "history_back":
-            return (Back(raw=raw),)
+            return (events.Back(raw=raw),)
         if name in ("wait", "sleep"):
             seconds = self._number("time", self._number("duration", self.agent.config.wait_s))
-            return (Wait(seconds=min(max(seconds, 0.0), MAX_WAIT_S), raw=raw),)
+            return (events.Wait(seconds=min(max(seconds, 0.0), MAX_WAIT_S), raw=raw),)
         if name == "pause_and_memorize_fact":
             fact = args.get("fact")
-            return (Memorize(fact="" if fact is None else str(fact), raw=raw),)
+            return (events.Memorize(fact="" if fact is None else str(fact), raw=raw),)
         if name in ("terminate", "stop"):
             if args.get("status") == "failure":
-                return (Fail(reason=self.call.thoughts, raw=raw),)
-            return (Finish(answer=self.call.thoughts, raw=raw),)
+                return (events.Fail(reason=self.call.thoughts, raw=raw),)
+            return (events.Finish(answer=self.call.thoughts, raw=raw),)
         if name in ("refresh", "reload"):
-            raise AgentParseError(f"{name} is not in the fara7b action space (no page reload op)")
-        raise AgentParseError(f"unknown action {name[:40]!r}")
+            raise base.AgentParseError(
+                f"{name} is not in the fara7b action space (no page reload op)"
+            )
+        raise base.AgentParseError(f"unknown action {name[:40]!r}")
 
-    def _nothing(self) -> Wait:
+    def _nothing(self) -> events.Wait:
         # The released controller does nothing for this call and the episode goes on.
-        return Wait(seconds=0.0, raw=self.raw)
+        return events.Wait(seconds=0.0, raw=self.raw)
 
     def _point(self, *, required: bool) -> tuple[Point, Point] | None:
         if "coordinate" not in self.args:
             if required:
-                raise AgentParseError(f"{self.name} needs a coordinate")
+                raise base.AgentParseError(f"{self.name} needs a coordinate")
             return None
-        value = self.args["coordinate"]
-        if (
-            not isinstance(value, list | tuple)
-            or len(value) != 2
-            or not all(_is_number(n) and math.isfinite(n) for n in value)
-        ):
-            raise AgentParseError(f"coordinate must be [x, y] numbers: {one_line(repr(value), 80)}")
-        at = Point(float(value[0]), float(value[1]))
+        at = model_point(self.args["coordinate"])
         page = scale(at, self.model, self.image)
         return Point(round(page.x, 3), round(page.y, 3)), at
 
     def _number(self, key: str, default: float) -> float:
         value = self.args.get(key, default)
-        if not _is_number(value) or not math.isfinite(value):
-            raise AgentParseError(
-                f"{self.name}: {key} must be a number, got {one_line(repr(value), 80)}"
+        if not finite_number(value):
+            raise base.AgentParseError(
+                f"{self.name}: {key} must be a number, got {base.one_line(repr(value), 80)}"
             )
         return float(value)
 
@@ -476,54 +451,55 @@ class _Reader:
             try:
                 return int(value.strip())
             except ValueError:
-                raise AgentParseError(
-                    f"{self.name}: pixels must be a whole number, got {one_line(repr(value), 80)}"
+                raise base.AgentParseError(
+                    f"{self.name}: pixels must be a whole number, got "
+                    f"{base.one_line(repr(value), 80)}"
                 ) from None
         return int(self._number("pixels", 0))
 
     def _text(self, key: str) -> str:
         value = self.args.get(key)
         if value is None or isinstance(value, dict | list):
-            raise AgentParseError(f"{self.name} needs {key} as text")
+            raise base.AgentParseError(f"{self.name} needs {key} as text")
         return str(value)
 
-    def _type(self) -> tuple[Action, ...]:
+    def _type(self) -> tuple[events.Action, ...]:
         args, raw = self.args, self.raw
         point = self._point(required=False)
         if point is None:
             return (self._nothing(),)  # released: "if 'coordinate' in args" — nothing typed
         value = args.get("text", args.get("text_value"))
         if value is None and not self.agent.config.type_none:
-            raise AgentParseError(f"{self.name} needs text")
+            raise base.AgentParseError(f"{self.name} needs text")
         page, at = point
-        actions: list[Action] = [Click(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw)]
+        actions: list[events.Action] = [
+            events.Click(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw)
+        ]
         if args.get("delete_existing_text", False):  # truthiness, as the released controller
             actions += [
-                Hotkey(keys=("ControlOrMeta", "A"), raw=raw),
-                Hotkey(keys=("Backspace",), raw=raw),
+                events.Hotkey(keys=("ControlOrMeta", "A"), raw=raw),
+                events.Hotkey(keys=("Backspace",), raw=raw),
             ]
-        actions.append(TypeText(text=str(value), raw=raw))
+        actions.append(events.TypeText(text=str(value), raw=raw))
         if args.get("press_enter", True):
-            actions.append(Hotkey(keys=("Enter",), raw=raw))
+            actions.append(events.Hotkey(keys=("Enter",), raw=raw))
         return tuple(actions)
 
-    def _key(self) -> tuple[Action, ...]:
+    def _key(self) -> tuple[events.Action, ...]:
         keys = self.args.get("keys", [])
         if isinstance(keys, str):
             keys = [keys]  # the released loop would press each character; one key is meant
         if not isinstance(keys, list | tuple) or not all(isinstance(k, str) for k in keys):
-            raise AgentParseError(f"keys must be a list of key names: {one_line(repr(keys), 80)}")
+            raise base.AgentParseError(
+                f"keys must be a list of key names: {base.one_line(repr(keys), 80)}"
+            )
         if not keys:
             return (self._nothing(),)
         for key in keys:
             try:
                 to_playwright(key)
             except UnknownKeyError as error:
-                raise AgentParseError(f"{self.name}: {error}") from None
-        downs: list[Action] = [KeyDown(key=key, raw=self.raw) for key in keys]
-        ups: list[Action] = [KeyUp(key=key, raw=self.raw) for key in reversed(keys)]
+                raise base.AgentParseError(f"{self.name}: {error}") from None
+        downs: list[events.Action] = [events.KeyDown(key=key, raw=self.raw) for key in keys]
+        ups: list[events.Action] = [events.KeyUp(key=key, raw=self.raw) for key in reversed(keys)]
         return (*downs, *ups)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

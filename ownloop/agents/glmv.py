@@ -22,49 +22,22 @@ earlier step's screenshot (the last ``images`` only) and response as an assistan
 from __future__ import annotations
 
 import ast
-import math
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-    one_line,
-)
+from ownloop.agents import base
+from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
-from ownloop.agents.released import Released
-from ownloop.store.events import (
-    Action,
-    Click,
-    Drag,
-    Fail,
-    Finish,
-    Hotkey,
-    Message,
-    Move,
-    Part,
-    Sampling,
-    Scroll,
-    Task,
-    TextPart,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = ["GlmvAgent", "GlmvOptions", "find_call"]
 
 GRID = 999
-_PARSER_REVISION = 1
 _NAMES = (
     "left_click",
     "click",
@@ -127,7 +100,7 @@ def find_call(text: str) -> tuple[str, str]:
         region = text.split("<answer>", 1)[1].split("</answer>", 1)[0]
     matches = list(_CALL.finditer(region))
     if not matches:
-        raise AgentParseError("no GLM action call (e.g. left_click(start_box='[x,y]')) found")
+        raise base.AgentParseError("no GLM action call (e.g. left_click(start_box='[x,y]')) found")
     start = matches[-1].start()
     end = _closing(region, matches[-1].end() - 1)
     call = region[start:end]
@@ -161,63 +134,64 @@ def _closing(text: str, opening: int) -> int:
     return len(text)
 
 
-class GlmvAgent(AgentBase[GlmvOptions]):
+class GlmvAgent(base.AgentBase[GlmvOptions]):
     """The ``glmv`` agent; pure and thread-safe."""
 
     name = "glmv"
-    parser_name = "glmv"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = GlmvOptions
     coordinate_frame: Frame = "relative-999"
 
-    def __init__(
-        self, options: GlmvOptions | None = None, released: Released | None = None
-    ) -> None:
-        super().__init__(options, released)
-        self.settings = LoopSettings(
+    def loop_settings(self) -> base.LoopSettings:
+        return base.LoopSettings(
             viewport=self.config.size(),
-            sampling=Sampling(temperature=0.0, max_tokens=self.config.max_tokens),
+            sampling=events.Sampling(temperature=0.0, max_tokens=self.config.max_tokens),
             images=self.config.images,
             resample_temperature=None,
             max_steps=50,
         )
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         shots = [past.observation for past in history] + [now]
         keep_from = len(shots) - self.config.images
         messages = [
-            Message(role="system", parts=(TextPart(text=_SYSTEM),)),
-            Message(role="user", parts=(TextPart(text=self.task_text(task)),)),
+            events.Message(role="system", parts=(events.TextPart(text=_SYSTEM),)),
+            events.Message(role="user", parts=(events.TextPart(text=self.task_text(task)),)),
         ]
         for index, seen in enumerate(shots):
             if index >= keep_from:
-                parts: tuple[Part, ...] = (seen.screenshot,)
-                messages.append(Message(role="user", parts=parts))
+                parts: tuple[events.Part, ...] = (seen.screenshot,)
+                messages.append(events.Message(role="user", parts=parts))
             if index < len(history):
                 messages.append(
-                    Message(role="assistant", parts=(TextPart(text=history[index].response),))
+                    events.Message(
+                        role="assistant", parts=(events.TextPart(text=history[index].response),)
+                    )
                 )
         return tuple(messages)
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         think, rest = split_think(text)
         before, call = find_call(rest)
         name, args = _call_parts(call)
         actions = _Reader(self, name, args, call, image_size, before).actions()
         thought = "\n".join(part for part in (think, before) if part)
-        return Parsed(thought=thought, actions=actions, model_size=(GRID, GRID))
+        return base.Parsed(thought=thought, actions=actions, model_size=(GRID, GRID))
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         for action in parsed.actions:
-            if isinstance(action, Finish):
-                return Ending("finished", "DONE", action.answer)
-            if isinstance(action, Fail):
-                return Ending("fail", "FAIL", action.reason or None)
+            if isinstance(action, events.Finish):
+                return base.Ending("finished", "DONE", action.answer)
+            if isinstance(action, events.Fail):
+                return base.Ending("fail", "FAIL", action.reason or None)
         return None
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The response GLM-V would write: the thought, then the call in a box.
 
         Raises:
@@ -232,18 +206,20 @@ class GlmvAgent(AgentBase[GlmvOptions]):
             raise ValueError("glmv writes one action per step")
         (action,) = actions
         match action:
-            case Click(count=1) as click:
+            case events.Click(count=1) as click:
                 name = "left_click" if click.button == "left" else f"{click.button}_click"
                 call = f"{name}(start_box={box(click.x, click.y)})"
-            case Click(button="left", count=2) as click:
+            case events.Click(button="left", count=2) as click:
                 call = f"left_double_click(start_box={box(click.x, click.y)})"
-            case Move() as move:
+            case events.Move() as move:
                 call = f"hover(start_box={box(move.x, move.y)})"
-            case Drag() as drag:
+            case events.Drag() as drag:
                 call = (
                     f"left_drag(start_box={box(drag.x, drag.y)}, end_box={box(drag.x2, drag.y2)})"
                 )
-            case Scroll(direction="up" | "down", unit="notch") as scroll if scroll.amount >= 1:
+            case events.Scroll(direction="up" | "down", unit="notch") as scroll if (
+                scroll.amount >= 1
+            ):
                 at = (
                     box(scroll.x, scroll.y)
                     if scroll.x is not None and scroll.y is not None
@@ -251,20 +227,20 @@ class GlmvAgent(AgentBase[GlmvOptions]):
                 )
                 where = f"start_box={at}, " if at else ""
                 call = f"scroll({where}direction='{scroll.direction}', step={int(scroll.amount)})"
-            case TypeText() as typed:
+            case events.TypeText() as typed:
                 call = f"type(content={typed.text!r})"
-            case Hotkey() as hotkey if all("+" not in key for key in hotkey.keys):
+            case events.Hotkey() as hotkey if all("+" not in key for key in hotkey.keys):
                 call = f"key(keys={'+'.join(hotkey.keys)!r})"
-            case Wait():
+            case events.Wait():
                 call = "WAIT()"
-            case Finish():
+            case events.Finish():
                 call = "DONE()"
-            case Fail():
+            case events.Fail():
                 call = "FAIL()"
             case _:
                 raise ValueError(f"glmv cannot write {type(action).__name__}")
         head = " ".join(thought.split())
-        if isinstance(action, Finish) and action.answer:
+        if isinstance(action, events.Finish) and action.answer:
             head = action.answer
         return f"{head}\n<|begin_of_box|>{call}<|end_of_box|>"
 
@@ -274,20 +250,22 @@ def _call_parts(call: str) -> tuple[str, dict[str, Any]]:
     try:
         tree = ast.parse(call.strip(), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        raise AgentParseError(f"glmv: the call is not well formed: {one_line(call, 80)}") from None
+        raise base.AgentParseError(
+            f"glmv: the call is not well formed: {base.one_line(call, 80)}"
+        ) from None
     node = tree.body
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-        raise AgentParseError(f"glmv: not a call: {one_line(call, 80)}")
+        raise base.AgentParseError(f"glmv: not a call: {base.one_line(call, 80)}")
     if node.args:
-        raise AgentParseError(f"glmv: {node.func.id} takes keyword arguments only")
+        raise base.AgentParseError(f"glmv: {node.func.id} takes keyword arguments only")
     args: dict[str, Any] = {}
     for keyword in node.keywords:
         if keyword.arg is None:
-            raise AgentParseError(f"glmv: {node.func.id} has a ** argument")
+            raise base.AgentParseError(f"glmv: {node.func.id} has a ** argument")
         try:
             args[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise AgentParseError(
+            raise base.AgentParseError(
                 f"glmv: {node.func.id}'s {keyword.arg} is not a literal"
             ) from None
     return node.func.id, args
@@ -306,22 +284,22 @@ class _Reader:
         self.agent, self.name, self.args, self.raw = agent, name, args, raw
         self.image, self.before = image, before
 
-    def actions(self) -> tuple[Action, ...]:
+    def actions(self) -> tuple[events.Action, ...]:
         name, raw = self.name, self.raw
         if name in _CLICKS:
             button, count = _CLICKS[name]
             x, y, mx, my = self._point("start_box")
             return (
-                Click(x=x, y=y, button=button, count=count, model_x=mx, model_y=my, raw=raw),  # type: ignore[arg-type]
+                events.Click(x=x, y=y, button=button, count=count, model_x=mx, model_y=my, raw=raw),  # type: ignore[arg-type]
             )
         if name == "hover":
             x, y, mx, my = self._point("start_box")
-            return (Move(x=x, y=y, model_x=mx, model_y=my, raw=raw),)
+            return (events.Move(x=x, y=y, model_x=mx, model_y=my, raw=raw),)
         if name == "left_drag":
             x, y, mx, my = self._point("start_box")
             x2, y2, mx2, my2 = self._point("end_box")
             return (
-                Drag(
+                events.Drag(
                     x=x,
                     y=y,
                     x2=x2,
@@ -338,15 +316,15 @@ class _Reader:
         if name == "type":
             content = self.args.get("content")
             if not isinstance(content, str) or not content:
-                raise AgentParseError("glmv: type needs content")
-            return (TypeText(text=content, raw=raw),)
+                raise base.AgentParseError("glmv: type needs content")
+            return (events.TypeText(text=content, raw=raw),)
         if name == "scroll":
             return (self._scroll(),)
         if name == "WAIT":
-            return (Wait(seconds=self.agent.config.wait_s, raw=raw),)
+            return (events.Wait(seconds=self.agent.config.wait_s, raw=raw),)
         if name == "DONE":
-            return (Finish(answer=self.before or None, raw=raw),)
-        return (Fail(reason=self.before, raw=raw),)  # FAIL
+            return (events.Finish(answer=self.before or None, raw=raw),)
+        return (events.Fail(reason=self.before, raw=raw),)  # FAIL
 
     def _point(self, field: str) -> tuple[float, float, float, float]:
         value = self.args.get(field)
@@ -357,11 +335,8 @@ class _Reader:
         elif isinstance(value, list | tuple):
             flat = value[0] if len(value) == 1 and isinstance(value[0], list | tuple) else value
             numbers = list(flat[:2]) if len(flat) >= 2 else None
-        if numbers is None or not all(
-            isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n)
-            for n in numbers
-        ):
-            raise AgentParseError(f"glmv: {self.name} needs {field}='[x,y]'")
+        if numbers is None or not all(map(finite_number, numbers)):
+            raise base.AgentParseError(f"glmv: {self.name} needs {field}='[x,y]'")
         mx, my = float(numbers[0]), float(numbers[1])
         width, height = self.image
         return (
@@ -371,7 +346,7 @@ class _Reader:
             my,
         )
 
-    def _key(self) -> Action:
+    def _key(self) -> events.Action:
         keys = self.args.get("keys")
         names = keys.split("+") if isinstance(keys, str) else keys
         if (
@@ -379,32 +354,32 @@ class _Reader:
             or not names
             or not all(isinstance(k, str) and k.strip() for k in names)
         ):
-            raise AgentParseError("glmv: key needs keys='ctrl+c'")
+            raise base.AgentParseError("glmv: key needs keys='ctrl+c'")
         cleaned = tuple(k.strip().lower() for k in names)
         for key in cleaned:
             try:
                 to_playwright(key)
             except UnknownKeyError as error:
-                raise AgentParseError(f"glmv: {error}") from None
-        return Hotkey(keys=cleaned, raw=self.raw)
+                raise base.AgentParseError(f"glmv: {error}") from None
+        return events.Hotkey(keys=cleaned, raw=self.raw)
 
-    def _scroll(self) -> Action:
+    def _scroll(self) -> events.Action:
         direction = self.args.get("direction")
         if direction not in ("up", "down"):
-            raise AgentParseError(
+            raise base.AgentParseError(
                 f"glmv: scroll needs direction 'up' or 'down', got {direction!r}"[:200]
             )
         step = self.args.get("step", 5)
-        if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
-            raise AgentParseError("glmv: scroll's step must be a number")
+        if not finite_number(step):
+            raise base.AgentParseError("glmv: scroll's step must be a number")
         amount = min(max(float(step), 0.0), 50.0)
         if "start_box" in self.args:
             x, y, mx, my = self._point("start_box")
-            return Scroll(
+            return events.Scroll(
                 direction=direction, amount=amount, x=x, y=y, model_x=mx, model_y=my, raw=self.raw
             )
         width, height = self.image  # the released tool scrolls at the screen's centre
-        return Scroll(
+        return events.Scroll(
             direction=direction,
             amount=amount,
             x=float(width // 2),

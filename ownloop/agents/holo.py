@@ -27,46 +27,21 @@ JSON under ``## Step N`` headings (the last ``history``), and the current screen
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-    one_line,
-)
+from ownloop.agents import base
+from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
 from ownloop.agents.options import AgentOptions
-from ownloop.agents.released import Released
-from ownloop.store.events import (
-    Action,
-    Back,
-    Click,
-    Finish,
-    Goto,
-    Hotkey,
-    Message,
-    Sampling,
-    Scroll,
-    Task,
-    TextPart,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = ["SCHEMA", "HoloAgent", "HoloOptions"]
 
 GRID = 1000
 MAX_WAIT_S = 60.0
-_PARSER_REVISION = 1
 
 _POINT = {"type": "integer", "minimum": 0, "maximum": GRID}
 SCHEMA: dict[str, Any] = {
@@ -125,24 +100,19 @@ class HoloOptions(AgentOptions, frozen=True, kw_only=True):
     max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 2048
 
 
-class HoloAgent(AgentBase[HoloOptions]):
+class HoloAgent(base.AgentBase[HoloOptions]):
     """The ``holo`` agent; pure and thread-safe."""
 
     name = "holo"
-    parser_name = "holo"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = HoloOptions
     coordinate_frame: Frame = "relative-1000"
     types_at_a_point = True
     """write_element_abs clicks its point first: the scripted expert gives the field's."""
 
-    def __init__(
-        self, options: HoloOptions | None = None, released: Released | None = None
-    ) -> None:
-        super().__init__(options, released)
-        self.settings = LoopSettings(
+    def loop_settings(self) -> base.LoopSettings:
+        return base.LoopSettings(
             viewport=self.config.size(),
-            sampling=Sampling(
+            sampling=events.Sampling(
                 temperature=0.0,
                 max_tokens=self.config.max_tokens,
                 chat_template_kwargs=self.thinking_kwargs(),
@@ -171,8 +141,8 @@ class HoloAgent(AgentBase[HoloOptions]):
         )
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         shown = history[len(history) - min(len(history), self.config.history) :]
         steps = [
             f"## Step {len(history) - len(shown) + index + 1}\n{_step_json(past.response)}"
@@ -182,31 +152,35 @@ class HoloAgent(AgentBase[HoloOptions]):
             "\n".join(steps) if steps else "None"
         )
         return (
-            Message(role="system", parts=(TextPart(text=self.system_message()),)),
-            Message(role="user", parts=(TextPart(text=text), now.screenshot)),
+            events.Message(role="system", parts=(events.TextPart(text=self.system_message()),)),
+            events.Message(role="user", parts=(events.TextPart(text=text), now.screenshot)),
         )
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         think, rest = split_think(text)
         step = _json_object(rest)
         for field in ("note", "thought"):
             if field in step and not isinstance(step[field], str):
-                raise AgentParseError(f"holo: {field} must be text")
+                raise base.AgentParseError(f"holo: {field} must be text")
         action = step.get("action")
         if not isinstance(action, dict):
-            raise AgentParseError("holo: action must be an object")
+            raise base.AgentParseError("holo: action must be an object")
         thought = "\n".join(part for part in (think, str(step.get("thought", "")).strip()) if part)
         raw = json.dumps(action, ensure_ascii=False)
         actions = _Reader(self, action, raw, image_size).actions()
-        return Parsed(thought=thought, actions=actions, model_size=(GRID, GRID))
+        return base.Parsed(thought=thought, actions=actions, model_size=(GRID, GRID))
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         for action in parsed.actions:
-            if isinstance(action, Finish):
-                return Ending("finished", "answer", action.answer)
+            if isinstance(action, events.Finish):
+                return base.Ending("finished", "answer", action.answer)
         return None
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The JSON Holo would write (note, thought, action) for one action, or a click then
         text typed (write_element_abs).
 
@@ -220,28 +194,28 @@ class HoloAgent(AgentBase[HoloOptions]):
 
         body: dict[str, Any]
         match list(actions):
-            case [Click(button="left", count=1) as click]:
+            case [events.Click(button="left", count=1) as click]:
                 body = {
                     "action": "click_element",
                     "element": "the target",
                     **point(click.x, click.y),
                 }
-            case [Click(button="left", count=1) as click, TypeText() as typed]:
+            case [events.Click(button="left", count=1) as click, events.TypeText() as typed]:
                 body = {
                     "action": "write_element_abs",
                     "content": typed.text,
                     "element": "the field",
                     **point(click.x, click.y),
                 }
-            case [Scroll(unit="notch") as scroll] if scroll.x is None:
+            case [events.Scroll(unit="notch") as scroll] if scroll.x is None:
                 body = {"action": "scroll", "direction": scroll.direction}
-            case [Back()]:
+            case [events.Back()]:
                 body = {"action": "go_back"}
-            case [Goto() as goto]:
+            case [events.Goto() as goto]:
                 body = {"action": "goto", "url": goto.url}
-            case [Wait() as wait]:
+            case [events.Wait() as wait]:
                 body = {"action": "wait", "seconds": wait.seconds}
-            case [Finish() as finish]:
+            case [events.Finish() as finish]:
                 body = {"action": "answer", "content": finish.answer or ""}
             case _:
                 raise ValueError(f"holo cannot write {[type(a).__name__ for a in actions]}")
@@ -261,11 +235,13 @@ def _json_object(text: str) -> dict[str, Any]:
     try:
         value, _ = json.JSONDecoder().raw_decode(body)
     except (ValueError, RecursionError):
-        raise AgentParseError(
-            f"holo: the response is not a JSON object: {one_line(body, 80)}"
+        raise base.AgentParseError(
+            f"holo: the response is not a JSON object: {base.one_line(body, 80)}"
         ) from None
     if not isinstance(value, dict):
-        raise AgentParseError(f"holo: the response is not a JSON object: {one_line(body, 80)}")
+        raise base.AgentParseError(
+            f"holo: the response is not a JSON object: {base.one_line(body, 80)}"
+        )
     return value
 
 
@@ -278,62 +254,62 @@ class _Reader:
         self.agent, self.action, self.raw, self.image = agent, action, raw, image
         name = action.get("action")
         if not isinstance(name, str):
-            raise AgentParseError("holo: action.action must be the action's name")
+            raise base.AgentParseError("holo: action.action must be the action's name")
         self.name = name
 
-    def actions(self) -> tuple[Action, ...]:
+    def actions(self) -> tuple[events.Action, ...]:
         name, raw = self.name, self.raw
         if name == "click_element":
             x, y, mx, my = self._point()
-            return (Click(x=x, y=y, model_x=mx, model_y=my, raw=raw),)
+            return (events.Click(x=x, y=y, model_x=mx, model_y=my, raw=raw),)
         if name == "write_element_abs":
             content = self._text("content")
             x, y, mx, my = self._point()
-            out: list[Action] = [
-                Click(x=x, y=y, model_x=mx, model_y=my, raw=raw),
-                TypeText(text=content, raw=raw),
+            out: list[events.Action] = [
+                events.Click(x=x, y=y, model_x=mx, model_y=my, raw=raw),
+                events.TypeText(text=content, raw=raw),
             ]
             if self.agent.config.write_enter:
-                out.append(Hotkey(keys=("Enter",), raw=raw))
+                out.append(events.Hotkey(keys=("Enter",), raw=raw))
             return tuple(out)
         if name == "scroll":
             direction = self.action.get("direction")
             if direction not in ("up", "down", "left", "right"):
-                raise AgentParseError(
+                raise base.AgentParseError(
                     f"holo: action.direction must be up, down, left or right, got {direction!r}"[
                         :200
                     ]
                 )
             amount = self.agent.config.scroll_notches
-            return (Scroll(direction=direction, amount=amount, raw=raw),)
+            return (events.Scroll(direction=direction, amount=amount, raw=raw),)
         if name == "go_back":
-            return (Back(raw=raw),)
+            return (events.Back(raw=raw),)
         if name == "goto":
-            return (Goto(url=self._text("url"), raw=raw),)
+            return (events.Goto(url=self._text("url"), raw=raw),)
         if name == "wait":
             seconds = self.action.get("seconds", 1.0)
-            if not _is_number(seconds) or not math.isfinite(seconds):
-                raise AgentParseError("holo: action.seconds must be a number")
-            return (Wait(seconds=min(max(float(seconds), 0.0), MAX_WAIT_S), raw=raw),)
+            if not finite_number(seconds):
+                raise base.AgentParseError("holo: action.seconds must be a number")
+            return (events.Wait(seconds=min(max(float(seconds), 0.0), MAX_WAIT_S), raw=raw),)
         if name == "answer":
-            return (Finish(answer=self._text("content"), raw=raw),)
+            return (events.Finish(answer=self._text("content"), raw=raw),)
         if name in ("refresh", "restart"):
-            raise AgentParseError(f"holo: {name} is not in ownloop's holo action space")
-        raise AgentParseError(f"holo: action.action {name[:40]!r} is not in the schema")
+            raise base.AgentParseError(f"holo: {name} is not in ownloop's holo action space")
+        raise base.AgentParseError(f"holo: action.action {name[:40]!r} is not in the schema")
 
     def _text(self, field: str) -> str:
         value = self.action.get(field)
         if not isinstance(value, str):
-            raise AgentParseError(f"holo: action.{field} must be text")
+            raise base.AgentParseError(f"holo: action.{field} must be text")
         return value
 
     def _point(self) -> tuple[float, float, float, float]:
         found = []
         for field in ("x", "y"):
             value: Any = self.action.get(field)
-            if not _is_number(value) or not math.isfinite(value) or not 0 <= value <= GRID:
-                got = one_line(repr(value), 80)
-                raise AgentParseError(
+            if not finite_number(value) or not 0 <= value <= GRID:
+                got = base.one_line(repr(value), 80)
+                raise base.AgentParseError(
                     f"holo: action.{field} must be a number in [0, 1000], got {got}"
                 )
             found.append(float(value))
@@ -345,7 +321,3 @@ class _Reader:
             mx,
             my,
         )
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

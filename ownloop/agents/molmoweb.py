@@ -37,16 +37,7 @@ from jinja2 import TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-    clip,
-)
+from ownloop.agents import base
 from ownloop.agents.molmoweb_actions import (
     MAX_RESPONSE_CHARS,
     Reading,
@@ -59,19 +50,8 @@ from ownloop.agents.molmoweb_actions import (
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle
+from ownloop.store import events
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import (
-    Action,
-    CallUser,
-    Click,
-    Finish,
-    Message,
-    Part,
-    Rejected,
-    Sampling,
-    Task,
-    TextPart,
-)
 
 __all__ = [
     "BUILTIN_TEMPLATE",
@@ -95,7 +75,6 @@ BUILTIN_TEMPLATE = (
     "# NEXT STEP\n\n"
 )
 _TITLE_LIMIT = 100  # the released agent cuts the page title and URL to 100 characters
-_PARSER_REVISION = 1
 _UNPARSEABLE_RAW = 500  # characters of an unreadable response kept in its Rejected reason
 
 
@@ -164,12 +143,10 @@ class MolmoWebOptions(AgentOptions, frozen=True, kw_only=True):
             raise ValueError("system_message must be a word, e.g. molmo_web_think")
 
 
-class MolmoWebAgent(AgentBase[MolmoWebOptions]):
+class MolmoWebAgent(base.AgentBase[MolmoWebOptions]):
     """The ``molmoweb`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "molmoweb"
-    parser_name = "molmoweb"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     coordinate_frame = "percent"
     options_type = MolmoWebOptions
     released_spec = ReleasedSpec("allenai/molmoweb", RELEASED_CANDIDATES, (RELEASED_CONSTANT,))
@@ -185,8 +162,7 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             OwnloopError: the released template is not valid Jinja.
         """
         super().__init__(options, released)
-        config = self.config
-        self.viewport = config.size()
+        self.viewport = self.config.size()
         self.template_text = (
             released.constants.get(RELEASED_CONSTANT, BUILTIN_TEMPLATE)
             if released is not None
@@ -199,9 +175,12 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
                 f"molmoweb: the prompt template in {self.prompt_source} is not valid Jinja "
                 f"({error}). Point --released at an unmodified clone of allenai/molmoweb"
             ) from None
-        self.settings = LoopSettings(
-            viewport=self.viewport,
-            sampling=Sampling(
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
+            viewport=config.size(),
+            sampling=events.Sampling(
                 temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens
             ),
             images=1,
@@ -209,12 +188,16 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             resample_temperature=None,  # the released retry samples as the first call did
             max_steps=40,
         )
+
+    def translation_style(self) -> TranslationStyle:
         # The released executor moves, presses, moves once and releases for a drag.
-        self.style = TranslationStyle(drag_steps=1)
+        return TranslationStyle(drag_steps=1)
 
     # ------------------------------------------------------------------ request
 
-    def prompt(self, task: Task, history: Sequence[PastStep], now: Observation) -> str:
+    def prompt(
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> str:
         """``"{system_message}: {user_message}"``: the template with the goal, the last
         ``history`` steps and the active page."""
         first = max(0, len(history) - self.config.history)
@@ -232,34 +215,36 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
         return f"{self.config.system_message}: {user_message}"
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         """One user turn: the current screenshot and the prompt (no past screenshots)."""
-        text = TextPart(text=self.prompt(task, history, now))
-        parts: tuple[Part, ...] = (
+        text = events.TextPart(text=self.prompt(task, history, now))
+        parts: tuple[events.Part, ...] = (
             (now.screenshot, text) if self.config.image_first else (text, now.screenshot)
         )
-        return (Message(role="user", parts=parts),)
+        return (events.Message(role="user", parts=parts),)
 
     # ------------------------------------------------------------------ response
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height); text
         the released agent cannot read is a no-op ``Rejected`` (``resample_non_json``: a parse
         error)."""
         width, height = image_size
         if width < 3 or height < 3:
-            raise AgentParseError(f"screenshot too small to click in: {width}x{height}")
+            raise base.AgentParseError(f"screenshot too small to click in: {width}x{height}")
         try:
             reading = read_response(text)
         except Unparseable as error:
             if self.config.resample_non_json:
                 raise
             kept = unparseable(text, error.reason)
-            reason = clip(str(kept.action["infeasibility_reason"]), _UNPARSEABLE_RAW)
-            return Parsed(
+            reason = base.clip(str(kept.action["infeasibility_reason"]), _UNPARSEABLE_RAW)
+            return base.Parsed(
                 thought=kept.thought,
-                actions=(Rejected(reason=reason, raw=text.strip()),),
+                actions=(events.Rejected(reason=reason, raw=text.strip()),),
                 model_size=(100, 100),
             )
         actions = actions_of(
@@ -269,11 +254,11 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             noop_s=self.config.noop_s,
             honour_button=self.config.honour_button,
         )
-        return Parsed(thought=reading.thought, actions=actions, model_size=(100, 100))
+        return base.Parsed(thought=reading.thought, actions=actions, model_size=(100, 100))
 
     # ------------------------------------------------------------------ execution and end
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """A message starting "[EXIT]" (or "[ANSWER]", with ``end_on_answer``) ends the episode,
         with the answer of the released benchmark: the last "[ANSWER]" message (from its 10th
         character on), else the last message without "[EXIT]", else the last thought."""
@@ -297,11 +282,13 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
             if thought:
                 last_thought = thought
         final = next((a for a in (answer, last_message, last_thought) if a is not None), None)
-        return Ending("finished", f"send_msg_to_user:{word}", final)
+        return base.Ending("finished", f"send_msg_to_user:{word}", final)
 
     # ------------------------------------------------------------------ the inverse of parse
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The JSON MolmoWeb would write for one action (page coordinates of a screenshot of
         ``image_size``), percentages with one decimal as in training.
 
@@ -311,7 +298,11 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
         if len(actions) != 1:
             raise ValueError(f"molmoweb writes one action per response, got {len(actions)}")
         action = actions[0]
-        if isinstance(action, Click) and action.button != "left" and not self.config.honour_button:
+        if (
+            isinstance(action, events.Click)
+            and action.button != "left"
+            and not self.config.honour_button
+        ):
             raise ValueError(
                 "molmoweb's released executor clicks the left button only "
                 "(option honour_button=true clicks the one named)"
@@ -323,28 +314,28 @@ class MolmoWebAgent(AgentBase[MolmoWebOptions]):
 # ---------------------------------------------------------------------- helpers
 
 
-def _reading(past: PastStep) -> Reading:
+def _reading(past: base.PastStep) -> Reading:
     """A past step as the released agent keeps it; a response it could not read is kept as
     the report_infeasible it would have become there."""
     try:
         return read_response(past.response)
     except Unparseable as error:
         return unparseable(past.response, error.reason)
-    except AgentParseError as error:  # a step the released agent would have retried
+    except base.AgentParseError as error:  # a step the released agent would have retried
         return unparseable(past.response, str(error))
 
 
-def _message(parsed: Parsed, response: str | None = None) -> str | None:
+def _message(parsed: base.Parsed, response: str | None = None) -> str | None:
     """The message a step sent to the user (send_msg_to_user), or None."""
     for action in parsed.actions:
-        if isinstance(action, Finish | CallUser):
+        if isinstance(action, events.Finish | events.CallUser):
             try:
                 reading = read_response(response if response is not None else action.raw)
-            except AgentParseError:
+            except base.AgentParseError:
                 reading = None
             if reading is not None and isinstance(reading.action.get("msg"), str):
                 return str(reading.action["msg"])
-            if isinstance(action, CallUser):
+            if isinstance(action, events.CallUser):
                 return action.text
             return "[EXIT]" if action.answer is None else f"[ANSWER] {action.answer}"
     return None

@@ -29,22 +29,7 @@ from typing import Any, Literal, NamedTuple, cast
 
 from ownloop.agents.base import AgentParseError, clip
 from ownloop.agents.keys import combo, split_combo
-from ownloop.store.events import (
-    Action,
-    Back,
-    CallUser,
-    Click,
-    Drag,
-    Fail,
-    Finish,
-    Goto,
-    Hotkey,
-    Move,
-    Rejected,
-    Scroll,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = [
     "ALLOWED_KEYS",
@@ -175,7 +160,7 @@ def actions_of(
     *,
     noop_s: float = 5.0,
     honour_button: bool = False,
-) -> tuple[Action, ...]:
+) -> tuple[events.Action, ...]:
     """The agent-neutral actions of one response, in page pixels of a screenshot of ``size``.
 
     Args:
@@ -201,7 +186,7 @@ def actions_of(
         # Only the name makes a double click: the released agent ignores click_type.
         pressed = cast(Button, button) if honour_button else "left"
         return (
-            Click(
+            events.Click(
                 x=x,
                 y=y,
                 button=pressed,
@@ -215,13 +200,13 @@ def actions_of(
         x, y, mx, my = at("x", "y")
         duration = _number(action, "duration", 1.0)
         # A negative sleep returns at once in the released loop: the pointer moves, no wait.
-        move = Move(x=x, y=y, model_x=mx, model_y=my, raw=raw)
-        return (move, Wait(seconds=duration, raw=raw)) if duration > 0 else (move,)
+        move = events.Move(x=x, y=y, model_x=mx, model_y=my, raw=raw)
+        return (move, events.Wait(seconds=duration, raw=raw)) if duration > 0 else (move,)
     if name in ("drag_and_drop", "mouse_drag_and_drop"):
         x, y, mx, my = at("from_x", "from_y")
         x2, y2, mx2, my2 = at("to_x", "to_y")
         return (
-            Drag(
+            events.Drag(
                 x=x, y=y, x2=x2, y2=y2, model_x=mx, model_y=my, model_x2=mx2, model_y2=my2, raw=raw
             ),
         )
@@ -235,7 +220,7 @@ def actions_of(
         dy = _delta(_number(action, "delta_y", 0.0), height)
         return _scrolls(dx, dy, raw, point)
     if name in ("type", "keyboard_type"):
-        return (TypeText(text=_string(action, "text", ""), raw=raw),)
+        return (events.TypeText(text=_string(action, "text", ""), raw=raw),)
     if name in ("keypress", "keyboard_press"):
         return (_keypress(action, raw),)
     if name == "gemini_type_text_at":
@@ -244,26 +229,26 @@ def actions_of(
         url = _string(action, "url", "")
         if not url:
             raise AgentParseError("goto needs a url")
-        return (Goto(url=url, raw=raw),)
+        return (events.Goto(url=url, raw=raw),)
     if name == "browser_nav":
         return (_browser_nav(action, raw),)
     if name == "noop":
         reason = action.get("noop_reason", "loading")
         if reason not in _NOOP_REASONS:
             raise AgentParseError(f"noop_reason must be one of {', '.join(_NOOP_REASONS)}")
-        return (Wait(seconds=noop_s, raw=raw),)
+        return (events.Wait(seconds=noop_s, raw=raw),)
     if name == "send_msg_to_user":
         msg = _string(action, "msg", "")
         if msg.startswith("[ANSWER]"):
-            return (Finish(answer=msg[9:], raw=raw),)
+            return (events.Finish(answer=msg[9:], raw=raw),)
         if msg.startswith("[EXIT]"):
-            return (Finish(answer=None, raw=raw),)
-        return (CallUser(text=msg, raw=raw),)
+            return (events.Finish(answer=None, raw=raw),)
+        return (events.CallUser(text=msg, raw=raw),)
     if name == "report_infeasible":
         reason = _string(action, "infeasibility_reason", "Infeasibility reason unavailable")
-        return (Fail(reason=reason, raw=raw),)
+        return (events.Fail(reason=reason, raw=raw),)
     return (
-        Rejected(
+        events.Rejected(
             reason=clip(f"Unsupported action type: {name}. Predicted: {action}", 300), raw=raw
         ),
     )
@@ -271,7 +256,7 @@ def actions_of(
 
 def _scrolls(
     dx: float, dy: float, raw: str, point: tuple[float, float, float, float] | None
-) -> tuple[Action, ...]:
+) -> tuple[events.Action, ...]:
     """One wheel of (dx, dy) px as Scroll actions: horizontal, then vertical (at the point
     first, then at the pointer, which is there by then)."""
     parts: list[tuple[Literal["up", "down", "left", "right"], float]] = []
@@ -281,12 +266,12 @@ def _scrolls(
         parts.append(("down" if dy > 0 else "up", abs(dy)))
     if not parts:
         parts.append(("down", 0.0))  # a wheel of nothing, as the released executor sends
-    scrolls: list[Action] = []
+    scrolls: list[events.Action] = []
     for index, (direction, amount) in enumerate(parts):
         if point is not None and index == 0:
             x, y, mx, my = point
             scrolls.append(
-                Scroll(
+                events.Scroll(
                     direction=direction,
                     amount=amount,
                     unit="px",
@@ -298,21 +283,21 @@ def _scrolls(
                 )
             )
         else:
-            scrolls.append(Scroll(direction=direction, amount=amount, unit="px", raw=raw))
+            scrolls.append(events.Scroll(direction=direction, amount=amount, unit="px", raw=raw))
     return tuple(scrolls)
 
 
-def _keypress(action: dict[str, Any], raw: str) -> Action:
+def _keypress(action: dict[str, Any], raw: str) -> events.Action:
     key = action.get("key")
     if key is not None and not isinstance(key, str):
         raise AgentParseError(f"keyboard_press key is not a string: {key!r}")
     allowed = {name.lower(): name for name in ALLOWED_KEYS}
     if key is None or key.lower() not in allowed:
-        return Rejected(reason=clip(f"Unsupported keypress: {action}", 300), raw=raw)
-    return Hotkey(keys=split_combo(allowed[key.lower()]), raw=raw)
+        return events.Rejected(reason=clip(f"Unsupported keypress: {action}", 300), raw=raw)
+    return events.Hotkey(keys=split_combo(allowed[key.lower()]), raw=raw)
 
 
-def _type_at(action: dict[str, Any], raw: str, size: tuple[int, int]) -> tuple[Action, ...]:
+def _type_at(action: dict[str, Any], raw: str, size: tuple[int, int]) -> tuple[events.Action, ...]:
     """Click, maybe select all and delete, type, maybe Enter: the released executor's order."""
     mx, my = _number(action, "x", 0.0), _number(action, "y", 0.0)
     text = _string(action, "text", "")
@@ -321,8 +306,8 @@ def _type_at(action: dict[str, Any], raw: str, size: tuple[int, int]) -> tuple[A
     # The model wrote 0-1000, which read_response made percent when both x and y were given;
     # the action records what the model wrote.
     written = 10.0 if "x" in action and "y" in action else 1.0
-    steps: list[Action] = [
-        Click(
+    steps: list[events.Action] = [
+        events.Click(
             x=_coord(mx, size[0]),
             y=_coord(my, size[1]),
             model_x=round(mx * written, 6),
@@ -332,17 +317,17 @@ def _type_at(action: dict[str, Any], raw: str, size: tuple[int, int]) -> tuple[A
     ]
     if clear:
         steps += [
-            Hotkey(keys=("ControlOrMeta", "a"), raw=raw),
-            Hotkey(keys=("Backspace",), raw=raw),
+            events.Hotkey(keys=("ControlOrMeta", "a"), raw=raw),
+            events.Hotkey(keys=("Backspace",), raw=raw),
         ]
     if text:
-        steps.append(TypeText(text=text, raw=raw))
+        steps.append(events.TypeText(text=text, raw=raw))
     if press_enter:
-        steps.append(Hotkey(keys=("Enter",), raw=raw))
+        steps.append(events.Hotkey(keys=("Enter",), raw=raw))
     return tuple(steps)
 
 
-def _browser_nav(action: dict[str, Any], raw: str) -> Action:
+def _browser_nav(action: dict[str, Any], raw: str) -> events.Action:
     nav = action.get("nav_type", "go_back")
     if nav not in _NAV_TYPES:
         raise AgentParseError(f"nav_type must be one of {', '.join(_NAV_TYPES)}: {nav!r}")
@@ -357,11 +342,11 @@ def _browser_nav(action: dict[str, Any], raw: str) -> Action:
     ):
         raise AgentParseError(f"browser_nav index is not a whole number: {index!r}")
     if nav == "go_back":
-        return Back(raw=raw)
+        return events.Back(raw=raw)
     if nav == "new_tab":
         # ownloop follows the newest tab, so a new blank tab is a blank page to the model.
-        return Goto(url="about:blank", raw=raw)
-    return Rejected(reason="tab_focus: ownloop shows the model one tab, the newest", raw=raw)
+        return events.Goto(url="about:blank", raw=raw)
+    return events.Rejected(reason="tab_focus: ownloop shows the model one tab, the newest", raw=raw)
 
 
 # ---------------------------------------------------------------------- fields
@@ -420,7 +405,7 @@ def _percent(value: float, side: int) -> float:
     return round(value / side * 100.0, 1)
 
 
-def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
+def action_dict(action: events.Action, size: tuple[int, int]) -> dict[str, Any]:
     """The JSON action MolmoWeb would write for ``action`` (page pixels of ``size``).
 
     Raises:
@@ -428,7 +413,7 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
     """
     width, height = size
     match action:
-        case Click(count=1 | 2):
+        case events.Click(count=1 | 2):
             body: dict[str, Any] = {
                 "name": "click" if action.count == 1 else "dblclick",
                 "x": _percent(action.x, width),
@@ -438,13 +423,13 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
             if action.count == 1:
                 body["click_type"] = "single"
             return body
-        case Move():
+        case events.Move():
             return {
                 "name": "hover_at",
                 "x": _percent(action.x, width),
                 "y": _percent(action.y, height),
             }
-        case Drag():
+        case events.Drag():
             return {
                 "name": "mouse_drag_and_drop",
                 "from_x": _percent(action.x, width),
@@ -452,7 +437,7 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
                 "to_x": _percent(action.x2, width),
                 "to_y": _percent(action.y2, height),
             }
-        case Scroll():
+        case events.Scroll():
             pixels = action.amount if action.unit == "px" else action.amount * 100.0
             sign = -1.0 if action.direction in ("up", "left") else 1.0
             horizontal = action.direction in ("left", "right")
@@ -467,9 +452,9 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
                 "delta_x": dx,
                 "delta_y": dy,
             }
-        case TypeText():
+        case events.TypeText():
             return {"name": "keyboard_type", "text": action.text}
-        case Hotkey():
+        case events.Hotkey():
             key = combo(action.keys)
             allowed = {name.lower(): name for name in ALLOWED_KEYS}
             # ctrl+a, cmd+a: the model's one spelling is ControlOrMeta+a.
@@ -484,17 +469,17 @@ def action_dict(action: Action, size: tuple[int, int]) -> dict[str, Any]:
                 if spelling.lower() in allowed:
                     return {"name": "keyboard_press", "key": allowed[spelling.lower()]}
             raise ValueError(f"molmoweb can only press {', '.join(ALLOWED_KEYS)}; not {key}")
-        case Wait():
+        case events.Wait():
             return {"name": "noop", "noop_reason": "loading"}
-        case Goto():
+        case events.Goto():
             return {"name": "goto", "url": action.url}
-        case Back():
+        case events.Back():
             return {"name": "browser_nav", "nav_type": "go_back", "index": -1}
-        case Finish():
+        case events.Finish():
             msg = "[EXIT]" if action.answer is None else f"[ANSWER] {action.answer}"
             return {"name": "send_msg_to_user", "msg": msg}
-        case CallUser():
+        case events.CallUser():
             return {"name": "send_msg_to_user", "msg": action.text}
-        case Fail():
+        case events.Fail():
             return {"name": "report_infeasible", "infeasibility_reason": action.reason}
     raise ValueError(f"molmoweb cannot express this action: {clip(repr(action), 80)}")

@@ -43,16 +43,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-    clip,
-)
+from ownloop.agents import base
 from ownloop.agents.coordinates import Point, Size, smart_resize
 from ownloop.agents.opencua_prompt import RELEASED_SPEC, prompt_texts
 from ownloop.agents.opencua_render import render_response
@@ -60,23 +51,8 @@ from ownloop.agents.options import AgentOptions
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
 from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
+from ownloop.store import events
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import (
-    Action,
-    ButtonDown,
-    ButtonUp,
-    Click,
-    Drag,
-    Fail,
-    Finish,
-    Message,
-    Move,
-    Sampling,
-    Scroll,
-    Task,
-    TextPart,
-    Wait,
-)
 
 __all__ = [
     "MAX_RESPONSE_CHARS",
@@ -93,7 +69,6 @@ MAX_RESPONSE_CHARS = 24_000
 """Longer responses are refused unread (2,048 tokens are about 8,000 characters)."""
 OPENCUA_MIN_PIXELS = 3136  # OSWorld's qwen25 projection: smart_resize(factor 28, min 3136)
 
-_PARSER_REVISION = 1
 _SECTION = {
     name: re.compile(rf"^##\s*{name}\s*:?[\n\r]+(.*?)(?=^##|\Z)", re.DOTALL | re.MULTILINE)
     for name in ("Observation", "Thought", "Action")
@@ -156,16 +131,16 @@ class QwenCoordinates:
         )
 
 
-def pointer_after(history: Sequence[PastStep]) -> Point | None:
+def pointer_after(history: Sequence[base.PastStep]) -> Point | None:
     """Where the pointer is after the history's actions (None: no action placed it)."""
     for past in reversed(history):
         for action in reversed(past.parsed.actions):
             match action:
-                case Click() | Move():
+                case events.Click() | events.Move():
                     return Point(action.x, action.y)
-                case Drag():
+                case events.Drag():
                     return Point(action.x2, action.y2)
-                case Scroll() | ButtonDown() | ButtonUp():
+                case events.Scroll() | events.ButtonDown() | events.ButtonUp():
                     if action.x is not None and action.y is not None:
                         return Point(action.x, action.y)
     return None
@@ -207,12 +182,10 @@ class OpenCuaOptions(AgentOptions, frozen=True, kw_only=True):
     ] = True
 
 
-class OpenCuaAgent(AgentBase[OpenCuaOptions]):
+class OpenCuaAgent(base.AgentBase[OpenCuaOptions]):
     """The ``opencua`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "opencua"
-    parser_name = "opencua"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = OpenCuaOptions
     released_spec = RELEASED_SPEC
     max_response_chars = MAX_RESPONSE_CHARS
@@ -227,9 +200,8 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
             OwnloopError: a released template has a placeholder other than its own.
         """
         super().__init__(options, released)
-        config = self.config
-        self.viewport = config.size()
-        self.texts = prompt_texts(config.cot, released)
+        self.viewport = self.config.size()
+        self.texts = prompt_texts(self.config.cot, released)
         self.prompt_source = self.texts.source
         try:
             self.texts.instruction.format(instruction="")
@@ -240,9 +212,12 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
             raise OwnloopError(
                 f"opencua: {path} has a template with an unexpected placeholder: {error!r}"
             ) from None
-        self.settings = LoopSettings(
-            viewport=self.viewport,
-            sampling=Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
+            viewport=config.size(),
+            sampling=events.Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
             images=config.images,
             calls_per_step=5,  # OSWorld's max_retry
             resample_temperature=0.2,  # max(0.2, temperature) after the first call
@@ -250,16 +225,18 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
             pause_s=config.pause,
             max_steps=100,
         )
-        self.style = TranslationStyle(notch_px=config.scroll_px)
+
+    def translation_style(self) -> TranslationStyle:
+        return TranslationStyle(notch_px=self.config.scroll_px)
 
     # ------------------------------------------------------------------ request
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         """System prompt; the history (the last images-1 steps after their screenshots, older
         ones merged into one assistant message first); the screenshot and the instruction."""
-        messages = [Message(role="system", parts=(TextPart(text=self.texts.system),))]
+        messages = [events.Message(role="system", parts=(events.TextPart(text=self.texts.system),))]
         count = len(history)
         merged: list[str] = []
         for index, past in enumerate(history):
@@ -268,30 +245,38 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
                 observation=None, thought=None, action=action
             )
             if index > count - self.config.images:
-                messages.append(Message(role="user", parts=(past.observation.screenshot,)))
-                messages.append(Message(role="assistant", parts=(TextPart(text=text),)))
+                messages.append(events.Message(role="user", parts=(past.observation.screenshot,)))
+                messages.append(
+                    events.Message(role="assistant", parts=(events.TextPart(text=text),))
+                )
             else:
                 merged.append(text)
                 if index == count - self.config.images:
                     messages.append(
-                        Message(role="assistant", parts=(TextPart(text="\n".join(merged)),))
+                        events.Message(
+                            role="assistant", parts=(events.TextPart(text="\n".join(merged)),)
+                        )
                     )
         instruction = self.texts.instruction.format(instruction=self.task_text(task))
-        messages.append(Message(role="user", parts=(now.screenshot, TextPart(text=instruction))))
+        messages.append(
+            events.Message(role="user", parts=(now.screenshot, events.TextPart(text=instruction)))
+        )
         return tuple(messages)
 
     # ------------------------------------------------------------------ response
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height); the
         pointer starts where ``history``'s actions left it."""
         found = sections(text)
         blocks = code_blocks(text)
         if not blocks:
-            raise AgentParseError("no code block (```python ... ```) in the response")
+            raise base.AgentParseError("no code block (```python ... ```) in the response")
         code = blocks[-1]
         if not code:
-            raise AgentParseError("the code block is empty")
+            raise base.AgentParseError("the code block is empty")
         image = Size(*image_size)
         model = smart_resize(image, min_pixels=OPENCUA_MIN_PIXELS)
         pointer = pointer_after(history)
@@ -299,45 +284,47 @@ class OpenCuaAgent(AgentBase[OpenCuaOptions]):
         try:
             outcome = interpret(code, projection, pointer=pointer)
         except CodeSyntaxError as error:
-            raise AgentParseError(f"code: {error}") from None
+            raise base.AgentParseError(f"code: {error}") from None
         thought = found.get("thought", "")
         control = outcome.control
-        actions: tuple[Action, ...]
+        actions: tuple[events.Action, ...]
         if control is not None and control.name == "terminate":
             actions = (self._terminate(code, control.answer, found, control.raw),)
         elif "action" not in found:
-            raise AgentParseError("no '## Action:' section in the response")
+            raise base.AgentParseError("no '## Action:' section in the response")
         elif control is not None:  # computer.wait
-            actions = (Wait(seconds=self.config.wait_s, raw=control.raw),)
+            actions = (events.Wait(seconds=self.config.wait_s, raw=control.raw),)
         else:
-            actions = outcome.actions or (Wait(seconds=0.0, raw=clip(code, 500)),)
-        return Parsed(thought=thought, actions=actions, model_size=(model.width, model.height))
+            actions = outcome.actions or (events.Wait(seconds=0.0, raw=base.clip(code, 500)),)
+        return base.Parsed(thought=thought, actions=actions, model_size=(model.width, model.height))
 
     @staticmethod
-    def _terminate(code: str, answer: object, found: dict[str, str], raw: str) -> Action:
+    def _terminate(code: str, answer: object, found: dict[str, str], raw: str) -> events.Action:
         lower = code.lower()
         if answer is not None:
             said: str | None = str(answer)
         else:  # V1 has no answer field: the step's thought and action text stand for it
             said = "\n\n".join(found[k] for k in ("thought", "action") if found.get(k)) or None
         if "fail" in lower:
-            return Fail(reason=said or "", raw=raw)
+            return events.Fail(reason=said or "", raw=raw)
         if "success" in lower:
-            return Finish(answer=said, raw=raw)
-        raise AgentParseError("computer.terminate needs status='success' or status='failure'")
+            return events.Finish(answer=said, raw=raw)
+        raise base.AgentParseError("computer.terminate needs status='success' or status='failure'")
 
     # ------------------------------------------------------------------ execution and end
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """terminate(success) ends finished with the answer; terminate(failure) ends fail."""
         for action in parsed.actions:
-            if isinstance(action, Finish):
-                return Ending("finished", "terminate:success", action.answer)
-            if isinstance(action, Fail):
-                return Ending("fail", "terminate:failure", None)
+            if isinstance(action, events.Finish):
+                return base.Ending("finished", "terminate:success", action.answer)
+            if isinstance(action, events.Fail):
+                return base.Ending("fail", "terminate:failure", None)
         return None
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The response OpenCUA would write for ``actions`` (page coordinates of a screenshot
         of ``image_size``), in the l2 layout with numbers in its smart_resize space.
 

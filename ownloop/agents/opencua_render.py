@@ -10,22 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ownloop.agents.coordinates import Size
-from ownloop.store.events import (
-    Action,
-    ButtonDown,
-    ButtonUp,
-    Click,
-    Drag,
-    Fail,
-    Finish,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    Move,
-    Scroll,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = ["code_lines", "quote", "render_response"]
 
@@ -38,7 +23,9 @@ _CLICK_NAMES = {
 }
 
 
-def render_response(thought: str, actions: Sequence[Action], image: Size, model: Size) -> str:
+def render_response(
+    thought: str, actions: Sequence[events.Action], image: Size, model: Size
+) -> str:
     """``## Thought`` / ``## Action`` / ``## Code`` text for ``actions``.
 
     Raises:
@@ -49,7 +36,7 @@ def render_response(thought: str, actions: Sequence[Action], image: Size, model:
         raise ValueError("nothing to render: no actions")
     if "```" in thought or any(line.lstrip().startswith("##") for line in thought.splitlines()):
         raise ValueError("opencua cannot express a thought with ``` or a line starting '##'")
-    ends = [a for a in actions if isinstance(a, Finish | Fail)]
+    ends = [a for a in actions if isinstance(a, events.Finish | events.Fail)]
     if ends and len(actions) > 1:
         raise ValueError("opencua's terminate is the whole step: it cannot follow other actions")
     if ends:
@@ -63,7 +50,7 @@ def render_response(thought: str, actions: Sequence[Action], image: Size, model:
 
 
 def code_lines(
-    actions: Sequence[Action], image: Size, model: Size, *, fractions: bool = True
+    actions: Sequence[events.Action], image: Size, model: Size, *, fractions: bool = True
 ) -> str:
     """The pyautogui calls for ``actions``, a line each, numbers in the model's space (with
     ``fractions``, a point that rounds into [0, 1] is written as a fraction of the page, as
@@ -100,8 +87,8 @@ def quote(text: str, *, hide_fail: bool = False) -> str:
     return "'" + "".join(out) + "'"
 
 
-def _terminate(action: Finish | Fail) -> str:
-    if isinstance(action, Fail):
+def _terminate(action: events.Finish | events.Fail) -> str:
+    if isinstance(action, events.Fail):
         return "computer.terminate(status='failure')"
     if action.answer is None:
         return "computer.terminate(status='success')"
@@ -120,73 +107,73 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
-def _call(action: Action, image: Size, model: Size, fractions: bool = True) -> str:
+def _call(action: events.Action, image: Size, model: Size, fractions: bool = True) -> str:
     def xy(x: float, y: float) -> str:
         return _xy(x, y, image, model, fractions)
 
     match action:
-        case Click():
+        case events.Click():
             name = _CLICK_NAMES.get((action.button, action.count))
             where = xy(action.x, action.y)
             if name is not None:
                 return f"pyautogui.{name}({where})"
             return f"pyautogui.click({where}, clicks={action.count}, button='{action.button}')"
-        case Move():
+        case events.Move():
             return f"pyautogui.moveTo({xy(action.x, action.y)})"
-        case Drag():
+        case events.Drag():
             return (
                 f"pyautogui.moveTo({xy(action.x, action.y)})\n"
                 f"pyautogui.dragTo({xy(action.x2, action.y2)}, "
                 "button='left')"
             )
-        case Scroll(unit="notch"):
+        case events.Scroll(unit="notch"):
             sign = 1 if action.direction in ("up", "right") else -1
             name = "hscroll" if action.direction in ("left", "right") else "scroll"
             clicks = _number(sign * action.amount)
             if action.x is None or action.y is None:
                 return f"pyautogui.{name}({clicks})"
             return f"pyautogui.{name}({clicks}, {xy(action.x, action.y)})"
-        case TypeText():
+        case events.TypeText():
             return f"pyautogui.write(message={quote(action.text)})"
-        case Hotkey(keys=(key,)):
+        case events.Hotkey(keys=(key,)):
             return f"pyautogui.press({quote(key)})"
-        case Hotkey(keys=(str(), str(), *_)):
+        case events.Hotkey(keys=(str(), str(), *_)):
             return f"pyautogui.hotkey({', '.join(quote(k) for k in action.keys)})"
-        case KeyDown():
+        case events.KeyDown():
             return f"pyautogui.keyDown({quote(action.key)})"
-        case KeyUp():
+        case events.KeyUp():
             return f"pyautogui.keyUp({quote(action.key)})"
-        case Wait():
+        case events.Wait():
             return f"time.sleep({_number(action.seconds)})"
-        case ButtonDown() | ButtonUp():
-            name = "mouseDown" if isinstance(action, ButtonDown) else "mouseUp"
+        case events.ButtonDown() | events.ButtonUp():
+            name = "mouseDown" if isinstance(action, events.ButtonDown) else "mouseUp"
             if action.x is None or action.y is None:
                 return f"pyautogui.{name}(button='{action.button}')"
             return f"pyautogui.{name}({xy(action.x, action.y)}, button='{action.button}')"
     raise ValueError(f"opencua cannot express this action: {type(action).__name__}")
 
 
-def _sentence(actions: Sequence[Action]) -> str:
+def _sentence(actions: Sequence[events.Action]) -> str:
     """The '## Action:' sentence: one short description per action."""
     return " Then ".join(_describe(a) for a in actions).replace("`", "'")
 
 
-def _describe(action: Action) -> str:
+def _describe(action: events.Action) -> str:
     match action:
-        case Click():
+        case events.Click():
             times = {1: "", 2: "Double-", 3: "Triple-"}.get(action.count, f"{action.count}x ")
             side = "" if action.button == "left" else f"{action.button}-"
             return f"{times}{side}click the target at the marked point.".capitalize()
-        case TypeText():
+        case events.TypeText():
             return f"Type {action.text!r}."
-        case Hotkey():
+        case events.Hotkey():
             return f"Press {'+'.join(action.keys)}."
-        case Scroll():
+        case events.Scroll():
             return f"Scroll {action.direction}."
-        case Finish():
+        case events.Finish():
             return "The task is done: terminate with success."
-        case Fail():
+        case events.Fail():
             return "The task cannot be done: terminate with failure."
-        case Wait():
+        case events.Wait():
             return "Wait."
     return f"{type(action).__name__}."

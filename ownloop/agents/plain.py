@@ -27,39 +27,18 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-)
+from ownloop.agents import base
 from ownloop.agents.coordinates import Point, Size
 from ownloop.agents.frames import Frame
 from ownloop.agents.opencua import pointer_after
 from ownloop.agents.opencua_render import code_lines
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
-from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
-from ownloop.store.events import (
-    Action,
-    Fail,
-    Finish,
-    Message,
-    Part,
-    Rejected,
-    Sampling,
-    Task,
-    TextPart,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = ["PlainAgent", "PlainOptions", "code_actions"]
 
-_PARSER_REVISION = 1
 SPECIAL = ("WAIT", "DONE", "FAIL")
 _FENCED = re.compile(r"```(?:\w+\s+)?(.*?)```", re.DOTALL)
 
@@ -132,82 +111,94 @@ def code_actions(text: str) -> list[str]:
     return out
 
 
-class PlainAgent(AgentBase[PlainOptions]):
+class PlainAgent(base.AgentBase[PlainOptions]):
     """The ``pyautogui`` agent; pure and thread-safe."""
 
     name = "pyautogui"
-    parser_name = "pyautogui"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = PlainOptions
     coordinate_frame: Frame = "pixels"
 
-    def __init__(
-        self, options: PlainOptions | None = None, released: Released | None = None
-    ) -> None:
-        super().__init__(options, released)
+    def loop_settings(self) -> base.LoopSettings:
         config = self.config
-        self.settings = LoopSettings(
+        return base.LoopSettings(
             viewport=config.size(),
-            sampling=Sampling(
+            sampling=events.Sampling(
                 temperature=config.temperature, top_p=0.9, max_tokens=config.max_tokens
             ),
             images=config.history + 1,
             max_steps=config.max_steps,
         )
-        self.style = TranslationStyle(notch_px=config.scroll_px)
+
+    def translation_style(self) -> TranslationStyle:
+        return TranslationStyle(notch_px=self.config.scroll_px)
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         system = _SYSTEM + _TASK.format(task=self.task_text(task))
-        messages = [Message(role="system", parts=(TextPart(text=system),))]
+        messages = [events.Message(role="system", parts=(events.TextPart(text=system),))]
         kept = history[len(history) - self.config.history :] if self.config.history else ()
         for past in kept:
-            shown: tuple[Part, ...] = (TextPart(text=_LOOK), past.observation.screenshot)
-            messages.append(Message(role="user", parts=shown))
+            shown: tuple[events.Part, ...] = (
+                events.TextPart(text=_LOOK),
+                past.observation.screenshot,
+            )
+            messages.append(events.Message(role="user", parts=shown))
             said = past.response.strip() or "No valid action"
-            messages.append(Message(role="assistant", parts=(TextPart(text=said),)))
-        messages.append(Message(role="user", parts=(TextPart(text=_LOOK), now.screenshot)))
+            messages.append(events.Message(role="assistant", parts=(events.TextPart(text=said),)))
+        messages.append(
+            events.Message(role="user", parts=(events.TextPart(text=_LOOK), now.screenshot))
+        )
         return tuple(messages)
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         codes = code_actions(text)
         if not codes:
-            raise AgentParseError("no code block (```python ... ```) and no WAIT, DONE or FAIL")
+            raise base.AgentParseError(
+                "no code block (```python ... ```) and no WAIT, DONE or FAIL"
+            )
         thought = "" if text.strip() in SPECIAL else text.split("```", 1)[0].strip()
         pointer = pointer_after(history)
-        actions: list[Action] = []
+        actions: list[events.Action] = []
         for code in codes:
             if code == "WAIT":
-                actions.append(Wait(seconds=self.config.wait_s, raw=code))
+                actions.append(events.Wait(seconds=self.config.wait_s, raw=code))
                 continue
             if code in ("DONE", "FAIL"):
-                actions.append(Finish(raw=code) if code == "DONE" else Fail(raw=code))
+                actions.append(events.Finish(raw=code) if code == "DONE" else events.Fail(raw=code))
                 break  # OSWorld's loop stops at done
             try:
                 outcome = interpret(code, _Pixels(), pointer=pointer)
             except CodeSyntaxError as error:
-                raise AgentParseError(f"code: {error}") from None
+                raise base.AgentParseError(f"code: {error}") from None
             actions.extend(outcome.actions)
             pointer = outcome.pointer
             if outcome.control is not None:  # computer.* is OpenCUA's, not pyautogui
                 actions.append(
-                    Rejected(reason=f"{outcome.control.raw} is not pyautogui", raw=code[:500])
+                    events.Rejected(
+                        reason=f"{outcome.control.raw} is not pyautogui", raw=code[:500]
+                    )
                 )
         if not actions:
-            actions.append(Wait(seconds=0.0, raw=codes[0][:500]))  # a block with nothing to do
-        return Parsed(thought=thought, actions=tuple(actions), model_size=image_size)
+            actions.append(
+                events.Wait(seconds=0.0, raw=codes[0][:500])
+            )  # a block with nothing to do
+        return base.Parsed(thought=thought, actions=tuple(actions), model_size=image_size)
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """DONE ends finished (no answer); FAIL ends fail."""
         for action in parsed.actions:
-            if isinstance(action, Finish):
-                return Ending("finished", "DONE", None)
-            if isinstance(action, Fail):
-                return Ending("fail", "FAIL", None)
+            if isinstance(action, events.Finish):
+                return base.Ending("finished", "DONE", None)
+            if isinstance(action, events.Fail):
+                return base.Ending("fail", "FAIL", None)
         return None
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The response the baseline would write: the reflection, then one block.
 
         Raises:
@@ -217,15 +208,15 @@ class PlainAgent(AgentBase[PlainOptions]):
             raise ValueError("nothing to render: no actions")
         if "```" in thought:
             raise ValueError("pyautogui cannot express a thought with ```")
-        ends = [a for a in actions if isinstance(a, Finish | Fail)]
+        ends = [a for a in actions if isinstance(a, events.Finish | events.Fail)]
         if ends and len(actions) > 1:
             raise ValueError("DONE and FAIL are the whole step")
         head = " ".join(thought.split())
         if ends:
             end = ends[0]
-            if isinstance(end, Finish) and end.answer:
+            if isinstance(end, events.Finish) and end.answer:
                 raise ValueError("pyautogui cannot write Finish with an answer")
-            return f"{head}\n```{'DONE' if isinstance(end, Finish) else 'FAIL'}```"
+            return f"{head}\n```{'DONE' if isinstance(end, events.Finish) else 'FAIL'}```"
         size = Size(*image_size)
         code = code_lines(actions, size, size, fractions=False)
         if ";" in code:

@@ -56,21 +56,7 @@ from ownloop.agents.pyautogui_calls import (
     read_literal,
     read_number,
 )
-from ownloop.store.events import (
-    Action,
-    ButtonDown,
-    ButtonUp,
-    Click,
-    Drag,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    Move,
-    Rejected,
-    Scroll,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = [
     "MAX_CODE_CHARS",
@@ -120,7 +106,7 @@ class Control(NamedTuple):
 
 
 class Outcome(NamedTuple):
-    actions: tuple[Action, ...]
+    actions: tuple[events.Action, ...]
     rejected: str | None  # why interpretation stopped early; also the last action's reason
     control: Control | None  # the first computer.wait/terminate reached, if any
     pointer: Point | None  # where the pointer is after the block (None: unknown)
@@ -160,7 +146,7 @@ def interpret(
         run.block(tree.body, in_loop=False)
     except Refused as refusal:
         reason = str(refusal)
-        run.actions.append(Rejected(reason=reason, raw=run.current))
+        run.actions.append(events.Rejected(reason=reason, raw=run.current))
         return Outcome(tuple(run.actions), reason, None, run.pointer)
     except _Stop:
         pass
@@ -176,7 +162,7 @@ class _Run:
         self, code: str, coordinates: Coordinates, pointer: Point | None, limits: Limits
     ) -> None:
         self.code, self.coordinates, self.pointer, self.limits = code, coordinates, pointer, limits
-        self.actions: list[Action] = []
+        self.actions: list[events.Action] = []
         self.control: Control | None = None
         self.current = ""
         self.cost = 0
@@ -303,7 +289,7 @@ class _Run:
         if self.cost > self.limits.actions:
             raise Refused(f"over {self.limits.actions} actions in one block")
 
-    def add(self, action: Action, cost: int = 1) -> None:
+    def add(self, action: events.Action, cost: int = 1) -> None:
         self.spend(cost)
         self.actions.append(action)
 
@@ -339,14 +325,16 @@ class _Run:
         at = self.where(args, name)
         if count == 0:
             if at is not None:
-                self.add(Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
+                self.add(
+                    events.Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw)
+                )
                 self.pointer = at[0]
             return
         btn: Any = button
         if at is not None:
             self.pointer = at[0]
             self.add(
-                Click(
+                events.Click(
                     x=at[0].x,
                     y=at[0].y,
                     button=btn,
@@ -359,11 +347,12 @@ class _Run:
             )
         elif self.pointer is not None:
             self.add(
-                Click(x=self.pointer.x, y=self.pointer.y, button=btn, count=count, raw=raw), count
+                events.Click(x=self.pointer.x, y=self.pointer.y, button=btn, count=count, raw=raw),
+                count,
             )
         elif count == 1:  # in place, wherever Playwright's mouse is
-            self.add(ButtonDown(button=btn, raw=raw))
-            self.add(ButtonUp(button=btn, raw=raw))
+            self.add(events.ButtonDown(button=btn, raw=raw))
+            self.add(events.ButtonUp(button=btn, raw=raw))
         else:
             self.here(name)
 
@@ -392,12 +381,12 @@ class _Run:
         at = self.where(args, "moveTo")
         if at is None:
             return  # pyautogui.moveTo() stays where it is
-        self.add(Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
+        self.add(events.Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
         self.pointer = at[0]
 
     def _moveRel(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
         target = self.relative(args, "moveRel")
-        self.add(Move(x=target.x, y=target.y, raw=raw))
+        self.add(events.Move(x=target.x, y=target.y, raw=raw))
         self.pointer = target
 
     def relative(self, args: dict[str, Any], name: str) -> Point:
@@ -423,10 +412,10 @@ class _Run:
         button: Any = read_button(args.get("button", "left"))
         mx, my = (model.x, model.y) if model else (None, None)
         if args.get("mouseDownUp", True) is False:
-            self.add(Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
+            self.add(events.Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
         elif self.pointer is not None and button == "left":
             self.add(
-                Drag(
+                events.Drag(
                     x=self.pointer.x,
                     y=self.pointer.y,
                     x2=to.x,
@@ -437,15 +426,15 @@ class _Run:
                 )
             )
         else:  # from wherever the pointer is, with any button
-            self.add(ButtonDown(button=button, raw=raw))
-            self.add(Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
-            self.add(ButtonUp(button=button, raw=raw))
+            self.add(events.ButtonDown(button=button, raw=raw))
+            self.add(events.Move(x=to.x, y=to.y, model_x=mx, model_y=my, raw=raw))
+            self.add(events.ButtonUp(button=button, raw=raw))
         self.pointer = to
 
     def _button_action(self, args: dict[str, Any], raw: str, name: str, down: bool) -> None:
         button: Any = read_button(args.get("button", "left"))
         at = self.where(args, name)
-        kind = ButtonDown if down else ButtonUp
+        kind = events.ButtonDown if down else events.ButtonUp
         if at is None:
             here = self.pointer
             self.add(
@@ -474,7 +463,9 @@ class _Run:
         at = self.where(args, name)
         if clicks == 0:
             if at is not None:
-                self.add(Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw))
+                self.add(
+                    events.Move(x=at[0].x, y=at[0].y, model_x=at[1].x, model_y=at[1].y, raw=raw)
+                )
         else:
             towards: Any = (
                 ("right" if clicks > 0 else "left")
@@ -485,7 +476,7 @@ class _Run:
             if at is not None:
                 position = {"x": at[0].x, "y": at[0].y, "model_x": at[1].x, "model_y": at[1].y}
             self.add(
-                Scroll(direction=towards, amount=abs(clicks), raw=raw, **position),
+                events.Scroll(direction=towards, amount=abs(clicks), raw=raw, **position),
                 max(1, math.ceil(abs(clicks))),
             )
         if at is not None:
@@ -501,12 +492,12 @@ class _Run:
         message = args.get("message")
         if isinstance(message, list):  # typewrite(['a', 'enter']): each is a key press
             for key in message:
-                self.add(Hotkey(keys=(read_key(key),), raw=raw))
+                self.add(events.Hotkey(keys=(read_key(key),), raw=raw))
             return
         if not isinstance(message, str):
             raise Refused("write() needs message='text'")
         if message:
-            self.add(TypeText(text=message, raw=raw))
+            self.add(events.TypeText(text=message, raw=raw))
 
     _typewrite = _write
 
@@ -518,19 +509,19 @@ class _Run:
         presses = read_count(args.get("presses", 1), "presses", self.limits.amount)
         for _ in range(presses):
             for name in names:
-                self.add(Hotkey(keys=(read_key(name),), raw=raw))
+                self.add(events.Hotkey(keys=(read_key(name),), raw=raw))
 
     def _hotkey(self, args: dict[str, Any], raw: str) -> None:
         keys = tuple(read_key(name) for name in args["keys"])
         if not keys:
             raise Refused("hotkey() needs keys")
-        self.add(Hotkey(keys=keys, raw=raw))
+        self.add(events.Hotkey(keys=keys, raw=raw))
 
     def _keyDown(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
-        self.add(KeyDown(key=read_key(args.get("key")), raw=raw))
+        self.add(events.KeyDown(key=read_key(args.get("key")), raw=raw))
 
     def _keyUp(self, args: dict[str, Any], raw: str) -> None:  # noqa: N802
-        self.add(KeyUp(key=read_key(args.get("key")), raw=raw))
+        self.add(events.KeyUp(key=read_key(args.get("key")), raw=raw))
 
     def _sleep(self, args: dict[str, Any], raw: str) -> None:
         seconds = read_number(args.get("seconds"), "seconds")
@@ -539,6 +530,6 @@ class _Run:
         self.slept += seconds
         if self.slept > self.limits.sleep_s:
             raise Refused(f"over {self.limits.sleep_s:g} s of sleep in one block")
-        self.add(Wait(seconds=seconds, raw=raw))
+        self.add(events.Wait(seconds=seconds, raw=raw))
 
     _time_sleep = _sleep

@@ -31,49 +31,20 @@ prompt (``mm_agents/evocua/prompts.py``). Without a clone: ownloop's own wording
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NamedTuple
 
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-    one_line,
-)
-from ownloop.agents.coordinates import Point, Size, smart_resize
+from ownloop.agents import base
+from ownloop.agents.coordinates import Point, Size, finite_number, model_point, smart_resize
 from ownloop.agents.frames import Frame, from_grid, pointer_after, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.qwen3vl_prompt import QWEN3VL_SPEC, instruction_text, system_text
 from ownloop.agents.released import Released
-from ownloop.store.events import (
-    Action,
-    Click,
-    Drag,
-    Fail,
-    Finish,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    Memorize,
-    Message,
-    Move,
-    Part,
-    Sampling,
-    Scroll,
-    Task,
-    TextPart,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = ["Qwen3VlAgent", "Qwen3VlOptions", "model_size", "tool_calls"]
 
@@ -83,7 +54,6 @@ QWEN3_MIN_PIXELS = 4 * 32 * 32
 QWEN3_MAX_PIXELS = 16 * 16 * 4 * 12800
 MAX_WAIT_S = 60.0
 MAX_NOTCHES = 50.0  # pyautogui.scroll(-500) would be 500 wheel clicks; ownloop caps it
-_PARSER_REVISION = 1
 _CALL = re.compile(r"<tool_call>(?P<body>.*?)(?:</tool_call>|$)", re.DOTALL)
 _ANSWER_RAW = re.compile(r'"action"\s*:\s*"answer"')
 
@@ -138,12 +108,10 @@ def summary_of(response: str) -> str:
     return ""
 
 
-class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
+class Qwen3VlAgent(base.AgentBase[Qwen3VlOptions]):
     """The ``qwen3vl`` agent; pure and thread-safe."""
 
     name = "qwen3vl"
-    parser_name = "qwen3vl"
-    parser_version = f"ownloop {_PARSER_REVISION}"
     options_type = Qwen3VlOptions
     released_spec = QWEN3VL_SPEC
     """Qwen3-VL's texts (read from the released agent's predict()) and EvoCUA's prompt
@@ -153,13 +121,15 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
         self, options: Qwen3VlOptions | None = None, released: Released | None = None
     ) -> None:
         super().__init__(options, _for_prompt(options, released))
-        config = self.config
         self.coordinate_frame: Frame = (
-            "relative-999" if config.mode == "relative" else "smart-resize"
+            "relative-999" if self.config.mode == "relative" else "smart-resize"
         )
-        self.settings = LoopSettings(
+
+    def loop_settings(self) -> base.LoopSettings:
+        config = self.config
+        return base.LoopSettings(
             viewport=config.size(),
-            sampling=Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
+            sampling=events.Sampling(temperature=0.0, top_p=0.9, max_tokens=config.max_tokens),
             images=config.history + 1,
             resample_temperature=None,
             max_steps=100,
@@ -178,8 +148,8 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
         return system_text(self.config.prompt, screen, self.released)
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         """System; the last ``history`` steps (screenshot, response); the current screenshot."""
         size = (now.screenshot.width, now.screenshot.height)
         window = min(self.config.history, len(history))
@@ -189,30 +159,36 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
             for index, past in enumerate(history[:start])
         ]
         instruction = instruction_text(self.task_text(task), earlier, self.released)
-        messages = [Message(role="system", parts=(TextPart(text=self.system_message(size)),))]
+        messages = [
+            events.Message(role="system", parts=(events.TextPart(text=self.system_message(size)),))
+        ]
         for offset, past in enumerate(history[start:]):
-            parts: tuple[Part, ...] = (past.observation.screenshot,)
+            parts: tuple[events.Part, ...] = (past.observation.screenshot,)
             if offset == 0:
-                parts = (*parts, TextPart(text=instruction))
-            messages.append(Message(role="user", parts=parts))
-            messages.append(Message(role="assistant", parts=(TextPart(text=past.response),)))
-        current: tuple[Part, ...] = (now.screenshot,)
+                parts = (*parts, events.TextPart(text=instruction))
+            messages.append(events.Message(role="user", parts=parts))
+            messages.append(
+                events.Message(role="assistant", parts=(events.TextPart(text=past.response),))
+            )
+        current: tuple[events.Part, ...] = (now.screenshot,)
         if window == 0:
-            current = (*current, TextPart(text=instruction))
-        messages.append(Message(role="user", parts=current))
+            current = (*current, events.TextPart(text=instruction))
+        messages.append(events.Message(role="user", parts=current))
         return tuple(messages)
 
     # ------------------------------------------------------------------ response
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         think, rest = split_think(text)
         calls = tool_calls(rest)
         if not calls:
-            raise AgentParseError("no <tool_call> in the response")
+            raise base.AgentParseError("no <tool_call> in the response")
         image = Size(*image_size)
         model = model_size(image)
         pointer = pointer_after(history)
-        actions: list[Action] = []
+        actions: list[events.Action] = []
         for body, raw in calls:
             arguments = _arguments(body)
             reader = _Reader(self, arguments, raw, image, model, pointer)
@@ -224,21 +200,23 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
         thought = thought.strip()
         thought = "\n".join(part for part in (think, thought) if part)
         space = (1000, 1000) if self.config.mode == "relative" else (model.width, model.height)
-        return Parsed(thought=thought, actions=tuple(actions), model_size=space)
+        return base.Parsed(thought=thought, actions=tuple(actions), model_size=space)
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """terminate ends the episode (status failure as fail) with the last answer given."""
         for action in parsed.actions:
-            if isinstance(action, Fail):
-                return Ending("fail", "terminate:failure", action.reason or None)
-            if isinstance(action, Finish):
+            if isinstance(action, events.Fail):
+                return base.Ending("fail", "terminate:failure", action.reason or None)
+            if isinstance(action, events.Finish):
                 answer = _last_answer([*history, _Now(parsed)])
-                return Ending("finished", "terminate:success", answer)
+                return base.Ending("finished", "terminate:success", answer)
         return None
 
     # ------------------------------------------------------------------ the inverse of parse
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The response Qwen3-VL would write: "Action: <thought>" then one tool call per action
         (a drag is a mouse_move then a left_click_drag; a finish with an answer is an answer
         then a terminate).
@@ -269,23 +247,23 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
         model = model_size(image)
         return [round(x * model.width / image.width), round(y * model.height / image.height)]
 
-    def _render_one(self, action: Action, image: Size) -> list[dict[str, Any]]:
+    def _render_one(self, action: events.Action, image: Size) -> list[dict[str, Any]]:
         match action:
-            case Click(button="left", count=1):
+            case events.Click(button="left", count=1):
                 return [
                     {"action": "left_click", "coordinate": self._point(action.x, action.y, image)}
                 ]
-            case Click(count=1):
+            case events.Click(count=1):
                 name = f"{action.button}_click"
                 return [{"action": name, "coordinate": self._point(action.x, action.y, image)}]
-            case Click(button="left", count=2 | 3):
+            case events.Click(button="left", count=2 | 3):
                 name = "double_click" if action.count == 2 else "triple_click"
                 return [{"action": name, "coordinate": self._point(action.x, action.y, image)}]
-            case Move():
+            case events.Move():
                 return [
                     {"action": "mouse_move", "coordinate": self._point(action.x, action.y, image)}
                 ]
-            case Drag():
+            case events.Drag():
                 return [
                     {"action": "mouse_move", "coordinate": self._point(action.x, action.y, image)},
                     {
@@ -293,7 +271,7 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
                         "coordinate": self._point(action.x2, action.y2, image),
                     },
                 ]
-            case Scroll(unit="notch"):
+            case events.Scroll(unit="notch"):
                 sign = 1 if action.direction in ("up", "right") else -1
                 call: dict[str, Any] = {
                     "action": "hscroll" if action.direction in ("left", "right") else "scroll",
@@ -302,19 +280,19 @@ class Qwen3VlAgent(AgentBase[Qwen3VlOptions]):
                 if action.x is not None and action.y is not None:
                     call["coordinate"] = self._point(action.x, action.y, image)
                 return [call]
-            case TypeText():
+            case events.TypeText():
                 return [{"action": "type", "text": action.text}]
-            case Hotkey():
+            case events.Hotkey():
                 return [{"action": "key", "keys": list(action.keys)}]
-            case KeyDown() | KeyUp() if self.config.prompt == "evocua":
-                name = "key_down" if isinstance(action, KeyDown) else "key_up"
+            case events.KeyDown() | events.KeyUp() if self.config.prompt == "evocua":
+                name = "key_down" if isinstance(action, events.KeyDown) else "key_up"
                 return [{"action": name, "keys": [action.key]}]
-            case Wait():
+            case events.Wait():
                 return [{"action": "wait", "time": action.seconds}]
-            case Finish():
+            case events.Finish():
                 answer = [] if not action.answer else [{"action": "answer", "text": action.answer}]
                 return [*answer, {"action": "terminate", "status": "success"}]
-            case Fail():
+            case events.Fail():
                 return [{"action": "terminate", "status": "failure"}]
         raise ValueError(f"qwen3vl cannot write {type(action).__name__}")
 
@@ -332,20 +310,20 @@ def _for_prompt(options: Qwen3VlOptions | None, released: Released | None) -> Re
     return released if key in released.constants else None
 
 
-def _performing(parsed: Parsed) -> str:
+def _performing(parsed: base.Parsed) -> str:
     if not parsed.actions:
         return "None"
     return f"Performing {type(parsed.actions[0]).__name__.lower()} action"
 
 
 class _Now(NamedTuple):
-    parsed: Parsed  # the step being ended, read like a past one
+    parsed: base.Parsed  # the step being ended, read like a past one
 
 
-def _last_answer(history: Sequence[PastStep | _Now]) -> str | None:
+def _last_answer(history: Sequence[base.PastStep | _Now]) -> str | None:
     for past in reversed(history):
         for action in reversed(past.parsed.actions):
-            if isinstance(action, Memorize) and _ANSWER_RAW.search(action.raw or ""):
+            if isinstance(action, events.Memorize) and _ANSWER_RAW.search(action.raw or ""):
                 return action.fact
     return None
 
@@ -354,12 +332,16 @@ def _arguments(body: str) -> dict[str, Any]:
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
-        raise AgentParseError(f"the tool call is not JSON: {one_line(body, 80)}") from None
+        raise base.AgentParseError(
+            f"the tool call is not JSON: {base.one_line(body, 80)}"
+        ) from None
     if not isinstance(value, dict) or value.get("name") != "computer_use":
-        raise AgentParseError(f"the tool call is not a computer_use call: {one_line(body, 80)}")
+        raise base.AgentParseError(
+            f"the tool call is not a computer_use call: {base.one_line(body, 80)}"
+        )
     arguments = value.get("arguments")
     if not isinstance(arguments, dict) or not isinstance(arguments.get("action"), str):
-        raise AgentParseError(f"the tool call names no action: {one_line(body, 80)}")
+        raise base.AgentParseError(f"the tool call names no action: {base.one_line(body, 80)}")
     return arguments
 
 
@@ -379,9 +361,9 @@ class _Reader:
         self.image, self.model, self.pointer = image, model, pointer
         self.name: str = args["action"]
 
-    def actions(self) -> tuple[Action, ...]:
+    def actions(self) -> tuple[events.Action, ...]:
         name, raw = self.name, self.raw
-        clicks = {
+        clicks: dict[str, tuple[Literal["left", "right", "middle"], int]] = {
             "left_click": ("left", 1),
             "right_click": ("right", 1),
             "middle_click": ("middle", 1),
@@ -391,50 +373,52 @@ class _Reader:
         if name in clicks:
             button, count = clicks[name]
             x, y, mx, my = self._point(required=False)
-            return (Click(x=x, y=y, button=button, count=count, model_x=mx, model_y=my, raw=raw),)  # type: ignore[arg-type]
+            return (
+                events.Click(x=x, y=y, button=button, count=count, model_x=mx, model_y=my, raw=raw),
+            )
         if name == "mouse_move":
             x, y, mx, my = self._point(required=True)
-            return (Move(x=x, y=y, model_x=mx, model_y=my, raw=raw),)
+            return (events.Move(x=x, y=y, model_x=mx, model_y=my, raw=raw),)
         if name == "left_click_drag":
             start = self.pointer
             if start is None:
-                raise AgentParseError("left_click_drag starts at the pointer, which is nowhere yet")
+                raise base.AgentParseError(
+                    "left_click_drag starts at the pointer, which is nowhere yet"
+                )
             x, y, mx, my = self._point(required=True)
-            return (Drag(x=start.x, y=start.y, x2=x, y2=y, model_x2=mx, model_y2=my, raw=raw),)
+            return (
+                events.Drag(x=start.x, y=start.y, x2=x, y2=y, model_x2=mx, model_y2=my, raw=raw),
+            )
         if name in ("scroll", "hscroll"):
             return (self._scroll(),)
         if name == "type":
             text = self.args.get("text", "")
             if not isinstance(text, str):
-                raise AgentParseError(f"type: text must be text, got {one_line(repr(text), 80)}")
-            return (TypeText(text=text, raw=raw),)
+                raise base.AgentParseError(
+                    f"type: text must be text, got {base.one_line(repr(text), 80)}"
+                )
+            return (events.TypeText(text=text, raw=raw),)
         if name in ("key", "key_down", "key_up"):
             return self._keys()
         if name == "wait":
             seconds = self._number("time", self.agent.config.wait_s)
-            return (Wait(seconds=min(max(seconds, 0.0), MAX_WAIT_S), raw=raw),)
+            return (events.Wait(seconds=min(max(seconds, 0.0), MAX_WAIT_S), raw=raw),)
         if name == "answer":
             text = self.args.get("text", "")
-            return (Memorize(fact=str(text), raw=raw),)
+            return (events.Memorize(fact=str(text), raw=raw),)
         if name == "terminate":
             if self.args.get("status") == "failure":
-                return (Fail(raw=raw),)
-            return (Finish(raw=raw),)
-        raise AgentParseError(f"unknown action {name[:40]!r}")
+                return (events.Fail(raw=raw),)
+            return (events.Finish(raw=raw),)
+        raise base.AgentParseError(f"unknown action {name[:40]!r}")
 
     def _point(self, *, required: bool) -> tuple[float, float, float | None, float | None]:
         value = self.args.get("coordinate")
         if value is None:
             if self.pointer is None or required:
-                raise AgentParseError(f"{self.name} needs a coordinate")
+                raise base.AgentParseError(f"{self.name} needs a coordinate")
             return self.pointer.x, self.pointer.y, None, None
-        if (
-            not isinstance(value, list | tuple)
-            or len(value) != 2
-            or not all(_is_number(n) and math.isfinite(n) for n in value)
-        ):
-            raise AgentParseError(f"coordinate must be [x, y] numbers: {one_line(repr(value), 80)}")
-        mx, my = float(value[0]), float(value[1])
+        mx, my = model_point(value)
         if self.agent.config.mode == "relative":
             x = from_grid(mx, self.image.width, GRID, truncate=True)
             y = from_grid(my, self.image.height, GRID, truncate=True)
@@ -451,17 +435,17 @@ class _Reader:
                 value = float(value)
             except ValueError:
                 pass
-        if not _is_number(value) or not math.isfinite(value):
-            raise AgentParseError(
-                f"{self.name}: {key} must be a number, got {one_line(repr(value), 80)}"
+        if not finite_number(value):
+            raise base.AgentParseError(
+                f"{self.name}: {key} must be a number, got {base.one_line(repr(value), 80)}"
             )
         return float(value)
 
-    def _scroll(self) -> Action:
+    def _scroll(self) -> events.Action:
         pixels = self._number("pixels", 0.0)
         horizontal = self.name == "hscroll"
         if pixels == 0:
-            return Wait(seconds=0.0, raw=self.raw)  # pyautogui.scroll(0) does nothing
+            return events.Wait(seconds=0.0, raw=self.raw)  # pyautogui.scroll(0) does nothing
         if horizontal:
             direction: Literal["up", "down", "left", "right"] = "right" if pixels > 0 else "left"
         else:
@@ -469,12 +453,12 @@ class _Reader:
         amount = min(abs(pixels), MAX_NOTCHES)
         if "coordinate" in self.args:
             x, y, mx, my = self._point(required=True)
-            return Scroll(
+            return events.Scroll(
                 direction=direction, amount=amount, x=x, y=y, model_x=mx, model_y=my, raw=self.raw
             )
-        return Scroll(direction=direction, amount=amount, raw=self.raw)
+        return events.Scroll(direction=direction, amount=amount, raw=self.raw)
 
-    def _keys(self) -> tuple[Action, ...]:
+    def _keys(self) -> tuple[events.Action, ...]:
         keys = self.args.get("keys", [])
         if isinstance(keys, str):
             keys = [keys]
@@ -483,20 +467,16 @@ class _Reader:
             or not keys
             or not all(isinstance(k, str) for k in keys)
         ):
-            raise AgentParseError(
-                f"{self.name}: keys must be a list of key names: {one_line(repr(keys), 80)}"
+            raise base.AgentParseError(
+                f"{self.name}: keys must be a list of key names: {base.one_line(repr(keys), 80)}"
             )
         for key in keys:
             try:
                 to_playwright(key)
             except UnknownKeyError as error:
-                raise AgentParseError(f"{self.name}: {error}") from None
+                raise base.AgentParseError(f"{self.name}: {error}") from None
         if self.name == "key_down":
-            return tuple(KeyDown(key=key, raw=self.raw) for key in keys)
+            return tuple(events.KeyDown(key=key, raw=self.raw) for key in keys)
         if self.name == "key_up":
-            return tuple(KeyUp(key=key, raw=self.raw) for key in reversed(keys))
-        return (Hotkey(keys=tuple(keys), raw=self.raw),)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+            return tuple(events.KeyUp(key=key, raw=self.raw) for key in reversed(keys))
+        return (events.Hotkey(keys=tuple(keys), raw=self.raw),)

@@ -14,41 +14,7 @@ from urllib.parse import quote_plus
 import msgspec
 
 from ownloop.agents.keys import combo, to_playwright
-from ownloop.store.events import (
-    Action,
-    Back,
-    ButtonDown,
-    ButtonUp,
-    CallUser,
-    Click,
-    Drag,
-    Fail,
-    Finish,
-    Goto,
-    Hotkey,
-    KeyboardDown,
-    KeyboardPress,
-    KeyboardType,
-    KeyboardUp,
-    KeyDown,
-    KeyUp,
-    Memorize,
-    MouseClick,
-    MouseDown,
-    MouseMove,
-    MouseUp,
-    MouseWheel,
-    Move,
-    Op,
-    PageGoBack,
-    PageGoto,
-    Rejected,
-    Scroll,
-    Search,
-    Sleep,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = ["TranslationStyle", "translate_action"]
 
@@ -63,7 +29,7 @@ class TranslationStyle(msgspec.Struct, frozen=True, kw_only=True):
     tab_is_text: bool = False  # a tab in typed text goes in as a character (the text is pasted)
 
 
-def translate_action(action: Action, style: TranslationStyle) -> tuple[Op, ...]:
+def translate_action(action: events.Action, style: TranslationStyle) -> tuple[events.Op, ...]:
     """The browser operations for one action; none for finish, call_user, fail, memorize and
     rejected.
 
@@ -76,60 +42,68 @@ def translate_action(action: Action, style: TranslationStyle) -> tuple[Op, ...]:
         UnknownKeyError: a key action names a key Playwright does not know.
     """
     match action:
-        case Click():
+        case events.Click():
             return (
-                MouseClick(x=action.x, y=action.y, button=action.button, click_count=action.count),
+                events.MouseClick(
+                    x=action.x, y=action.y, button=action.button, click_count=action.count
+                ),
             )
-        case Move():
-            return (MouseMove(x=action.x, y=action.y),)
-        case Drag():
+        case events.Move():
+            return (events.MouseMove(x=action.x, y=action.y),)
+        case events.Drag():
             return (
-                MouseMove(x=action.x, y=action.y),
-                MouseDown(),
-                MouseMove(x=action.x2, y=action.y2, steps=max(1, style.drag_steps)),
-                MouseUp(),
+                events.MouseMove(x=action.x, y=action.y),
+                events.MouseDown(),
+                events.MouseMove(x=action.x2, y=action.y2, steps=max(1, style.drag_steps)),
+                events.MouseUp(),
             )
-        case Scroll():
+        case events.Scroll():
             return _scroll(action, style)
-        case TypeText():
+        case events.TypeText():
             return _type(action.text, style)
-        case Hotkey():
-            return (KeyboardPress(key=combo(action.keys)),)
-        case KeyDown():
-            return (KeyboardDown(key=to_playwright(action.key)),)
-        case KeyUp():
-            return (KeyboardUp(key=to_playwright(action.key)),)
-        case Wait():
-            return (Sleep(seconds=action.seconds),)
-        case Goto():
-            return (PageGoto(url=action.url),)
-        case Back():
-            return (PageGoBack(),)
-        case Search():
-            return (PageGoto(url=style.search_url.format(query=quote_plus(action.query))),)
-        case ButtonDown() | ButtonUp():
+        case events.Hotkey():
+            return (events.KeyboardPress(key=combo(action.keys)),)
+        case events.KeyDown():
+            return (events.KeyboardDown(key=to_playwright(action.key)),)
+        case events.KeyUp():
+            return (events.KeyboardUp(key=to_playwright(action.key)),)
+        case events.Wait():
+            return (events.Sleep(seconds=action.seconds),)
+        case events.Goto():
+            return (events.PageGoto(url=action.url),)
+        case events.Back():
+            return (events.PageGoBack(),)
+        case events.Search():
+            return (events.PageGoto(url=style.search_url.format(query=quote_plus(action.query))),)
+        case events.ButtonDown() | events.ButtonUp():
             return _button(action)
-        case Memorize() | Finish() | CallUser() | Fail() | Rejected():
+        case (
+            events.Memorize()
+            | events.Finish()
+            | events.CallUser()
+            | events.Fail()
+            | events.Rejected()
+        ):
             return ()
     raise TypeError(f"not an action: {type(action).__name__}")
 
 
-def _button(action: ButtonDown | ButtonUp) -> tuple[Op, ...]:
+def _button(action: events.ButtonDown | events.ButtonUp) -> tuple[events.Op, ...]:
     # Without a point the button acts wherever the pointer is, as Playwright's mouse tracks it.
-    ops: list[Op] = []
+    ops: list[events.Op] = []
     if action.x is not None and action.y is not None:
-        ops.append(MouseMove(x=action.x, y=action.y))
-    if isinstance(action, ButtonDown):
-        ops.append(MouseDown(button=action.button))
+        ops.append(events.MouseMove(x=action.x, y=action.y))
+    if isinstance(action, events.ButtonDown):
+        ops.append(events.MouseDown(button=action.button))
     else:
-        ops.append(MouseUp(button=action.button))
+        ops.append(events.MouseUp(button=action.button))
     return tuple(ops)
 
 
-def _scroll(action: Scroll, style: TranslationStyle) -> tuple[Op, ...]:
-    ops: list[Op] = []
+def _scroll(action: events.Scroll, style: TranslationStyle) -> tuple[events.Op, ...]:
+    ops: list[events.Op] = []
     if action.x is not None and action.y is not None:
-        ops.append(MouseMove(x=action.x, y=action.y))
+        ops.append(events.MouseMove(x=action.x, y=action.y))
     if action.unit == "px":
         deltas = [action.amount] if action.amount > 0 else []
     else:
@@ -142,11 +116,13 @@ def _scroll(action: Scroll, style: TranslationStyle) -> tuple[Op, ...]:
     horizontal = action.direction in ("left", "right")
     for delta in deltas:
         d = sign * delta
-        ops.append(MouseWheel(dx=d, dy=0.0) if horizontal else MouseWheel(dx=0.0, dy=d))
+        ops.append(
+            events.MouseWheel(dx=d, dy=0.0) if horizontal else events.MouseWheel(dx=0.0, dy=d)
+        )
     return tuple(ops)
 
 
-def _type(text: str, style: TranslationStyle) -> tuple[Op, ...]:
+def _type(text: str, style: TranslationStyle) -> tuple[events.Op, ...]:
     # The prompt says "use \n at the end of content to submit": strip it and press Enter, so the
     # submit is one explicit operation and never a second one on top of a typed newline.
     submit = False
@@ -154,16 +130,16 @@ def _type(text: str, style: TranslationStyle) -> tuple[Op, ...]:
         text, submit = text[:-1].removesuffix("\r"), True
     elif style.literal_newline_submits and text.endswith("\\n"):
         text, submit = text[:-2], True
-    ops: list[Op] = []
+    ops: list[events.Op] = []
     if text and style.tab_is_text and "\t" in text:
         # As a paste (ui-tars' input_swap): the tab is inserted; the rest is typed as ever.
         for index, part in enumerate(text.split("\t")):
             if index:
-                ops.append(KeyboardType(text="\t", paste=True))
+                ops.append(events.KeyboardType(text="\t", paste=True))
             if part:
-                ops.append(KeyboardType(text=part))
+                ops.append(events.KeyboardType(text=part))
     elif text:
-        ops.append(KeyboardType(text=text))
+        ops.append(events.KeyboardType(text=text))
     if submit:
-        ops.append(KeyboardPress(key="Enter"))
+        ops.append(events.KeyboardPress(key="Enter"))
     return tuple(ops)

@@ -31,40 +31,13 @@ from typing import Annotated, Any, ClassVar, Literal, cast
 
 from msgspec import Meta
 
-from ownloop.agents.base import (
-    AgentBase,
-    AgentParseError,
-    Ending,
-    LoopSettings,
-    Observation,
-    Parsed,
-    PastStep,
-    clip,
-)
+from ownloop.agents import base
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
 from ownloop.agents.options import AgentOptions, Scalar
 from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
-from ownloop.store.events import (
-    Action,
-    CallUser,
-    Click,
-    Drag,
-    Fail,
-    Finish,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    Message,
-    Move,
-    Sampling,
-    Scroll,
-    Task,
-    TextPart,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = [
     "MAX_RESPONSE_CHARS",
@@ -97,7 +70,6 @@ MAX_RESPONSE_CHARS = 16_000
 """Longer responses are refused before the package's backtracking regexes see them (500 tokens
 are about 2,000 characters; a runaway or hostile response must not stall a worker)."""
 
-_PARSER_REVISION = 1  # bump when our side of parsing changes; recorded with every ActionParsed
 
 _BOX_TOKENS = re.compile(r"<\|box_(?:start|end)\|>")
 # '[x1, y1, x2, y2]' boxes (seen from earlier UI-TARS models) → '(x1, y1, x2, y2)': the package
@@ -146,11 +118,10 @@ class UiTarsOptions(AgentOptions, frozen=True, kw_only=True):
     ] = "English"
 
 
-class UiTarsAgent(AgentBase[UiTarsOptions]):
+class UiTarsAgent(base.AgentBase[UiTarsOptions]):
     """The ``uitars`` agent; pure and thread-safe (it keeps no state between calls)."""
 
     name = "uitars"
-    parser_name = "uitars"
     options_type = UiTarsOptions
     max_response_chars = MAX_RESPONSE_CHARS
 
@@ -160,12 +131,14 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         """The agent with ``options`` (None: the defaults); its prompt is the package's, so
         ``released`` is not read."""
         super().__init__(options, None)
-        self.parser_version = f"ui-tars {package_version()}/ownloop {_PARSER_REVISION}"
+        self.parser_version = f"ui-tars {package_version()}/ownloop {self.parser_revision}"
         self.prompt_source = f"package:ui-tars {package_version()}"
+
+    def loop_settings(self) -> base.LoopSettings:
         config = self.config
-        self.settings = LoopSettings(
+        return base.LoopSettings(
             viewport=config.size(),
-            sampling=Sampling(
+            sampling=events.Sampling(
                 temperature=0.0,
                 top_p=0.9,
                 max_tokens=config.max_tokens,
@@ -176,7 +149,10 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
             resample_temperature=1.0,
             max_steps=40,
         )
-        self.style = TranslationStyle(
+
+    def translation_style(self) -> TranslationStyle:
+        config = self.config
+        return TranslationStyle(
             notch_px=config.notch_px,
             drag_steps=config.drag_steps,
             literal_newline_submits=True,
@@ -185,7 +161,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
 
     # ------------------------------------------------------------------ request
 
-    def prompt(self, task: Task) -> str:
+    def prompt(self, task: events.Task) -> str:
         """The package's COMPUTER_USE_DOUBAO prompt for ``task``."""
         from ui_tars.prompt import COMPUTER_USE_DOUBAO
 
@@ -193,26 +169,28 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         return template.format(language=self.config.language, instruction=self.task_text(task))
 
     def build_messages(
-        self, task: Task, history: Sequence[PastStep], now: Observation
-    ) -> tuple[Message, ...]:
+        self, task: events.Task, history: Sequence[base.PastStep], now: base.Observation
+    ) -> tuple[events.Message, ...]:
         """System, prompt, the past responses (screenshots only before the last images-1 of
         them, so at most ``images`` in all), then the current screenshot."""
         messages = [
-            Message(role="system", parts=(TextPart(text=SYSTEM_MESSAGE),)),
-            Message(role="user", parts=(TextPart(text=self.prompt(task)),)),
+            events.Message(role="system", parts=(events.TextPart(text=SYSTEM_MESSAGE),)),
+            events.Message(role="user", parts=(events.TextPart(text=self.prompt(task)),)),
         ]
         first_with_image = len(history) - (self.config.images - 1)
         for index, past in enumerate(history):
             if index >= first_with_image:
-                messages.append(Message(role="user", parts=(past.observation.screenshot,)))
+                messages.append(events.Message(role="user", parts=(past.observation.screenshot,)))
             text: str = _package().add_box_token(past.response)
-            messages.append(Message(role="assistant", parts=(TextPart(text=text),)))
-        messages.append(Message(role="user", parts=(now.screenshot,)))
+            messages.append(events.Message(role="assistant", parts=(events.TextPart(text=text),)))
+        messages.append(events.Message(role="user", parts=(now.screenshot,)))
         return tuple(messages)
 
     # ------------------------------------------------------------------ response
 
-    def read(self, text: str, image_size: tuple[int, int], history: Sequence[PastStep]) -> Parsed:
+    def read(
+        self, text: str, image_size: tuple[int, int], history: Sequence[base.PastStep]
+    ) -> base.Parsed:
         """Actions in page coordinates for a screenshot of ``image_size`` (width, height)."""
         try:
             return self._read(text, Size(*image_size))
@@ -220,33 +198,33 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
             if "lstrip" not in str(error):
                 raise
             # The package calls .lstrip() on every argument value: a name, a number or a call.
-            raise AgentParseError("an argument is not a quoted string") from error
+            raise base.AgentParseError("an argument is not a quoted string") from error
 
-    def _read(self, text: str, image: Size) -> Parsed:
+    def _read(self, text: str, image: Size) -> base.Parsed:
         text = text.strip()
         # The package asserts this, and `python -O` strips asserts.
         if "Action:" not in text:
-            raise AgentParseError("no 'Action:' in the response")
+            raise base.AgentParseError("no 'Action:' in the response")
         model = smart_resize(image)
         normalized = _normalize(text)
         if not normalized.rpartition("Action: ")[2].strip():
-            raise AgentParseError("no action after 'Action:'")
+            raise base.AgentParseError("no action after 'Action:'")
         joined = _two_on_one_line(normalized)
         if joined is not None:
-            raise AgentParseError(
+            raise base.AgentParseError(
                 "two actions on one line (the released parser reads them as one): "
-                + clip(joined, 80, escape=True)
+                + base.clip(joined, 80, escape=True)
             )
         unreadable = _unreadable_action(normalized)
         if unreadable is not None:
-            raise AgentParseError(
-                f"ui-tars cannot parse the action: {clip(unreadable, 80, escape=True)}"
+            raise base.AgentParseError(
+                f"ui-tars cannot parse the action: {base.clip(unreadable, 80, escape=True)}"
             )
         items = _package().parse_action_to_structure_output(
             normalized, 1000, image.height, image.width, model_type="qwen25vl"
         )
         if not items:
-            raise AgentParseError("no action after 'Action:'")
+            raise base.AgentParseError("no action after 'Action:'")
         raws = _action_texts(text, len(items))
         actions = tuple(
             self._action(item, raw, image, model) for item, raw in zip(items, raws, strict=True)
@@ -255,26 +233,26 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         thought = str(first.get("thought") or "")
         if first.get("reflection"):
             thought = f"Reflection: {first['reflection']}\nAction_Summary: {thought}"
-        return Parsed(thought=thought, actions=actions, model_size=(model.width, model.height))
+        return base.Parsed(thought=thought, actions=actions, model_size=(model.width, model.height))
 
-    def _action(self, item: dict[str, Any], raw: str, image: Size, model: Size) -> Action:
+    def _action(self, item: dict[str, Any], raw: str, image: Size, model: Size) -> events.Action:
         name = item.get("action_type")
         inputs: dict[str, Any] = item.get("action_inputs") or {}
         if not isinstance(name, str):
-            raise AgentParseError(f"not an action call: {clip(raw, 80, escape=True)}")
+            raise base.AgentParseError(f"not an action call: {base.clip(raw, 80, escape=True)}")
         if name in _CLICKS:
             button, count = _CLICKS[name]
             page, at = _point(inputs, "start_box", name, image, model)
-            return Click(
+            return events.Click(
                 x=page.x, y=page.y, button=button, count=count, model_x=at.x, model_y=at.y, raw=raw
             )
         if name == "hover":
             page, at = _point(inputs, "start_box", name, image, model)
-            return Move(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw)
+            return events.Move(x=page.x, y=page.y, model_x=at.x, model_y=at.y, raw=raw)
         if name in ("drag", "select"):
             page, at = _point(inputs, "start_box", name, image, model)
             page2, at2 = _point(inputs, "end_box", name, image, model)
-            return Drag(
+            return events.Drag(
                 x=page.x,
                 y=page.y,
                 x2=page2.x,
@@ -286,38 +264,39 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
                 raw=raw,
             )
         if name in ("hotkey", "press"):
-            return Hotkey(keys=_keys(inputs, ("key", "hotkey", "press"), name), raw=raw)
+            return events.Hotkey(keys=_keys(inputs, ("key", "hotkey", "press"), name), raw=raw)
         if name in ("keydown", "keyup", "release"):
             keys = _keys(inputs, ("key", "press"), name)
             if len(keys) != 1:
-                raise AgentParseError(f"{name} takes one key, got {' '.join(keys)!r}")
+                raise base.AgentParseError(f"{name} takes one key, got {' '.join(keys)!r}")
             if name == "keydown":
-                return KeyDown(key=keys[0], raw=raw)
-            return KeyUp(key=keys[0], raw=raw)
+                return events.KeyDown(key=keys[0], raw=raw)
+            return events.KeyUp(key=keys[0], raw=raw)
         if name == "type":
-            return TypeText(text=str(inputs.get("content", "")), raw=raw)
+            return events.TypeText(text=str(inputs.get("content", "")), raw=raw)
         if name == "scroll":
             return self._scroll(inputs, raw, image, model)
         if name == "wait":
-            return Wait(seconds=self.config.wait_s, raw=raw)
+            return events.Wait(seconds=self.config.wait_s, raw=raw)
         if name == "finished":
             content = inputs.get("content")  # the package drops '' and left-strips values
-            return Finish(answer=str(content) if content else None, raw=raw)
+            return events.Finish(answer=str(content) if content else None, raw=raw)
         if name == "call_user":
-            return CallUser(text=str(inputs.get("content", "")), raw=raw)
-        raise AgentParseError(f"unknown action {name[:40]!r}")
+            return events.CallUser(text=str(inputs.get("content", "")), raw=raw)
+        raise base.AgentParseError(f"unknown action {name[:40]!r}")
 
-    def _scroll(self, inputs: dict[str, Any], raw: str, image: Size, model: Size) -> Scroll:
+    def _scroll(self, inputs: dict[str, Any], raw: str, image: Size, model: Size) -> events.Scroll:
         direction = _direction(str(inputs.get("direction", "")))
         if direction not in _DIRECTIONS:
-            raise AgentParseError(
-                f"scroll direction must be up, down, left or right: {clip(raw, 80, escape=True)}"
+            raise base.AgentParseError(
+                "scroll direction must be up, down, left or right: "
+                f"{base.clip(raw, 80, escape=True)}"
             )
         towards = cast(Direction, direction)
         if "start_box" not in inputs:  # at the pointer, wherever it is
-            return Scroll(direction=towards, amount=self.config.scroll_notches, raw=raw)
+            return events.Scroll(direction=towards, amount=self.config.scroll_notches, raw=raw)
         page, at = _point(inputs, "start_box", "scroll", image, model)
-        return Scroll(
+        return events.Scroll(
             direction=towards,
             amount=self.config.scroll_notches,
             x=page.x,
@@ -329,20 +308,22 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
 
     # ------------------------------------------------------------------ the end
 
-    def ending(self, parsed: Parsed, history: Sequence[PastStep]) -> Ending | None:
+    def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """finished(content=...) ends with the answer; call_user ends with status call_user."""
         for action in parsed.actions:
-            if isinstance(action, Finish):
-                return Ending("finished", "finished", action.answer)
-            if isinstance(action, CallUser):
-                return Ending("call_user", "call_user", None)
-            if isinstance(action, Fail):
-                return Ending("fail", "fail", None)
+            if isinstance(action, events.Finish):
+                return base.Ending("finished", "finished", action.answer)
+            if isinstance(action, events.CallUser):
+                return base.Ending("call_user", "call_user", None)
+            if isinstance(action, events.Fail):
+                return base.Ending("fail", "fail", None)
         return None
 
     # ------------------------------------------------------------------ the inverse of parse
 
-    def render(self, thought: str, actions: Sequence[Action], image_size: tuple[int, int]) -> str:
+    def render(
+        self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
+    ) -> str:
         """The response UI-TARS-1.5 would write for ``actions`` (page coordinates of a
         screenshot of ``image_size``), points in its smart_resize space.
 
@@ -360,7 +341,7 @@ class UiTarsAgent(AgentBase[UiTarsOptions]):
         text = head + "Action: " + "\n\n".join(calls)
         try:
             self.parse(text, image_size)
-        except AgentParseError as error:
+        except base.AgentParseError as error:
             raise ValueError(
                 f"UI-TARS's parser would not read this response back: {error}"
             ) from None
@@ -473,20 +454,20 @@ def _point(
     """(page point, model point) of a box: its centre when it has four numbers."""
     box = inputs.get(key)
     if box is None:
-        raise AgentParseError(f"{name} needs {key}")
+        raise base.AgentParseError(f"{name} needs {key}")
     try:
         numbers = json.loads(box)  # the package's str(list_of_floats); never eval
     except (TypeError, ValueError):
-        raise AgentParseError(
-            f"{key} is not a list of numbers: {clip(str(box), 80, escape=True)}"
+        raise base.AgentParseError(
+            f"{key} is not a list of numbers: {base.clip(str(box), 80, escape=True)}"
         ) from None
     if (
         not isinstance(numbers, list)
         or len(numbers) != 4
         or not all(isinstance(n, int | float) and math.isfinite(n) for n in numbers)
     ):
-        raise AgentParseError(
-            f"{key} must be a point or a box of finite numbers: {clip(box, 80, escape=True)}"
+        raise base.AgentParseError(
+            f"{key} must be a point or a box of finite numbers: {base.clip(box, 80, escape=True)}"
         )
     relative = ((numbers[0] + numbers[2]) / 2, (numbers[1] + numbers[3]) / 2)
     page = scale(relative, (1, 1), image)
@@ -497,57 +478,59 @@ def _point(
 def _keys(inputs: dict[str, Any], fields: tuple[str, ...], name: str) -> tuple[str, ...]:
     value = next((inputs[f] for f in fields if inputs.get(f)), None)
     if not isinstance(value, str) or not value.strip():
-        raise AgentParseError(f"{name} needs key='...'")
+        raise base.AgentParseError(f"{name} needs key='...'")
     names = split_combo(value)
     try:
         combo(names)
     except UnknownKeyError as error:
-        raise AgentParseError(f"{name}: {error}") from None
+        raise base.AgentParseError(f"{name}: {error}") from None
     return names
 
 
 # ---------------------------------------------------------------------- rendering helpers
 
 
-def _render_call(action: Action, image: Size, model: Size) -> str:
+def _render_call(action: events.Action, image: Size, model: Size) -> str:
     match action:
-        case Click(button="left", count=1):
+        case events.Click(button="left", count=1):
             return f"click(start_box={_box(action.x, action.y, image, model)})"
-        case Click(button="left", count=2):
+        case events.Click(button="left", count=2):
             return f"left_double(start_box={_box(action.x, action.y, image, model)})"
-        case Click(button="right", count=1):
+        case events.Click(button="right", count=1):
             return f"right_single(start_box={_box(action.x, action.y, image, model)})"
-        case Move():
+        case events.Move():
             return f"hover(start_box={_box(action.x, action.y, image, model)})"
-        case Drag():
+        case events.Drag():
             return (
                 f"drag(start_box={_box(action.x, action.y, image, model)}, "
                 f"end_box={_box(action.x2, action.y2, image, model)})"
             )
-        case Scroll():
+        case events.Scroll():
             if action.x is None or action.y is None:
                 return f"scroll(direction='{action.direction}')"
             return (
                 f"scroll(start_box={_box(action.x, action.y, image, model)}, "
                 f"direction='{action.direction}')"
             )
-        case TypeText():
+        case events.TypeText():
             return f"type(content={_quote(action.text)})"
-        case Hotkey(keys=(str(), *_)):
+        case events.Hotkey(keys=(str(), *_)):
             return f"hotkey(key={_quote(' '.join(action.keys))})"
-        case KeyDown():
+        case events.KeyDown():
             return f"keydown(key={_quote(action.key)})"
-        case KeyUp():
+        case events.KeyUp():
             return f"keyup(key={_quote(action.key)})"
-        case Wait():
+        case events.Wait():
             return "wait()"
-        case Finish():
+        case events.Finish():
             if action.answer is None:
                 return "finished()"
             return f"finished(content={_quote(action.answer)})"
-        case CallUser():
+        case events.CallUser():
             return "call_user()"
-    raise ValueError(f"uitars cannot express this action: {clip(repr(action), 80, escape=True)}")
+    raise ValueError(
+        f"uitars cannot express this action: {base.clip(repr(action), 80, escape=True)}"
+    )
 
 
 def _box(x: float, y: float, image: Size, model: Size) -> str:

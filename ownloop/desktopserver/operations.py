@@ -27,21 +27,7 @@ from ownloop.agents.coordinates import Point
 from ownloop.agents.keys import UnknownKeyError
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
 from ownloop.desktopserver.keysyms import keysym
-from ownloop.store.events import (
-    Action,
-    ButtonDown,
-    ButtonUp,
-    Click,
-    Drag,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    Move,
-    Rejected,
-    Scroll,
-    TypeText,
-    Wait,
-)
+from ownloop.store import events
 
 __all__ = ["Performed", "perform_code", "pyautogui_code"]
 
@@ -177,37 +163,37 @@ def _at(x: float | None, y: float | None, screen: _Screen) -> list[str]:
     return ["mousemove", str(px), str(py)]
 
 
-def _xdotool(action: Action, screen: _Screen) -> list[str]:
+def _xdotool(action: events.Action, screen: _Screen) -> list[str]:
     """One xdotool argv (without the program name) for one action; ``["sleep", s]`` for a wait."""
     match action:
-        case Click():
+        case events.Click():
             button = _BUTTONS[action.button]
             repeat = ["--repeat", str(action.count), "--delay", "60"] if action.count > 1 else []
             return [*_at(action.x, action.y, screen), "click", *repeat, button]
-        case Move():
+        case events.Move():
             return _at(action.x, action.y, screen)
-        case Drag():
+        case events.Drag():
             start = _at(action.x, action.y, screen)
             end = _at(action.x2, action.y2, screen)
             return [*start, "mousedown", "1", *end, "mouseup", "1"]
-        case ButtonDown():
+        case events.ButtonDown():
             return [*_at(action.x, action.y, screen), "mousedown", _BUTTONS[action.button]]
-        case ButtonUp():
+        case events.ButtonUp():
             return [*_at(action.x, action.y, screen), "mouseup", _BUTTONS[action.button]]
-        case Scroll():
+        case events.Scroll():
             notches = max(1, math.ceil(action.amount))
             wheel = _WHEEL[action.direction]
             return [*_at(action.x, action.y, screen), "click", "--repeat", str(notches), wheel]
-        case TypeText():
+        case events.TypeText():
             return ["type", "--delay", _TYPE_DELAY_MS, "--", action.text]
-        case Hotkey():
+        case events.Hotkey():
             return ["key", "--", "+".join(keysym(key) for key in action.keys)]
-        case KeyDown():
+        case events.KeyDown():
             return ["keydown", "--", keysym(action.key)]
-        case KeyUp():
+        case events.KeyUp():
             return ["keyup", "--", keysym(action.key)]
-        case Wait():
+        case events.Wait():
             return ["sleep", f"{action.seconds:g}"]
-        case Rejected():
+        case events.Rejected():
             raise _OffScreen(action.reason)
     raise _OffScreen(f"cannot perform {type(action).__name__} on the desktop")
