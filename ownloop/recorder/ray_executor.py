@@ -32,7 +32,6 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -245,18 +244,14 @@ def run_on_ray(work: RunWork) -> RunSummary:
     """Record ``work.todo``, (task, repeat) units, on ``options.workers`` Ray actors;
     ``on_step`` is told each step of the sessions in flight, as under threads. The runner
     writes the run's end."""
-    store, agent, options, run_id = work.store, work.agent, work.options, work.run_id
-    todo, on_result, run_stream = work.todo, work.on_result, work.run_stream
+    agent, options, run_id, todo = work.agent, work.options, work.run_id, work.todo
     ray = require_ray()
     _connect(ray, options.ray_address)
     retries = (
         agent.settings.error_retries if options.error_retries is None else options.error_retries
     )
     retries_left = {(task.task_id, repeat): retries for task, repeat in todo}
-    driver = _Driver(
-        ray, store, options, run_id, todo, work.attempts, retries_left, on_result, run_stream
-    )
-    driver.on_step = work.on_step
+    driver = _Driver(ray, work, retries_left)
     work.on_start(run_id, len(todo), work.skipped)
     interrupted = False
     try:
@@ -287,27 +282,18 @@ def run_on_ray(work: RunWork) -> RunSummary:
 class _Driver:
     """The driver's side: actors, the queue of tasks, what is in flight, the results."""
 
-    def __init__(
-        self,
-        ray: Any,
-        store: Store,
-        options: RecordOptions,
-        run_id: str,
-        todo: Sequence[tuple[Task, int]],
-        attempts: dict[tuple[str, int], int],
-        retries_left: dict[tuple[str, int], int],
-        on_result: Callable[[EpisodeResult], None],
-        run_stream: StreamWriter,
-    ) -> None:
-        self.ray, self.store, self.options, self.run_id = ray, store, options, run_id
-        self.run_stream = run_stream
+    def __init__(self, ray: Any, work: RunWork, retries_left: dict[tuple[str, int], int]) -> None:
+        options = work.options
+        self.ray, self.store, self.options, self.run_id = ray, work.store, options, work.run_id
+        self.run_stream = work.run_stream
         # (task, repeat, attempt) units to hand out
         self.pending: deque[tuple[Task, int, int]] = deque(
-            (task, repeat, attempts.get((task.task_id, repeat), 0) + 1) for task, repeat in todo
+            (task, repeat, work.attempts.get((task.task_id, repeat), 0) + 1)
+            for task, repeat in work.todo
         )
         self.deferred: list[tuple[Task, int, int]] = []  # held elsewhere: looked at again
         self.retries_left = retries_left
-        self.on_result = on_result
+        self.on_result = work.on_result
         self.results: list[EpisodeResult] = []
         self.crashed = 0
         self.elsewhere = 0
@@ -327,7 +313,7 @@ class _Driver:
         self.streak = EndpointErrors(options.max_endpoint_errors)
         self._started = time.monotonic()
         self._deferred_at = 0.0
-        self.on_step: Callable[[str, str, int, str], None] | None = None
+        self.on_step = work.on_step
         self.asking: dict[Any, Any] = {}  # steps() ref -> actor: the long polls out
 
     def start(self) -> None:
