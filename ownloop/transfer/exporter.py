@@ -23,8 +23,7 @@ from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.queries import run_sessions
-from ownloop.transfer.batches import ExportResult
+from ownloop.transfer.batches import ExportResult, run_to_export
 from ownloop.transfer.forms import form_of, step_line
 from ownloop.transfer.sidecar import SIDECAR, sidecar_of
 from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
@@ -141,18 +140,12 @@ def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportRes
     Folders are named by the task id when it is a plain name (letters, digits, ``.``, ``_``,
     ``-``), else by the latest session's id. Replays (sessions with a parent) are left out.
     """
-    rows = [(s.session_id, s.task_id, s.agent) for s in run_sessions(store, run_id, by_task=True)]
-    if not rows:
-        raise OwnloopError(
-            f"no sessions in run {run_id!r}. List runs with: ownloop sql "
-            '"select run_id, agent, sessions from runs"'
-        )
-    root = Path(out)
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise OwnloopError(f"{root} is not an empty folder. Pass a new --out folder")
+    rows, root = run_to_export(store, run_id, out)
     tasks: dict[str, list[tuple[str, str]]] = {}
-    for session_id, task_id, agent in rows:
-        tasks.setdefault(task_id or session_id, []).append((session_id, agent or ""))
+    for row in rows:
+        tasks.setdefault(row.task_id or row.session_id, []).append(
+            (row.session_id, row.agent or "")
+        )
     writer = _Writer(store)
     used: set[str] = set()
     for task_id, sessions in tasks.items():

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ownloop.agents import AGENTS, make_agent
-from ownloop.agents.base import Agent
+from ownloop.agents.base import Agent, PastStep
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
@@ -60,7 +60,7 @@ from ownloop.transfer.sidecar import Sidecar, SidecarError, captured, graded, re
 from ownloop.transfer.statuses import ownloop_status
 from ownloop.version import __version__
 
-__all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "import_dir"]
+__all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "ResponseParser", "import_dir"]
 
 DEFAULT_VIEWPORTS = {
     "uitars": (1280, 800),
@@ -214,7 +214,7 @@ def _inferred(root: Path, shapes: list[str]) -> str:
     )
 
 
-def _mismatch(agent: str, shapes: list[str], parser: _Parser) -> list[str]:
+def _mismatch(agent: str, shapes: list[str], parser: ResponseParser) -> list[str]:
     """A warning when the lines look like another agent's, or most responses did not parse."""
     other = [shape for shape in shapes if shape != form_of(agent)]
     low = parser.responses > 0 and parser.parsed_ok * 2 < parser.responses
@@ -236,8 +236,9 @@ def _already_imported(store: Store, run: str) -> tuple[set[str], dict[str, int]]
     return imported_folders(store, run), task_attempts(store, run)
 
 
-class _Parser:
-    """Today's parser of the agent, or the reason it cannot parse here."""
+class ResponseParser:
+    """Today's parser of the agent, or the reason it cannot parse here (imports of the harness
+    folders and of OSWorld's results parse their responses with it)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -261,9 +262,22 @@ class _Parser:
             return self.agent.settings.viewport
         return DEFAULT_VIEWPORTS.get(self.name, (1280, 800))
 
-    def parsed(
-        self, ids: SessionIds, step: int, call_id: str, text: str, size: tuple[int, int]
+    def rate_line(self) -> str:
+        if self.agent is None:
+            return f"responses not parsed: {self.unavailable}"
+        rate = f" ({self.parsed_ok / self.responses:.0%})" if self.responses else ""
+        return f"parsed {self.parsed_ok} of {self.responses} responses as {self.name}{rate}"
+
+    def parse(
+        self,
+        ids: SessionIds,
+        step: int,
+        call_id: str,
+        text: str,
+        size: tuple[int, int],
+        history: Sequence[PastStep] = (),
     ) -> ActionParsed:
+        """A response parsed by today's parser: its actions, or why not (kept, never raised)."""
         agent = self.agent
         if agent is None:
             return ActionParsed(
@@ -274,31 +288,26 @@ class _Parser:
                 parser=self.name,
                 error=self.unavailable[:1000],
             )
-        parser, parser_version = agent.parser_name, agent.parser_version
         self.responses += 1
         try:
-            result = agent.parse(text, size)
+            result = agent.parse(text, size, history)
         except Exception as exc:  # noqa: BLE001 - AgentParseError, or any bug: kept, not fatal
-            return ActionParsed(
-                at=now(),
-                **ids,
-                step=step,
-                call_id=call_id,
-                parser=parser,
-                parser_version=parser_version,
-                error=(str(exc) or type(exc).__name__)[:1000],
-            )
-        self.parsed_ok += 1
+            result = None
+            error: str | None = (str(exc) or type(exc).__name__)[:1000]
+        else:
+            self.parsed_ok += 1
+            error = None
         return ActionParsed(
             at=now(),
             **ids,
             step=step,
             call_id=call_id,
-            parser=parser,
-            parser_version=parser_version,
-            thought=result.thought,
-            actions=result.actions,
-            model_size=result.model_size,
+            parser=agent.parser_name,
+            parser_version=agent.parser_version,
+            thought=result.thought if result is not None else "",
+            actions=result.actions if result is not None else (),
+            model_size=result.model_size if result is not None else None,
+            error=error,
         )
 
 
@@ -310,7 +319,7 @@ class _Writer:
         self.run_id = run_id
         self.agent = agent
         self.suite = suite
-        self.parser = _Parser(agent)
+        self.parser = ResponseParser(agent)
 
     def run_started(self, argv: tuple[str, ...]) -> RunStarted:
         return RunStarted(
@@ -470,7 +479,7 @@ class _Writer:
                 )
             )
             if text is not None:
-                events.append(self.parser.parsed(ids, line.step, call_id, text, size))
+                events.append(self.parser.parse(ids, line.step, call_id, text, size))
         # The line's fields in order and those not mapped: export writes the line back as it was.
         original = {"step": line.step, "keys": list(fields), "kept": kept}
         events.append(
