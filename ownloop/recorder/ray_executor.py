@@ -69,6 +69,18 @@ def require_ray() -> Any:
     return ray
 
 
+class _Job(NamedTuple):
+    """One session an actor is asked to record: a repeat of a task, its attempt and session id,
+    the error retries left for it, and the endpoint the driver's pool chose."""
+
+    task: Task
+    repeat: int
+    attempt: int
+    session_id: str
+    retries_left: int
+    endpoint: str
+
+
 class _Done(NamedTuple):
     """What an actor did with one task."""
 
@@ -139,30 +151,13 @@ class _Actor:
             return f"node {host}: {error}"
         return ""
 
-    def record(
-        self,
-        task: Task,
-        repeat: int,
-        attempt: int,
-        session_id: str,
-        retries_left: int,
-        endpoint: str,
-    ) -> _Done:
+    def record(self, job: _Job) -> _Done:
         """Claim one repeat of the task and, if this actor got it, run and settle one session
-        on ``endpoint`` (the driver's pool chose it)."""
-        return self._thread.submit(
-            self._record, task, repeat, attempt, session_id, retries_left, endpoint
-        ).result()
+        on ``job.endpoint`` (the driver's pool chose it)."""
+        return self._thread.submit(self._record, job).result()
 
-    def _record(
-        self,
-        task: Task,
-        repeat: int,
-        attempt: int,
-        session_id: str,
-        retries_left: int,
-        endpoint: str,
-    ) -> _Done:
+    def _record(self, job: _Job) -> _Done:
+        task, repeat, attempt, session_id, retries_left, endpoint = job
         recorder = self._recorder
         assert recorder is not None, "open() first"
         crashed, elsewhere = recorder.crashed, recorder.done_elsewhere
@@ -387,13 +382,9 @@ class _Driver:
             task, repeat, attempt = self.pending.popleft()
             actor = self.idle.pop()
             session_id, endpoint = new_id(), self.pool.pick()
+            retries_left = self.retries_left.get((task.task_id, repeat), 0)
             ref = actor.record.remote(
-                task,
-                repeat,
-                attempt,
-                session_id,
-                self.retries_left.get((task.task_id, repeat), 0),
-                endpoint,
+                _Job(task, repeat, attempt, session_id, retries_left, endpoint)
             )
             self.running[ref] = _Slot(actor, task, repeat, attempt, session_id, endpoint)
             self._ask(actor)
