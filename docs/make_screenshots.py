@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ownloop.demo import DEMO_TASKS
-from ownloop.modelserver.endpoint import make_server
+from ownloop.modelserver.endpoint import Serving, make_server
 from ownloop.store import Store, open_store
 from ownloop.view.grid import build_grid
 from ownloop.view.server import ViewServer
@@ -31,7 +31,7 @@ RUNS = (("expert", 0.0), ("noisy", 0.3))
 
 def record(root: Path) -> None:
     for run, noise in RUNS:
-        with make_server("miniwob", "uitars", noise=noise, noise_seed=3) as url:
+        with make_server("miniwob", "uitars", serving=Serving(noise=noise, noise_seed=3)) as url:
             subprocess.run(
                 [
                     sys.executable,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from ownloop.modelserver.endpoint import make_server
+from ownloop.modelserver.endpoint import Serving, make_server
 from ownloop.recorder.command import summary_text
 from ownloop.recorder.episode import EpisodeLimits
 from ownloop.recorder.progress import RunProgress
@@ -62,7 +62,7 @@ def run_demo(
     run_id = f"demo-{new_id(8)}"
     console = Console(highlight=False)
     progress = RunProgress(console)
-    server = make_server("miniwob", "uitars", noise=noise)
+    server = make_server("miniwob", "uitars", serving=Serving(noise=noise))
     with load_suite(suite=pattern) as suite, server as endpoint:
         echo(f"MiniWoB pages served locally; scripted expert model at {endpoint}")
         options = RecordOptions(

@@ -45,6 +45,7 @@ __all__ = [
     "print_rows",
     "reading",
     "released_option",
+    "repeat_option",
     "remove_if_unused",
     "rows_format_option",
     "run_option",
@@ -230,6 +231,13 @@ def run_option(
         required=required,
         multiple=multiple,
         help=help,
+    )
+
+
+def repeat_option(help: str | None = None) -> Callable[[F], F]:
+    """``--repeat N`` (``repeat``, 1 or more; default 1)."""
+    return click.option(
+        "--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N", help=help
     )
 
 

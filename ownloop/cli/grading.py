@@ -15,6 +15,7 @@ from ownloop.cli.common import (
     format_option,
     friendly,
     print_rows,
+    repeat_option,
     rows_format_option,
     run_option,
     settle_option,
@@ -41,7 +42,7 @@ __all__ = ["COMMANDS", "audit", "compare", "judge", "regrade"]
 @click.option("--endpoint", metavar="URL", help="The judge model's OpenAI-compatible endpoint.")
 @click.option("--model", default="", metavar="M", help="The judge model's name.")
 @api_key_option("Sent as a Bearer token; never recorded.")
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N")
+@repeat_option()
 @click.option(
     "--controls", is_flag=True, help="Also judge each session blanked and answer-swapped."
 )

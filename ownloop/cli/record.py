@@ -20,6 +20,7 @@ from ownloop.cli.common import (
     notice,
     released_option,
     remove_if_unused,
+    repeat_option,
     run_option,
     settle_option,
     store_of,
@@ -46,14 +47,7 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
 @api_key_option("Key for the endpoint (never recorded).")
 @run_option("The run's name; the same name resumes it.")
 @click.option("--workers", default=2, show_default=True, help="Tasks at once, each with a browser.")
-@click.option(
-    "--repeat",
-    default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Run each task N times (repeats sample the agent; attempts retry errors).",
-)
+@repeat_option("Run each task N times (repeats sample the agent; attempts retry errors).")
 @click.option(
     "--limit",
     type=click.IntRange(min=1),
@@ -242,14 +236,7 @@ def record(
 @click.command()
 @click.option("--tasks", "count", default=6, show_default=True, help="How many MiniWoB tasks.")
 @click.option("--workers", default=2, show_default=True)
-@click.option(
-    "--repeat",
-    default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="Run each task N times.",
-)
+@repeat_option("Run each task N times.")
 @noise_option
 @click.option("--judge", is_flag=True, help="Then judge the run with the scripted judge.")
 @click.pass_context

@@ -76,7 +76,7 @@ def serve_model(
     Example: ownloop serve-model --expert miniwob --agent uitars --faults 500:2;
     ownloop serve-model --cassette RUN --on-miss forward --forward http://127.0.0.1:8000/v1
     """
-    from ownloop.modelserver.endpoint import make_server
+    from ownloop.modelserver.endpoint import Serving, make_server
     from ownloop.replay.cassette import make_cassette_server
 
     log = None if quiet else click.echo
@@ -98,12 +98,9 @@ def serve_model(
             faults,
             host=host,
             port=port,
+            serving=Serving(model, api_key, noise, noise_seed),
             log=log,
-            model=model,
-            api_key=api_key,
             notice=None if quiet else notice,
-            noise=noise,
-            noise_seed=noise_seed,
         )
     )
     what = f"cassette of {cassette}" if cassette else f"{expert} expert for {agent}"

@@ -138,6 +138,7 @@ def export_command(
     Example: ownloop export --run r1 --format sft --agent-format native --out sft/r1
     """
     from ownloop.transfer import export_run
+    from ownloop.transfer.exporter import OtlpSink
 
     echo_lines(
         export_run(
@@ -148,8 +149,7 @@ def export_command(
             where=where,
             agent_format=agent_format,
             per_session=per_session,
-            endpoint=endpoint,
-            otlp_encoding=otlp_encoding,
+            otlp=OtlpSink(endpoint, otlp_encoding),
         ).lines()
     )
 

@@ -31,7 +31,14 @@ from ownloop.grading.evidence import latest_evidence, read_value
 from ownloop.grading.grade import Check, Grade, Grader
 from ownloop.store.events import EvidenceCaptured
 
-__all__ = ["NETWORK_EVIDENCE", "BodyCheck", "NetworkGrader", "wants_network", "with_network"]
+__all__ = [
+    "NETWORK_EVIDENCE",
+    "BodyCheck",
+    "NetworkGrader",
+    "read_har",
+    "wants_network",
+    "with_network",
+]
 
 NETWORK_EVIDENCE = "network"
 _MISSING_TEXT = "(missing)"
@@ -93,14 +100,10 @@ class NetworkGrader:
 
     def grade(self, answer: str | None, evidence: Sequence[EvidenceCaptured]) -> Grade:
         """Grade from the ``network`` evidence's HAR (loaded by :func:`with_network`)."""
-        item = latest_evidence(evidence, NETWORK_EVIDENCE)
-        if item is None:
-            return Grade(0.0, False, "no network evidence (a HAR) was recorded")
-        try:
-            har = read_value(item)
-        except ValueError as error:
-            return Grade(0.0, False, f"network evidence: {error}")
-        entries = _entries(har)
+        read = read_har(evidence)
+        if isinstance(read, Grade):
+            return read
+        entries = _entries(read[1])
         wanted = f"{self.method or '*'} {self.url}"
         matching = [entry for entry in entries if self._matches(entry)]
         if not matching:
@@ -286,3 +289,15 @@ def _canonical(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     except (ValueError, TypeError, RecursionError):
         return "<unprintable>"
+
+
+def read_har(evidence: Sequence[EvidenceCaptured]) -> tuple[EvidenceCaptured, Any] | Grade:
+    """The session's latest ``network`` evidence and its HAR, or the failed grade saying why
+    there is none to read."""
+    item = latest_evidence(evidence, NETWORK_EVIDENCE)
+    if item is None:
+        return Grade(0.0, False, "no network evidence (a HAR) was recorded")
+    try:
+        return item, read_value(item)
+    except ValueError as error:
+        return Grade(0.0, False, f"network evidence: {error}")

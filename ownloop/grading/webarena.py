@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from ownloop.grading.evidence import latest_evidence, read_value
 from ownloop.grading.grade import Check, Grade
+from ownloop.grading.network import read_har
 from ownloop.store.events import EvidenceCaptured
 
 __all__ = ["WEBARENA_TYPE", "WebArenaGrader", "WebArenaUnavailable"]
@@ -79,13 +79,10 @@ class WebArenaGrader:
 
     def grade(self, answer: str | None, evidence: Sequence[EvidenceCaptured]) -> Grade:
         """Evaluate the task over the answer and the HAR; never raises."""
-        item = latest_evidence(evidence, "network")
-        if item is None:
-            return Grade(0.0, False, "no network evidence (a HAR) was recorded")
-        try:
-            har = read_value(item)
-        except ValueError as error:
-            return Grade(0.0, False, f"network evidence: {error}")
+        read = read_har(evidence)
+        if isinstance(read, Grade):
+            return read
+        item, har = read
         origin = _first_origin(har)
         urls = {site: _resolved(url, origin) for site, url in self.sites}
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ownloop.modelserver.chat import Responder
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
@@ -10,7 +11,7 @@ from ownloop.modelserver.noise import Noise
 from ownloop.modelserver.server import ModelServer
 from ownloop.store.errors import OwnloopError
 
-__all__ = ["EXPERTS", "UnknownExpert", "make_responder", "make_server"]
+__all__ = ["EXPERTS", "Serving", "UnknownExpert", "make_responder", "make_server"]
 
 EXPERTS = ("miniwob", "judge", "desktop")
 """The scripted experts ``--expert`` can name (recorded responses: ``--cassette``, served by
@@ -68,33 +69,44 @@ def make_responder(
     return FaultyResponder(responder, phases) if phases else responder
 
 
-def make_server(
-    expert: str,
-    agent: str,
-    faults: str | None = None,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    log: Callable[[str], None] | None = None,
-    model: str | None = None,
-    api_key: str | None = None,
-    notice: Callable[[str], None] | None = None,
-    noise: float = 0.0,
-    noise_seed: int = 0,
-) -> ModelServer:
-    """A not-yet-started ModelServer for ``serve-model``'s options (see ``make_responder``).
+class Serving(NamedTuple):
+    """How an expert endpoint serves, beyond its answers.
 
     Args:
         model: serve only this model name (others get 404, as from vLLM); None: any name is
             accepted and ``ownloop-EXPERT-AGENT`` is listed.
         api_key: the key requests must send (else 401); None: none needed.
+        noise: the chance that a step answers a plausible wrong action (seeded by
+            ``noise_seed``; see ``ownloop.modelserver.noise``).
     """
+
+    model: str | None = None
+    api_key: str | None = None
+    noise: float = 0.0
+    noise_seed: int = 0
+
+
+_SERVING = Serving()  # any model name, no key, no noise
+
+
+def make_server(
+    expert: str,
+    agent: str,
+    faults: str | None = None,
+    *,
+    serving: Serving = _SERVING,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    log: Callable[[str], None] | None = None,
+    notice: Callable[[str], None] | None = None,
+) -> ModelServer:
+    """A not-yet-started ModelServer for ``serve-model``'s options (see ``make_responder``)."""
     return ModelServer(
-        make_responder(expert, agent, faults, notice, noise, noise_seed),
+        make_responder(expert, agent, faults, notice, serving.noise, serving.noise_seed),
         host,
         port,
-        models=(model or f"ownloop-{expert}-{agent}",),
-        any_model=model is None,
-        api_key=api_key,
+        models=(serving.model or f"ownloop-{expert}-{agent}",),
+        any_model=serving.model is None,
+        api_key=serving.api_key,
         log=log,
     )

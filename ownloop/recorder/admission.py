@@ -20,6 +20,8 @@ import msgspec
 from ownloop.agents.base import Agent
 from ownloop.agents.released import released_commit, released_sha256
 from ownloop.grading import make_grader
+from ownloop.recorder.model import public_endpoint
+from ownloop.recorder.run_options import RecordOptions, redact_argv
 from ownloop.store import Store
 from ownloop.store.claims import Claims
 from ownloop.store.errors import OwnloopError
@@ -179,29 +181,23 @@ def admit(store: Store, claims: Claims, started: RunStarted) -> None:
 
 
 def declare(
-    *,
     run_id: str,
-    argv: tuple[str, ...],
+    options: RecordOptions,
     agent: Agent,
-    model: str,
-    endpoint: str,
     suite: Any,
     tasks: list[Task],
-    max_steps: int,
-    timeout_s: float,
     versions: Any,
-    repeats: int = 1,
 ) -> RunStarted:
     """The run's ``RunStarted``: its contract, hashed, and the versions beside it."""
     return seal_contract(
         RunStarted(
             at=now(),
             run_id=run_id,
-            argv=argv,
+            argv=redact_argv(options.argv),
             agent=agent.name,
             agent_settings=agent.options(),
-            model=model,
-            endpoint=endpoint,
+            model=options.model,
+            endpoint=" ".join(public_endpoint(e) for e in options.endpoints or (options.endpoint,)),
             sampling=agent.settings.sampling,
             viewport=agent.settings.viewport,
             suite=suite.name,
@@ -212,8 +208,8 @@ def declare(
             versions=versions,
             suite_version=str(getattr(suite, "suite_version", "") or ""),
             task_ids=tuple(task.task_id for task in tasks),
-            max_steps=max_steps,
-            timeout_s=timeout_s,
-            repeats=repeats,
+            max_steps=options.limits.max_steps,
+            timeout_s=options.limits.timeout_s,
+            repeats=options.repeats,
         )
     )

@@ -37,7 +37,6 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
-import openai
 
 from ownloop.agents.chat_format import wire_messages
 from ownloop.recorder.call import CallContext, CallOutcome
@@ -301,14 +300,14 @@ class ModelClient:
         timeout_s: float = 120.0,
         retries: int = 3,
         retry_wait_s: float = 5.0,
-        extra_body: dict[str, Any] | None = None,
     ) -> None:
+        import openai  # here, not at the top: ~3 s of CPU a run refused earlier does not pay
+
         self.endpoint = public_endpoint(endpoint)
         self.model = model
         self.retries = retries
         self.retry_wait_s = retry_wait_s
         self.timeout_s = timeout_s
-        self._extra_body = extra_body
         self._data_url = _DataUrls(load_blob)
         self._put_blob = put_blob
         self._secrets = tuple(x for x in (api_key, *url_secrets(endpoint)) if x and len(x) >= 4)
@@ -354,11 +353,8 @@ class ModelClient:
             kwargs["max_tokens"] = sampling.max_tokens
         if sampling.frequency_penalty is not None:
             kwargs["frequency_penalty"] = sampling.frequency_penalty
-        extra_body = dict(self._extra_body or {})
         if sampling.chat_template_kwargs:
-            extra_body["chat_template_kwargs"] = dict(sampling.chat_template_kwargs)
-        if extra_body:
-            kwargs["extra_body"] = extra_body
+            kwargs["extra_body"] = {"chat_template_kwargs": dict(sampling.chat_template_kwargs)}
         if context.purpose not in ("resample", "judge"):
             context = context._replace(purpose="step")
         events: list[ModelCalled] = []
@@ -405,6 +401,8 @@ class ModelClient:
 
     def _attempt(self, kwargs: dict[str, Any]) -> _Try:
         """One HTTP request; never raises for anything the endpoint sends."""
+        import openai
+
         try:
             raw = self._client.chat.completions.with_raw_response.create(**kwargs)
         except openai.APIStatusError as exc:  # 4xx, 5xx: the body is kept like any other

@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import openai
-
 from ownloop.store.errors import OwnloopError
+
+if TYPE_CHECKING:
+    import openai  # imported by whoever made the client: a refused run does not pay for it
 
 __all__ = ["EndpointUnusable", "check_endpoint"]
 
@@ -71,6 +73,8 @@ def _served(
     clean: Callable[[str], str],
 ) -> list[str] | None:
     """The model names ``GET /models`` lists; None when the server has no such route."""
+    import openai
+
     try:
         raw = client.models.with_raw_response.list()
     except openai.APIConnectionError as exc:
@@ -99,6 +103,8 @@ def _served(
 
 def _accepts(client: openai.OpenAI, model: str) -> bool:
     """Whether ``GET /models/NAME`` says the server has the model, though it did not list it."""
+    import openai
+
     try:
         return bool(client.models.with_raw_response.retrieve(model).http_response.is_success)
     except openai.APIError:
@@ -107,6 +113,8 @@ def _accepts(client: openai.OpenAI, model: str) -> bool:
 
 def _unreachable(exc: openai.APIConnectionError, endpoint: str, timeout_s: float) -> str:
     """What a transport failure was: refused, a name not found, or no answer in time."""
+    import openai
+
     host = urlsplit(endpoint).netloc or endpoint
     if isinstance(exc, openai.APITimeoutError):
         return (

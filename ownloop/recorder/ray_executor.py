@@ -32,7 +32,6 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -68,6 +67,18 @@ def require_ray() -> Any:
     except ImportError:
         raise OwnloopError(_MISSING) from None
     return ray
+
+
+class _Job(NamedTuple):
+    """One session an actor is asked to record: a repeat of a task, its attempt and session id,
+    the error retries left for it, and the endpoint the driver's pool chose."""
+
+    task: Task
+    repeat: int
+    attempt: int
+    session_id: str
+    retries_left: int
+    endpoint: str
 
 
 class _Done(NamedTuple):
@@ -140,30 +151,13 @@ class _Actor:
             return f"node {host}: {error}"
         return ""
 
-    def record(
-        self,
-        task: Task,
-        repeat: int,
-        attempt: int,
-        session_id: str,
-        retries_left: int,
-        endpoint: str,
-    ) -> _Done:
+    def record(self, job: _Job) -> _Done:
         """Claim one repeat of the task and, if this actor got it, run and settle one session
-        on ``endpoint`` (the driver's pool chose it)."""
-        return self._thread.submit(
-            self._record, task, repeat, attempt, session_id, retries_left, endpoint
-        ).result()
+        on ``job.endpoint`` (the driver's pool chose it)."""
+        return self._thread.submit(self._record, job).result()
 
-    def _record(
-        self,
-        task: Task,
-        repeat: int,
-        attempt: int,
-        session_id: str,
-        retries_left: int,
-        endpoint: str,
-    ) -> _Done:
+    def _record(self, job: _Job) -> _Done:
+        task, repeat, attempt, session_id, retries_left, endpoint = job
         recorder = self._recorder
         assert recorder is not None, "open() first"
         crashed, elsewhere = recorder.crashed, recorder.done_elsewhere
@@ -245,18 +239,14 @@ def run_on_ray(work: RunWork) -> RunSummary:
     """Record ``work.todo``, (task, repeat) units, on ``options.workers`` Ray actors;
     ``on_step`` is told each step of the sessions in flight, as under threads. The runner
     writes the run's end."""
-    store, agent, options, run_id = work.store, work.agent, work.options, work.run_id
-    todo, on_result, run_stream = work.todo, work.on_result, work.run_stream
+    agent, options, run_id, todo = work.agent, work.options, work.run_id, work.todo
     ray = require_ray()
     _connect(ray, options.ray_address)
     retries = (
         agent.settings.error_retries if options.error_retries is None else options.error_retries
     )
     retries_left = {(task.task_id, repeat): retries for task, repeat in todo}
-    driver = _Driver(
-        ray, store, options, run_id, todo, work.attempts, retries_left, on_result, run_stream
-    )
-    driver.on_step = work.on_step
+    driver = _Driver(ray, work, retries_left)
     work.on_start(run_id, len(todo), work.skipped)
     interrupted = False
     try:
@@ -287,27 +277,18 @@ def run_on_ray(work: RunWork) -> RunSummary:
 class _Driver:
     """The driver's side: actors, the queue of tasks, what is in flight, the results."""
 
-    def __init__(
-        self,
-        ray: Any,
-        store: Store,
-        options: RecordOptions,
-        run_id: str,
-        todo: Sequence[tuple[Task, int]],
-        attempts: dict[tuple[str, int], int],
-        retries_left: dict[tuple[str, int], int],
-        on_result: Callable[[EpisodeResult], None],
-        run_stream: StreamWriter,
-    ) -> None:
-        self.ray, self.store, self.options, self.run_id = ray, store, options, run_id
-        self.run_stream = run_stream
+    def __init__(self, ray: Any, work: RunWork, retries_left: dict[tuple[str, int], int]) -> None:
+        options = work.options
+        self.ray, self.store, self.options, self.run_id = ray, work.store, options, work.run_id
+        self.run_stream = work.run_stream
         # (task, repeat, attempt) units to hand out
         self.pending: deque[tuple[Task, int, int]] = deque(
-            (task, repeat, attempts.get((task.task_id, repeat), 0) + 1) for task, repeat in todo
+            (task, repeat, work.attempts.get((task.task_id, repeat), 0) + 1)
+            for task, repeat in work.todo
         )
         self.deferred: list[tuple[Task, int, int]] = []  # held elsewhere: looked at again
         self.retries_left = retries_left
-        self.on_result = on_result
+        self.on_result = work.on_result
         self.results: list[EpisodeResult] = []
         self.crashed = 0
         self.elsewhere = 0
@@ -327,7 +308,7 @@ class _Driver:
         self.streak = EndpointErrors(options.max_endpoint_errors)
         self._started = time.monotonic()
         self._deferred_at = 0.0
-        self.on_step: Callable[[str, str, int, str], None] | None = None
+        self.on_step = work.on_step
         self.asking: dict[Any, Any] = {}  # steps() ref -> actor: the long polls out
 
     def start(self) -> None:
@@ -401,13 +382,9 @@ class _Driver:
             task, repeat, attempt = self.pending.popleft()
             actor = self.idle.pop()
             session_id, endpoint = new_id(), self.pool.pick()
+            retries_left = self.retries_left.get((task.task_id, repeat), 0)
             ref = actor.record.remote(
-                task,
-                repeat,
-                attempt,
-                session_id,
-                self.retries_left.get((task.task_id, repeat), 0),
-                endpoint,
+                _Job(task, repeat, attempt, session_id, retries_left, endpoint)
             )
             self.running[ref] = _Slot(actor, task, repeat, attempt, session_id, endpoint)
             self._ask(actor)

@@ -27,7 +27,7 @@ from ownloop.recorder.admission import (
     source_state,
 )
 from ownloop.recorder.episode import EpisodeResult
-from ownloop.recorder.model import ModelClient, public_endpoint
+from ownloop.recorder.model import ModelClient
 from ownloop.recorder.probe import EndpointUnusable
 from ownloop.recorder.run_options import Executor, RecordOptions, RunSummary, RunWork, redact_argv
 from ownloop.recorder.task_recorder import SCORED, count_session, crash_end
@@ -116,19 +116,7 @@ def record(
     ``RunStarted`` is written, and only then do browsers start. Other recorders may work on the
     same run at once: each task is claimed before its session starts (:mod:`ownloop.store.claims`).
     """
-    if options.repeats < 1:
-        raise OwnloopError(f"--repeat must be 1 or more, not {options.repeats}")
-    if options.executor == "ray":  # before anything is written: a missing extra says so
-        from ownloop.recorder.ray_executor import require_ray
-
-        require_ray()
-    # On a desktop (check_world refuses --desktop without desktop tasks) the agent runs its
-    # released OSWorld loop's defaults; the options the Ray actors get say the same.
-    world = "desktop" if options.desktops else "browser"
-    options = options._replace(
-        agent_options=world_agent_options(options.agent, world, options.agent_options)
-    )
-    agent = make_agent(options.agent, released=options.released, **options.agent_options)
+    options, agent = _agent_for(options)
     run_id = options.run_id or f"{agent.name}-{new_id(10)}"
     begun = time.monotonic()
     source = source_state()
@@ -136,45 +124,13 @@ def record(
         check_clean(source)
     if options.expect_suite:
         check_suite(suite, options.expect_suite)
-    # Every endpoint is checked before anything is written and before a browser starts (MiniWoB's
-    # prompts are read in one): a dead endpoint is one line in a second, not every task's retries.
-    # In a pool, the run goes on while one endpoint answers: the others are named, and the pool
-    # benches them when their sessions fail.
-    unusable: list[EndpointUnusable] = []
-    pool = list(dict.fromkeys(options.endpoints or (options.endpoint,)))
-    for endpoint in pool:
-        try:
-            ModelClient(
-                endpoint,
-                options.model,
-                load_blob=store.get_blob,
-                api_key=options.api_key,
-                timeout_s=options.call_timeout_s,
-            ).check()
-        except EndpointUnusable as exc:
-            unusable.append(exc)
-    if len(unusable) == len(pool):
-        raise unusable[0]
-    for refusal in unusable:
-        on_notice(f"notice: {refusal}; the run goes on with the other endpoints")
+    _check_endpoints(store, options, on_notice)
     tasks = suite.tasks()[: options.limit]
     if not tasks:
         raise OwnloopError("the suite has no tasks. Check --suite PATTERN or the --tasks file")
     check_world(tasks, agent, options.desktops)
     check_graders(tasks, suite.default_grader)
-    started = declare(
-        run_id=run_id,
-        argv=redact_argv(options.argv),
-        agent=agent,
-        model=options.model,
-        suite=suite,
-        tasks=tasks,
-        endpoint=" ".join(public_endpoint(e) for e in options.endpoints or (options.endpoint,)),
-        max_steps=options.limits.max_steps,
-        timeout_s=options.limits.timeout_s,
-        versions=_versions(source),
-        repeats=options.repeats,
-    )
+    started = declare(run_id, options, agent, suite, tasks, _versions(source))
     claims = Claims(store.root, run_id, lease_s=lease_seconds(options.limits.timeout_s))
     # Each session that ends has its screenshots compacted in a low-priority child process
     # (ownloop.store.compactor); the run's end waits a little for it, then hands it off.
@@ -197,13 +153,6 @@ def record(
             return RunSummary(run_id, [], skipped, 0, 0.0, False)
         with store.stream() as run_stream:
             run_stream.append([started, *standing.events])
-            executor: Executor
-            if options.executor == "ray":
-                from ownloop.recorder.ray_executor import run_on_ray
-
-                executor = run_on_ray
-            else:
-                executor = run_on_threads
             work = RunWork(
                 store,
                 suite,
@@ -221,7 +170,7 @@ def record(
                 on_result,
                 on_step,
             )
-            summary = executor(work)
+            summary = _executor(options)(work)
             run_stream.append([_run_ended(summary)])
     except BaseException:
         if compaction is not None:
@@ -239,6 +188,58 @@ def record(
     if summary.fatal and not summary.results:
         raise OwnloopError(summary.fatal)
     return summary
+
+
+def _agent_for(options: RecordOptions) -> tuple[RecordOptions, Agent]:
+    """The run's agent, made once, and the options with its world's defaults filled in."""
+    if options.repeats < 1:
+        raise OwnloopError(f"--repeat must be 1 or more, not {options.repeats}")
+    if options.executor == "ray":  # before anything is written: a missing extra says so
+        from ownloop.recorder.ray_executor import require_ray
+
+        require_ray()
+    # On a desktop (check_world refuses --desktop without desktop tasks) the agent runs its
+    # released OSWorld loop's defaults; the options the Ray actors get say the same.
+    world = "desktop" if options.desktops else "browser"
+    options = options._replace(
+        agent_options=world_agent_options(options.agent, world, options.agent_options)
+    )
+    return options, make_agent(options.agent, released=options.released, **options.agent_options)
+
+
+def _check_endpoints(
+    store: Store, options: RecordOptions, on_notice: Callable[[str], None]
+) -> None:
+    """Every endpoint is checked before anything is written and before a browser starts
+    (MiniWoB's prompts are read in one): a dead endpoint is one line in a second, not every
+    task's retries. In a pool, the run goes on while one endpoint answers: the others are named,
+    and the pool benches them when their sessions fail."""
+    unusable: list[EndpointUnusable] = []
+    pool = list(dict.fromkeys(options.endpoints or (options.endpoint,)))
+    for endpoint in pool:
+        try:
+            ModelClient(
+                endpoint,
+                options.model,
+                load_blob=store.get_blob,
+                api_key=options.api_key,
+                timeout_s=options.call_timeout_s,
+            ).check()
+        except EndpointUnusable as exc:
+            unusable.append(exc)
+    if len(unusable) == len(pool):
+        raise unusable[0]
+    for refusal in unusable:
+        on_notice(f"notice: {refusal}; the run goes on with the other endpoints")
+
+
+def _executor(options: RecordOptions) -> Executor:
+    """The threads, or Ray's actors (imported only then: Ray is an optional extra)."""
+    if options.executor == "ray":
+        from ownloop.recorder.ray_executor import run_on_ray
+
+        return run_on_ray
+    return run_on_threads
 
 
 def _then_compact(

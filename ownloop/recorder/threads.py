@@ -8,16 +8,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from ownloop.agents.base import Agent
 from ownloop.recorder.episode import EpisodeResult
-from ownloop.recorder.run_options import RecordOptions, RunSummary, RunWork
+from ownloop.recorder.run_options import RunSummary, RunWork
 from ownloop.recorder.task_recorder import EndpointErrors, TaskRecorder, has_ended
-from ownloop.store import Store
-from ownloop.store.claims import Claim, Claims
+from ownloop.store.claims import Claim
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import SessionEnded, Task, now
-from ownloop.store.journal import StreamWriter
-from ownloop.world.suites import Suite
 
 __all__ = ["run_on_threads"]
 
@@ -68,18 +64,17 @@ class _Worker(threading.Thread):
 class _Runner(TaskRecorder):
     """The threaded executor's shared state: the queue of tasks, retries, results."""
 
-    def __init__(
-        self,
-        store: Store,
-        suite: Suite,
-        agent: Agent,
-        options: RecordOptions,
-        run_id: str,
-        on_result: Callable[[EpisodeResult], None],
-        claims: Claims,
-        run_stream: StreamWriter,
-    ) -> None:
-        super().__init__(store, suite, agent, options, run_id, claims, run_stream)
+    def __init__(self, work: RunWork, on_result: Callable[[EpisodeResult], None]) -> None:
+        super().__init__(
+            work.store,
+            work.suite,
+            work.agent,
+            work.options,
+            work.run_id,
+            work.claims,
+            work.run_stream,
+        )
+        self.on_step = work.on_step
         self.on_result = on_result
         # (task, repeat, attempt) units to claim
         self.queue: queue.Queue[tuple[Task, int, int]] = queue.Queue()
@@ -147,8 +142,7 @@ def run_on_threads(work: RunWork) -> RunSummary:
             left.append(_drain(runner))
         on_result(result)
 
-    runner = _Runner(store, work.suite, agent, options, run_id, reported, work.claims, run_stream)
-    runner.on_step = work.on_step
+    runner = _Runner(work, reported)
     retries = (
         agent.settings.error_retries if options.error_retries is None else options.error_retries
     )

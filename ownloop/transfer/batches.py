@@ -19,9 +19,16 @@ from ownloop.replay.fold import Session
 from ownloop.replay.selection import fold_places
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.queries import Selection, selected_sessions, session_places
+from ownloop.store.queries import (
+    RunSession,
+    Selection,
+    run_sessions,
+    selected_sessions,
+    session_places,
+)
 
 __all__ = [
+    "run_to_export",
     "BATCH",
     "LOOKUP",
     "PASSED_AND_COUNTED",
@@ -172,3 +179,21 @@ class ExportResult(NamedTuple):
 
     def lines(self) -> list[str]:
         return [*self.skipped, *self.lines_written]
+
+
+def run_to_export(store: Store, run_id: str, out: str | Path) -> tuple[list[RunSession], Path]:
+    """The run's sessions by task (then attempt) and the folder to write them to.
+
+    Raises:
+        OwnloopError: the run has no sessions, or ``out`` is not a new or empty folder.
+    """
+    rows = run_sessions(store, run_id, by_task=True)
+    if not rows:
+        raise OwnloopError(
+            f"no sessions in run {run_id!r}. List runs with: ownloop sql "
+            '"select run_id, agent, sessions from runs"'
+        )
+    root = Path(out)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise OwnloopError(f"{root} is not an empty folder. Pass a new --out folder")
+    return rows, root

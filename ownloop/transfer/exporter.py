@@ -16,26 +16,36 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, fold
 from ownloop.store import MissingBlob, Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.queries import run_sessions
-from ownloop.transfer.batches import ExportResult
+from ownloop.transfer.batches import ExportResult, run_to_export
 from ownloop.transfer.forms import form_of, step_line
 from ownloop.transfer.sidecar import SIDECAR, sidecar_of
 from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
 
-__all__ = ["FORMATS", "export_run", "export_session_dirs"]
+__all__ = ["FORMATS", "OtlpSink", "export_run", "export_session_dirs"]
 
 FORMATS = ("session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect")
 _ATTEMPT_KEYS = ("answer", "status", "rounds", "error", "seconds", "parse_fails", "action_errors")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}")
 # In a file name from the store: NUL (no OS takes it), other controls, backslashes, surrogates.
 _UNSAFE_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\\\ud800-\udfff]")
+
+
+class OtlpSink(NamedTuple):
+    """Where ``otlp`` traces go: written under ``out`` (no endpoint), or posted to an OTLP/HTTP
+    collector's ``endpoint`` in ``encoding`` (``protobuf`` or ``json``)."""
+
+    endpoint: str | None = None
+    encoding: str = "protobuf"
+
+
+_WRITE_OTLP = OtlpSink()
 
 
 def export_run(
@@ -47,23 +57,21 @@ def export_run(
     where: str | None = None,
     agent_format: str = "chat",
     per_session: bool = False,
-    endpoint: str | None = None,
-    otlp_encoding: str = "protobuf",
+    otlp: OtlpSink = _WRITE_OTLP,
 ) -> ExportResult:
     """Export ``run_id`` as ``fmt`` (one of ``FORMATS``) into ``out``.
 
     ``sft``, ``sft-parquet``, ``atif`` and ``otlp`` export a selection: ``run_id`` and the SQL
     condition ``where`` over the ``sessions`` view (sft's default: passed, counted sessions); see
-    ``sft.py``, ``atif.py`` and ``otlp.py``. ``endpoint`` (otlp) sends the traces to an OTLP/HTTP
-    collector instead of writing them, in ``otlp_encoding`` (protobuf or json).
+    ``sft.py``, ``atif.py`` and ``otlp.py``. ``otlp`` says where otlp's traces go (see
+    :class:`OtlpSink`).
 
     Raises:
         OwnloopError: an unknown format, no run given for session-dir, an unknown run, or an
             ``out`` folder that is not empty (session-dir).
     """
     if fmt in ("sft", "sft-parquet", "atif", "otlp", "inspect"):
-        sink = (endpoint, otlp_encoding)
-        return _export_selection(store, run_id, fmt, out, where, agent_format, per_session, sink)
+        return _export_selection(store, run_id, fmt, out, where, agent_format, per_session, otlp)
     if fmt == "parquet":
         from ownloop.store.export import export_views
 
@@ -90,7 +98,7 @@ def _export_selection(
     where: str | None,
     agent_format: str,
     per_session: bool,
-    sink: tuple[str | None, str],
+    otlp: OtlpSink,
 ) -> ExportResult:
     from ownloop.store.queries import Selection
 
@@ -122,8 +130,8 @@ def _export_selection(
         return ExportResult(Path(out), export_inspect(store, selection, out), [])
     from ownloop.transfer.otlp import export_otlp
 
-    endpoint, encoding = sink
-    return ExportResult(Path(out), export_otlp(store, selection, out, endpoint, encoding), [])
+    lines = export_otlp(store, selection, out, otlp.endpoint, otlp.encoding)
+    return ExportResult(Path(out), lines, [])
 
 
 def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportResult:
@@ -132,18 +140,12 @@ def export_session_dirs(store: Store, run_id: str, out: str | Path) -> ExportRes
     Folders are named by the task id when it is a plain name (letters, digits, ``.``, ``_``,
     ``-``), else by the latest session's id. Replays (sessions with a parent) are left out.
     """
-    rows = [(s.session_id, s.task_id, s.agent) for s in run_sessions(store, run_id, by_task=True)]
-    if not rows:
-        raise OwnloopError(
-            f"no sessions in run {run_id!r}. List runs with: ownloop sql "
-            '"select run_id, agent, sessions from runs"'
-        )
-    root = Path(out)
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise OwnloopError(f"{root} is not an empty folder. Pass a new --out folder")
+    rows, root = run_to_export(store, run_id, out)
     tasks: dict[str, list[tuple[str, str]]] = {}
-    for session_id, task_id, agent in rows:
-        tasks.setdefault(task_id or session_id, []).append((session_id, agent or ""))
+    for row in rows:
+        tasks.setdefault(row.task_id or row.session_id, []).append(
+            (row.session_id, row.agent or "")
+        )
     writer = _Writer(store)
     used: set[str] = set()
     for task_id, sessions in tasks.items():

@@ -15,12 +15,14 @@ names what they refuse:
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-__all__ = ["inside", "is_dir", "is_file", "read_regular", "unreadable", "walk"]
+__all__ = ["inside", "is_dir", "is_file", "json_objects", "read_regular", "unreadable", "walk"]
 
 
 def unreadable(path: Path) -> str | None:
@@ -106,3 +108,22 @@ def walk(path: Path) -> Iterator[Path]:
         yield entry
         if is_dir(entry):
             yield from walk(entry)
+
+
+def json_objects(
+    data: bytes, name: str, skipped: list[str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON-lines file ``name``, with their line numbers (from 1); blank
+    lines are passed over, a line that is not JSON or not an object is noted in ``skipped``."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            skipped.append(f"{name} line {number} (not JSON)")
+            continue
+        if not isinstance(value, dict):
+            skipped.append(f"{name} line {number} (not an object)")
+            continue
+        yield number, value

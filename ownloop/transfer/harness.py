@@ -33,7 +33,7 @@ from typing import Any
 from ownloop.store.images import over_budget
 from ownloop.transfer.files import is_dir as _is_dir
 from ownloop.transfer.files import is_file as _is_file
-from ownloop.transfer.files import read_regular, unreadable
+from ownloop.transfer.files import json_objects, read_regular, unreadable
 from ownloop.transfer.files import read_regular as _read
 from ownloop.transfer.files import walk as _walk
 
@@ -292,17 +292,7 @@ def _read_steps(path: Path, prefix: str, skipped: list[str]) -> list[StepLine]:
     if data is None:
         skipped.append(f"{prefix}steps.jsonl (unreadable)")
         return []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except (ValueError, RecursionError):
-            skipped.append(f"{prefix}steps.jsonl line {number} (not JSON)")
-            continue
-        if not isinstance(value, dict):
-            skipped.append(f"{prefix}steps.jsonl line {number} (not an object)")
-            continue
+    for number, value in json_objects(data, f"{prefix}steps.jsonl", skipped):
         step = value.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or step < 1:
             step = len(lines) + 1

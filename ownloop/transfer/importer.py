@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ownloop.agents import AGENTS, make_agent
-from ownloop.agents.base import Agent
+from ownloop.agents.base import Agent, PastStep
 from ownloop.agents.recorded import parsed_event
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
@@ -61,7 +61,7 @@ from ownloop.transfer.sidecar import Sidecar, SidecarError, captured, graded, re
 from ownloop.transfer.statuses import ownloop_status
 from ownloop.version import __version__
 
-__all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "import_dir"]
+__all__ = ["DEFAULT_VIEWPORTS", "ImportResult", "ResponseParser", "import_dir"]
 
 DEFAULT_VIEWPORTS = {
     "uitars": (1280, 800),
@@ -215,7 +215,7 @@ def _inferred(root: Path, shapes: list[str]) -> str:
     )
 
 
-def _mismatch(agent: str, shapes: list[str], parser: _Parser) -> list[str]:
+def _mismatch(agent: str, shapes: list[str], parser: ResponseParser) -> list[str]:
     """A warning when the lines look like another agent's, or most responses did not parse."""
     other = [shape for shape in shapes if shape != form_of(agent)]
     low = parser.responses > 0 and parser.parsed_ok * 2 < parser.responses
@@ -237,8 +237,9 @@ def _already_imported(store: Store, run: str) -> tuple[set[str], dict[str, int]]
     return imported_folders(store, run), task_attempts(store, run)
 
 
-class _Parser:
-    """Today's parser of the agent, or the reason it cannot parse here."""
+class ResponseParser:
+    """Today's parser of the agent, or the reason it cannot parse here (imports of the harness
+    folders and of OSWorld's results parse their responses with it)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -262,9 +263,22 @@ class _Parser:
             return self.agent.settings.viewport
         return DEFAULT_VIEWPORTS.get(self.name, (1280, 800))
 
-    def parsed(
-        self, ids: SessionIds, step: int, call_id: str, text: str, size: tuple[int, int]
+    def rate_line(self) -> str:
+        if self.agent is None:
+            return f"responses not parsed: {self.unavailable}"
+        rate = f" ({self.parsed_ok / self.responses:.0%})" if self.responses else ""
+        return f"parsed {self.parsed_ok} of {self.responses} responses as {self.name}{rate}"
+
+    def parse(
+        self,
+        ids: SessionIds,
+        step: int,
+        call_id: str,
+        text: str,
+        size: tuple[int, int],
+        history: Sequence[PastStep] = (),
     ) -> ActionParsed:
+        """A response parsed by today's parser: its actions, or why not (kept, never raised)."""
         agent = self.agent
         if agent is None:
             return ActionParsed(
@@ -277,7 +291,7 @@ class _Parser:
             )
         self.responses += 1
         try:
-            result = agent.parse(text, size)
+            result = agent.parse(text, size, history)
         except Exception as exc:  # noqa: BLE001 - AgentParseError, or any bug: kept, not fatal
             error = (str(exc) or type(exc).__name__)[:1000]
             return parsed_event(ids, step, call_id, agent, None, error)
@@ -293,7 +307,7 @@ class _Writer:
         self.run_id = run_id
         self.agent = agent
         self.suite = suite
-        self.parser = _Parser(agent)
+        self.parser = ResponseParser(agent)
 
     def run_started(self, argv: tuple[str, ...]) -> RunStarted:
         return RunStarted(
@@ -453,7 +467,7 @@ class _Writer:
                 )
             )
             if text is not None:
-                events.append(self.parser.parsed(ids, line.step, call_id, text, size))
+                events.append(self.parser.parse(ids, line.step, call_id, text, size))
         # The line's fields in order and those not mapped: export writes the line back as it was.
         original = {"step": line.step, "keys": list(fields), "kept": kept}
         events.append(

@@ -25,10 +25,8 @@ from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, Step, fold
 from ownloop.replay.render import actions_text, op_text
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import EvidenceCaptured, Fail, Finish, now
-from ownloop.store.queries import run_sessions
-from ownloop.transfer.batches import ExportResult
+from ownloop.transfer.batches import ExportResult, run_to_export
 
 __all__ = ["export_osworld"]
 
@@ -43,15 +41,7 @@ def export_osworld(store: Store, run_id: str, out: str | Path) -> ExportResult:
     Raises:
         OwnloopError: the run has no sessions, or ``out`` is not a new or empty folder.
     """
-    rows = run_sessions(store, run_id, by_task=True)
-    if not rows:
-        raise OwnloopError(
-            f"no sessions in run {run_id!r}. List runs with: ownloop sql "
-            '"select run_id, agent, sessions from runs"'
-        )
-    root = Path(out)
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise OwnloopError(f"{root} is not an empty folder. Pass a new --out folder")
+    rows, root = run_to_export(store, run_id, out)
     model = _run_model(store, run_id)
     latest: dict[str, str] = {}
     for row in rows:

@@ -21,19 +21,16 @@ from __future__ import annotations
 
 import re
 import sys
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ownloop.agents import AGENTS, make_agent
-from ownloop.agents.base import Agent, Observation, Parsed, PastStep
-from ownloop.agents.recorded import parsed_event
+from ownloop.agents import AGENTS
+from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
-    ActionParsed,
     Event,
     EvidenceCaptured,
     ImagePart,
@@ -50,7 +47,7 @@ from ownloop.store.events import (
 from ownloop.store.ids import SessionIds, new_id
 from ownloop.store.queries import imported_folders, task_attempts
 from ownloop.store.seal import refuse_if_sealed
-from ownloop.transfer.importer import ImportResult
+from ownloop.transfer.importer import ImportResult, ResponseParser
 from ownloop.transfer.osworld_fields import (
     clean_text,
     ended,
@@ -218,59 +215,6 @@ def _run_name(action_space: str, observation_type: str, model: str) -> str:
     return "osworld-" + (_UNSAFE.sub("-", "-".join(parts)).strip("-") or "run")[:120]
 
 
-class _Parser:
-    """Today's parser of the agent over one session's responses, with the history the recorder
-    would have given it (OpenCUA's pointer position comes from it)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.agent: Agent | None = None
-        self.unavailable = ""
-        self.responses = self.parsed_ok = 0
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # e.g. "built-in prompt": irrelevant to parsing
-                self.agent = make_agent(name)
-        except Exception as exc:  # noqa: BLE001 - an agent that cannot load must not stop an import
-            self.unavailable = f"not parsed: agent {name!r} is not available here ({exc})"
-
-    def rate_line(self) -> str:
-        if self.agent is None:
-            return f"responses not parsed: {self.unavailable}"
-        rate = f" ({self.parsed_ok / self.responses:.0%})" if self.responses else ""
-        return f"parsed {self.parsed_ok} of {self.responses} responses as {self.name}{rate}"
-
-    def parse(
-        self,
-        ids: SessionIds,
-        step: int,
-        call_id: str,
-        text: str,
-        size: tuple[int, int],
-        history: Sequence[PastStep],
-    ) -> ActionParsed:
-        agent = self.agent
-        if agent is None:
-            return ActionParsed(
-                at=now(),
-                **ids,
-                step=step,
-                call_id=call_id,
-                parser=self.name,
-                error=self.unavailable[:1000],
-            )
-        self.responses += 1
-        try:
-            result = agent.parse(text, size, history)
-        except Exception as exc:  # noqa: BLE001 - AgentParseError, or any bug: kept, not fatal
-            result = None
-            error: str | None = (str(exc) or type(exc).__name__)[:1000]
-        else:
-            self.parsed_ok += 1
-            error = None
-        return parsed_event(ids, step, call_id, agent, result, error)
-
-
 class _Writer:
     """The events of one run's import."""
 
@@ -282,7 +226,7 @@ class _Writer:
         self.agent = agent
         self.model = model
         self.tasks = tasks
-        self.parser = _Parser(agent)
+        self.parser = ResponseParser(agent)
 
     def write(
         self,

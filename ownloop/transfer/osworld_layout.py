@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ownloop.store.images import over_budget
+from ownloop.transfer.files import json_objects
 from ownloop.transfer.harness import folder_sha256, png_size, read_regular, unreadable
 
 __all__ = [
@@ -228,17 +229,7 @@ def traj_responses(path: Path) -> list[str]:
 
 
 def _read_lines(example: Example, data: bytes) -> None:
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except (ValueError, RecursionError):
-            example.skipped.append(f"traj.jsonl line {number} (not JSON)")
-            continue
-        if not isinstance(value, dict):
-            example.skipped.append(f"traj.jsonl line {number} (not an object)")
-            continue
+    for number, value in json_objects(data, "traj.jsonl", example.skipped):
         error = value.get("Error")
         if set(value) == {"Error"}:
             example.error = str(error)[:2000] if error is not None else "error"

@@ -77,20 +77,31 @@ def _y_ticks(top: float, height: float, digits: int = 0) -> list[Tick]:
     ]
 
 
+class Scale(NamedTuple):
+    """A chart's value axis: its top (None: a round number over the largest value), and the unit
+    and decimal digits of the values in labels."""
+
+    top: float | None = None
+    unit: str = ""
+    digits: int = 0
+
+
+_AUTO = Scale()
+
+
 def _columns(
     key: str,
     title: str,
     labels: Sequence[str],
     series: Sequence[tuple[str, Sequence[float]]],
     *,
-    top: float | None = None,
-    unit: str = "",
-    digits: int = 0,
+    scale: Scale = _AUTO,
     label_every: int = 1,
     height: float = 220.0,
     legend: Sequence[tuple[str, str]] = (),
 ) -> Chart:
     """Vertical bars, one column per label; several series stack."""
+    top, unit, digits = scale
     if not labels:
         return Chart(key, title, 600, 60, [], [], [], "nothing recorded")
     step = max(6.0, min(48.0, 900 / len(labels)))
@@ -128,16 +139,15 @@ def _rows(
     key: str,
     title: str,
     items: Sequence[tuple[str, float, float | None, float | None]],
-    unit: str,
     kind: str,
-    digits: int = 0,
+    scale: Scale = _AUTO,
     *,
-    top: float | None = None,
     whisker_text: str = "",
     hrefs: Sequence[str] = (),
 ) -> Chart:
     """Horizontal bars, one row per item (label, value, whisker from, whisker to; None: no
     whisker); ``hrefs``, one per item, link each bar to what it counts."""
+    top, unit, digits = scale
     if not items:
         return Chart(key, title, 600, 60, [], [], [], "nothing recorded")
     left, width = 210.0, 640.0
@@ -204,10 +214,8 @@ def _task_rates(rates: Sequence[tuple[str, int, int]], run_id: str | None) -> Ch
         "tasks",
         "Pass rate per task (95% Wilson interval over its repeats)",
         items,
-        "",
         "rate",
-        2,
-        top=1.0,
+        Scale(top=1.0, digits=2),
         whisker_text="95% interval",
         hrefs=hrefs,
     )
@@ -256,7 +264,7 @@ def run_charts(
             "Model latency per step (mean ms)",
             labels,
             [("latency", [latency for _, latency, *_ in per_step])],
-            unit=" ms",
+            scale=Scale(unit=" ms"),
             label_every=every,
         ),
         _columns(
@@ -277,15 +285,14 @@ def run_charts(
                 (f"{op} ×{count}", median, median, p90)
                 for op, count, median, p90, _ in figures.operations
             ],
-            " ms",
             "operation",
+            Scale(unit=" ms"),
             whisker_text="median to 90th percentile",
         ),
         _rows(
             "errors",
             "Errors by kind",
             [(kind, float(count), None, None) for kind, count in figures.errors],
-            "",
             "error",
         ),
     ]

@@ -8,7 +8,7 @@ falls back to the default), so no parameter can change a query's shape.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ownloop.store import Store
@@ -107,23 +107,35 @@ def list_sessions(store: Store, params: Mapping[str, str]) -> Listing:
     end yet), ``passed`` (yes, no or ungraded), ``task`` (part of the task id, any case).
     Sorting: ``sort`` (a name of ``SESSION_COLUMNS``) and ``dir`` (asc or desc); ``page`` from 1.
     """
-    filters = _filters(params, _SESSION_FILTERS)
-    sort, descending = _order(params, SESSION_COLUMNS, "started_at")
+    listing = _listing(store, params, SESSION_COLUMNS, _SESSION_FILTERS, session_listing)
+    listing.choices["passed"] = ["yes", "no", "ungraded"]
+    return listing
+
+
+def _listing(
+    store: Store,
+    params: Mapping[str, str],
+    columns: Sequence[str],
+    filter_names: Sequence[str],
+    query: Callable[..., Any],
+    record: Callable[[dict[str, Any]], dict[str, Any]] = lambda row: row,
+) -> Listing:
+    """One page of ``query``'s rows (each made a dict, then ``record``'s) for ``params``."""
+    filters = _filters(params, filter_names)
+    sort, descending = _order(params, columns, "started_at")
     page = _page(params)
-    listed = session_listing(
+    listed = query(
         store, _values(filters), Page(sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE)
     )
     result = listed.page
-    rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
-    choices = _shown(listed.choices)
-    choices["passed"] = ["yes", "no", "ungraded"]
+    rows = [record(dict(zip(result.columns, row, strict=True))) for row in result.rows]
     return Listing(
-        list(SESSION_COLUMNS),
+        list(columns),
         rows[:PAGE_SIZE],
         filters,
         sort,
         descending,
-        choices,
+        _shown(listed.choices),
         page,
         len(rows) > PAGE_SIZE,
         listed.total,
@@ -143,28 +155,10 @@ def counts_text(counts: Any) -> str:
 def list_runs(store: Store, params: Mapping[str, str]) -> Listing:
     """The runs table for the query parameters ``params``: filters ``agent`` and ``model``;
     ``sort`` (a name of ``RUN_COLUMNS``), ``dir`` and ``page`` as for sessions."""
-    filters = _filters(params, _RUN_FILTERS)
-    sort, descending = _order(params, RUN_COLUMNS, "started_at")
-    page = _page(params)
-    listed = run_listing(
-        store, _values(filters), Page(sort, descending, PAGE_SIZE + 1, (page - 1) * PAGE_SIZE)
-    )
-    result = listed.page
-    rows = []
-    for row in result.rows:
-        record = dict(zip(result.columns, row, strict=True))
-        record["counts"] = counts_text(record["counts"])
-        record["statuses"] = counts_text(record["statuses"])
-        rows.append(record)
-    choices = _shown(listed.choices)
-    return Listing(
-        list(RUN_COLUMNS),
-        rows[:PAGE_SIZE],
-        filters,
-        sort,
-        descending,
-        choices,
-        page,
-        len(rows) > PAGE_SIZE,
-        listed.total,
-    )
+    return _listing(store, params, RUN_COLUMNS, _RUN_FILTERS, run_listing, _run_record)
+
+
+def _run_record(record: dict[str, Any]) -> dict[str, Any]:
+    record["counts"] = counts_text(record["counts"])
+    record["statuses"] = counts_text(record["statuses"])
+    return record

@@ -1,4 +1,5 @@
-"""Acting in Chromium through Playwright (launching it is :mod:`.chromium`'s).
+"""Acting in Chromium through Playwright (launching it and opening a context is :mod:`.chromium`'s,
+where the model may navigate :mod:`.navigation`'s, noting the requests :mod:`.network`'s).
 
 A :class:`BrowserSession` is one browser context (one recorded session): it follows the newest open
 page, takes lossless screenshots, and executes the browser operations of ``store.events`` (``Op``),
@@ -9,13 +10,9 @@ that made them, so each worker thread calls :func:`open_browser` for its own dri
 from __future__ import annotations
 
 import base64
-import fnmatch
-import re
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
-from urllib.parse import urlsplit
 
 from playwright.sync_api import (
     Browser,
@@ -23,7 +20,6 @@ from playwright.sync_api import (
     CDPSession,
     Page,
     Request,
-    Response,
     Route,
 )
 from playwright.sync_api import Dialog as PlaywrightDialog
@@ -48,7 +44,12 @@ from ownloop.store.events import (
     PageGoto,
     Sleep,
 )
-from ownloop.world.har import MAX_BODY_BYTES, MAX_HAR_BYTES, Exchange, keeps_body
+from ownloop.world import Effect, Screen
+from ownloop.world.chromium import open_context, page_cdp
+from ownloop.world.har import Exchange
+from ownloop.world.navigation import left_for_refused, navigation_refusal
+from ownloop.world.network import NetworkLog
+from ownloop.world.network import error_message as _message
 
 __all__ = [
     "Browser",
@@ -56,10 +57,9 @@ __all__ = [
     "BrowserSession",
     "Effect",
     "Fetched",
-    "Opened",
     "Page",
     "Refound",
-    "Shot",
+    "Screen",
     "may_start_download",
     "navigation_refusal",
     "open_context",
@@ -82,33 +82,8 @@ def may_start_download(op: Op) -> bool:
     return isinstance(op, _TRIGGER_OPS) or (isinstance(op, KeyboardType) and "\n" in op.text)
 
 
-# DESIGN §8: the model drives only http(s) pages (and about:blank). file:, chrome:, view-source:,
-# javascript:, data: and the rest would show it local files or browser internals.
-_MODEL_SCHEMES = ("http", "https")
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-# What Chromium's URL parser drops before it reads a URL (WHATWG URL: leading and trailing C0
-# controls and spaces, and every tab or newline anywhere), so "\tfile:..." is still file:.
-_URL_EDGES = "".join(chr(code) for code in range(0x21))
-_URL_DROPPED = str.maketrans("", "", "\t\n\r")
-_ERROR_PAGE = "chrome-error:"  # Chromium's page for a navigation that failed
-
-
 class BrowserFailed(OwnloopError):
     """The page or browser could not do what a suite or the recorder asked (not an agent's op)."""
-
-
-class Effect(NamedTuple):
-    """What one executed operation did; becomes a ``BrowserActed`` event."""
-
-    ok: bool
-    error: str | None
-    url_before: str
-    url_after: str
-    element: Element | None
-    pages_opened: int
-    dialog: Dialog | None
-    download: bytes | None
-    duration_ms: float
 
 
 class Refound(NamedTuple):
@@ -121,56 +96,12 @@ class Refound(NamedTuple):
     y: float
 
 
-class Shot(NamedTuple):
-    """A lossless PNG screenshot of the followed page; ``png`` is what is stored and sent."""
-
-    png: bytes
-    width: int
-    height: int
-    url: str
-    capture_ms: float
-
-
 class Fetched(NamedTuple):
     """A URL's response read with the session's cookies."""
 
     status: int
     body: bytes
     content_type: str
-
-
-def navigation_refusal(url: str, allow_hosts: Sequence[str] = ()) -> str | None:
-    """Why the model may not open ``url`` (a line starting ``refused:``), or None when it may.
-
-    The model may open ``about:blank`` and ``http``/``https`` URLs; with ``allow_hosts`` (globs
-    such as ``*.example.com`` or ``127.0.0.1:8000``, matched case-insensitively against the host,
-    or the host and port when the glob has a colon) only URLs on a matching host.
-    """
-    cleaned = url.strip(_URL_EDGES).translate(_URL_DROPPED)
-    if cleaned.lower() == "about:blank":
-        return None
-    scheme = _SCHEME.match(cleaned)
-    if scheme is None:
-        return f"refused: {url[:200]!r} is not an absolute http(s) URL"
-    name = scheme.group(1).lower()
-    if name not in _MODEL_SCHEMES:
-        return f"refused: {name}: URLs are not allowed; the model may only open http(s) pages"
-    # Chromium reads a backslash as a slash in http(s) URLs: "http://a\\@b" is host a, not b.
-    try:
-        parts = urlsplit(cleaned.replace("\\", "/"))
-        host, port = parts.hostname or "", parts.port
-    except ValueError:
-        return f"refused: {url[:200]!r} has an invalid host or port"
-    if not host:
-        return f"refused: {url[:200]!r} has no host"
-    if not allow_hosts:
-        return None
-    port = port or (443 if name == "https" else 80)
-    for glob in allow_hosts:
-        glob = glob.lower()
-        if fnmatch.fnmatchcase(f"{host}:{port}" if ":" in glob else host, glob):
-            return None
-    return f"refused: host {host} is not allowed by --allow-host {' '.join(allow_hosts)}"
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
@@ -189,60 +120,6 @@ def _element(found: dict[str, Any]) -> Element:
         frame=found["frame"],
         text=found["text"],
     )
-
-
-def _message(error: BaseException) -> str:
-    return str(error).strip().splitlines()[0][:500] if str(error).strip() else type(error).__name__
-
-
-class Opened(NamedTuple):
-    """A fresh browser context and its first page (on ``about:blank``), with the CDP sessions a
-    :class:`BrowserSession` listens to: the page's and the browser's (discovering targets)."""
-
-    context: BrowserContext
-    page: Page
-    page_cdp: CDPSession
-    main_frame: str  # the page's main frame id
-    context_id: str  # the context's id in CDP
-    targets: CDPSession
-
-
-def _page_cdp(context: BrowserContext, page: Page) -> tuple[CDPSession, str]:
-    """A CDP session to ``page`` (focus emulated) and the id of its main frame."""
-    cdp = context.new_cdp_session(page)
-    # A headless page otherwise loses focus to its siblings; pages expect to be focused.
-    cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
-    return cdp, cdp.send("Page.getFrameTree")["frameTree"]["frame"]["id"]
-
-
-def open_context(browser: Browser, viewport: tuple[int, int]) -> Opened:
-    """A fresh context of ``browser`` (no cookies, storage or cache of any other) and its first
-    page, as every session gets it. Its first page starts a renderer process (0.2-0.5 s), and
-    the CDP sessions take a few round trips to the browser."""
-    context = browser.new_context(
-        viewport={"width": viewport[0], "height": viewport[1]},
-        device_scale_factor=1,
-        locale="en-US",
-        timezone_id="UTC",
-        permissions=["clipboard-read", "clipboard-write"],
-        accept_downloads=True,
-    )
-    try:
-        page = context.new_page()
-        cdp, main = _page_cdp(context, page)
-        # The page is on about:blank and loaded: no loading event can be missed before the
-        # session listens to them.
-        cdp.send("Page.enable")
-        context_id = cdp.send("Target.getTargetInfo")["targetInfo"]["browserContextId"]
-        targets = browser.new_browser_cdp_session()
-        targets.send("Target.setDiscoverTargets", {"discover": True})
-        return Opened(context, page, cdp, main, context_id, targets)
-    except BaseException:
-        try:
-            context.close()
-        except PlaywrightError:
-            pass  # the browser went away with it
-        raise
 
 
 class BrowserSession:
@@ -288,8 +165,6 @@ class BrowserSession:
         self._downloads: list[PlaywrightDownload] = []  # announced, not yet taken
         self._triggered = False  # an op since the last settle may still start a download
         self._opened = 0
-        self._exchanges: list[Exchange] = []  # the pages' requests, for the session's HAR
-        self._body_bytes = 0
         # The last element_at() answer (page, x, y, element), until the page may have changed:
         # a guarded replay checks the element under a point, then clicks there; one look-up.
         self._looked_up: tuple[Page, float, float, Element | None] | None = None
@@ -297,8 +172,7 @@ class BrowserSession:
         self.context: BrowserContext = opened.context
         self.context.on("page", self._on_page)
         self.context.on("dialog", self._on_dialog)
-        self.context.on("requestfinished", self._on_request_done)
-        self.context.on("requestfailed", self._on_request_failed)
+        self._network = NetworkLog(self.context)  # the pages' requests, for the session's HAR
         if self.allow_hosts:
             # Stop a click, form or redirect to another host before it loads. Every request
             # passes through this process then, so only when hosts are confined.
@@ -344,70 +218,9 @@ class BrowserSession:
         except PlaywrightError:
             pass  # the page went away with its request
 
-    def _on_request_done(self, request: Request) -> None:
-        # Noted as each request ends: a response body is gone once its page has moved on. A text
-        # body costs one round trip to the browser (about 1 ms on the test site).
-        try:
-            response = request.response()
-        except PlaywrightError:
-            response = None
-        body, note = None, ""
-        if response is not None:
-            kind = response.headers.get("content-type", "")
-            length = response.headers.get("content-length", "")
-            if not keeps_body(request.resource_type, kind):
-                note = f"body not kept: a {request.resource_type} of {kind or 'no type'}"
-            elif length.isdigit() and int(length) > MAX_BODY_BYTES:
-                note = f"body of {length} bytes not kept: bodies are capped at 1 MiB"
-            elif self._body_bytes > 2 * MAX_HAR_BYTES:
-                note = "body not kept: the session's bodies passed 10 MiB"
-            else:
-                try:
-                    data = response.body()
-                except PlaywrightError as error:  # a redirect, or a page already gone
-                    note = f"body not available: {_message(error)}"
-                else:
-                    if len(data) > MAX_BODY_BYTES:
-                        note = f"body of {len(data)} bytes not kept: bodies are capped at 1 MiB"
-                    else:
-                        body = data.decode("utf-8", "replace")
-                        self._body_bytes += len(data)
-        self._note_exchange(request, response, body, note, None)
-
-    def _on_request_failed(self, request: Request) -> None:
-        self._note_exchange(request, None, None, "", request.failure or "failed")
-
-    def _note_exchange(
-        self, request: Request, response: Any, body: str | None, note: str, failure: str | None
-    ) -> None:
-        timing = request.timing
-        started = timing.get("startTime", -1)
-        ended = timing.get("responseEnd", -1)
-        try:
-            post_data = request.post_data
-        except (PlaywrightError, UnicodeDecodeError):
-            post_data = None
-        self._exchanges.append(
-            Exchange(
-                started=started / 1000 if started > 0 else time.time(),
-                method=request.method,
-                url=request.url,
-                request_headers=_all_headers(request),
-                post_data=post_data,
-                status=response.status if response is not None else 0,
-                status_text=response.status_text if response is not None else "",
-                response_headers=_all_headers(response) if response is not None else {},
-                body=body,
-                body_note=note,
-                resource_type=request.resource_type,
-                elapsed_ms=max(0.0, float(ended)),
-                failure=failure,
-            )
-        )
-
     def network(self) -> list[Exchange]:
         """The requests the session's pages made so far (finished or failed), in end order."""
-        return list(self._exchanges)
+        return self._network.exchanges()
 
     def _on_download(self, download: PlaywrightDownload) -> None:
         self._downloads.append(download)
@@ -435,7 +248,7 @@ class BrowserSession:
     def _session_for(self, page: Page) -> CDPSession:
         cdp = self._cdp.get(page)
         if cdp is None:
-            cdp, main = _page_cdp(self.context, page)
+            cdp, main = page_cdp(self.context, page)
             self._listen(page, cdp, main)
             cdp.send("Page.enable")
         return cdp
@@ -518,7 +331,7 @@ class BrowserSession:
             raise BrowserFailed(f"page {self.page.url} is gone: {_message(error)}") from None
 
     # ---------------------------------------------------------------- the step
-    def screenshot(self) -> Shot:
+    def screenshot(self) -> Screen:
         """A lossless PNG of the followed page's viewport.
 
         Uses CDP ``Page.captureScreenshot`` with ``optimizeForSpeed`` (about 3x faster than
@@ -540,7 +353,8 @@ class BrowserSession:
             except PlaywrightError as error:
                 raise BrowserFailed(f"could not take a screenshot: {_message(error)}") from None
         width, height = _png_size(png)
-        return Shot(png, width, height, page.url, round((time.perf_counter() - started) * 1000, 3))
+        capture_ms = round((time.perf_counter() - started) * 1000, 3)
+        return Screen(png, width, height, page.url, capture_ms)
 
     def settle(self, *, download_grace: bool = True) -> bytes | None:
         """Follow the newest open page, wait for DOMContentLoaded (up to 5 s), then pause.
@@ -680,22 +494,12 @@ class BrowserSession:
         )
 
     def _leave_refused(self, urls_before: dict[Page, str], opener_url: str) -> None:
-        # The backstop for what no check saw coming (a redirect, a link the page wrote, a popup):
-        # a page that went from a URL the model may open to one it may not is blanked before the
-        # next screenshot. A page the suite itself opened on file: or another host stays usable,
-        # and Chromium's own error page (chrome-error:) for a failed allowed navigation is shown.
+        # The backstop for what no check saw coming: see navigation.left_for_refused.
         for page in self.pages:
-            before = urls_before.get(page, opener_url)
-            refusal = navigation_refusal(page.url, self.allow_hosts)
-            if (
-                refusal is None
-                or page.url == before
-                or page.url.startswith(_ERROR_PAGE)
-                or not (
-                    before.startswith(_ERROR_PAGE)
-                    or navigation_refusal(before, self.allow_hosts) is None
-                )
-            ):
+            refusal = left_for_refused(
+                urls_before.get(page, opener_url), page.url, self.allow_hosts
+            )
+            if refusal is None:
                 continue
             self._refusals.append(refusal)
             try:
@@ -793,12 +597,3 @@ class BrowserSession:
             self.context.close()
         except PlaywrightError:
             pass
-
-
-def _all_headers(message: Request | Response) -> dict[str, str]:
-    """The headers as sent or received, Accept, Sec-Fetch-* and cookies too (a round trip to the
-    browser); Playwright's provisional ones if the browser no longer has them."""
-    try:
-        return message.all_headers()
-    except PlaywrightError:
-        return dict(message.headers)

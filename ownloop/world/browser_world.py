@@ -25,7 +25,7 @@ class BrowserWorld:
         self.session = session
 
     def screenshot(self) -> Screen:
-        return Screen(*self.session.screenshot())
+        return self.session.screenshot()
 
     def title(self) -> str:
         return self.session.title()
@@ -34,7 +34,7 @@ class BrowserWorld:
         return agent.translate(action)
 
     def execute(self, op: Op) -> Effect:
-        return Effect(*self.session.execute(op))
+        return self.session.execute(op)
 
     def settle(self, *, download_grace: bool = True) -> bytes | None:
         return self.session.settle(download_grace=download_grace)

@@ -1,8 +1,9 @@
-"""Finding Chromium and launching it with a Playwright driver of the calling thread's own.
+"""Finding Chromium, launching it with a Playwright driver of the calling thread's own, and
+opening the fresh context each session gets (:func:`open_context`).
 
 Playwright's sync objects are bound to the thread that made them, so each worker thread calls
 :func:`open_browser` for its own driver and Chromium, and closes both with ``Launched.close()``.
-With :mod:`.browser`, the only modules that import Playwright.
+With :mod:`.browser` and :mod:`.network`, the only modules that import Playwright.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ import signal
 from pathlib import Path
 from typing import NamedTuple
 
-from playwright.sync_api import Browser, Playwright, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    CDPSession,
+    Page,
+    Playwright,
+    sync_playwright,
+)
 from playwright.sync_api import Error as PlaywrightError
 
 from ownloop.store.errors import OwnloopError
@@ -23,10 +31,13 @@ __all__ = [
     "LAUNCH_ARGS",
     "ChromiumNotFound",
     "Launched",
+    "Opened",
     "browser_versions",
     "find_chromium",
     "launch",
     "open_browser",
+    "open_context",
+    "page_cdp",
     "start_playwright",
 ]
 
@@ -212,3 +223,53 @@ def open_browser(chromium: str | None = None, *, headless: bool = True) -> Launc
 def browser_versions(browser: Browser) -> dict[str, str]:
     """The Chromium and Playwright versions, for ``RunStarted.versions``."""
     return {"chromium": browser.version, "playwright": importlib.metadata.version("playwright")}
+
+
+class Opened(NamedTuple):
+    """A fresh browser context and its first page (on ``about:blank``), with the CDP sessions a
+    :class:`BrowserSession` listens to: the page's and the browser's (discovering targets)."""
+
+    context: BrowserContext
+    page: Page
+    page_cdp: CDPSession
+    main_frame: str  # the page's main frame id
+    context_id: str  # the context's id in CDP
+    targets: CDPSession
+
+
+def page_cdp(context: BrowserContext, page: Page) -> tuple[CDPSession, str]:
+    """A CDP session to ``page`` (focus emulated) and the id of its main frame."""
+    cdp = context.new_cdp_session(page)
+    # A headless page otherwise loses focus to its siblings; pages expect to be focused.
+    cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
+    return cdp, cdp.send("Page.getFrameTree")["frameTree"]["frame"]["id"]
+
+
+def open_context(browser: Browser, viewport: tuple[int, int]) -> Opened:
+    """A fresh context of ``browser`` (no cookies, storage or cache of any other) and its first
+    page, as every session gets it. Its first page starts a renderer process (0.2-0.5 s), and
+    the CDP sessions take a few round trips to the browser."""
+    context = browser.new_context(
+        viewport={"width": viewport[0], "height": viewport[1]},
+        device_scale_factor=1,
+        locale="en-US",
+        timezone_id="UTC",
+        permissions=["clipboard-read", "clipboard-write"],
+        accept_downloads=True,
+    )
+    try:
+        page = context.new_page()
+        cdp, main = page_cdp(context, page)
+        # The page is on about:blank and loaded: no loading event can be missed before the
+        # session listens to them.
+        cdp.send("Page.enable")
+        context_id = cdp.send("Target.getTargetInfo")["targetInfo"]["browserContextId"]
+        targets = browser.new_browser_cdp_session()
+        targets.send("Target.setDiscoverTargets", {"discover": True})
+        return Opened(context, page, cdp, main, context_id, targets)
+    except BaseException:
+        try:
+            context.close()
+        except PlaywrightError:
+            pass  # the browser went away with it
+        raise

@@ -30,7 +30,7 @@ from click.testing import CliRunner
 
 from ownloop.cli import cli
 from ownloop.modelserver import FaultyResponder, ModelServer, Reply
-from ownloop.modelserver.endpoint import make_server
+from ownloop.modelserver.endpoint import Serving, make_server
 
 _ROOT = Path(__file__).resolve().parents[2]
 _DEAD = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
@@ -205,7 +205,7 @@ def test_an_endpoint_that_never_answers_says_so_within_the_call_timeout(tmp_path
 
 def test_a_model_not_served_names_the_served_models(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    with make_server("miniwob", "uitars", model="uitars15-7b") as url:
+    with make_server("miniwob", "uitars", serving=Serving(model="uitars15-7b")) as url:
         result = _record(store, _tasks(tmp_path, 3), url, "--model", "uitars-15-7b")
     assert _one_error_line(result) == (
         f"Error: the endpoint {url} does not serve the model 'uitars-15-7b'; it serves: "
@@ -227,7 +227,7 @@ def test_a_url_that_is_not_the_api_base_says_so(tmp_path: Path) -> None:
 @pytest.mark.parametrize("key", ["wrong-key-1234", None], ids=["wrong key", "no key"])
 def test_a_key_the_endpoint_refuses_says_the_key(tmp_path: Path, key: str | None) -> None:
     store = tmp_path / "store"
-    with make_server("miniwob", "uitars", api_key="right-key-5678") as url:
+    with make_server("miniwob", "uitars", serving=Serving(api_key="right-key-5678")) as url:
         result = _record(
             store, _tasks(tmp_path, 1), url, "--model", "m", *(["--api-key", key] if key else [])
         )

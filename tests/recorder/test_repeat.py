@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
-from ownloop.modelserver.endpoint import make_server
+from ownloop.modelserver.endpoint import Serving, make_server
 from ownloop.store import open_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -43,7 +43,7 @@ def _rows(store: Path, sql: str) -> list[tuple]:
 
 
 def test_repeats_of_a_noisy_expert_flip_and_each_repeat_counts_once(tmp_path: Path) -> None:
-    with make_server("miniwob", "uitars", noise=0.5, noise_seed=3) as noisy:
+    with make_server("miniwob", "uitars", serving=Serving(noise=0.5, noise_seed=3)) as noisy:
         _record(
             tmp_path,
             "--suite",

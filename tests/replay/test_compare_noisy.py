@@ -28,7 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
-from ownloop.modelserver.endpoint import make_server
+from ownloop.modelserver.endpoint import Serving, make_server
 from ownloop.store import open_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -94,7 +94,7 @@ def test_repeats_of_a_noisy_expert_flip_and_compare_finds_them_and_a_noisier_run
     with ExitStack() as servers:  # stopped once the records are done
         for run, (noise, seed) in _RUNS.items():
             endpoint = servers.enter_context(
-                make_server("miniwob", "uitars", noise=noise, noise_seed=seed)
+                make_server("miniwob", "uitars", serving=Serving(noise=noise, noise_seed=seed))
             )
             records.append(
                 subprocess.Popen(

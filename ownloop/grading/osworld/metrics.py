@@ -130,16 +130,15 @@ def _json(value: Any, what: str) -> Any:
 
 def check_direct_json_object(result: Any, expected: Any, options: Mapping[str, Any]) -> float:
     """Each key of the rule's ``expected`` object has that value in the result's JSON object."""
-    got = _json(result, "result")
-    want = _rules(expected).get("expected")
-    if not isinstance(got, dict) or not isinstance(want, dict):
-        return 0.0
-    return float(all(got.get(k) == v for k, v in want.items()))
+    return _has_expected(_json(result, "result"), expected)
 
 
 def check_json_settings(result: Any, expected: Any, options: Mapping[str, Any]) -> float:
     """Each key of the rule's ``expected`` object has that value in the result JSON file."""
-    got = _json(result, "result file")
+    return _has_expected(_json(result, "result file"), expected)
+
+
+def _has_expected(got: Any, expected: Any) -> float:
     want = _rules(expected).get("expected")
     if not isinstance(got, dict) or not isinstance(want, dict):
         return 0.0
