@@ -1,12 +1,12 @@
 """Turning journal lines into the index's rows: checked, decoded and built as Arrow tables.
 
-``_Batch`` checks and decodes lines and builds their rows (``_Rows``), which ``_Rows.write``
-inserts in one DuckDB transaction. ``Decoders`` runs that work in worker processes (plain
-``python -c`` children started with ``subprocess``, never a copy of the caller's main module),
-each taking a share of the streams and sending the rows back as Arrow IPC bytes over its
-stdout while the parent's DuckDB writes: used when an ingest has many new bytes, e.g. from
-nothing (``index.py`` decides). The workers do not import DuckDB and open nothing but the
-journal files they are given.
+``_Batch`` checks and decodes lines and builds their rows (``ingest_rows._Rows``), which
+``write_rows`` inserts in one DuckDB transaction. ``Decoders`` runs that work in worker
+processes (plain ``python -c`` children started with ``subprocess``, never a copy of the
+caller's main module), each taking a share of the streams and sending the rows back as Arrow
+IPC bytes over its stdout while the parent's DuckDB writes: used when an ingest has many new
+bytes, e.g. from nothing (``index.py`` decides). The workers do not import DuckDB and open
+nothing but the journal files they are given.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
+from ownloop.store.ingest_rows import _Mark as _Mark  # (index.py's names, kept here)
+from ownloop.store.ingest_rows import _marks_table, _Rows
+from ownloop.store.ingest_rows import write_rows as write_rows
 from ownloop.store.journal import (
     ChainState,
     DecodedLines,
@@ -35,12 +38,7 @@ from ownloop.store.journal import (
     decode_intact,
     decode_lines,
 )
-from ownloop.store.schema import (
-    SESSION_FACT_KINDS,
-    SESSION_FACTS_REFRESH,
-    TABLE_BY_TYPE,
-    TABLES,
-)
+from ownloop.store.schema import SESSION_FACT_KINDS, TABLE_BY_TYPE, TABLES
 
 if TYPE_CHECKING:
     import duckdb
@@ -48,14 +46,6 @@ if TYPE_CHECKING:
 
 _CHUNK = 16 << 20  # bytes read from a stream at a time
 _CODE_BY_TYPE = {table.event_type: code for code, table in enumerate(TABLES)}
-
-
-class _Mark(NamedTuple):
-    """How far a stream is ingested: bytes, the size seen (-1: not finished), the chain there."""
-
-    ingested: int
-    size: int
-    chain: ChainState
 
 
 class _Batch:
@@ -223,71 +213,6 @@ class _Batch:
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         """Insert everything and move the streams' offsets, in one transaction."""
         self.rows().write(con)
-
-
-class _Rows(NamedTuple):
-    """One batch's rows as Arrow tables, ready to be written."""
-
-    inserts: list[tuple[str, pa.Table]]  # (table, rows), in the order they are inserted
-    touched: pa.Table | None  # the session ids whose session_facts rows to recompute
-    marks: pa.Table | None  # the streams' new rows in ``streams``
-
-    def write(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Insert the rows and move the streams' offsets, in one transaction: DuckDB's share of
-        writing a batch, which runs without Python's GIL."""
-        write_rows(con, [self])
-
-
-def write_rows(con: duckdb.DuckDBPyConnection, batches: Sequence[_Rows]) -> None:
-    """Insert the rows of ``batches`` and move their streams' offsets, in one transaction."""
-    import pyarrow as pa
-
-    con.begin()
-    for batch in batches:
-        for table, rows in batch.inserts:
-            _insert(con, table, rows)
-    touched = [batch.touched for batch in batches if batch.touched is not None]
-    if touched:
-        _refresh_session_facts(con, pa.concat_tables(touched))
-    marks = [batch.marks for batch in batches if batch.marks is not None]
-    if marks:
-        con.register("_marks", pa.concat_tables(marks))
-        con.execute("delete from streams where stream in (select stream from _marks)")
-        con.execute("insert into streams select * from _marks")
-        con.unregister("_marks")
-    con.commit()
-
-
-def _marks_table(marks: dict[str, _Mark]) -> pa.Table:
-    """The ``streams`` rows of these marks."""
-    import pyarrow as pa
-
-    names = list(marks)
-    return pa.table(
-        {
-            "stream": pa.array(names, pa.string()),
-            "ingested": pa.array([marks[n].ingested for n in names], pa.int64()),
-            "size": pa.array([marks[n].size for n in names], pa.int64()),
-            "last_sum": pa.array([marks[n].chain.prev for n in names], pa.string()),
-            "last_seq": pa.array([marks[n].chain.seq for n in names], pa.int64()),
-        }
-    )
-
-
-def _refresh_session_facts(con: duckdb.DuckDBPyConnection, touched: pa.Table) -> None:
-    """Recompute the ``session_facts`` rows of the sessions named in ``touched`` (inside the
-    ingest's transaction, so the table always matches the events committed with it)."""
-    con.register("_touched", touched)
-    con.execute("delete from session_facts where session_id in (select session_id from _touched)")
-    con.execute(SESSION_FACTS_REFRESH)
-    con.unregister("_touched")
-
-
-def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
-    # DuckDB scans the Arrow table in bulk: no row-by-row INSERT.
-    con.register("_rows", data)
-    con.execute(f'insert into "{table}" select * from _rows')
-    con.unregister("_rows")
 
 
 def _complete_lines(path: str | Path, start: int, size: int) -> Iterator[tuple[int, bytes]]:
