@@ -5,7 +5,7 @@
 processes (plain ``python -c`` children started with ``subprocess``, never a copy of the
 caller's main module), each taking a share of the streams and sending the rows back as Arrow
 IPC bytes over its stdout while the parent's DuckDB writes: used when an ingest has many new
-bytes, e.g. from nothing (``index.py`` decides). The workers do not import DuckDB and open
+bytes, e.g. from nothing (``pipeline.py`` decides). The workers do not import DuckDB and open
 nothing but the journal files they are given.
 """
 
@@ -28,9 +28,7 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
-from ownloop.store.ingest_rows import _Mark as _Mark  # (index.py's names, kept here)
-from ownloop.store.ingest_rows import _marks_table, _Rows
-from ownloop.store.ingest_rows import write_rows as write_rows
+from ownloop.store.ingest_rows import _Mark, _marks_table, _Rows
 from ownloop.store.journal import (
     ChainState,
     DecodedLines,

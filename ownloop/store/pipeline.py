@@ -26,10 +26,9 @@ from ownloop.store.ingest import (
     Task,
     _Batch,
     _complete_lines,
-    _Mark,
     plan,
-    write_rows,
 )
+from ownloop.store.ingest_rows import _Mark, write_rows
 from ownloop.store.journal import ChainState
 
 __all__ = ["SyncResult", "ingest_streams", "ingested_marks"]
