@@ -17,6 +17,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import NamedTuple
 
 import msgspec
@@ -24,6 +25,7 @@ import msgspec
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.agents.recorded import parsed_event
 from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
+from ownloop.grading.grade import Grade, Grader
 from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
 from ownloop.grading.version import grader_version
 from ownloop.recorder.call import CallContext, ModelCaller
@@ -34,6 +36,7 @@ from ownloop.store.events import (
     BrowserActed,
     Event,
     EvidenceCaptured,
+    GradeSource,
     ImagePart,
     MouseMove,
     Op,
@@ -61,8 +64,51 @@ __all__ = [
     "StepHook",
     "Turn",
     "Verdict",
+    "graded_event",
     "run_episode",
+    "verdict_of",
 ]
+
+
+def verdict_of(
+    grader: Grader,
+    answer: str | None,
+    evidence: Sequence[EvidenceCaptured],
+    get_blob: Callable[[str], bytes],
+) -> Grade | None:
+    """``grader``'s verdict on a session's answer and evidence, the blobs it reads (the HAR, an
+    OSWorld getter's office file) read back with ``get_blob``; None when it has no verdict (an
+    OSWorld metric ownloop lacks). Recording and regrade both grade through this."""
+    if wants_network(grader):
+        evidence = with_network(evidence, get_blob)
+    if wants_getter_blobs(grader):
+        evidence = with_getter_blobs(evidence, get_blob)
+    grade = grader.grade(answer, evidence)
+    return None if is_unsupported(grade) else grade
+
+
+def graded_event(
+    grader: Grader,
+    grade: Grade,
+    ids: SessionIds,
+    *,
+    at: datetime,
+    source: GradeSource,
+    against_seal: str = "",
+) -> SessionGraded:
+    """The ``SessionGraded`` event of ``grader``'s ``grade`` of a session."""
+    return SessionGraded(
+        at=at,
+        **ids,
+        grader=grader.name,
+        grader_version=grader_version(grader),
+        score=grade.score,
+        passed=grade.passed,
+        details=grade.details,
+        source=source,
+        against_seal=against_seal,
+        checks=grade.checks,
+    )
 
 
 class EpisodeLimits(NamedTuple):
@@ -428,24 +474,10 @@ class Episode:
         if ended.status in UNGRADED or not self._grader_spec or self._grader_spec == "none":
             return None
         grader = make_grader(self._grader_spec)
-        if wants_network(grader):  # the HAR is a blob: read back what was just stored
-            evidence = with_network(evidence, self._store.get_blob)
-        if wants_getter_blobs(grader):  # an OSWorld getter's office file is a blob
-            evidence = with_getter_blobs(evidence, self._store.get_blob)
-        grade = grader.grade(ended.answer, evidence)
-        if is_unsupported(grade):  # no verdict: a later regrade grades it once support lands
+        grade = verdict_of(grader, ended.answer, evidence, self._store.get_blob)
+        if grade is None:  # no verdict: a later regrade grades it once support lands
             return None
-        return SessionGraded(
-            at=now(),
-            **self.ids(),
-            grader=grader.name,
-            grader_version=grader_version(grader),
-            score=grade.score,
-            passed=grade.passed,
-            details=grade.details,
-            source="record",
-            checks=grade.checks,
-        )
+        return graded_event(grader, grade, self.ids(), at=now(), source="record")
 
     def run(self) -> tuple[SessionEnded, SessionGraded | None]:
         """Append the SessionStarted, play step after step until one ends the episode, then
