@@ -17,17 +17,14 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
 from typing import NamedTuple
 
 import msgspec
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.agents.recorded import parsed_event
-from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
-from ownloop.grading.grade import Grade, Grader
-from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
-from ownloop.grading.version import grader_version
+from ownloop.grading import UNGRADED, make_grader
+from ownloop.grading.verdict import graded_event, verdict_of
 from ownloop.recorder.call import CallContext, ModelCaller
 from ownloop.recorder.sent_images import SentImages
 from ownloop.store import Store
@@ -36,7 +33,6 @@ from ownloop.store.events import (
     BrowserActed,
     Event,
     EvidenceCaptured,
-    GradeSource,
     ImagePart,
     MouseMove,
     Op,
@@ -64,51 +60,8 @@ __all__ = [
     "StepHook",
     "Turn",
     "Verdict",
-    "graded_event",
     "run_episode",
-    "verdict_of",
 ]
-
-
-def verdict_of(
-    grader: Grader,
-    answer: str | None,
-    evidence: Sequence[EvidenceCaptured],
-    get_blob: Callable[[str], bytes],
-) -> Grade | None:
-    """``grader``'s verdict on a session's answer and evidence, the blobs it reads (the HAR, an
-    OSWorld getter's office file) read back with ``get_blob``; None when it has no verdict (an
-    OSWorld metric ownloop lacks). Recording and regrade both grade through this."""
-    if wants_network(grader):
-        evidence = with_network(evidence, get_blob)
-    if wants_getter_blobs(grader):
-        evidence = with_getter_blobs(evidence, get_blob)
-    grade = grader.grade(answer, evidence)
-    return None if is_unsupported(grade) else grade
-
-
-def graded_event(
-    grader: Grader,
-    grade: Grade,
-    ids: SessionIds,
-    *,
-    at: datetime,
-    source: GradeSource,
-    against_seal: str = "",
-) -> SessionGraded:
-    """The ``SessionGraded`` event of ``grader``'s ``grade`` of a session."""
-    return SessionGraded(
-        at=at,
-        **ids,
-        grader=grader.name,
-        grader_version=grader_version(grader),
-        score=grade.score,
-        passed=grade.passed,
-        details=grade.details,
-        source=source,
-        against_seal=against_seal,
-        checks=grade.checks,
-    )
 
 
 class EpisodeLimits(NamedTuple):

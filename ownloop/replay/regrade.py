@@ -18,7 +18,7 @@ import msgspec
 from ownloop.grading import UNGRADED, make_grader
 from ownloop.grading.grade import Grade, Grader
 from ownloop.grading.spec import NoGrader
-from ownloop.recorder.episode import graded_event, verdict_of
+from ownloop.grading.verdict import graded_event, verdict_of
 from ownloop.replay.fold import Session
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
