@@ -23,9 +23,8 @@ import msgspec
 
 from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, PastStep
 from ownloop.agents.recorded import parsed_event
-from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
-from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
-from ownloop.grading.version import grader_version
+from ownloop.grading import UNGRADED, make_grader
+from ownloop.grading.verdict import graded_event, verdict_of
 from ownloop.recorder.call import CallContext, ModelCaller
 from ownloop.recorder.sent_images import SentImages
 from ownloop.store import Store
@@ -428,24 +427,10 @@ class Episode:
         if ended.status in UNGRADED or not self._grader_spec or self._grader_spec == "none":
             return None
         grader = make_grader(self._grader_spec)
-        if wants_network(grader):  # the HAR is a blob: read back what was just stored
-            evidence = with_network(evidence, self._store.get_blob)
-        if wants_getter_blobs(grader):  # an OSWorld getter's office file is a blob
-            evidence = with_getter_blobs(evidence, self._store.get_blob)
-        grade = grader.grade(ended.answer, evidence)
-        if is_unsupported(grade):  # no verdict: a later regrade grades it once support lands
+        grade = verdict_of(grader, ended.answer, evidence, self._store.get_blob)
+        if grade is None:  # no verdict: a later regrade grades it once support lands
             return None
-        return SessionGraded(
-            at=now(),
-            **self.ids(),
-            grader=grader.name,
-            grader_version=grader_version(grader),
-            score=grade.score,
-            passed=grade.passed,
-            details=grade.details,
-            source="record",
-            checks=grade.checks,
-        )
+        return graded_event(grader, grade, self.ids(), at=now(), source="record")
 
     def run(self) -> tuple[SessionEnded, SessionGraded | None]:
         """Append the SessionStarted, play step after step until one ends the episode, then

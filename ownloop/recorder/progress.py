@@ -9,7 +9,7 @@ import io
 import sys
 import threading
 import time
-from typing import NamedTuple, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from rich.console import Console
 from rich.progress import (
@@ -22,10 +22,12 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ownloop.recorder.episode import EpisodeResult
 from ownloop.store.text import visible
 
-__all__ = ["RunProgress", "result_line"]
+if TYPE_CHECKING:  # a replay's bar (replay.progress) comes without the loop's imports
+    from ownloop.recorder.episode import EpisodeResult
+
+__all__ = ["RunProgress", "progress_bar", "result_line"]
 
 _STYLE = {
     "finished": "green",
@@ -70,6 +72,19 @@ def _line_buffered(stream: TextIO) -> None:
         stream.reconfigure(line_buffering=True)
 
 
+def progress_bar(console: Console) -> Progress:
+    """The bar a run (and a replay's steps, a GIF's frames) shows on a terminal: what, the bar,
+    done of all, the time it has taken; gone when it stops."""
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
 class _Step(NamedTuple):
     task_id: str
     step: int
@@ -94,14 +109,7 @@ class RunProgress:
     ) -> None:
         self.console = console or Console(highlight=False)
         _line_buffered(sys.stdout)
-        self._progress = Progress(
-            TextColumn("{task.description}", markup=False),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=self.console,
-            transient=True,
-        )
+        self._progress = progress_bar(self.console)
         self._bar: TaskID | None = None
         self._max_steps = max_steps
         self._interval = step_interval_s

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import msgspec
+
 from ownloop.replay.fold import Step
 from ownloop.replay.pixels import decoded
 from ownloop.store.events import (
@@ -139,15 +141,17 @@ def measure_step(
     if shot is None:
         return None
     first = batch[0]
+    # Nothing to compare with counts as diverged; a comparison fills in the rest below.
+    unmatched = FidelityMeasured(
+        at=now(),
+        run_id=first.run_id,
+        session_id=first.session_id,
+        step=step,
+        parent_session_id=parent_session_id,
+        diverged=True,
+    )
     if parent is None or parent.screenshot is None:
-        return FidelityMeasured(
-            at=now(),
-            run_id=first.run_id,
-            session_id=first.session_id,
-            step=step,
-            parent_session_id=parent_session_id,
-            diverged=True,
-        )
+        return unmatched
     recorded = parent.screenshot
     identical = recorded.sha256 == shot.sha256
     diff = 0.0 if identical else pixel_diff(load_blob(recorded.sha256), load_blob(shot.sha256))
@@ -157,12 +161,9 @@ def measure_step(
     element_equal = None if not mine and not theirs else mine == theirs
     same_picture = diff is not None and diff <= PIXEL_TOLERANCE
     rungs = rungs_of(batch)
-    return FidelityMeasured(
+    return msgspec.structs.replace(
+        unmatched,
         at=now(),
-        run_id=first.run_id,
-        session_id=first.session_id,
-        step=step,
-        parent_session_id=parent_session_id,
         screenshot_identical=identical,
         pixel_diff=diff,
         url_equal=url_equal,

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import threading
 import time
-from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.text import Text
 
+from ownloop.recorder.progress import progress_bar
 from ownloop.store.text import visible
 
 __all__ = ["StepProgress"]
@@ -45,14 +45,7 @@ class StepProgress:
         self._progress: Progress | None = None
         self._bar = None
         if self.console.is_terminal:
-            self._progress = Progress(
-                TextColumn("{task.description}", markup=False),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
+            self._progress = progress_bar(self.console)
             self._bar = self._progress.add_task(visible(what, one_line=True), total=total)
 
     def __enter__(self) -> StepProgress:
@@ -60,12 +53,7 @@ class StepProgress:
             self._progress.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
 

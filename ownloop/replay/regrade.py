@@ -11,21 +11,20 @@ same grader leaves ``sessions`` as it was after the first time.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
-from ownloop.grading import UNGRADED, make_grader, wants_network, with_network
+from ownloop.grading import UNGRADED, make_grader
 from ownloop.grading.grade import Grade, Grader
-from ownloop.grading.osworld import is_unsupported, wants_getter_blobs, with_getter_blobs
 from ownloop.grading.spec import NoGrader
-from ownloop.grading.version import grader_version
+from ownloop.grading.verdict import graded_event, verdict_of
 from ownloop.replay.fold import Session
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
 from ownloop.store.errors import OwnloopError
-from ownloop.store.events import Check, EvidenceCaptured, SessionGraded, now
+from ownloop.store.events import Check, SessionGraded, now
+from ownloop.store.ids import SessionIds
 from ownloop.store.seal import run_seals
 from ownloop.world.suites.tasks_file import read_tasks
 
@@ -167,15 +166,8 @@ def _grade(
     judge = make_grader(spec)
     if isinstance(judge, NoGrader):
         return None
-    evidence: Sequence[EvidenceCaptured] = session.evidence
-    if wants_network(judge):  # the recorded HAR, read from its blob
-        evidence = with_network(evidence, store.get_blob)
-    if wants_getter_blobs(judge):  # an OSWorld getter's office file, from its blob
-        evidence = with_getter_blobs(evidence, store.get_blob)
-    verdict = judge.grade(end.answer, evidence)
-    if is_unsupported(verdict):  # no verdict yet (an OSWorld metric ownloop lacks)
-        return None
-    return judge, verdict
+    verdict = verdict_of(judge, end.answer, session.evidence, store.get_blob)
+    return None if verdict is None else (judge, verdict)
 
 
 def regrade(
@@ -239,18 +231,13 @@ def regrade(
                 )
             )
         new.append(
-            SessionGraded(
+            graded_event(
+                judge,
+                verdict,
+                SessionIds(run_id=session.run_id, session_id=session.session_id),
                 at=at,
-                run_id=session.run_id,
-                session_id=session.session_id,
-                grader=judge.name,
-                grader_version=grader_version(judge),
-                score=verdict.score,
-                passed=verdict.passed,
-                details=verdict.details,
                 source="regrade",
                 against_seal=seals.get(session.run_id, ""),
-                checks=verdict.checks,
             )
         )
     stream_id = None

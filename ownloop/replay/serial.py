@@ -18,7 +18,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import ExitStack
-from types import TracebackType
 from typing import Any
 
 from ownloop.recorder.episode import EpisodeResult
@@ -49,12 +48,7 @@ class SerialReplays:
         self._servers.enter_context(shared_servers())
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         thread, self._thread = self._thread, None
         if thread is not None:
             self._jobs.put(None)

@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, NamedTuple
 
 from ownloop.store import Store
@@ -285,10 +284,5 @@ class KeptIndex:
     def __enter__(self) -> KeptIndex:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -33,6 +33,7 @@ __all__ = [
     "SidecarError",
     "captured",
     "graded",
+    "kept_grade",
     "read_sidecar",
     "sidecar_of",
 ]
@@ -81,7 +82,9 @@ def _imported(name: str) -> bool:
     return name.startswith("import:") or name.startswith("imported_")
 
 
-def _kept_grade(grade: SessionGraded) -> KeptGrade:
+def kept_grade(grade: SessionGraded) -> KeptGrade:
+    """A ``SessionGraded`` as kept in ``ownloop.json`` (and an ATIF file's extra): without its
+    session, time and checks."""
     return KeptGrade(
         grader=grade.grader,
         grader_version=grade.grader_version,
@@ -100,7 +103,7 @@ def sidecar_of(session: Session, copy_blob: Callable[[str, str], None]) -> bytes
         session: the folded session.
         copy_blob: called with (sha256, relative path) for each evidence blob to write beside.
     """
-    grades = tuple(_kept_grade(g) for g in session.grades if g.source != "import")
+    grades = tuple(kept_grade(g) for g in session.grades if g.source != "import")
     evidence = []
     for item in session.evidence:
         if _imported(item.name):

@@ -55,7 +55,7 @@ from ownloop.transfer.atif import (
 )
 from ownloop.transfer.atif import Step as AtifStep
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked
-from ownloop.transfer.sidecar import KeptGrade
+from ownloop.transfer.sidecar import kept_grade
 
 __all__ = ["KEPT_STEP", "ORIGIN", "export_atif", "trajectory_of"]
 
@@ -252,21 +252,7 @@ def _session_extra(session: Session) -> dict[str, Any]:
         end = msgspec.to_builtins(session.outcome)
         kept["end"] = {key: end[key] for key in _KEPT_END if key in end}
         kept["end"]["at"] = end["at"]
-    grades = [
-        msgspec.to_builtins(
-            KeptGrade(
-                grader=g.grader,
-                grader_version=g.grader_version,
-                score=g.score,
-                passed=g.passed,
-                details=g.details,
-                source=g.source,
-                against_seal=g.against_seal,
-            )
-        )
-        | {"at": g.at}
-        for g in session.grades
-    ]
+    grades = [msgspec.to_builtins(kept_grade(g)) | {"at": g.at} for g in session.grades]
     if grades:
         kept["grades"] = msgspec.to_builtins(grades)
     return kept

@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from types import TracebackType
 
 import uvicorn
 
@@ -108,10 +107,5 @@ class ViewServer:
     def __enter__(self) -> str:
         return self.start()
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
