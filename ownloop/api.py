@@ -23,13 +23,13 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session as FoldedSession
 from ownloop.replay.fold import Step
 from ownloop.replay.render import actions_text, element_text, op_text
 from ownloop.replay.target import load_session
 from ownloop.store import Store
 from ownloop.store import open_store as _open_store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Action, BrowserActed, EvidenceCaptured, SessionGraded
 from ownloop.store.tables import sessions_table_where, user_table
 

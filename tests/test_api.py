@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import ownloop
+from ownloop.errors import OwnloopError
 from ownloop.store import MissingBlob
 from ownloop.store import open_store as open_raw_store
-from ownloop.store.errors import OwnloopError
 from tests.replay.builders import SessionSpec, StepSpec, click, finish, write_sessions
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -167,6 +167,6 @@ def test_the_core_install_reads_a_recorded_store_without_the_record_extra(
     )
     assert pandas.returncode == 1
     assert pandas.stderr.splitlines()[-1] == (
-        "ownloop.store.errors.OwnloopError: to_pandas() needs pandas, which ownloop does not "
+        "ownloop.errors.OwnloopError: to_pandas() needs pandas, which ownloop does not "
         "install: pip install pandas (or use to_arrow() or to_dicts())"
     )

@@ -12,7 +12,7 @@ from typing import Any
 from ownloop.agents.base import Agent, AgentBase, AgentParseError
 from ownloop.agents.options import AgentOptions, option_docs, read_options, world_options
 from ownloop.agents.released import Released, ReleasedSpec, load_released
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = [
     "AGENTS",

@@ -9,7 +9,7 @@ import msgspec
 from ownloop.agents import AGENTS, options_type, released_spec, released_texts
 from ownloop.agents.deviations import DEVIATIONS, Deviation, deviations_of
 from ownloop.agents.options import OptionDoc, option_docs
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = ["MODELS", "agent_lines", "agents_lines", "deviations_markdown", "options_markdown"]
 

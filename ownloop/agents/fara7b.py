@@ -55,8 +55,8 @@ from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle
+from ownloop.errors import OwnloopError
 from ownloop.store import events
-from ownloop.store.errors import OwnloopError
 
 __all__ = [
     "BING_SEARCH_URL",

@@ -50,8 +50,8 @@ from ownloop.agents.molmoweb_actions import (
 from ownloop.agents.options import AgentOptions
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle
+from ownloop.errors import OwnloopError
 from ownloop.store import events
-from ownloop.store.errors import OwnloopError
 
 __all__ = [
     "BUILTIN_TEMPLATE",

@@ -51,8 +51,8 @@ from ownloop.agents.options import AgentOptions
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
 from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
+from ownloop.errors import OwnloopError
 from ownloop.store import events
-from ownloop.store.errors import OwnloopError
 
 __all__ = [
     "MAX_RESPONSE_CHARS",

@@ -27,7 +27,7 @@ from typing import (
 import msgspec
 from msgspec import Meta
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = [
     "AgentOptions",

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ownloop.errors import OwnloopError
 from ownloop.store import DEFAULT_STORE, Store, open_store
 from ownloop.store.disk import disk_error
-from ownloop.store.errors import OwnloopError
 from ownloop.store.extras import missing_extra
 from ownloop.store.text import visible
 

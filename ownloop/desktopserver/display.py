@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ownloop.desktopserver.atspi import AtspiReader
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = [
     "APPS",

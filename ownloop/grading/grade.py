@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import Check, EvidenceCaptured
 
 __all__ = ["Check", "Grade", "Grader", "GraderSpecError", "quoted"]

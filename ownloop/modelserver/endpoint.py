@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ownloop.errors import OwnloopError
 from ownloop.modelserver.chat import Responder
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
 from ownloop.modelserver.noise import Noise
 from ownloop.modelserver.server import ModelServer
-from ownloop.store.errors import OwnloopError
 
 __all__ = ["EXPERTS", "Serving", "UnknownExpert", "make_responder", "make_server"]
 

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.modelserver.chat import (
     HttpFault,
     Reply,
@@ -56,7 +57,6 @@ from ownloop.modelserver.plans import (
     plan_instruction,
     read_instructions,
 )
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Click, KeyboardType, MouseClick, TypeText
 
 __all__ = ["BrowserThread", "MiniwobExpert", "Plan"]

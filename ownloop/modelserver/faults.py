@@ -53,6 +53,7 @@ from typing import Any
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.modelserver.chat import (
     DropConnection,
     Hang,
@@ -63,7 +64,6 @@ from ownloop.modelserver.chat import (
     StopListening,
 )
 from ownloop.modelserver.wire import completion_body
-from ownloop.store.errors import OwnloopError
 
 __all__ = [
     "FAULT_MODES",

@@ -17,8 +17,8 @@ import hashlib
 import threading
 from collections.abc import Sequence
 
+from ownloop.errors import OwnloopError
 from ownloop.modelserver.plans import Widget
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Action, Click, TypeText
 
 __all__ = ["Noise", "mislead"]

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import Action, Click, Finish, TypeText
 
 __all__ = [

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from ownloop.errors import OwnloopError
 from ownloop.modelserver.chat import (
     DropConnection,
     Hang,
@@ -29,7 +30,6 @@ from ownloop.modelserver.chat import (
     template_switches,
 )
 from ownloop.modelserver.wire import completion_body, error_body, stream_body, validate_request
-from ownloop.store.errors import OwnloopError
 
 __all__ = ["ModelServer", "ServerNotStarted"]
 

@@ -19,12 +19,12 @@ import msgspec
 
 from ownloop.agents.base import Agent
 from ownloop.agents.released import released_commit, released_sha256
+from ownloop.errors import OwnloopError
 from ownloop.grading import make_grader
 from ownloop.recorder.model import public_endpoint
 from ownloop.recorder.run_options import RecordOptions, redact_argv
 from ownloop.store import Store
 from ownloop.store.claims import Claims
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import RunStarted, Task, now
 from ownloop.store.ledger import (
     config_sha256,

@@ -7,10 +7,10 @@ from typing import Any
 
 from ownloop.agents import released_notice
 from ownloop.agents.options import parse_overrides
+from ownloop.errors import OwnloopError
 from ownloop.recorder.progress import RunProgress
 from ownloop.recorder.runner import RecordOptions, RunSummary, record
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.ledger import mixed_budgets
 from ownloop.store.queries import sql_command
 from ownloop.store.scores import score_line

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 if TYPE_CHECKING:
     import openai  # imported by whoever made the client: a refused run does not pay for it

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ownloop.agents import make_agent
+from ownloop.errors import OwnloopError
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.recorder.model import public_endpoint
@@ -44,7 +45,6 @@ from ownloop.recorder.run_options import RecordOptions, RunSummary, RunWork
 from ownloop.recorder.task_recorder import EndpointErrors, TaskRecorder
 from ownloop.store import Store, open_store
 from ownloop.store.claims import Claim, Claims, claims_dir, lease_seconds
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import EndpointBenched, SessionEnded, Task, now
 from ownloop.store.ids import new_id
 from ownloop.store.journal import StreamWriter

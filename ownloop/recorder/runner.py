@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from ownloop.agents import make_agent, world_agent_options
 from ownloop.agents.base import Agent
+from ownloop.errors import OwnloopError
 from ownloop.recorder.admission import (
     SourceState,
     admit,
@@ -35,7 +36,6 @@ from ownloop.recorder.threads import run_on_threads
 from ownloop.store import Store
 from ownloop.store.claims import Claims, lease_seconds
 from ownloop.store.compactor import BackgroundCompaction
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
     RunEnded,

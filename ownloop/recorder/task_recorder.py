@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ownloop.agents.base import Agent
+from ownloop.errors import OwnloopError
 from ownloop.recorder.endpoints import EndpointPool, bench_seconds
 from ownloop.recorder.episode import EpisodeResult, EpisodeSetup, StepHook, run_episode
 from ownloop.recorder.model import ModelClient, public_endpoint
 from ownloop.recorder.run_options import RecordOptions
 from ownloop.store import Store
 from ownloop.store.claims import Claim, Claims
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     ActionParsed,
     EndpointBenched,

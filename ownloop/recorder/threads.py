@@ -8,11 +8,11 @@ import threading
 import time
 from collections.abc import Callable
 
+from ownloop.errors import OwnloopError
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.recorder.run_options import RunSummary, RunWork
 from ownloop.recorder.task_recorder import EndpointErrors, TaskRecorder, has_ended
 from ownloop.store.claims import Claim
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import SessionEnded, Task, now
 
 __all__ = ["run_on_threads"]

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import fold
 from ownloop.replay.options import ReplayOptions
 from ownloop.replay.serial import SerialReplays
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import (
     blind_audit_rows,
     blind_replayed,

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.recorder.episode import EpisodeResult
 from ownloop.replay.execute import MODES, Plan, ReplayError, plan_replay, run_planned
 from ownloop.replay.fold import Session
@@ -33,7 +34,6 @@ from ownloop.replay.selection import Selection, fold_selected
 from ownloop.replay.summary import steps_identical
 from ownloop.replay.target import NotReplayable, check_replayable
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import has_run_started
 from ownloop.store.query import QueryResult
 from ownloop.world.chromium import Launched, open_browser

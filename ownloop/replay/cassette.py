@@ -43,13 +43,13 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.modelserver.chat import HttpFault, Reply, Responder, steps_taken
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
 from ownloop.modelserver.server import ModelServer
 from ownloop.recorder.call import CallContext, CallOutcome, ModelCaller
 from ownloop.replay.fold import Session, fold
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Message, Sampling, TextPart
 from ownloop.store.queries import has_session, latest_session_of_task, run_sessions
 

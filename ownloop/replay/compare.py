@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.agreement import reports_of
 from ownloop.replay.align import Divergence, first_divergence
 from ownloop.replay.comparison import (
@@ -35,9 +36,7 @@ from ownloop.replay.comparison import (
     plural,
 )
 from ownloop.replay.fold import Session, fold
-from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
-from ownloop.store.paired import (
+from ownloop.scoring.paired import (
     TaskTable,
     fisher_exact,
     holm,
@@ -45,10 +44,11 @@ from ownloop.store.paired import (
     sign_flip_test,
     split_expected,
 )
+from ownloop.scoring.stats import mcnemar_exact, paired_bootstrap
+from ownloop.store import Store
 from ownloop.store.queries import run_judge_verdicts
 from ownloop.store.scores import Unit, grader_judge, judge_units, run_units
 from ownloop.store.seal import completeness_reasons
-from ownloop.store.stats import mcnemar_exact, paired_bootstrap
 
 __all__ = [
     "MIN_TASKS",

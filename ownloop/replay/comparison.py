@@ -16,7 +16,7 @@ from rich.text import Text
 
 from ownloop.replay.agreement import JudgeReport
 from ownloop.replay.align import Divergence
-from ownloop.store.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Interval
+from ownloop.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Interval
 from ownloop.store.text import visible
 
 __all__ = [

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from ownloop.agents.base import Agent
 from ownloop.agents.options import parse_overrides
+from ownloop.errors import OwnloopError
 from ownloop.recorder.call import ModelCaller
 from ownloop.recorder.episode import EpisodeLimits, EpisodeResult, EpisodeSetup, run_episode
 from ownloop.recorder.model import ModelClient
@@ -41,7 +42,6 @@ from ownloop.replay.progress import StepProgress
 from ownloop.replay.reopen import reopen_suite
 from ownloop.replay.runs import child_run, end_run, ensure_run, recorded_agent
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
     GuardChecked,

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     ActionParsed,

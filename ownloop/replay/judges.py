@@ -28,9 +28,9 @@ from pathlib import Path
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session
 from ownloop.replay.render import actions_text
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, Message, TextPart
 
 __all__ = [

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.grading import UNGRADED
 from ownloop.recorder.call import CallContext, CallOutcome, ModelCaller
 from ownloop.replay.agreement import JudgeReport, judge_report
@@ -39,7 +40,6 @@ from ownloop.replay.judges import (
 )
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Message,
     ModelCalled,

@@ -19,11 +19,11 @@ from typing import NamedTuple
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import fold
 from ownloop.replay.options import ReplayOptions
 from ownloop.replay.serial import SerialReplays
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import SessionEnded, now
 from ownloop.store.queries import sql_command
 from ownloop.store.query import QueryResult

@@ -11,12 +11,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import msgspec
 
 from ownloop.agents.base import Parsed
+from ownloop.errors import OwnloopError
 from ownloop.recorder.episode import Episode, OpCheck, Play, Turn, Verdict
 from ownloop.replay.fidelity import measure_step
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.guard import Guard
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event, FidelityMeasured, Op, SessionEnded, now
 from ownloop.store.ids import SessionIds
 

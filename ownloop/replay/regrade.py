@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.grading import UNGRADED, make_grader
 from ownloop.grading.grade import Grade, Grader
 from ownloop.grading.spec import NoGrader
@@ -22,7 +23,6 @@ from ownloop.grading.verdict import graded_event, verdict_of
 from ownloop.replay.fold import Session
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Check, SessionGraded, now
 from ownloop.store.ids import SessionIds
 from ownloop.store.seal import run_seals

@@ -21,13 +21,13 @@ from ownloop.agents import Agent, AgentParseError
 from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.agents.options import parse_overrides
 from ownloop.agents.recorded import agent_for
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import actions_text, op_text
 from ownloop.replay.runs import recorded_settings
 from ownloop.replay.selection import Selection, fold_selected
 from ownloop.replay.target import load_session
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, ModelCalled, Op
 
 __all__ = [

@@ -9,9 +9,9 @@ counts as that task's id when no task has it exactly.
 
 from __future__ import annotations
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session, fold
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import target_session
 
 __all__ = ["NotReplayable", "TargetNotFound", "check_replayable", "load_session", "resolve_target"]

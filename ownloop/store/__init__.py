@@ -21,9 +21,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ownloop.errors import OwnloopError
 from ownloop.store.blobs import BlobStore, MissingBlob
 from ownloop.store.disk import disk_error
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.ids import new_id
 from ownloop.store.journal import StreamWriter, read_lines

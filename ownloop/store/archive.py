@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.schema import TABLES
 
 if TYPE_CHECKING:

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ownloop.errors import OwnloopError
 from ownloop.store.disk import disk_error
-from ownloop.store.errors import OwnloopError
 
 if TYPE_CHECKING:
     from PIL.Image import Image

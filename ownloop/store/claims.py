@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = [
     "CLAIM_MARGIN_S",

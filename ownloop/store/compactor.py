@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = [
     "WAIT_S",

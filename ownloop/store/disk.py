@@ -12,7 +12,7 @@ import errno
 import os
 from pathlib import Path
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = ["DISK_ERRNOS", "READ_ONLY_ERRNOS", "StoreNotWritable", "disk_error"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import describe_error, sql_literal
 

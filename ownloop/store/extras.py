@@ -9,7 +9,7 @@ line, as it does with ``disk_error`` for the disk.
 
 from __future__ import annotations
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = ["EXTRA_OF", "MissingExtra", "install_hint", "missing_extra"]
 

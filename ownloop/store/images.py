@@ -17,7 +17,7 @@ import io
 import warnings
 from typing import NamedTuple
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 __all__ = ["PIXEL_BUDGET", "ImageTooLarge", "Size", "check_pixels", "image_size", "over_budget"]
 

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.store.archive import ArchiveResult, attach_archives, compact, move_runs
 from ownloop.store.changes import Look, look, unchanged
 from ownloop.store.disk import DISK_ERRNOS, READ_ONLY_ERRNOS, StoreNotWritable, disk_error
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.journal import StreamFiles, decode_places
 from ownloop.store.locks import LockNotNeeded, hold_lock

@@ -26,7 +26,7 @@ from queue import SimpleQueue
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import Event
 from ownloop.store.ingest_rows import _Mark, _marks_table, _Rows
 from ownloop.store.journal import (

@@ -26,9 +26,9 @@ from typing import BinaryIO, NamedTuple
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.store.changes import Toucher
 from ownloop.store.disk import StoreNotWritable, disk_error
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Event, Message, ModelCalled, StreamHead
 from ownloop.store.lines import (
     LINE_HEAD,

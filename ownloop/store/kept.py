@@ -30,9 +30,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
+from ownloop.errors import OwnloopError
 from ownloop.store import Store
 from ownloop.store.changes import Look, look
-from ownloop.store.errors import OwnloopError
 from ownloop.store.index import Index
 from ownloop.store.locks import hold_lock
 from ownloop.store.query import open_read_only

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ownloop.errors import OwnloopError
 from ownloop.store.disk import READ_ONLY_ERRNOS, disk_error
-from ownloop.store.errors import OwnloopError
 
 __all__ = ["IndexBusy", "LockNotNeeded", "hold_lock", "lock_timeout"]
 

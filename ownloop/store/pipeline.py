@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import duckdb
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.ingest import (
     Decoded,
     Decoders,

@@ -27,7 +27,7 @@ import duckdb
 from rich.cells import cell_len
 from rich.table import Table
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.text import cell, visible
 
 if TYPE_CHECKING:

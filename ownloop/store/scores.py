@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from ownloop.store.errors import OwnloopError
-from ownloop.store.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, clustered_bootstrap
+from ownloop.errors import OwnloopError
+from ownloop.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, clustered_bootstrap
 
 if TYPE_CHECKING:
     import duckdb

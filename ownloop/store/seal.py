@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import RunSealed, RunStarted, SealedSession, now
 from ownloop.store.ledger import first_run_started, mixed_budgets
 from ownloop.store.verify import seal_fingerprint, verify_store

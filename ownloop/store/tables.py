@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 
 if TYPE_CHECKING:
     import pyarrow as pa

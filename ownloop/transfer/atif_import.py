@@ -19,8 +19,8 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     ActionParsed,

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session
 from ownloop.replay.selection import fold_places
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import (
     RunSession,
     Selection,

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.scrub import scrub_url
 from ownloop.store.text import visible
 

@@ -19,10 +19,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from ownloop.errors import OwnloopError
 from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, fold
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.transfer.batches import ExportResult, run_to_export
 from ownloop.transfer.forms import form_of, step_line
 from ownloop.transfer.sidecar import SIDECAR, sidecar_of

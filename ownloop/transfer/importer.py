@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 from ownloop.agents import AGENTS, make_agent
 from ownloop.agents.base import Agent, PastStep
 from ownloop.agents.recorded import parsed_event
+from ownloop.errors import OwnloopError
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     ActionParsed,
     Event,

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.render import op_text
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, Message, ModelCalled
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import each_session, empty_folder, picked

@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 from ownloop.agents import AGENTS
 from ownloop.agents.base import Observation, Parsed, PastStep
+from ownloop.errors import OwnloopError
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import (
     Event,
     EvidenceCaptured,

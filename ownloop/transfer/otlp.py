@@ -34,11 +34,11 @@ from typing import Any
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.render import actions_text
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import BrowserActed, ImagePart, Message, ModelCalled, TextPart
 from ownloop.store.queries import Selection
 from ownloop.transfer.batches import BlobFiles, each_session, empty_folder, picked

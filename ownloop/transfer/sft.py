@@ -33,13 +33,13 @@ import msgspec
 from ownloop.agents import Agent
 from ownloop.agents.chat_format import wire_messages
 from ownloop.agents.recorded import agent_for
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.reparse import reparse_session
 from ownloop.replay.runs import recorded_settings
 from ownloop.store import Store
 from ownloop.store.blobs import BlobStore, MissingBlob
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling, TextPart
 from ownloop.store.images import PIXEL_BUDGET, over_budget
 from ownloop.store.queries import Selection

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import Session, Step
 from ownloop.replay.render import action_text, plain
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.images import over_budget
 from ownloop.view.marks import Mark, arrow_head, session_marks
 

@@ -29,14 +29,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.domains import TaskOutcomes, by_domain
 from ownloop.replay.fold import NoSessionEvents, Session, fold
+from ownloop.scoring.stats import warm_up
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.images import over_budget
 from ownloop.store.kept import KeptIndex
 from ownloop.store.queries import session_neighbours, task_suites
-from ownloop.store.stats import warm_up
 from ownloop.view.domtree import parse_dom
 from ownloop.view.grid import grid_of, grid_units
 from ownloop.view.listing import list_runs, list_sessions

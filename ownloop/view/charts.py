@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 from urllib.parse import urlencode
 
+from ownloop.scoring.stats import wilson
 from ownloop.store.queries import RunFigures
-from ownloop.store.stats import wilson
 
 __all__ = ["Bar", "Chart", "Tick", "run_charts"]
 

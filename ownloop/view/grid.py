@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
+from ownloop.errors import OwnloopError
+from ownloop.scoring.paired import sign_flip_test
+from ownloop.scoring.stats import Interval, mcnemar_exact, paired_bootstrap
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
-from ownloop.store.paired import sign_flip_test
 from ownloop.store.queries import run_units_sessions
-from ownloop.store.stats import Interval, mcnemar_exact, paired_bootstrap
 
 __all__ = [
     "Cell",

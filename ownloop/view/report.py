@@ -11,11 +11,11 @@ import base64
 from pathlib import Path
 from typing import NamedTuple
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.fold import NoSessionEvents, Session, fold
 from ownloop.replay.progress import StepProgress
 from ownloop.replay.target import load_session
 from ownloop.store import MissingBlob, Store
-from ownloop.store.errors import OwnloopError
 from ownloop.view.animation import write_gif
 from ownloop.view.page import build_page
 from ownloop.view.rendering import environment, static_text, style_hash

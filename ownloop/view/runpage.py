@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ownloop.replay.agreement import JudgeReport, reports_of
+from ownloop.scoring.stats import Interval, wilson
 from ownloop.store import Store
 from ownloop.store.queries import Citation, run_citation, run_judge_verdicts, run_overview
-from ownloop.store.stats import Interval, wilson
 from ownloop.view.charts import Chart, run_charts
 from ownloop.view.listing import counts_text
 

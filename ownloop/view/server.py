@@ -12,8 +12,8 @@ import time
 
 import uvicorn
 
+from ownloop.errors import OwnloopError
 from ownloop.store import Store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.kept import KeptIndex
 from ownloop.view.app import make_app
 

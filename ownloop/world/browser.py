@@ -26,7 +26,7 @@ from playwright.sync_api import Dialog as PlaywrightDialog
 from playwright.sync_api import Download as PlaywrightDownload
 from playwright.sync_api import Error as PlaywrightError
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import (
     Dialog,
     Element,

@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.version import __version__
 from ownloop.world.evidence import Evidence
 from ownloop.world.har import build_har

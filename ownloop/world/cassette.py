@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import Event, EvidenceCaptured
 
 __all__ = ["CassetteDesktop", "cassette_blob", "serve_recorded"]

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.world.desktop import DesktopWorld
 from ownloop.world.guest import Guest
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import string
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     ButtonDown,

@@ -12,7 +12,7 @@ from ownloop.agents import AGENTS, agent_options, make_agent
 from ownloop.agents.base import Agent, Ending, Parsed
 from ownloop.agents.coordinates import smart_resize
 from ownloop.agents.uitars import UiTarsAgent
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import CallUser, Click, Fail, Finish, Sampling, Wait
 
 

@@ -31,7 +31,7 @@ from ownloop.agents.describe import deviations_markdown, options_markdown
 from ownloop.agents.deviations import DEVIATIONS, RELEASED_COMMITS, deviations_of
 from ownloop.agents.fara7b import Fara7bOptions
 from ownloop.agents.options import option_docs
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import (
     Action,
     Back,

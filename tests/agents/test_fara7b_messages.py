@@ -18,7 +18,7 @@ from ownloop.agents.fara_prompt import (
     read_tool_texts,
     tool_schema,
 )
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import (
     Click,
     Fail,

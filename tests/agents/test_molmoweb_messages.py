@@ -16,7 +16,7 @@ from ownloop.agents import make_agent
 from ownloop.agents.base import Observation, PastStep
 from ownloop.agents.molmoweb import MolmoWebAgent
 from ownloop.agents.released import Released, load_released
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import ImagePart, Sampling, Task, TextPart
 
 pytestmark = pytest.mark.filterwarnings("ignore:molmoweb. no clone")

@@ -11,7 +11,7 @@ from ownloop.agents import make_agent
 from ownloop.agents.base import Observation, Parsed, PastStep, task_text
 from ownloop.agents.opencua import OpenCuaAgent
 from ownloop.agents.opencua_prompt import BUILTIN
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import ImagePart, Message, Task, TextPart
 
 TASK = Task(task_id="t", prompt="Click OK.", start_url="http://127.0.0.1:1/miniwob/x.html?seed=1")

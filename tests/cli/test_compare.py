@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from ownloop.cli import cli
 from ownloop.replay.compare import compare_runs
+from ownloop.scoring.stats import mcnemar_exact, paired_bootstrap
 from ownloop.store import Store
-from ownloop.store.stats import mcnemar_exact, paired_bootstrap
 from tests.store.conftest import record_session, store  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.filterwarnings("error")

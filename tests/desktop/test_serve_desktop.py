@@ -20,7 +20,7 @@ from ownloop.desktopserver import Desktop, DesktopServer
 from ownloop.desktopserver.display import parse_size
 from ownloop.desktopserver.keysyms import keysym
 from ownloop.desktopserver.operations import pyautogui_code
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from tests.desktop.fixtures import TestDesktop
 
 PRELUDE = "import pyautogui; import time; pyautogui.FAILSAFE = False; "

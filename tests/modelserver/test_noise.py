@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ownloop.errors import OwnloopError
 from ownloop.modelserver.noise import Noise, mislead
 from ownloop.modelserver.plans import Widget
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Click, Finish, TypeText
 
 _OK = Widget(tag="button", text="OK", box=(10, 10, 40, 20))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.world.chromium import browser_versions, open_browser
 
 pytestmark = pytest.mark.browser

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from ownloop.agents import make_agent
+from ownloop.errors import OwnloopError
 from ownloop.modelserver import ModelServer, Reply
 from ownloop.modelserver.chat import thinking_requested
 from ownloop.recorder.call import CallContext
 from ownloop.recorder.model import ModelClient
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Message, Sampling, TextPart
 
 ANSWER = '{"note": "", "thought": "Done.", "action": {"action": "answer", "content": "ok"}}'

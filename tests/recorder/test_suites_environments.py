@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.world.suites import Suite, load_suite
 
 PLUGIN = """

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import MouseClick
 from ownloop.world.suites import MiniwobSuite, load_suite
 from ownloop.world.suites.miniwob import (

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from ownloop.errors import OwnloopError
 from ownloop.grading.spec import grade_session
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import EvidenceCaptured, KeyboardType, MouseClick, now
 from ownloop.world.browser_evidence import capture_end_state
 from ownloop.world.suites import TasksFileSuite, load_suite

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.world.suites import load_suite
 
 OK = {"task_id": "a", "prompt": "p", "start": "http://x/"}

@@ -320,7 +320,7 @@ def test_fold_imports_only_the_store() -> None:
     tree = ast.parse(Path(module.__file__).read_text())
     ours = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert {name for name in ours if name.startswith("ownloop")} == {
-        "ownloop.store.errors",
+        "ownloop.errors",
         "ownloop.store.events",
     }
     assert all(hasattr(module, name) for name in module.__all__)

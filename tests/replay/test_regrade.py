@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from ownloop.errors import OwnloopError
 from ownloop.grading import GraderSpecError
 from ownloop.replay.regrade import graders_from_tasks_file, regrade
 from ownloop.store import QueryError, Store, open_store
-from ownloop.store.errors import OwnloopError
 from tests.replay.builders import SessionSpec, StepSpec, finish, write_sessions
 
 STEPS = (StepSpec([finish()]),)

@@ -127,6 +127,8 @@ def test_replay_modules_public_names_and_imports(name: str) -> None:
     assert all(
         m.startswith(
             (
+                "ownloop.errors",
+                "ownloop.scoring",
                 "ownloop.store",
                 "ownloop.agents",
                 "ownloop.grading",

@@ -8,10 +8,10 @@ import pytest
 
 from ownloop.agents import make_agent
 from ownloop.agents.options import parse_overrides
+from ownloop.errors import OwnloopError
 from ownloop.replay.reparse import reparse, reparse_target
 from ownloop.replay.target import load_session
 from ownloop.store import Store, open_store
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Click
 from tests.replay.builders import SessionSpec, StepSpec, click, drag, finish, scroll, write_sessions
 

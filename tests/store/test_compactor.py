@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from ownloop.cli import cli
+from ownloop.errors import OwnloopError
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
 from ownloop.store.compactor import BackgroundCompaction, wait_seconds
-from ownloop.store.errors import OwnloopError
 from tests.store.conftest import at
 from tests.store.test_compact import _page, _pixels, _png
 

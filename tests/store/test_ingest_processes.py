@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from ownloop.errors import OwnloopError
 from ownloop.store import Store
 from ownloop.store import events as E
-from ownloop.store.errors import OwnloopError
 from ownloop.store.index import Index
 from tests.store.conftest import at
 from tests.store.test_ingest_fast_path import golden_lines, mutations

@@ -6,9 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ownloop.store import Store
-from ownloop.store import events as E
-from ownloop.store.stats import (
+from ownloop.scoring.stats import (
     clustered_bootstrap,
     mcnemar_exact,
     paired_bootstrap,
@@ -17,6 +15,8 @@ from ownloop.store.stats import (
     percentile,
     wilson,
 )
+from ownloop.store import Store
+from ownloop.store import events as E
 from tests.store.conftest import at
 
 

@@ -9,8 +9,9 @@ from collections.abc import Callable
 import duckdb
 import pytest
 
-from ownloop.store import Store, stats
-from ownloop.store.stats import Interval, clustered_bootstrap, paired_bootstrap
+from ownloop.scoring import stats
+from ownloop.scoring.stats import Interval, clustered_bootstrap, paired_bootstrap
+from ownloop.store import Store
 
 np = pytest.importorskip("numpy")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.transfer.collector import parse_endpoint, post
 
 

@@ -16,10 +16,10 @@ from typing import NamedTuple
 import pytest
 from PIL import Image
 
+from ownloop.errors import OwnloopError
 from ownloop.replay.compare import compare_runs
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store.errors import OwnloopError
 from ownloop.store.queries import search_steps
 from ownloop.view.app import CSP
 from ownloop.view.domtree import MAX_NODES, parse_dom

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ownloop.replay.compare import compare_runs
+from ownloop.scoring.stats import wilson
 from ownloop.store import open_store
-from ownloop.store.stats import wilson
 from ownloop.view.server import ViewServer
 from tests.view.dashboard import (
     CONTENT,

@@ -32,7 +32,12 @@ def test_public_names_exist_and_imports_stay_in_bounds(name: str) -> None:
         a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names
     }
     ours = {m for m in imported if m and m.startswith("ownloop")}
-    assert all(m.startswith(("ownloop.store", "ownloop.replay", "ownloop.view")) for m in ours)
+    assert all(
+        m.startswith(
+            ("ownloop.errors", "ownloop.scoring", "ownloop.store", "ownloop.replay", "ownloop.view")
+        )
+        for m in ours
+    )
     assert not any(m and m.split(".")[0] in {"playwright", "duckdb"} for m in imported)
 
 

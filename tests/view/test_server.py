@@ -16,9 +16,9 @@ from typing import NamedTuple
 
 import pytest
 
+from ownloop.errors import OwnloopError
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store.errors import OwnloopError
 from ownloop.view.app import CSP
 from ownloop.view.server import ViewServer
 from tests.view.synthetic import HOSTILE_DOM, append_synthetic, at

@@ -19,7 +19,7 @@ import time
 from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import StreamHead
 from ownloop.store.filestat import RACY, changed_blobs
 from ownloop.store.verify.report import Problem, VerifyReport

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import SessionEnded, Task
 from ownloop.world import Evidence
 from ownloop.world.desktop import DesktopWorld

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.world.guest import Guest, Reply
 
 __all__ = ["SetupFailed", "StepResult", "run_steps"]

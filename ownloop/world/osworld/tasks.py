@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import Task
 
 __all__ = ["SETUP_TYPES", "OsworldTaskError", "load_tasks", "task_json"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import Task
 from ownloop.world.browser_evidence import Evidence
 from ownloop.world.suites.environments import load_environment

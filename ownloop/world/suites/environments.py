@@ -34,7 +34,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.world.suites.tasks_file import TasksFileSuite
 
 __all__ = ["GROUP", "environment_names", "load_environment", "served_tasks"]

@@ -37,7 +37,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ownloop.store.errors import OwnloopError
+from ownloop.errors import OwnloopError
 from ownloop.store.events import Task
 from ownloop.store.extras import install_hint
 from ownloop.world.browser_evidence import Evidence

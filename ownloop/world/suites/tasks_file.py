@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import msgspec
 
+from ownloop.errors import OwnloopError
 from ownloop.grading import make_grader
-from ownloop.store.errors import OwnloopError
 from ownloop.store.events import Task
 from ownloop.world.browser_evidence import Evidence, capture_error
 

@@ -1,4 +1,4 @@
-"""The tree drawn in ``ownloop/store/errors.py``'s docstring is the family as the code has it."""
+"""The tree drawn in ``ownloop/errors.py``'s docstring is the family as the code has it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pkgutil
 import re
 
 import ownloop
-from ownloop.store import errors
-from ownloop.store.errors import OwnloopError
+from ownloop import errors
+from ownloop.errors import OwnloopError
 
 _LINE = re.compile(r"^( *)\* (\w+)(?: - \w+: .+)?$")
 
@@ -54,6 +54,6 @@ def _family() -> dict[str, str | None]:
 def test_the_docstring_draws_every_error_under_its_base() -> None:
     drawn, family = _drawn(), _family()
     assert len(family) > 30  # the walk found the package's errors, not just the root
-    assert sorted(set(family) - set(drawn)) == [], "add these to ownloop/store/errors.py's tree"
+    assert sorted(set(family) - set(drawn)) == [], "add these to ownloop/errors.py's tree"
     assert sorted(set(drawn) - set(family)) == [], "these are drawn but not defined"
     assert drawn == family

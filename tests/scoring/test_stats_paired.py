@@ -1,4 +1,4 @@
-"""The paired statistics of ``compare`` (ownloop/store/paired.py) held against independent
+"""The paired statistics of ``compare`` (ownloop/scoring/paired.py) held against independent
 formulas written here: closed forms of Student's t, brute-force enumeration of sign patterns and
 of splits, Holm's definition, and the paired interval's coverage on simulated runs whose true
 difference is known."""
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ownloop.store.paired import (
+from ownloop.scoring.paired import (
     TaskTable,
     fisher_exact,
     holm,
@@ -24,7 +24,7 @@ from ownloop.store.paired import (
     split_expected,
     t_quantile,
 )
-from ownloop.store.stats import clustered_bootstrap, paired_bootstrap, wilson
+from ownloop.scoring.stats import clustered_bootstrap, paired_bootstrap, wilson
 
 
 # ------------------------------------------------------------------ Student's t

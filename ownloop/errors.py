@@ -1,7 +1,7 @@
 """The one exception family the library raises for things a user can fix.
 
 Each carries one line that says what to do, and the CLI prints it as is (STYLE §7). The whole
-tree, by part, each with when it is raised (``tests/store/test_errors.py`` checks that it names
+tree, by part, each with when it is raised (``tests/test_errors.py`` checks that it names
 every subclass in the package, under its own base):
 
 * OwnloopError

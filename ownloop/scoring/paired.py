@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from functools import reduce
 
-from ownloop.store.stats import Interval
+from ownloop.scoring.stats import Interval
 
 __all__ = [
     "EXACT_TASKS",
