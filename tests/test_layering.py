@@ -22,6 +22,7 @@ ALLOWED = {
     "replay": {"store", "agents", "grading", "recorder", "modelserver", "world"},
     "transfer": {"store", "agents", "grading", "replay"},
     "view": {"store", "replay"},
+    "testing": {"store", "agents"},  # test tools we ship: synthetic sessions
 }
 
 
