@@ -31,24 +31,23 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from ownloop.replay.regrade import regrade
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
+from ownloop.testing import synthetic
+from ownloop.testing.synthetic import T0, Grade, Session, Step
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PROMPT = "You are a GUI agent. You are given a task and your action history. " * 20
 REGRADE_AIM = 2000.0
 
 
 def session_events(run_id: str, number: int, sha: str) -> list[E.Event]:
     """A finished three-step MiniWoB-like session with evidence and its recorded grade."""
-    sid = f"s{number:06d}"
-    t = T0 + timedelta(seconds=number)
-    ids = {"run_id": run_id, "session_id": sid}
     answer = "yes" if number % 3 else "no"
     reward = 1 if number % 4 else 0
     task = E.Task(
@@ -59,85 +58,55 @@ def session_events(run_id: str, number: int, sha: str) -> list[E.Event]:
         seed=number,
         grader="miniwob",
     )
-    events: list[E.Event] = [
-        E.SessionStarted(
-            at=t, **ids, task=task, agent="uitars", model="bench", viewport=(1280, 800)
-        )
-    ]
-    for step in (1, 2, 3):
-        at = t + timedelta(milliseconds=100 * step)
-        call = f"{sid}c{step}"
-        events += [
-            E.ScreenshotTaken(
-                at=at,
-                **ids,
-                step=step,
-                sha256=sha,
-                width=1280,
-                height=800,
-                url=task.start_url,
-                capture_ms=40.0,
-            ),
-            E.ModelCalled(
-                at=at,
-                **ids,
-                step=step,
-                call_id=call,
-                model="bench",
-                messages=(
-                    E.Message(
-                        role="user",
-                        parts=(
-                            E.TextPart(text=PROMPT),
-                            E.ImagePart(sha256=sha, width=1280, height=800),
-                        ),
-                    ),
+    step = Step(
+        actions=(E.Click(x=91.4, y=228.6),),
+        ops=(E.MouseClick(x=91.4, y=228.6),),
+        url=task.start_url,
+        capture_ms=40.0,
+        model="bench",
+        messages=(
+            E.Message(
+                role="user",
+                parts=(
+                    E.TextPart(text=PROMPT),
+                    E.ImagePart(sha256=sha, width=1280, height=800),
                 ),
-                response=f"Thought: step {step}\nAction: click(start_box='(100,200)')",
-                latency_ms=300.0,
             ),
-            E.ActionParsed(
-                at=at,
-                **ids,
-                step=step,
-                call_id=call,
-                parser="uitars",
-                thought=f"step {step}",
-                actions=(E.Click(x=91.4, y=228.6),),
-            ),
-            E.BrowserActed(
-                at=at,
-                **ids,
-                step=step,
-                idx=0,
-                op=E.MouseClick(x=91.4, y=228.6),
-                element=E.Element(tag="button", name="yes"),
-                url_before=task.start_url,
-                url_after=task.start_url,
-            ),
-        ]
-    end = t + timedelta(seconds=1)
-    events += [
-        E.EvidenceCaptured(at=end, **ids, name="final_url", value_json=f'"{task.start_url}"'),
-        E.EvidenceCaptured(
-            at=end,
-            **ids,
-            name="miniwob_reward",
-            value_json=f'{{"reward": {reward}, "raw_reward": {reward}, '
-            '"done": true, "reason": null}',
         ),
-        E.SessionEnded(at=end, **ids, status="finished", answer=answer, steps=3, seconds=1.0),
-        E.SessionGraded(
-            at=end,
-            **ids,
-            grader="miniwob",
-            grader_version="1",
-            score=float(reward),
-            passed=bool(reward),
-            source="record",
+        finish_reason=None,
+        latency_ms=300.0,
+        element=E.Element(tag="button", name="yes"),
+    )
+    session = Session(
+        f"s{number:06d}",
+        [
+            replace(
+                step,
+                thought=f"step {n}",
+                response=f"Thought: step {n}\nAction: click(start_box='(100,200)')",
+            )
+            for n in (1, 2, 3)
+        ],
+        run_id=run_id,
+        task=task,
+        model="bench",
+        answer=answer,
+        evidence=(
+            ("final_url", f'"{task.start_url}"'),
+            (
+                "miniwob_reward",
+                f'{{"reward": {reward}, "raw_reward": {reward}, "done": true, "reason": null}}',
+            ),
         ),
-    ]
-    return events
+        grades=(Grade("miniwob", float(reward), bool(reward), grader_version="1"),),
+        start=number,
+        step_seconds=0.1,
+        tick=0.0,
+        end=1.0,
+        sha256=sha,
+        call_ids="{session}c{step}",
+    )
+    return synthetic.session_events(session)
 
 
 def write_sessions(store: Store, run_id: str, count: int) -> None:

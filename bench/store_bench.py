@@ -19,8 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from io import BytesIO
 from pathlib import Path
@@ -30,8 +31,9 @@ from PIL import Image, ImageDraw
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
 from ownloop.store.journal import decode_lines
+from ownloop.testing import synthetic
+from ownloop.testing.synthetic import T0, Acted, Grade, Session, Step
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 AGENTS = ("uitars", "opencua", "fara7b", "molmoweb")
 SMOKE = False  # --smoke: every figure taken once, on tiny sizes (a check, not a figure)
 
@@ -61,80 +63,61 @@ def screenshots(n: int, seed: int = 1) -> list[bytes]:
     return pngs
 
 
+def bench_step(step: int, sha: str, t: float) -> Step:
+    """One recorded step of the benches' sessions (five events), ``t`` seconds after ``T0``."""
+    return Step(
+        actions=(
+            E.Click(
+                x=step * 1.0,
+                y=200.0,
+                model_x=step * 1.0,
+                model_y=200.0,
+                raw=f"click(start_box='({step},200)')",
+            ),
+        ),
+        thought="I click OK.",
+        ops=(
+            Acted(E.MouseMove(x=step * 1.0, y=200.0), duration_ms=3.0),
+            Acted(
+                E.MouseClick(x=step * 1.0, y=200.0),
+                duration_ms=20.0,
+                element=E.Element(
+                    tag="button", name="OK", role="button", css_path="body > div > button"
+                ),
+            ),
+        ),
+        response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
+        url=f"http://127.0.0.1:8312/page/{step}",
+        op_urls=False,
+        sha256=sha,
+        capture_ms=30.0,
+        at=t,
+        model="uitars15-7b",
+        messages=(
+            E.Message(
+                role="user",
+                parts=(E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha)),
+            ),
+        ),
+        sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
+        prompt_tokens=1800,
+        completion_tokens=25,
+        latency_ms=900.0 + step,
+        parser="ui-tars",
+    )
+
+
+def bench_session(run_id: str, session: str, steps: Sequence[Step] = ()) -> Session:
+    """A session of the benches' (its steps' times are their own)."""
+    return Session(session, steps, run_id=run_id, tick=0.0, call_ids="{session}-{step}")
+
+
 def step_events(run_id: str, session: str, step: int, sha: str, t: datetime) -> list[E.Event]:
-    """The five events of one recorded step."""
-    return [
-        E.ScreenshotTaken(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            sha256=sha,
-            width=1280,
-            height=800,
-            url=f"http://127.0.0.1:8312/page/{step}",
-            capture_ms=30.0,
-        ),
-        E.ModelCalled(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            call_id=f"{session}-{step}",
-            model="uitars15-7b",
-            messages=(
-                E.Message(
-                    role="user",
-                    parts=(E.TextPart(text="Click the OK button"), E.ImagePart(sha256=sha)),
-                ),
-            ),
-            sampling=E.Sampling(temperature=0.0, top_p=0.9, max_tokens=500),
-            response=f"Thought: I click OK.\nAction: click(start_box='({step},200)')",
-            finish_reason="stop",
-            prompt_tokens=1800,
-            completion_tokens=25,
-            latency_ms=900.0 + step,
-        ),
-        E.ActionParsed(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            call_id=f"{session}-{step}",
-            parser="ui-tars",
-            thought="I click OK.",
-            actions=(
-                E.Click(
-                    x=step * 1.0,
-                    y=200.0,
-                    model_x=step * 1.0,
-                    model_y=200.0,
-                    raw=f"click(start_box='({step},200)')",
-                ),
-            ),
-        ),
-        E.BrowserActed(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            idx=0,
-            op=E.MouseMove(x=step * 1.0, y=200.0),
-            duration_ms=3.0,
-        ),
-        E.BrowserActed(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            step=step,
-            idx=1,
-            op=E.MouseClick(x=step * 1.0, y=200.0),
-            duration_ms=20.0,
-            element=E.Element(
-                tag="button", name="OK", role="button", css_path="body > div > button"
-            ),
-        ),
-    ]
+    """The five events of one recorded step, at ``t``."""
+    seconds = (t - T0).total_seconds()
+    return synthetic.step_events(
+        bench_session(run_id, session), step, bench_step(step, sha, seconds)
+    )
 
 
 def timed(fn: Callable[[], object], repeat: int = 1) -> float:
@@ -235,44 +218,25 @@ def session_events(
     """Synthetic session ``n`` of run ``run_id``: its start (and the run's, for the first of
     each of ten runs), ``steps`` steps whose screenshots are ``sha_of_step(step)``, its end and
     its grade."""
-    t = T0 + timedelta(seconds=n)
     events: list[E.Event] = []
     if n < 10:
         events.append(E.RunStarted(at=T0, run_id=run_id, agent=AGENTS[n % 4], model="m"))
-    events.append(
-        E.SessionStarted(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            agent=AGENTS[n % 4],
-            model="m",
-            task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
-        )
+    spec = replace(
+        bench_session(
+            run_id, session, [bench_step(s, sha_of_step(s), n) for s in range(1, steps + 1)]
+        ),
+        task=E.Task(task_id=f"task-{n % 500}", prompt="Click OK", start_url="http://x/"),
+        agent=AGENTS[n % 4],
+        model="m",
+        status="finished" if n % 3 else "max_steps",
+        answer="42",
+        evidence=(),
+        grades=(Grade("answer", float(n % 2), bool(n % 2)),),
+        start=n,
+        end=0.0,
+        seconds=steps * 2.0,
     )
-    for step in range(1, steps + 1):
-        events += step_events(run_id, session, step, sha_of_step(step), t)
-    events.append(
-        E.SessionEnded(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            status="finished" if n % 3 else "max_steps",
-            steps=steps,
-            seconds=steps * 2.0,
-            answer="42",
-        )
-    )
-    events.append(
-        E.SessionGraded(
-            at=t,
-            run_id=run_id,
-            session_id=session,
-            grader="answer",
-            score=float(n % 2),
-            passed=bool(n % 2),
-        )
-    )
-    return events
+    return events + synthetic.session_events(spec)
 
 
 def write_journal(store: Store, sessions: int, steps: int) -> int:

@@ -9,6 +9,11 @@ Refresh the figures from a full run's JUnit report::
 
     .venv/bin/python -m pytest --junitxml=/tmp/suite.xml
     .venv/bin/python tests/ordering.py /tmp/suite.xml
+
+or only the modules a partial run measured (the others keep their figures), after changing them::
+
+    .venv/bin/python -m pytest -n 2 --junitxml=/tmp/part.xml tests/x/test_y.py ...
+    .venv/bin/python tests/ordering.py --merge /tmp/part.xml
 """
 
 from __future__ import annotations
@@ -47,11 +52,26 @@ def from_junit(report: Path) -> dict[str, float]:
     return {name: round(value, 1) for name, value in seconds.most_common()}
 
 
+def merged(old: dict[str, float], new: dict[str, float]) -> dict[str, float]:
+    """``old``'s figures with ``new``'s in place of those it measured, longest first."""
+    both = {**old, **new}
+    return dict(sorted(both.items(), key=lambda item: -item[1]))
+
+
 def main(argv: list[str]) -> int:
+    merge = argv[:1] == ["--merge"]
+    if merge:
+        argv = argv[1:]
     if len(argv) != 1:
-        print("usage: python tests/ordering.py JUNIT.xml (a full run's --junitxml report)")
+        print(
+            "usage: python tests/ordering.py [--merge] JUNIT.xml (a full run's --junitxml report;"
+            " --merge: a partial run's, its modules' figures replaced)"
+        )
         return 2
     figures = from_junit(Path(argv[0]))
+    if merge:
+        print(f"{len(figures)} modules measured: {', '.join(sorted(figures))}")
+        figures = merged(measured(), figures)
     FIGURES.write_text(json.dumps(figures, indent=0) + "\n")
     print(f"{FIGURES}: {len(figures)} modules, {sum(figures.values()):.0f} s in all")
     return 0

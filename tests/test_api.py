@@ -18,7 +18,7 @@ import ownloop
 from ownloop.errors import OwnloopError
 from ownloop.store import MissingBlob
 from ownloop.store import open_store as open_raw_store
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, click, finish, write_sessions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -173,13 +173,13 @@ def test_the_notebook_views_escape_every_recorded_text(tmp_path: Path) -> None:
     raw = open_raw_store(tmp_path / "store")
     write_sessions(
         raw,
-        SessionSpec(
+        Session(
             "s-hostile",
             task_id=f"task-{HOSTILE}",
             answer=HOSTILE,
             steps=(
-                StepSpec(actions=(click(),), thought=HOSTILE, url=f"http://x.test/{HOSTILE}"),
-                StepSpec(actions=(finish(HOSTILE),), thought="done"),
+                agent_step(actions=(click(),), thought=HOSTILE, url=f"http://x.test/{HOSTILE}"),
+                agent_step(actions=(finish(HOSTILE),), thought="done"),
             ),
         ),
     )

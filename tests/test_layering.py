@@ -23,6 +23,7 @@ ALLOWED = {
     "replay": {"scoring", "store", "agents", "grading", "recorder", "modelserver", "world"},
     "transfer": {"scoring", "store", "agents", "grading", "replay"},
     "view": {"scoring", "store", "replay"},
+    "testing": {"scoring", "store", "agents"},
 }
 
 

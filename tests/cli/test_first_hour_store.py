@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ownloop.store import open_store
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, click, finish, write_sessions
 
 LONG_ANSWER = "an answer long enough that an eighty column table would have to cut it " * 2
 
@@ -47,24 +47,24 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("first-hour") / "runs"
     write_sessions(
         open_store(root),
-        SessionSpec(
+        Session(
             session_id="s-one",
             task_id="click-button-7",
-            steps=[StepSpec(actions=[click()]), StepSpec(actions=[finish("done")])],
+            steps=[agent_step(actions=[click()]), agent_step(actions=[finish("done")])],
         ),
-        SessionSpec(
+        Session(
             session_id="s-two",
             task_id="click-button-8",
             start=5.0,
-            steps=[StepSpec(actions=[click(10, 20)]), StepSpec(actions=[finish("done")])],
+            steps=[agent_step(actions=[click(10, 20)]), agent_step(actions=[finish("done")])],
         ),
-        SessionSpec(
+        Session(
             session_id="s-long",
             task_id="enter-text-1",
             start=9.0,
             answer=LONG_ANSWER,
             status="fail",
-            steps=[StepSpec(actions=[finish(LONG_ANSWER)])],
+            steps=[agent_step(actions=[finish(LONG_ANSWER)])],
         ),
     )
     open_store(root).sync()

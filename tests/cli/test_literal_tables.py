@@ -17,7 +17,7 @@ import pytest
 
 from ownloop.store import open_store
 from ownloop.store.text import cell, visible
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, click, finish, write_sessions
 
 ANSWER = "[/x] [link=http://evil]x[/link] \x1b[31mred\x07"
 SHOWN = "[/x] [link=http://evil]x[/link] \\x1b[31mred\\x07"
@@ -39,23 +39,23 @@ def test_visible_escapes_every_control_and_keeps_text() -> None:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("literal") / "store"
-    step = StepSpec(actions=[click()], thought=f"I see {ANSWER}", url="http://site.test/\x1b[2J")
+    step = agent_step(actions=[click()], thought=f"I see {ANSWER}", url="http://site.test/\x1b[2J")
     write_sessions(
         open_store(root),
-        SessionSpec(
+        Session(
             session_id="s-evil",
             task_id=TASK,
             run_id="r1",
             answer=ANSWER,
-            steps=[step, StepSpec(actions=[finish(ANSWER)])],
+            steps=[step, agent_step(actions=[finish(ANSWER)])],
         ),
-        SessionSpec(
+        Session(
             session_id="s-other",
             task_id="task-2",
             run_id="r1",
             answer="fine",
             start=10.0,
-            steps=[StepSpec(actions=[click()])],
+            steps=[agent_step(actions=[click()])],
         ),
     )
     return root

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from ownloop.cli import cli
 from ownloop.store import open_store
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, scroll, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, click, finish, scroll, write_sessions
 from tests.replay.recordings import replay_store
 
 
@@ -164,7 +164,9 @@ def synthetic(tmp_path: Path) -> Path:
     store = open_store(tmp_path / "syn", fsync=False)
     write_sessions(
         store,
-        SessionSpec("s1", steps=(StepSpec([click()]), StepSpec([scroll()]), StepSpec([finish()]))),
+        Session(
+            "s1", steps=(agent_step([click()]), agent_step([scroll()]), agent_step([finish()]))
+        ),
     )
     return store.root
 

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from ownloop.store import open_store
 from ownloop.store.query import QueryResult
-from tests.replay.builders import SessionSpec, StepSpec, click, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, click, write_sessions
 
 RANGE = "select range as n, 'row ' || range as label from range({})"
 HINT = "All of them: --max-rows 0, or --format csv|json"
@@ -30,13 +30,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_sessions(
         open_store(root),
         *(
-            SessionSpec(
+            Session(
                 session_id=f"s{i:02d}",
                 task_id=f"task-{i}",
                 run_id="r1",
                 answer="ok",
                 start=float(i),
-                steps=[StepSpec(actions=[click()])],
+                steps=[agent_step(actions=[click()])],
             )
             for i in range(12)
         ),

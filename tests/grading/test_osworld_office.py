@@ -22,7 +22,7 @@ from ownloop.grading.osworld.metrics import METRICS
 from ownloop.replay.regrade import regrade
 from ownloop.store import Store, open_store
 from ownloop.store.events import EvidenceCaptured, SessionEnded, now
-from tests.replay.builders import SessionSpec, session_events
+from ownloop.testing.synthetic import Session, session_events
 
 
 def document(paragraphs: list[str], table: list[list[str]] | None = None) -> bytes:
@@ -250,7 +250,7 @@ def _recorded(
     store: Store, session_id: str, evaluator: dict[str, Any], result: bytes, expected: bytes
 ) -> None:
     """A desktop session whose getters' files are blobs in ``store``, graded by nobody yet."""
-    spec = SessionSpec(session_id, task_id=session_id, grader="osworld", grades=(), evidence=())
+    spec = Session(session_id, task_id=session_id, grader="osworld", grades=(), evidence=())
     events = session_events(spec, store.put_blob(b"screenshot"))
     ids = {"at": now(), "run_id": "r1", "session_id": session_id}
     extra: list[Any] = [

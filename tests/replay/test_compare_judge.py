@@ -26,22 +26,22 @@ from pathlib import Path
 import pytest
 
 from ownloop.store import open_store
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, click, finish, write_sessions
 from tests.replay.test_judge import ownloop
 
 _PASS = (("answer:contains:done", 1.0, True),)
 _FAIL = (("answer:contains:done", 0.0, False),)
 
 
-def _spec(run: str, task: int, finishes: bool, rule_passes: bool) -> SessionSpec:
+def _spec(run: str, task: int, finishes: bool, rule_passes: bool) -> Session:
     answer = f"done {task}"
     last = finish(answer) if finishes else click()
-    return SessionSpec(
+    return Session(
         f"{run}-{task}",
         run_id=run,
         task_id=f"t{task}",
         answer=answer,
-        steps=[StepSpec(actions=[click()]), StepSpec(actions=[last])],
+        steps=[agent_step(actions=[click()]), agent_step(actions=[last])],
         grades=_PASS if rule_passes else _FAIL,
         start=task * 10 + (100 if run == "B" else 0),
     )

@@ -8,17 +8,18 @@ from rich.console import Console
 
 from ownloop.replay.diff import diff_sessions, diff_view
 from ownloop.replay.fold import Session, fold
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, session_events
+from ownloop.testing.synthetic import Session as Synthetic
+from ownloop.testing.synthetic import agent_step, click, finish, session_events
 
 SHA_A, SHA_B = "a" * 64, "b" * 64
 
 
-def _session(spec: SessionSpec, sha: str = SHA_A) -> Session:
+def _session(spec: Synthetic, sha: str = SHA_A) -> Session:
     return fold(session_events(spec, sha))
 
 
-BASE = SessionSpec(
-    "s1", steps=(StepSpec([click()]), StepSpec([click(100, 200)]), StepSpec([finish()]))
+BASE = Synthetic(
+    "s1", steps=(agent_step([click()]), agent_step([click(100, 200)]), agent_step([finish()]))
 )
 
 
@@ -41,13 +42,13 @@ def test_a_session_with_itself_is_identical() -> None:
 
 
 def test_different_action_url_screenshot_and_outcome() -> None:
-    other = SessionSpec(
+    other = Synthetic(
         "s2",
         steps=(
-            StepSpec([click()]),
-            StepSpec([click(300, 300)], url="http://site.test/other"),
-            StepSpec([finish("nope")]),
-            StepSpec([finish()]),
+            agent_step([click()]),
+            agent_step([click(300, 300)], url="http://site.test/other"),
+            agent_step([finish("nope")]),
+            agent_step([finish()]),
         ),
         answer="nope",
         grades=(("answer:contains:done", 0.0, False),),
@@ -67,8 +68,8 @@ def test_different_action_url_screenshot_and_outcome() -> None:
 
 
 def test_same_screenshots_different_action() -> None:
-    other = SessionSpec(
-        "s3", steps=(StepSpec([click()]), StepSpec([click(101, 200)]), StepSpec([finish()]))
+    other = Synthetic(
+        "s3", steps=(agent_step([click()]), agent_step([click(101, 200)]), agent_step([finish()]))
     )
     diff = diff_sessions(_session(BASE), _session(other))
     assert diff.first_difference == 2

@@ -12,14 +12,14 @@ from ownloop.errors import OwnloopError
 from ownloop.grading import GraderSpecError
 from ownloop.replay.regrade import graders_from_tasks_file, regrade
 from ownloop.store import QueryError, Store, open_store
-from tests.replay.builders import SessionSpec, StepSpec, finish, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, finish, write_sessions
 
-STEPS = (StepSpec([finish()]),)
+STEPS = (agent_step([finish()]),)
 PASS = (("answer:contains:done", 1.0, True),)
 
 
-def _spec(sid: str, answer: str | None, **kw: object) -> SessionSpec:
-    return SessionSpec(
+def _spec(sid: str, answer: str | None, **kw: object) -> Session:
+    return Session(
         sid,
         task_id=f"task-{sid}",
         answer=answer,

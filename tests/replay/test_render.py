@@ -12,12 +12,12 @@ from ownloop.replay.fold import fold
 from ownloop.replay.render import action_text, op_text, plain, session_view
 from ownloop.store import open_store
 from ownloop.store.events import Click, Finish, MouseWheel, Scroll, TypeText
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, session_events
+from ownloop.testing.synthetic import Session, agent_step, click, finish, session_events
 
 HOSTILE = "[bold red]fake[/] \x1b[31mred\x1b[0m \u202eevil"
 
 
-def _text(spec: SessionSpec, tmp_path: Path) -> str:
+def _text(spec: Session, tmp_path: Path) -> str:
     store = open_store(tmp_path / "s", fsync=False)
     session = fold(session_events(spec, store.put_blob(b"png")))
     console = Console(record=True, width=200, soft_wrap=True, file=io.StringIO())
@@ -26,17 +26,17 @@ def _text(spec: SessionSpec, tmp_path: Path) -> str:
 
 
 def test_every_recorded_fact_is_shown(tmp_path: Path) -> None:
-    spec = SessionSpec(
+    spec = Session(
         "s1",
         steps=(
-            StepSpec(
+            agent_step(
                 [click(), TypeText(text="hello")],
                 thought="Click then type.",
                 failed_first="Thought: ?\nAction: nothing(",
                 url="http://site.test/form",
                 op_error="Timeout 500ms exceeded",
             ),
-            StepSpec([finish("done")], thought="All done."),
+            agent_step([finish("done")], thought="All done."),
         ),
         answer="done",
     )
@@ -73,7 +73,7 @@ def test_every_recorded_fact_is_shown(tmp_path: Path) -> None:
 
 
 def test_model_text_is_data(tmp_path: Path) -> None:
-    spec = SessionSpec("s2", steps=(StepSpec([finish(HOSTILE)], thought=HOSTILE),), answer=HOSTILE)
+    spec = Session("s2", steps=(agent_step([finish(HOSTILE)], thought=HOSTILE),), answer=HOSTILE)
     text = _text(spec, tmp_path)
     assert "\x1b" not in text and "\u202e" not in text
     assert "[bold red]fake[/]" in text  # printed as written, not as markup
@@ -81,7 +81,7 @@ def test_model_text_is_data(tmp_path: Path) -> None:
 
 
 def test_unfinished_and_ungraded(tmp_path: Path) -> None:
-    events = session_events(SessionSpec("s3", steps=(StepSpec([click()]),), grades=()), "0" * 64)
+    events = session_events(Session("s3", steps=(agent_step([click()]),), grades=()), "0" * 64)
     session = fold(e for e in events if e.__struct_config__.tag != "session_ended")
     console = Console(record=True, width=200, file=io.StringIO())
     console.print(session_view(session))

@@ -13,21 +13,29 @@ from ownloop.replay.reparse import reparse, reparse_target
 from ownloop.replay.target import load_session
 from ownloop.store import Store, open_store
 from ownloop.store.events import Click
-from tests.replay.builders import SessionSpec, StepSpec, click, drag, finish, scroll, write_sessions
+from ownloop.testing.synthetic import (
+    Session,
+    agent_step,
+    click,
+    drag,
+    finish,
+    scroll,
+    write_sessions,
+)
 
 # s1: click, scroll, drag, scroll, finish.  s2: click, finish (nothing there scrolls or drags).
-S1 = SessionSpec(
+S1 = Session(
     "s1",
     steps=(
-        StepSpec([click()]),
-        StepSpec([scroll()]),
-        StepSpec([drag()]),
-        StepSpec([scroll("up")]),
-        StepSpec([finish()]),
+        agent_step([click()]),
+        agent_step([scroll()]),
+        agent_step([drag()]),
+        agent_step([scroll("up")]),
+        agent_step([finish()]),
     ),
 )
-S2 = SessionSpec(
-    "s2", task_id="task-2", steps=(StepSpec([click()]), StepSpec([finish()])), start=100
+S2 = Session(
+    "s2", task_id="task-2", steps=(agent_step([click()]), agent_step([finish()])), start=100
 )
 
 
@@ -79,8 +87,8 @@ def test_drag_steps_changes_only_the_drag_step(store: Store) -> None:
 
 def test_the_recorded_settings_are_the_base(tmp_path: Path) -> None:
     store = open_store(tmp_path / "store", fsync=False)
-    spec = SessionSpec(
-        "s3", run_id="r3", steps=(StepSpec([scroll()]),), agent_options={"scroll_notches": 3}
+    spec = Session(
+        "s3", run_id="r3", steps=(agent_step([scroll()]),), agent_options={"scroll_notches": 3}
     )
     write_sessions(store, spec)
     assert reparse(store, run_id="r3").changes == ()  # recorded with 3, re-parsed with 3
@@ -91,14 +99,14 @@ def test_the_recorded_settings_are_the_base(tmp_path: Path) -> None:
 def test_a_parser_fix_shows_up_as_now_parses_and_changed_actions(tmp_path: Path) -> None:
     store = open_store(tmp_path / "store", fsync=False)
     old_click = Click(x=1, y=2)  # what an older parser read from the same response
-    spec = SessionSpec(
+    spec = Session(
         "s4",
         run_id="r4",
         steps=(
-            StepSpec([click()], recorded_error="old parser failed"),
-            StepSpec([click(10, 20)], recorded_actions=[old_click]),
-            StepSpec([click()], failed_first="Thought: hmm\nAction: no_such_thing("),
-            StepSpec([finish()]),
+            agent_step([click()], parse_error="old parser failed"),
+            agent_step([click(10, 20)], recorded_actions=[old_click]),
+            agent_step([click()], failed_first="Thought: hmm\nAction: no_such_thing("),
+            agent_step([finish()]),
         ),
     )
     write_sessions(store, spec)

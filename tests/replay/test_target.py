@@ -8,9 +8,9 @@ import pytest
 
 from ownloop.replay.target import TargetNotFound, load_session, resolve_target
 from ownloop.store import Store, open_store
-from tests.replay.builders import SessionSpec, StepSpec, click, finish, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, click, finish, write_sessions
 
-STEPS = (StepSpec([click()]), StepSpec([finish()]))
+STEPS = (agent_step([click()]), agent_step([finish()]))
 
 
 @pytest.fixture(scope="module")
@@ -20,12 +20,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     write_sessions(
         store,
         # run r1 (older): two attempts of click-button-7, one of enter-text-3
-        SessionSpec("a1", task_id="click-button-7", run_id="r1", steps=STEPS, start=0),
-        SessionSpec("a2", task_id="click-button-7", run_id="r1", steps=STEPS, start=100),
-        SessionSpec("b1", task_id="enter-text-3", run_id="r1", steps=STEPS, start=50),
+        Session("a1", task_id="click-button-7", run_id="r1", steps=STEPS, start=0),
+        Session("a2", task_id="click-button-7", run_id="r1", steps=STEPS, start=100),
+        Session("b1", task_id="enter-text-3", run_id="r1", steps=STEPS, start=50),
         # run r2 (newer): click-button-7 once, and a task whose id is another session's id
-        SessionSpec("c1", task_id="click-button-7", run_id="r2", steps=STEPS, start=1000),
-        SessionSpec("c2", task_id="a1", run_id="r2", steps=STEPS, start=1100),
+        Session("c1", task_id="click-button-7", run_id="r2", steps=STEPS, start=1000),
+        Session("c2", task_id="a1", run_id="r2", steps=STEPS, start=1100),
     )
     store.sync()
     return store

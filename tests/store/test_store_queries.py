@@ -34,10 +34,10 @@ from ownloop.store.queries import (
     user_condition,
     user_query,
 )
-from tests.replay.builders import SessionSpec, StepSpec, at, click, finish, write_sessions
+from ownloop.testing.synthetic import Session, agent_step, at, click, finish, write_sessions
 
 RUN = "o'k run"  # a quote that ends a pasted literal
-STEPS = (StepSpec([click()]), StepSpec([finish()]))
+STEPS = (agent_step([click()]), agent_step([finish()]))
 FOLDER = ("imported_folder", '{"sha256": "f00d"}')
 
 
@@ -47,8 +47,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     store = open_store(tmp_path_factory.mktemp("store"), fsync=False)
     write_sessions(
         store,
-        SessionSpec("s1", task_id="b-task", run_id=RUN, steps=STEPS, start=0),
-        SessionSpec(
+        Session("s1", task_id="b-task", run_id=RUN, steps=STEPS, start=0),
+        Session(
             "s2",
             task_id="a-task",
             run_id=RUN,
@@ -57,8 +57,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
             status="fail",
             grades=(("answer:contains:x", 0.0, False),),
         ),
-        SessionSpec("s3", task_id="b-task", run_id=RUN, steps=STEPS, start=20, evidence=(FOLDER,)),
-        SessionSpec("s4", task_id="x' or '1'='1", run_id="r2", steps=STEPS, start=100),
+        Session("s3", task_id="b-task", run_id=RUN, steps=STEPS, start=20, evidence=(FOLDER,)),
+        Session("s4", task_id="x' or '1'='1", run_id="r2", steps=STEPS, start=100),
     )
     task = E.Task(task_id="b-task", prompt="Do b", start_url="http://site.test/")
     with store.stream("extra") as stream:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -14,9 +13,8 @@ from PIL import Image, ImageDraw
 
 from ownloop.store import Store
 from ownloop.store import events as E
+from ownloop.testing.synthetic import SIZE, Evidence, Grade, Session, Step, at, write_sessions
 
-T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-SIZE = (1280, 800)
 HOSTILE_THOUGHT = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
 HOSTILE_TITLE = "<script>window.pwned=4</script>Title"
 HOSTILE_TYPED = "<script>window.pwned=7</script>"
@@ -42,10 +40,6 @@ class ViewStore(NamedTuple):
     gestures: str  # a session with a drag, a scroll and a double click
 
 
-def at(seconds: float) -> datetime:
-    return T0 + timedelta(seconds=seconds)
-
-
 def png(colour: tuple[int, int, int], size: tuple[int, int] = SIZE) -> bytes:
     """A screenshot-sized PNG of one colour with a grid, so markers have something to sit on."""
     image = Image.new("RGB", size, colour)
@@ -58,7 +52,6 @@ def png(colour: tuple[int, int, int], size: tuple[int, int] = SIZE) -> bytes:
 
 
 def _step(
-    ids: dict[str, str],
     number: int,
     sha: str,
     t: float,
@@ -68,99 +61,56 @@ def _step(
     url: str,
     element: E.Element | None = None,
     op_error: str | None = None,
-) -> list[E.Event]:
-    call = f"{ids['session_id']}-{number}"
-    events: list[E.Event] = [
-        E.ScreenshotTaken(
-            at=at(t), **ids, step=number, sha256=sha, width=SIZE[0], height=SIZE[1], url=url
-        ),
-        E.ModelCalled(
-            at=at(t + 0.1),
-            **ids,
-            step=number,
-            call_id=call,
-            response=f"Thought: {thought}\nAction: ...",
-            latency_ms=250.0 + number,
-            prompt_tokens=1200,
-            completion_tokens=30,
-            finish_reason="stop",
-        ),
-        E.ActionParsed(
-            at=at(t + 0.2),
-            **ids,
-            step=number,
-            call_id=call,
-            parser="uitars",
-            thought=thought,
-            actions=actions,
-        ),
-    ]
-    for idx, op in enumerate(ops):
-        events.append(
-            E.BrowserActed(
-                at=at(t + 0.3 + idx / 100),
-                **ids,
-                step=number,
-                idx=idx,
-                op=op,
-                ok=op_error is None,
-                error=op_error,
-                url_before=url,
-                url_after=url + "#after",
-                element=element,
-            )
-        )
-    return events
+) -> Step:
+    return Step(
+        actions=actions,
+        thought=thought,
+        ops=ops,
+        url=url,
+        url_after=url + "#after",
+        sha256=sha,
+        at=t,
+        latency_ms=250.0 + number,
+        prompt_tokens=1200,
+        completion_tokens=30,
+        element=element,
+        op_error=op_error,
+    )
 
 
 def _session(
     store: Store,
     session_id: str,
     task_id: str,
-    steps: list[list[E.Event]],
+    steps: list[Step],
     t: float,
     *,
     parent: str | None = None,
     answer: str | None = "done",
-    evidence: tuple[E.EvidenceCaptured, ...] = (),
+    evidence: tuple[Evidence, ...] = (),
     passed: bool = True,
 ) -> None:
-    ids = {"run_id": "synthetic", "session_id": session_id}
     task = E.Task(
         task_id=task_id, prompt=f"Do {task_id} <b>now</b>", start_url="http://site.test/start"
     )
-    events: list[E.Event] = [
-        E.SessionStarted(
-            at=at(t),
-            **ids,
-            task=task,
-            agent="synthetic-agent",
-            model="synthetic-model",
-            viewport=SIZE,
-            parent_session_id=parent,
-            replay_mode="ops" if parent else None,
-        )
-    ]
-    for step in steps:
-        events.extend(step)
-    events.extend(evidence)
-    events.append(
-        E.SessionEnded(
-            at=at(t + 50), **ids, status="finished", answer=answer, steps=len(steps), seconds=50.0
-        )
+    grade = Grade("answer:contains:done", 1.0 if passed else 0.0, passed, details=HOSTILE_ELEMENT)
+    session = Session(
+        session_id,
+        steps,
+        run_id="synthetic",
+        task=task,
+        agent="synthetic-agent",
+        model="synthetic-model",
+        parent_session_id=parent,
+        replay_mode="ops" if parent else None,
+        answer=answer,
+        evidence=evidence,
+        grades=(grade,),
+        start=t,
+        end=50.0,
+        call_ids="{session}-{step}",
     )
-    events.append(
-        E.SessionGraded(
-            at=at(t + 51),
-            **ids,
-            grader="answer:contains:done",
-            score=1.0 if passed else 0.0,
-            passed=passed,
-            details=HOSTILE_ELEMENT,
-        )
-    )
-    with store.stream() as stream:
-        stream.append(events)
+    write_sessions(store, session, run_started=False)
 
 
 def append_synthetic(store: Store) -> tuple[str, str, str]:
@@ -175,10 +125,9 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
     bad_url = 'http://site.test/"><script>window.pwned=3</script>'
     element = E.Element(tag="button", id="go", name=HOSTILE_ELEMENT, role="button")
 
-    def hostile_steps(session_id: str) -> list[list[E.Event]]:
+    def hostile_steps() -> list[Step]:
         return [
             _step(
-                ids(session_id),
                 1,
                 shot_a,
                 1,
@@ -189,7 +138,6 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
                 element,
             ),
             _step(
-                ids(session_id),
                 2,
                 shot_b,
                 3,
@@ -200,7 +148,6 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
                 op_error=HOSTILE_ELEMENT,
             ),
             _step(
-                ids(session_id),
                 3,
                 shot_a,
                 5,
@@ -212,26 +159,22 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
         ]
 
     evidence = (
-        E.EvidenceCaptured(
-            at=at(40), **ids(hostile), name="title", value_json=json.dumps(HOSTILE_TITLE)
-        ),
-        E.EvidenceCaptured(
-            at=at(40), **ids(hostile), name="dom", sha256=dom, media_type="text/html"
-        ),
+        Evidence("title", json.dumps(HOSTILE_TITLE)),
+        Evidence("dom", sha256=dom, media_type="text/html"),
     )
     _session(
         store,
         hostile,
         "hostile-task",
-        hostile_steps(hostile),
+        hostile_steps(),
         0,
         answer=HOSTILE_ANSWER,
         evidence=evidence,
         passed=False,
     )
-    replay_steps = hostile_steps(replay)
+    replay_steps = hostile_steps()
     for number, (step, (rung, ops)) in enumerate(zip(replay_steps, REPLAY_RUNGS, strict=True), 1):
-        step.append(
+        step.after = (
             E.FidelityMeasured(
                 at=at(2 * number + 0.5),
                 **ids(replay),
@@ -244,7 +187,7 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
                 diverged=number == 2,
                 rung=rung,
                 **ops,
-            )
+            ),
         )
     _session(store, replay, "hostile-task", replay_steps, 100, parent=hostile)
     _session(
@@ -253,7 +196,6 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
         "gestures-task",
         [
             _step(
-                ids(gestures),
                 1,
                 shot_a,
                 201,
@@ -268,7 +210,6 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
                 "http://site.test/g",
             ),
             _step(
-                ids(gestures),
                 2,
                 shot_b,
                 203,
@@ -278,7 +219,6 @@ def append_synthetic(store: Store) -> tuple[str, str, str]:
                 "http://site.test/g",
             ),
             _step(
-                ids(gestures),
                 3,
                 shot_a,
                 205,

@@ -17,8 +17,8 @@ from ownloop.store import Store, open_store
 from ownloop.store import events as E
 from ownloop.store.kept import KeptIndex
 from ownloop.store.locks import IndexBusy, hold_lock
+from ownloop.testing.synthetic import at
 from ownloop.view.server import ViewServer
-from tests.view.synthetic import at
 
 
 def _started(session_id: str, run_id: str = "live", second: float = 0) -> E.SessionStarted:

@@ -6,8 +6,8 @@ import math
 
 from ownloop.replay.fold import Session, Step
 from ownloop.store import events as E
+from ownloop.testing.synthetic import at
 from ownloop.view.marks import Mark, arrow_head, session_marks, step_marks
-from tests.view.synthetic import at
 
 IDS = {"run_id": "r", "session_id": "s"}
 

@@ -19,9 +19,10 @@ import pytest
 from ownloop.errors import OwnloopError
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
+from ownloop.testing.synthetic import at
 from ownloop.view.app import CSP
 from ownloop.view.server import ViewServer
-from tests.view.synthetic import HOSTILE_DOM, append_synthetic, at
+from tests.view.synthetic import HOSTILE_DOM, append_synthetic
 
 
 class Served(NamedTuple):
