@@ -156,19 +156,17 @@ class Session:
 
 def step_events(session: Session, number: int, step: Step) -> list[E.Event]:
     """The events of step ``number`` of ``session`` (``step``), as the recorder appends them."""
-    ids = {"run_id": session.run_id, "session_id": session.session_id}
     if step.from_agent:
         step = _rendered(session, step)
     t = step.at if step.at is not None else session.start + number * session.step_seconds
     tick = session.tick
+    ids = {"run_id": session.run_id, "session_id": session.session_id, "step": number}
     width, height = session.viewport
-    call = session.call_ids.format(session=session.session_id, step=number, call=1)
     events: list[E.Event] = [
         _event(
             E.ScreenshotTaken,
             at=at(t),
             **ids,
-            step=number,
             sha256=step.sha256 or session.sha256,
             width=width,
             height=height,
@@ -179,99 +177,85 @@ def step_events(session: Session, number: int, step: Step) -> list[E.Event]:
     attempt = step.attempt
     if step.failed_first is not None:
         failed = session.call_ids.format(session=session.session_id, step=number, call=0)
-        events.append(
+        events += [
             _event(
-                E.ModelCalled,
-                at=at(t + tick),
-                **ids,
-                step=number,
-                call_id=failed,
-                response=step.failed_first,
-            )
-        )
-        events.append(
-            _event(
-                E.ActionParsed,
-                at=at(t + 2 * tick),
-                **ids,
-                step=number,
-                call_id=failed,
-                parser=step.parser,
-                error="could not parse",
-            )
-        )
+                E.ModelCalled, at=at(t + tick), **ids, call_id=failed, response=step.failed_first
+            ),
+            _parsed(step, at(t + 2 * tick), ids, failed, error="could not parse"),
+        ]
         attempt += 1
-    events.append(
-        _event(
-            E.ModelCalled,
-            at=at(t + 3 * tick),
-            **ids,
-            step=number,
-            call_id=call,
-            attempt=attempt,
-            purpose="step" if attempt == 1 else "resample",
-            model=step.model,
-            messages=step.messages,
-            sampling=step.sampling,
-            response=step.response
-            if step.response is not None
-            else f"Thought: {step.thought}\nAction: ...",
-            finish_reason=step.finish_reason,
-            prompt_tokens=step.prompt_tokens,
-            completion_tokens=step.completion_tokens,
-            latency_ms=step.latency_ms,
-        )
-    )
+    call = session.call_ids.format(session=session.session_id, step=number, call=1)
+    events.append(_called(step, at(t + 3 * tick), ids, call, attempt))
     if step.parse_error is not None:
+        events.append(_parsed(step, at(t + 4 * tick), ids, call, error=step.parse_error))
+    else:
         events.append(
-            _event(
-                E.ActionParsed,
-                at=at(t + 4 * tick),
-                **ids,
-                step=number,
-                call_id=call,
-                parser=step.parser,
-                error=step.parse_error,
+            _parsed(
+                step,
+                at(t + 4 * tick),
+                ids,
+                call,
+                thought=step.thought,
+                actions=tuple(step.actions),
+                model_size=step.model_size,
             )
         )
-        return [*events, *step.after]
-    events.append(
-        _event(
-            E.ActionParsed,
-            at=at(t + 4 * tick),
-            **ids,
-            step=number,
-            call_id=call,
-            parser=step.parser,
-            thought=step.thought,
-            actions=tuple(step.actions),
-            model_size=step.model_size,
-        )
+        events += _acted(step, t, tick, ids)
+    return [*events, *step.after]
+
+
+def _called(step: Step, when: datetime, ids: dict[str, Any], call: str, attempt: int) -> E.Event:
+    """The step's model call ``call`` (attempt ``attempt``) at ``when``."""
+    return _event(
+        E.ModelCalled,
+        at=when,
+        **ids,
+        call_id=call,
+        attempt=attempt,
+        purpose="step" if attempt == 1 else "resample",
+        model=step.model,
+        messages=step.messages,
+        sampling=step.sampling,
+        response=step.response
+        if step.response is not None
+        else f"Thought: {step.thought}\nAction: ...",
+        finish_reason=step.finish_reason,
+        prompt_tokens=step.prompt_tokens,
+        completion_tokens=step.completion_tokens,
+        latency_ms=step.latency_ms,
     )
+
+
+def _parsed(step: Step, when: datetime, ids: dict[str, Any], call: str, **fields: Any) -> E.Event:
+    """The ActionParsed of ``call``'s answer at ``when``: its ``fields`` (an error, or the
+    thought, actions and model size)."""
+    return _event(E.ActionParsed, at=when, **ids, call_id=call, parser=step.parser, **fields)
+
+
+def _acted(step: Step, t: float, tick: float, ids: dict[str, Any]) -> list[E.Event]:
+    """One BrowserActed a ``step.ops`` entry, a tenth of a ``tick`` apart from ``t + 5 tick``."""
+    events: list[E.Event] = []
     for idx, op in enumerate(step.ops):
         acted = op if isinstance(op, Acted) else Acted(op)
+        url_after = step.url if step.url_after is None else step.url_after
+        url_after = url_after if step.op_urls else ""
         events.append(
             _event(
                 E.BrowserActed,
                 at=at(t + (5 + idx / 10) * tick),
                 **ids,
-                step=number,
                 idx=idx,
                 action_idx=acted.action_idx,
                 op=acted.op,
                 ok=step.op_error is None,
                 error=step.op_error,
                 url_before=step.url if step.op_urls else "",
-                url_after=""
-                if not step.op_urls
-                else step.url
-                if step.url_after is None
-                else step.url_after,
+                url_after=url_after,
                 element=acted.element or step.element,
                 duration_ms=acted.duration_ms,
             )
         )
-    return [*events, *step.after]
+    return events
 
 
 def session_events(session: Session, sha256: str = "") -> list[E.Event]:
