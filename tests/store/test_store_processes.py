@@ -101,16 +101,15 @@ def test_writers_killed_at_random_moments_lose_nothing_acknowledged(tmp_path: Pa
         for i in range(20):
             # Big batches make a kill in the middle of a write (a torn tail) likely; half the
             # writers fsync, as recorders do, half do not, which tears more often.
-            writer = start_writer(root, f"k{i}", 2_000, 100, i % 2 == 0, 8_000)
-            assert writer.stdout is not None
-            first = writer.stdout.readline()
-            assert first.startswith("acked ")
-            time.sleep(rng.uniform(0, 0.15))
-            writer.send_signal(signal.SIGKILL)
-            # Read the rest through the same buffered reader: readline() may already hold the
-            # later acks (communicate() would read the raw pipe and miss them).
-            acks = [first] + writer.stdout.read().splitlines()
-            writer.wait()
+            with start_writer(root, f"k{i}", 2_000, 100, i % 2 == 0, 8_000) as writer:
+                assert writer.stdout is not None
+                first = writer.stdout.readline()
+                assert first.startswith("acked ")
+                time.sleep(rng.uniform(0, 0.15))
+                writer.send_signal(signal.SIGKILL)
+                # Read the rest through the same buffered reader: readline() may already hold
+                # the later acks (communicate() would read the raw pipe and miss them).
+                acks = [first] + writer.stdout.read().splitlines()
             acked[f"k{i}"] = int(acks[-1].split()[1])
         store = open_store(root, fsync=False)
         present = dict(store.sql("select session_id, count(*) from model_called group by all").rows)
@@ -147,14 +146,13 @@ def test_steps_killed_at_random_moments_name_only_blobs_that_are_there(tmp_path:
     rng = random.Random(os.getpid())
     acked: dict[str, int] = {}
     for i in range(12):
-        writer = start_writer(root, f"b{i}", 400, 2, True, 200_000, blobs=True)
-        assert writer.stdout is not None
-        first = writer.stdout.readline()
-        assert first.startswith("acked "), writer.stderr.read() if writer.stderr else ""
-        time.sleep(rng.uniform(0, 0.3))
-        writer.send_signal(signal.SIGKILL)
-        acks = [first] + writer.stdout.read().splitlines()
-        writer.wait()
+        with start_writer(root, f"b{i}", 400, 2, True, 200_000, blobs=True) as writer:
+            assert writer.stdout is not None
+            first = writer.stdout.readline()
+            assert first.startswith("acked "), writer.stderr.read() if writer.stderr else ""
+            time.sleep(rng.uniform(0, 0.3))
+            writer.send_signal(signal.SIGKILL)
+            acks = [first] + writer.stdout.read().splitlines()
         acked[f"b{i}"] = int(acks[-1].split()[1])
     shots = dict(store.sql("select session_id, count(*) from screenshots group by all").rows)
     for session, n in acked.items():
