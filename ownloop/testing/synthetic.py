@@ -37,11 +37,7 @@ _Event = TypeVar("_Event", bound=E.Event)
 def _event(kind: type[_Event], **fields: Any) -> _Event:
     """An event of ``kind`` with the ``fields`` that differ from its defaults: one given its
     default would be written out (``omit_defaults`` omits a default only when not passed)."""
-    defaults = {
-        f.name: f.default
-        for f in msgspec.structs.fields(kind)
-        if f.default is not msgspec.NODEFAULT
-    }
+    defaults = _defaults(kind)
     return kind(
         **{
             name: value
@@ -51,6 +47,21 @@ def _event(kind: type[_Event], **fields: Any) -> _Event:
             or type(value) is not type(defaults[name])
         }
     )
+
+
+_DEFAULTS: dict[type[msgspec.Struct], dict[str, Any]] = {}
+
+
+def _defaults(kind: type[msgspec.Struct]) -> dict[str, Any]:
+    """The fields of ``kind`` that have a default, with it (read once a kind: it is slow)."""
+    found = _DEFAULTS.get(kind)
+    if found is None:
+        found = _DEFAULTS[kind] = {
+            f.name: f.default
+            for f in msgspec.structs.fields(kind)
+            if f.default is not msgspec.NODEFAULT
+        }
+    return found
 
 
 def at(seconds: float) -> datetime:
