@@ -34,7 +34,7 @@ from msgspec import Meta
 
 from ownloop.agents import base
 from ownloop.agents.coordinates import finite_number
-from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
+from ownloop.agents.frames import Frame, grid_point, split_think, to_grid
 from ownloop.agents.options import AgentOptions
 from ownloop.store import events
 
@@ -314,10 +314,4 @@ class _Reader:
                 )
             found.append(float(value))
         mx, my = found
-        width, height = self.image
-        return (
-            from_grid(mx, width, GRID, truncate=False),
-            from_grid(my, height, GRID, truncate=False),
-            mx,
-            my,
-        )
+        return grid_point(mx, my, self.image, GRID, truncate=False)
