@@ -173,10 +173,7 @@ class HoloAgent(base.AgentBase[HoloOptions]):
         return base.Parsed(thought=thought, actions=actions, model_size=(GRID, GRID))
 
     def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
-        for action in parsed.actions:
-            if isinstance(action, events.Finish):
-                return base.Ending("finished", "answer", action.answer)
-        return None
+        return base.first_ending(parsed, "answer")
 
     def render(
         self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
