@@ -22,7 +22,18 @@ import msgspec
 from ownloop.agents.options import AgentOptions, Scalar
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle, translate_action
-from ownloop.store.events import Action, ImagePart, Message, Op, Rejected, Sampling, Status, Task
+from ownloop.store.events import (
+    Action,
+    Fail,
+    Finish,
+    ImagePart,
+    Message,
+    Op,
+    Rejected,
+    Sampling,
+    Status,
+    Task,
+)
 
 __all__ = [
     "Agent",
@@ -34,6 +45,7 @@ __all__ = [
     "Parsed",
     "PastStep",
     "clip",
+    "first_ending",
     "one_line",
     "task_text",
 ]
@@ -86,6 +98,25 @@ class Ending(NamedTuple):
     status: Status  # how the SessionEnded says it ended
     agent_status: str  # the agent's own word, e.g. "finished", "DONE", "terminate:success"
     answer: str | None
+
+
+def first_ending(
+    parsed: Parsed,
+    finished: str,
+    failed: str | None = None,
+    *,
+    answer: bool = True,
+    reason: bool = False,
+) -> Ending | None:
+    """The end the step's first Finish or Fail makes, named by the agent's own words: a Finish
+    ends finished (``finished``) with its answer (None unless ``answer``), a Fail ends fail
+    (``failed``; None: the agent has no fail) with its reason as the answer when ``reason``."""
+    for action in parsed.actions:
+        if isinstance(action, Finish):
+            return Ending("finished", finished, action.answer if answer else None)
+        if isinstance(action, Fail) and failed is not None:
+            return Ending("fail", failed, action.reason if reason else None)
+    return None
 
 
 def task_text(task: Task, form: str = "wrapped") -> str:

@@ -298,12 +298,7 @@ class Fara7bAgent(base.AgentBase[Fara7bOptions]):
 
     def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """terminate ends with the thoughts as the answer; status failure ends as fail."""
-        for action in parsed.actions:
-            if isinstance(action, events.Finish):
-                return base.Ending("finished", "terminate:success", action.answer)
-            if isinstance(action, events.Fail):
-                return base.Ending("fail", "terminate:failure", action.reason)
-        return None
+        return base.first_ending(parsed, "terminate:success", "terminate:failure", reason=True)
 
     # ------------------------------------------------------------------ the inverse of parse
 

@@ -32,6 +32,7 @@ __all__ = [
     "FRAMES",
     "Frame",
     "from_grid",
+    "grid_point",
     "pointer_after",
     "split_think",
     "to_grid",
@@ -48,6 +49,20 @@ def from_grid(value: float, side: int, grid: int, *, truncate: bool) -> float:
     pixels; ``truncate`` takes ``int()`` of it as the released parsers do."""
     page = value * side / grid
     return float(int(page)) if truncate else round(page, 3)
+
+
+def grid_point(
+    mx: float, my: float, image: tuple[int, int], grid: int, *, truncate: bool
+) -> tuple[float, float, float, float]:
+    """A model point (``mx``, ``my``) on a ``grid`` as (page x, page y, mx, my) on a screenshot
+    of ``image`` (width, height) pixels, each side by ``from_grid``."""
+    width, height = image
+    return (
+        from_grid(mx, width, grid, truncate=truncate),
+        from_grid(my, height, grid, truncate=truncate),
+        mx,
+        my,
+    )
 
 
 def to_grid(value: float, side: int, grid: int) -> int:

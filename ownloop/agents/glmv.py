@@ -30,7 +30,7 @@ from msgspec import Meta
 
 from ownloop.agents import base
 from ownloop.agents.coordinates import finite_number
-from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
+from ownloop.agents.frames import Frame, grid_point, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
 from ownloop.agents.options import AgentOptions
 from ownloop.store import events
@@ -338,13 +338,7 @@ class _Reader:
         if numbers is None or not all(map(finite_number, numbers)):
             raise base.AgentParseError(f"glmv: {self.name} needs {field}='[x,y]'")
         mx, my = float(numbers[0]), float(numbers[1])
-        width, height = self.image
-        return (
-            from_grid(mx, width, GRID, truncate=True),
-            from_grid(my, height, GRID, truncate=True),
-            mx,
-            my,
-        )
+        return grid_point(mx, my, self.image, GRID, truncate=True)
 
     def _key(self) -> events.Action:
         keys = self.args.get("keys")

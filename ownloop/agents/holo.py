@@ -34,7 +34,7 @@ from msgspec import Meta
 
 from ownloop.agents import base
 from ownloop.agents.coordinates import finite_number
-from ownloop.agents.frames import Frame, from_grid, split_think, to_grid
+from ownloop.agents.frames import Frame, grid_point, split_think, to_grid
 from ownloop.agents.options import AgentOptions
 from ownloop.store import events
 
@@ -173,10 +173,7 @@ class HoloAgent(base.AgentBase[HoloOptions]):
         return base.Parsed(thought=thought, actions=actions, model_size=(GRID, GRID))
 
     def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
-        for action in parsed.actions:
-            if isinstance(action, events.Finish):
-                return base.Ending("finished", "answer", action.answer)
-        return None
+        return base.first_ending(parsed, "answer")
 
     def render(
         self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]
@@ -314,10 +311,4 @@ class _Reader:
                 )
             found.append(float(value))
         mx, my = found
-        width, height = self.image
-        return (
-            from_grid(mx, width, GRID, truncate=False),
-            from_grid(my, height, GRID, truncate=False),
-            mx,
-            my,
-        )
+        return grid_point(mx, my, self.image, GRID, truncate=False)

@@ -315,12 +315,7 @@ class OpenCuaAgent(base.AgentBase[OpenCuaOptions]):
 
     def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """terminate(success) ends finished with the answer; terminate(failure) ends fail."""
-        for action in parsed.actions:
-            if isinstance(action, events.Finish):
-                return base.Ending("finished", "terminate:success", action.answer)
-            if isinstance(action, events.Fail):
-                return base.Ending("fail", "terminate:failure", None)
-        return None
+        return base.first_ending(parsed, "terminate:success", "terminate:failure")
 
     def render(
         self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]

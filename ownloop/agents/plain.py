@@ -189,12 +189,7 @@ class PlainAgent(base.AgentBase[PlainOptions]):
 
     def ending(self, parsed: base.Parsed, history: Sequence[base.PastStep]) -> base.Ending | None:
         """DONE ends finished (no answer); FAIL ends fail."""
-        for action in parsed.actions:
-            if isinstance(action, events.Finish):
-                return base.Ending("finished", "DONE", None)
-            if isinstance(action, events.Fail):
-                return base.Ending("fail", "FAIL", None)
-        return None
+        return base.first_ending(parsed, "DONE", "FAIL", answer=False)
 
     def render(
         self, thought: str, actions: Sequence[events.Action], image_size: tuple[int, int]

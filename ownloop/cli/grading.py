@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +24,11 @@ from ownloop.cli.common import (
     where_option,
 )
 from ownloop.store.text import visible
+
+if TYPE_CHECKING:  # the audits are imported when one runs
+    from ownloop.replay.audit import BlindAudit
+    from ownloop.replay.noop import NoopAudit
+    from ownloop.world.pool import DesktopTarget
 
 __all__ = ["COMMANDS", "audit", "compare", "judge", "regrade"]
 
@@ -228,24 +234,37 @@ def compare(
             ctx.exit(1)
 
 
-def _audit_desktop_options(command: F) -> F:
-    """``--desktop URL`` and ``--reset CMD``: where an audit replays a desktop run's tasks."""
-    command = click.option(
+def _audit_options(command: F) -> F:
+    """What every audit that replays takes: ``--chromium``, where it replays a desktop run's
+    tasks (``--desktop URL`` and ``--reset CMD``, given to the command as one ``desktop``, a
+    ``DesktopTarget`` or None) and ``--format``."""
+
+    @functools.wraps(command)
+    def on_desktop(*args: Any, desktop: str | None, reset: str | None, **kwargs: Any) -> Any:
+        from ownloop.world.pool import DesktopTarget
+
+        target = DesktopTarget(desktop, reset or None) if desktop else None
+        return command(*args, desktop=target, **kwargs)
+
+    wrapped: Any = format_option("the audit (a row per task)")(on_desktop)
+    wrapped = click.option(
         "--reset",
         metavar="CMD",
         help="--desktop: reset it before each replay (a host command with {url}, or 'server').",
-    )(command)
-    return click.option(
+    )(wrapped)
+    wrapped = click.option(
         "--desktop",
         metavar="URL",
         help="A desktop run's tasks: the desktop server to replay them on.",
-    )(command)
+    )(wrapped)
+    return chromium_option("Path to a Chromium to drive.")(wrapped)  # type: ignore[no-any-return]
 
 
-def _audit_desktop(desktop: str | None, reset: str | None) -> Any:
-    from ownloop.world.pool import DesktopTarget
-
-    return DesktopTarget(desktop, reset or None) if desktop else None
+def _print_audit(result: BlindAudit | NoopAudit, fmt: str) -> None:
+    """An audit's rows, then (as a table) its summary lines."""
+    print_rows(result.rows, fmt)
+    if fmt == "table":
+        echo_lines(result.lines())
 
 
 @click.group()
@@ -262,9 +281,7 @@ def audit() -> None:
     "the task's own left out).",
 )
 @settle_option(0.2)
-@chromium_option("Path to a Chromium to drive.")
-@_audit_desktop_options
-@format_option("the audit (a row per task)")
+@_audit_options
 @click.pass_context
 @friendly
 def audit_blind_command(
@@ -273,8 +290,7 @@ def audit_blind_command(
     seeds: str | None,
     settle: float,
     chromium: str | None,
-    desktop: str | None,
-    reset: str | None,
+    desktop: DesktopTarget | None,
     fmt: str,
 ) -> None:
     """Replay each passing task's recorded operations blind (no model, no screenshot read) on
@@ -297,11 +313,9 @@ def audit_blind_command(
             f"{'ungraded' if passed is None else 'pass' if passed else 'fail'}",
             err=True,
         ),
-        desktop=_audit_desktop(desktop, reset),
+        desktop=desktop,
     )
-    print_rows(result.rows, fmt)
-    if fmt == "table":
-        echo_lines(result.lines())
+    _print_audit(result, fmt)
 
 
 @audit.command("noop")
@@ -314,9 +328,7 @@ def audit_blind_command(
     help="Flag a task whose untouched start state scores above this (or passes).",
 )
 @settle_option(0.2, "Pause after setup, seconds.")
-@chromium_option("Path to a Chromium to drive.")
-@_audit_desktop_options
-@format_option("the audit (a row per task)")
+@_audit_options
 @click.pass_context
 @friendly
 def audit_noop_command(
@@ -325,8 +337,7 @@ def audit_noop_command(
     threshold: float,
     settle: float,
     chromium: str | None,
-    desktop: str | None,
-    reset: str | None,
+    desktop: DesktopTarget | None,
     fmt: str,
 ) -> None:
     """Grade each task's untouched start state (its setup on the episode the run used, no
@@ -346,11 +357,9 @@ def audit_noop_command(
         on_replay=lambda task, score: click.echo(
             f"{task} untouched: {'ungraded' if score is None else f'score {score:g}'}", err=True
         ),
-        desktop=_audit_desktop(desktop, reset),
+        desktop=desktop,
     )
-    print_rows(result.rows, fmt)
-    if fmt == "table":
-        echo_lines(result.lines())
+    _print_audit(result, fmt)
 
 
 COMMANDS = (judge, regrade, compare, audit)
