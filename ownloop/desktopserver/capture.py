@@ -26,6 +26,7 @@ __all__ = [
     "Window",
     "accessibility_tree",
     "active_window",
+    "mouse_location",
     "pointer",
     "screenshot_png",
     "window_tree",
@@ -47,16 +48,26 @@ class Window(NamedTuple):
     title: str
 
 
-def pointer(env: Mapping[str, str]) -> tuple[int, int]:
-    """The pointer's (x, y) on the display; (0, 0) when xdotool cannot tell."""
+def mouse_location(env: Mapping[str, str], timeout_s: float) -> dict[str, str]:
+    """What ``xdotool getmouselocation --shell`` says (``X``, ``Y``, ``SCREEN``, ``WINDOW``);
+    empty when it says nothing.
+
+    Raises:
+        subprocess.TimeoutExpired: xdotool did not answer within ``timeout_s``.
+    """
     result = subprocess.run(
         ["xdotool", "getmouselocation", "--shell"],
         env=dict(env),
         capture_output=True,
-        timeout=10,
+        timeout=timeout_s,
         check=False,
     )
-    values = dict(line.split("=", 1) for line in result.stdout.decode().splitlines() if "=" in line)
+    return dict(line.split("=", 1) for line in result.stdout.decode().splitlines() if "=" in line)
+
+
+def pointer(env: Mapping[str, str]) -> tuple[int, int]:
+    """The pointer's (x, y) on the display; (0, 0) when xdotool cannot tell."""
+    values = mouse_location(env, 10)
     try:
         return int(values["X"]), int(values["Y"])
     except (KeyError, ValueError):

@@ -26,6 +26,7 @@ from typing import NamedTuple
 from ownloop.agents.coordinates import Point
 from ownloop.agents.keys import UnknownKeyError
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
+from ownloop.desktopserver.capture import mouse_location
 from ownloop.desktopserver.keysyms import keysym
 from ownloop.store import events
 
@@ -136,16 +137,9 @@ class _OffScreen(ValueError):
 def _pointer(env: Mapping[str, str]) -> Point | None:
     """The pointer's position now (the interpreter tracks it from here), None if unknown."""
     try:
-        result = subprocess.run(
-            ["xdotool", "getmouselocation", "--shell"],
-            env=dict(env),
-            capture_output=True,
-            timeout=5,
-            check=False,
-        )
+        values = mouse_location(env, 5)
     except subprocess.TimeoutExpired:
         return None
-    values = dict(line.split("=", 1) for line in result.stdout.decode().splitlines() if "=" in line)
     try:
         return Point(float(values["X"]), float(values["Y"]))
     except (KeyError, ValueError):

@@ -12,35 +12,21 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import json
-import sys
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs
 
 from ownloop.desktopserver import handlers
 from ownloop.desktopserver.display import Desktop, DesktopError
 from ownloop.desktopserver.handlers import Answer, json_answer, text_answer
+from ownloop.httpserver import QuietHTTPServer
 
 __all__ = ["DesktopServer", "reset_remote"]
 
 _MAX_BODY = 256 * 1024 * 1024  # an upload larger than this is refused
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], owner: DesktopServer) -> None:
-        self.owner = owner
-        super().__init__(address, _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
 
 
 def _no_body(fn: Callable[[Desktop], Answer]) -> Callable[[Desktop, bytes, str], Answer]:
@@ -146,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else every small answer waits ~40 ms for a delayed ACK
     timeout = 300
-    server: _HTTPServer
+    server: QuietHTTPServer[DesktopServer]
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         pass
@@ -211,7 +197,7 @@ class DesktopServer:
         self.host, self.port = host, port
         self._log = log
         self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
+        self._httpd: QuietHTTPServer[DesktopServer] | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
 
@@ -219,7 +205,7 @@ class DesktopServer:
         """Start the desktop and the server; returns the URL (``http://127.0.0.1:PORT``)."""
         self.desktop.start()
         try:
-            self._httpd = _HTTPServer((self.host, self.port), self)
+            self._httpd = QuietHTTPServer((self.host, self.port), _Handler, self)
         except OSError:
             self.desktop.stop()
             raise

@@ -54,15 +54,7 @@ from typing import Any
 import msgspec
 
 from ownloop.errors import OwnloopError
-from ownloop.modelserver.chat import (
-    DropConnection,
-    Hang,
-    HttpFault,
-    RawBody,
-    Reply,
-    Responder,
-    StopListening,
-)
+from ownloop.modelserver import chat
 from ownloop.modelserver.wire import completion_body
 
 __all__ = [
@@ -181,7 +173,7 @@ class FaultyResponder:
     Calls are counted across all connections and threads, in arrival order.
     """
 
-    def __init__(self, inner: Responder, phases: tuple[FaultPhase, ...] | str) -> None:
+    def __init__(self, inner: chat.Responder, phases: tuple[FaultPhase, ...] | str) -> None:
         self.inner = inner
         self.phases = parse_faults(phases) if isinstance(phases, str) else phases
         self._lock = threading.Lock()
@@ -202,7 +194,7 @@ class FaultyResponder:
         if callable(close):
             close()
 
-    def __call__(self, request: dict[str, Any]) -> Reply:
+    def __call__(self, request: dict[str, Any]) -> chat.Reply:
         with self._lock:
             call = self._calls
             self._calls += 1
@@ -217,46 +209,48 @@ class FaultyResponder:
         return _misbehave(phase, call)
 
 
-def _misbehave(phase: FaultPhase, call: int) -> Reply:
+def _misbehave(phase: FaultPhase, call: int) -> chat.Reply:
     mode, arg = phase.mode, phase.arg
     if mode == "garbage":
-        return Reply(_GARBAGE[call % len(_GARBAGE)])
+        return chat.Reply(_GARBAGE[call % len(_GARBAGE)])
     if mode == "truncated":
-        return Reply(_TRUNCATED, finish_reason="length")
+        return chat.Reply(_TRUNCATED, finish_reason="length")
     if mode == "huge":
-        return Reply(_HUGE, finish_reason="length")
+        return chat.Reply(_HUGE, finish_reason="length")
     if mode == "hostile":
-        return Reply(HOSTILE_REPLIES[call % len(HOSTILE_REPLIES)])
+        return chat.Reply(HOSTILE_REPLIES[call % len(HOSTILE_REPLIES)])
     if mode == "500":
-        raise HttpFault(500, "the model server failed (ownloop fault injection)")
+        raise chat.HttpFault(500, "the model server failed (ownloop fault injection)")
     if mode == "429":
-        raise HttpFault(
+        raise chat.HttpFault(
             429,
             "rate limit reached (ownloop fault injection)",
             error_type="rate_limit_error",
             retry_after=1.0 if arg is None else arg,
         )
     if mode == "hang":
-        raise Hang(30.0 if arg is None else arg)
+        raise chat.Hang(30.0 if arg is None else arg)
     if mode == "drop":
-        raise DropConnection()
+        raise chat.DropConnection()
     if mode == "down":
-        raise StopListening(arg)
+        raise chat.StopListening(arg)
     raise FaultSpecError(f"unknown fault mode {mode!r}")  # parse_faults lets none through
 
 
-def _hostile_body(phase: FaultPhase, request: dict[str, Any], inner: Responder) -> RawBody:
+def _hostile_body(
+    phase: FaultPhase, request: dict[str, Any], inner: chat.Responder
+) -> chat.RawBody:
     """The RawBody fault of a hostile-body mode: exact bytes, sent with HTTP 200."""
     mode = phase.mode
     if mode == "nonjson":
-        return RawBody(b"upstream says: everything is fine\n", "text/plain", what=mode)
+        return chat.RawBody(b"upstream says: everything is fine\n", "text/plain", what=mode)
     if mode == "html":
-        return RawBody(_HTML, "text/html; charset=utf-8", what=mode)
+        return chat.RawBody(_HTML, "text/html; charset=utf-8", what=mode)
     if mode == "bigbody":
         megabytes = 5.0 if phase.arg is None else phase.arg
         text = "Thought: " + "x" * int(megabytes * 1_000_000)
-        body = completion_body(request, Reply(text, finish_reason="length"))
-        return RawBody(json.dumps(body).encode(), what=mode)
+        body = completion_body(request, chat.Reply(text, finish_reason="length"))
+        return chat.RawBody(json.dumps(body).encode(), what=mode)
     reply = inner(request)
     body = completion_body(request, reply)
     choice, usage = body["choices"][0], body["usage"]
@@ -273,5 +267,5 @@ def _hostile_body(phase: FaultPhase, request: dict[str, Any], inner: Responder) 
     elif mode == "badutf8":
         choice["message"]["content"] = _MARK + reply.text
         data = json.dumps(body, ensure_ascii=False).encode()
-        return RawBody(data.replace(_MARK.encode(), b"\xff\xfe"), what=mode)
-    return RawBody(json.dumps(body).encode(), what=mode)
+        return chat.RawBody(data.replace(_MARK.encode(), b"\xff\xfe"), what=mode)
+    return chat.RawBody(json.dumps(body).encode(), what=mode)

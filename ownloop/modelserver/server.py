@@ -11,15 +11,15 @@ import itertools
 import json
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote
 
 from ownloop.errors import OwnloopError
+from ownloop.httpserver import QuietHTTPServer
 from ownloop.modelserver.chat import (
     DropConnection,
     Hang,
@@ -38,26 +38,11 @@ class ServerNotStarted(OwnloopError):
     pass
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True  # a hung handler must never keep the process alive
-    allow_reuse_address = True  # a server that stopped listening binds its port again
-
-    def __init__(self, address: tuple[str, int], owner: ModelServer) -> None:
-        self.owner = owner
-        super().__init__(address, _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up (a stopped recorder, a timed-out call) is no server error."""
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the openai client reuses its connections
     disable_nagle_algorithm = True  # else every small response waits ~40 ms for a delayed ACK
     timeout = 120  # an idle keep-alive connection is closed after this many seconds
-    server: _HTTPServer
+    server: QuietHTTPServer[ModelServer]
 
     def setup(self) -> None:
         super().setup()
@@ -252,7 +237,7 @@ class ModelServer:
         self.created = int(time.time())
         self._logger = log
         self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
+        self._httpd: QuietHTTPServer[ModelServer] | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
         self._stopping = threading.Event()
@@ -318,7 +303,7 @@ class ModelServer:
 
     def _listen(self) -> None:
         try:
-            httpd = _HTTPServer((self.host, self.port), self)
+            httpd = QuietHTTPServer((self.host, self.port), _Handler, self)
         except OSError as exc:
             raise OwnloopError(
                 f"cannot listen on {self.host}:{self.port}: {exc.strerror}. "

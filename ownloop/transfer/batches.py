@@ -34,6 +34,7 @@ __all__ = [
     "PASSED_AND_COUNTED",
     "BlobFiles",
     "ExportResult",
+    "blob_or_skip",
     "each_session",
     "empty_folder",
     "picked",
@@ -197,3 +198,13 @@ def run_to_export(store: Store, run_id: str, out: str | Path) -> tuple[list[RunS
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise OwnloopError(f"{root} is not an empty folder. Pass a new --out folder")
     return rows, root
+
+
+def blob_or_skip(store: Store, sha256: str, target: Path, skipped: list[str]) -> bytes | None:
+    """The bytes of the blob an export writes as ``target``; None, with a line for the export's
+    ``skipped``, when the store lacks it."""
+    try:
+        return store.get_blob(sha256)
+    except MissingBlob:
+        skipped.append(f"skipped {target} (blob {sha256[:12]} missing from the store)")
+        return None

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from ownloop.errors import OwnloopError
 from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, fold
-from ownloop.store import MissingBlob, Store
-from ownloop.transfer.batches import ExportResult, run_to_export
+from ownloop.store import Store
+from ownloop.transfer.batches import ExportResult, blob_or_skip, run_to_export
 from ownloop.transfer.forms import form_of, step_line
 from ownloop.transfer.sidecar import SIDECAR, sidecar_of
 from ownloop.transfer.statuses import FAILED_FOLDER_STATUSES, harness_status
@@ -227,10 +227,8 @@ class _Writer:
                     )
 
     def _copy_blob(self, sha256: str, target: Path) -> None:
-        try:
-            data = self.store.get_blob(sha256)
-        except MissingBlob:
-            self.skipped.append(f"skipped {target} (blob {sha256[:12]} missing from the store)")
+        data = blob_or_skip(self.store, sha256, target, self.skipped)
+        if data is None:
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)

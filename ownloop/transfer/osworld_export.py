@@ -24,9 +24,9 @@ from typing import Any
 from ownloop.grading.evidence import read_value
 from ownloop.replay.fold import Session, Step, fold
 from ownloop.replay.render import actions_text, op_text
-from ownloop.store import MissingBlob, Store
+from ownloop.store import Store
 from ownloop.store.events import EvidenceCaptured, Fail, Finish, now
-from ownloop.transfer.batches import ExportResult, run_to_export
+from ownloop.transfer.batches import ExportResult, blob_or_skip, run_to_export
 
 __all__ = ["export_osworld"]
 
@@ -221,10 +221,8 @@ class _Writer:
         return lines
 
     def _blob(self, sha256: str, target: Path) -> None:
-        try:
-            data = self.store.get_blob(sha256)
-        except MissingBlob:
-            self.skipped.append(f"skipped {target} (blob {sha256[:12]} missing from the store)")
+        data = blob_or_skip(self.store, sha256, target, self.skipped)
+        if data is None:
             return
         target.write_bytes(data)
         self.screens += target.suffix == ".png"

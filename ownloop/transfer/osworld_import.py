@@ -30,20 +30,7 @@ from ownloop.agents import AGENTS
 from ownloop.agents.base import Observation, Parsed, PastStep
 from ownloop.errors import OwnloopError
 from ownloop.store import Store
-from ownloop.store.events import (
-    Event,
-    EvidenceCaptured,
-    ImagePart,
-    ModelCalled,
-    RunEnded,
-    RunStarted,
-    ScreenshotTaken,
-    SessionEnded,
-    SessionStarted,
-    Task,
-    Versions,
-    now,
-)
+from ownloop.store import events as E
 from ownloop.store.ids import SessionIds, new_id
 from ownloop.store.queries import imported_folders, task_attempts
 from ownloop.store.seal import refuse_if_sealed
@@ -257,13 +244,13 @@ class _Writer:
                 entries = summary.get(example.path, [])
                 events = self._session(example, root, entries, attempts)
                 stream.append(events)
-                counts.update(e.status for e in events if isinstance(e, SessionEnded))
+                counts.update(e.status for e in events if isinstance(e, E.SessionEnded))
                 imported += 1
                 if example.skipped:
                     place = visible_name(path.relative_to(root).as_posix() or path.name)
                     skipped.append(f"{place}: skipped {', '.join(example.skipped)}")
             if stream is not None:
-                stream.append([RunEnded(at=now(), run_id=self.run_id, counts=dict(counts))])
+                stream.append([E.RunEnded(at=E.now(), run_id=self.run_id, counts=dict(counts))])
         finally:
             if stream is not None:
                 stream.close()
@@ -271,10 +258,10 @@ class _Writer:
             self.store.sync()
         return ImportResult(self.run_id, imported, already, dict(counts), skipped)
 
-    def _run_started(self, argv: tuple[str, ...], first: Example, root: Path) -> RunStarted:
+    def _run_started(self, argv: tuple[str, ...], first: Example, root: Path) -> E.RunStarted:
         shots = list(first.shots.values())
-        return RunStarted(
-            at=now(),
+        return E.RunStarted(
+            at=E.now(),
             run_id=self.run_id,
             argv=tuple(clean_text(a, 4000) for a in argv),
             agent=self.agent,
@@ -282,7 +269,7 @@ class _Writer:
             model=clean_text(self.model, 500),
             viewport=(shots[0].width, shots[0].height) if shots else OSWORLD_SCREEN,
             suite=f"osworld:{clean_text(root.name, 200)}",
-            versions=Versions(ownloop=__version__, python=sys.version.split()[0]),
+            versions=E.Versions(ownloop=__version__, python=sys.version.split()[0]),
         )
 
     def _session(
@@ -291,7 +278,7 @@ class _Writer:
         root: Path,
         entries: list[dict[str, Any]],
         attempts: dict[str, int],
-    ) -> list[Event]:
+    ) -> list[E.Event]:
         ids = SessionIds(run_id=self.run_id, session_id=new_id())
         where = example.where
         task_id = safe_id(where.example_id)
@@ -307,15 +294,15 @@ class _Writer:
         steps = steps_of(example)
         first = next(iter(example.shots.values()), None)
         screen = (first.width, first.height) if first is not None else OSWORLD_SCREEN
-        task = Task(
+        task = E.Task(
             task_id=task_id,
             prompt=instruction,
             start_url="",
             suite=f"osworld:{safe_id(where.domain)}",
         )
-        events: list[Event] = [
-            SessionStarted(
-                at=now(),
+        events: list[E.Event] = [
+            E.SessionStarted(
+                at=E.now(),
                 **ids,
                 task=task,
                 agent=self.agent,
@@ -351,9 +338,9 @@ class _Writer:
             events.append(grade)
         return events
 
-    def _shot(self, ids: SessionIds, step: int, shot: Shot) -> ScreenshotTaken:
-        return ScreenshotTaken(
-            at=now(),
+    def _shot(self, ids: SessionIds, step: int, shot: Shot) -> E.ScreenshotTaken:
+        return E.ScreenshotTaken(
+            at=E.now(),
             **ids,
             step=step,
             sha256=self.store.put_blob(shot.data),
@@ -370,8 +357,8 @@ class _Writer:
         seen: Shot | None,
         screen: tuple[int, int],
         history: list[PastStep],
-    ) -> list[Event]:
-        events: list[Event] = []
+    ) -> list[E.Event]:
+        events: list[E.Event] = []
         shot_event = self._shot(ids, number, seen) if seen is not None else None
         if shot_event is not None:
             events.append(shot_event)
@@ -381,8 +368,8 @@ class _Writer:
         text = clean_text(response) if isinstance(response, str) else None
         settings = self.parser.agent.settings if self.parser.agent is not None else None
         events.append(
-            ModelCalled(
-                at=now(),
+            E.ModelCalled(
+                at=E.now(),
                 **ids,
                 step=number,
                 call_id=call_id,
@@ -403,7 +390,7 @@ class _Writer:
                 parsed = Parsed(
                     thought=event.thought, actions=event.actions, model_size=event.model_size
                 )
-        image = ImagePart(
+        image = E.ImagePart(
             sha256=shot_event.sha256 if shot_event else "", width=size[0], height=size[1]
         )
         history.append(PastStep(Observation(number, image, ""), text or "", parsed))
@@ -411,7 +398,7 @@ class _Writer:
             events.append(self._line(ids, example, line))
         return events
 
-    def _line(self, ids: SessionIds, example: Example, line: TrajLine) -> EvidenceCaptured:
+    def _line(self, ids: SessionIds, example: Example, line: TrajLine) -> E.EvidenceCaptured:
         fields = {k: v for k, v in line.fields.items() if k != "response"}
         name = fields.get("screenshot_file")
         shot = example.shots.get(name) if isinstance(name, str) else None
@@ -423,8 +410,8 @@ class _Writer:
         if len(value) > _MAX_FIELDS_JSON:
             example.skipped.append(f"traj.jsonl line {line.line} fields (over 256 KB: left out)")
             value = plain_json({"line": line.line, "fields": {}, "left_out": True})
-        return EvidenceCaptured(
-            at=now(),
+        return E.EvidenceCaptured(
+            at=E.now(),
             **ids,
             name="osworld_line",
             value_json=value,
@@ -435,16 +422,16 @@ class _Writer:
 
     def _files(
         self, ids: SessionIds, example: Example, entries: list[dict[str, Any]]
-    ) -> list[Event]:
-        events: list[Event] = []
+    ) -> list[E.Event]:
+        events: list[E.Event] = []
         for name, data, media in (
             ("runtime.log", example.runtime_log, "text/plain"),
             ("recording.mp4", example.recording, "video/mp4"),
         ):
             if data is not None:
                 events.append(
-                    EvidenceCaptured(
-                        at=now(),
+                    E.EvidenceCaptured(
+                        at=E.now(),
                         **ids,
                         name=f"osworld:{name}",
                         sha256=self.store.put_blob(data),
@@ -457,5 +444,7 @@ class _Writer:
         return events
 
 
-def _evidence(ids: SessionIds, name: str, value: Any, source: str = "") -> EvidenceCaptured:
-    return EvidenceCaptured(at=now(), **ids, name=name, source=source, value_json=plain_json(value))
+def _evidence(ids: SessionIds, name: str, value: Any, source: str = "") -> E.EvidenceCaptured:
+    return E.EvidenceCaptured(
+        at=E.now(), **ids, name=name, source=source, value_json=plain_json(value)
+    )

@@ -47,7 +47,8 @@ class SidecarError(ValueError):
 
 
 class KeptGrade(msgspec.Struct, frozen=True, kw_only=True):
-    """A grade as recorded, without its session and time."""
+    """A grade as recorded, without its session and time: each field is ``SessionGraded``'s of
+    the same name (``kept_grade`` and ``graded`` copy them by name)."""
 
     grader: str
     grader_version: str = ""
@@ -85,15 +86,7 @@ def _imported(name: str) -> bool:
 def kept_grade(grade: SessionGraded) -> KeptGrade:
     """A ``SessionGraded`` as kept in ``ownloop.json`` (and an ATIF file's extra): without its
     session, time and checks."""
-    return KeptGrade(
-        grader=grade.grader,
-        grader_version=grade.grader_version,
-        score=grade.score,
-        passed=grade.passed,
-        details=grade.details,
-        source=grade.source,
-        against_seal=grade.against_seal,
-    )
+    return KeptGrade(**{name: getattr(grade, name) for name in KeptGrade.__struct_fields__})
 
 
 def sidecar_of(session: Session, copy_blob: Callable[[str, str], None]) -> bytes | None:
@@ -144,16 +137,7 @@ def read_sidecar(data: bytes) -> Sidecar:
 def graded(run_id: str, session_id: str, kept: KeptGrade, at: datetime) -> SessionGraded:
     """The ``SessionGraded`` event of a kept grade."""
     return SessionGraded(
-        at=at,
-        run_id=run_id,
-        session_id=session_id,
-        grader=kept.grader,
-        grader_version=kept.grader_version,
-        score=kept.score,
-        passed=kept.passed,
-        details=kept.details,
-        source=kept.source,
-        against_seal=kept.against_seal,
+        at=at, run_id=run_id, session_id=session_id, **msgspec.structs.asdict(kept)
     )
 
 

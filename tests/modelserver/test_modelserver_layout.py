@@ -1,6 +1,7 @@
-"""The model server's place: it may use the store, the agents and the world's browser and
-suites (it stands beside the recorder, not above it), never the CLI, and never imports
-Playwright itself (only world/browser.py and world/chromium.py do)."""
+"""The model server's place: it may use the store, the agents, the world's browser and suites
+(it stands beside the recorder, not above it) and the quiet HTTP server (``httpserver.py``),
+never the CLI, and never imports Playwright itself (only world/browser.py and world/chromium.py
+do)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import ownloop.modelserver
 MODULES = sorted(Path(ownloop.modelserver.__file__).parent.glob("*.py"))
 ALLOWED = (
     "ownloop.errors",
+    "ownloop.httpserver",
     "ownloop.scoring",
     "ownloop.store.",
     "ownloop.agents",
