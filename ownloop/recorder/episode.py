@@ -34,7 +34,6 @@ from ownloop.store.events import (
     Event,
     EvidenceCaptured,
     ImagePart,
-    MouseMove,
     Op,
     ScreenshotTaken,
     SessionEnded,
@@ -269,19 +268,18 @@ class Episode:
         episode, keep it in the agent's history and let the page settle; the SessionEnded that
         ends the episode, or None to go on. A check that says ``fork`` hands the step, from its
         screenshot on, to the live model (:meth:`agent_step` without the screenshot)."""
-        verdict, index = Verdict(MouseMove(x=0, y=0), _ACT), 0
+        then, reason, index = _ACT, "", 0
         for index, action_idx, op in self._operations(turn):
-            verdict = turn.check(index, op) if turn.check is not None else Verdict(op, _ACT)
-            if verdict.then != _ACT:
-                break
-            self._act(step, index, action_idx, verdict.op, batch)
-        if verdict.then == "stop":
+            if turn.check is not None:
+                op, then, reason = turn.check(index, op)
+                if then != _ACT:
+                    break
+            self._act(step, index, action_idx, op, batch)
+        if then == "stop":
             return self.end(
-                "error",
-                step,
-                error=f"stopped at step {step}, operation {index}: {verdict.reason}",
+                "error", step, error=f"stopped at step {step}, operation {index}: {reason}"
             )
-        if verdict.then == "fork":  # this step and the rest are the live model's
+        if then == "fork":  # this step and the rest are the live model's
             return self._answer(step, turn.observation, batch)
         parsed = turn.parsed
         ending = self._agent.ending(parsed, self._history) if turn.agent_ends else None
