@@ -32,6 +32,7 @@ __all__ = [
     "api_key_option",
     "chromium_option",
     "console",
+    "desktop_option",
     "echo",
     "echo_lines",
     "exit_interrupted",
@@ -47,6 +48,7 @@ __all__ = [
     "released_option",
     "repeat_option",
     "remove_if_unused",
+    "reset_option",
     "rows_format_option",
     "run_option",
     "settle_option",
@@ -267,6 +269,16 @@ def released_option(
 ) -> Callable[[F], F]:
     """``--released PATH[:PATH...]`` (also $OWNLOOP_PATH)."""
     return click.option("--released", envvar="OWNLOOP_PATH", metavar="PATH[:PATH...]", help=help)
+
+
+def desktop_option(help: str, *, multiple: bool = False) -> Callable[[F], F]:
+    """``--desktop URL``: an OSWorld-protocol desktop server (``multiple``: a tuple of them)."""
+    return click.option("--desktop", multiple=multiple, metavar="URL", help=help)
+
+
+def reset_option(help: str) -> Callable[[F], F]:
+    """``--reset CMD``: how a ``--desktop`` is reset (a host command with ``{url}`` in it)."""
+    return click.option("--reset", metavar="CMD", help=help)
 
 
 def api_key_option(help: str) -> Callable[[F], F]:

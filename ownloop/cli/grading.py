@@ -12,11 +12,13 @@ from ownloop.cli.common import (
     api_key_option,
     chromium_option,
     console,
+    desktop_option,
     echo_lines,
     format_option,
     friendly,
     print_rows,
     repeat_option,
+    reset_option,
     rows_format_option,
     run_option,
     settle_option,
@@ -246,18 +248,17 @@ def _audit_options(command: F) -> F:
         target = DesktopTarget(desktop, reset or None) if desktop else None
         return command(*args, desktop=target, **kwargs)
 
-    wrapped: Any = format_option("the audit (a row per task)")(on_desktop)
-    wrapped = click.option(
-        "--reset",
-        metavar="CMD",
-        help="--desktop: reset it before each replay (a host command with {url}, or 'server').",
-    )(wrapped)
-    wrapped = click.option(
-        "--desktop",
-        metavar="URL",
-        help="A desktop run's tasks: the desktop server to replay them on.",
-    )(wrapped)
-    return chromium_option("Path to a Chromium to drive.")(wrapped)  # type: ignore[no-any-return]
+    wrapped: Any = on_desktop
+    for option in (  # bottom up: --help lists them top down
+        format_option("the audit (a row per task)"),
+        reset_option(
+            "--desktop: reset it before each replay (a host command with {url}, or 'server')."
+        ),
+        desktop_option("A desktop run's tasks: the desktop server to replay them on."),
+        chromium_option("Path to a Chromium to drive."),
+    ):
+        wrapped = option(wrapped)
+    return wrapped  # type: ignore[no-any-return]
 
 
 def _print_audit(result: BlindAudit | NoopAudit, fmt: str) -> None:

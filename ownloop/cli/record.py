@@ -12,6 +12,7 @@ from ownloop.cli.common import (
     agent_option_option,
     api_key_option,
     chromium_option,
+    desktop_option,
     echo,
     echo_lines,
     exit_interrupted,
@@ -21,6 +22,7 @@ from ownloop.cli.common import (
     released_option,
     remove_if_unused,
     repeat_option,
+    reset_option,
     run_option,
     settle_option,
     store_of,
@@ -107,18 +109,14 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
     metavar="auto|HOST:PORT",
     help="--executor ray: the cluster (default: $RAY_ADDRESS, else a Ray started on this machine).",
 )
-@click.option(
-    "--desktop",
-    multiple=True,
-    metavar="URL",
-    help="An OSWorld-protocol desktop server, e.g. http://127.0.0.1:5000 (repeatable: one "
+@desktop_option(
+    "An OSWorld-protocol desktop server, e.g. http://127.0.0.1:5000 (repeatable: one "
     "worker per desktop); for --suite osworld:DIR.",
+    multiple=True,
 )
-@click.option(
-    "--reset",
-    metavar="CMD",
-    help="A host command run before each desktop task, e.g. a snapshot revert; {url} in it is "
-    "the desktop's URL.",
+@reset_option(
+    "A host command run before each desktop task, e.g. a snapshot revert; {url} in it is "
+    "the desktop's URL."
 )
 @click.option("--a11y", is_flag=True, help="Keep each desktop step's accessibility tree.")
 @click.option(

@@ -11,6 +11,7 @@ from ownloop.cli.common import (
     api_key_option,
     chromium_option,
     console,
+    desktop_option,
     echo_lines,
     exit_interrupted,
     format_option,
@@ -19,6 +20,7 @@ from ownloop.cli.common import (
     print_rows,
     reading,
     released_option,
+    reset_option,
     run_option,
     settle_option,
     store_of,
@@ -114,16 +116,8 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
     metavar="URL",
     help="--execute: replay a tasks-file session against another deployment at URL.",
 )
-@click.option(
-    "--desktop",
-    metavar="URL",
-    help="--execute: the desktop server to re-execute a desktop session on.",
-)
-@click.option(
-    "--reset",
-    metavar="CMD",
-    help="--desktop: reset it first (a host command with {url}, or 'server').",
-)
+@desktop_option("--execute: the desktop server to re-execute a desktop session on.")
+@reset_option("--desktop: reset it first (a host command with {url}, or 'server').")
 @click.option(
     "--workers",
     type=click.IntRange(min=1),

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ownloop.cli.common import echo_lines, friendly, run_option, store_of
+from ownloop.cli.common import echo_lines, friendly, run_option, store_of, where_option
 
 __all__ = ["COMMANDS", "export_command", "import_command"]
 
@@ -95,10 +95,9 @@ def import_command(
     "or Inspect .eval logs (one per run).",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write.")
-@click.option(
-    "--where",
-    help="sft, atif, otlp, inspect: an SQL condition over the sessions view "
-    "(sft's default: passed and coalesce(counted, true)).",
+@where_option(
+    "sft, atif, otlp, inspect: an SQL condition over the sessions view "
+    "(sft's default: passed and coalesce(counted, true))."
 )
 @click.option(
     "--agent-format",

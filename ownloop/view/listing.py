@@ -25,6 +25,7 @@ __all__ = [
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
     "Listing",
+    "Pager",
     "counts_text",
     "list_runs",
     "list_sessions",
@@ -34,6 +35,23 @@ __all__ = [
 PAGE_SIZE = 200
 _SESSION_FILTERS = ("run", "agent", "model", "status", "passed", "task")
 _RUN_FILTERS = ("agent", "model")
+
+
+class Pager(NamedTuple):
+    """Page ``page`` of ``total`` rows shown ``size`` a page: what the pager below a table says
+    and links to."""
+
+    page: int
+    total: int
+    size: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def links(self) -> list[int | None]:
+        return page_links(self.page, self.pages)
 
 
 class Listing(NamedTuple):
@@ -50,12 +68,8 @@ class Listing(NamedTuple):
     total: int = 0  # rows over every page
 
     @property
-    def pages(self) -> int:
-        return max(1, -(-self.total // PAGE_SIZE))
-
-    @property
-    def links(self) -> list[int | None]:
-        return page_links(self.page, self.pages)
+    def pager(self) -> Pager:
+        return Pager(self.page, self.total, PAGE_SIZE)
 
 
 def page_links(page: int, pages: int) -> list[int | None]:

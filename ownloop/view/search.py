@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from ownloop.store import Store
 from ownloop.store.queries import SEARCH_FILTERS, search_steps, session_choices
-from ownloop.view.listing import page_links
+from ownloop.view.listing import Pager
 
 __all__ = ["SEARCH_PAGE_SIZE", "Hit", "SearchView", "search"]
 
@@ -45,12 +45,8 @@ class SearchView(NamedTuple):
     choices: dict[str, list[str]]
 
     @property
-    def pages(self) -> int:
-        return max(1, -(-self.total // SEARCH_PAGE_SIZE))
-
-    @property
-    def links(self) -> list[int | None]:
-        return page_links(self.page, self.pages)
+    def pager(self) -> Pager:
+        return Pager(self.page, self.total, SEARCH_PAGE_SIZE)
 
     @property
     def params(self) -> dict[str, str]:
