@@ -1,9 +1,9 @@
 """A model call's context and outcome: what every caller of a model (the live client, a cassette,
 recorded judge answers) is given and returns, and the one place a ``ModelCalled`` is begun.
 
-The loop says who a call is for once, as a ``CallContext``; a caller adds only what the endpoint
-(or the cassette) answered, with ``msgspec.structs.replace`` on the event ``CallContext.called``
-begins.
+The loop says who a call is for once, as a ``CallContext``, and hands a caller one ``CallRequest``
+(what to send, for whom, and when to give up); a caller adds only what the endpoint (or the
+cassette) answered, with ``msgspec.structs.replace`` on the event ``CallContext.called`` begins.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import NamedTuple, Protocol
 from ownloop.store.events import CallPurpose, Message, ModelCalled, Sampling, now
 from ownloop.store.ids import new_id
 
-__all__ = ["CallContext", "CallOutcome", "ModelCaller"]
+__all__ = ["CallContext", "CallOutcome", "CallRequest", "ModelCaller"]
 
 
 class CallContext(NamedTuple):
@@ -49,6 +49,20 @@ class CallContext(NamedTuple):
         )
 
 
+def _never() -> bool:
+    return False
+
+
+class CallRequest(NamedTuple):
+    """One logical call as the loop asks for it: the messages and sampling to send, who the call
+    is for, and ``should_stop``, read between transport retries (True: give up waiting)."""
+
+    messages: tuple[Message, ...]
+    sampling: Sampling
+    context: CallContext
+    should_stop: Callable[[], bool] = _never
+
+
 class CallOutcome(NamedTuple):
     """The result of one logical call: the events of every attempt and the final answer."""
 
@@ -61,11 +75,4 @@ class CallOutcome(NamedTuple):
 class ModelCaller(Protocol):
     """What the loop calls for a step's answer: ``ModelClient`` or a cassette of responses."""
 
-    def call(
-        self,
-        messages: tuple[Message, ...],
-        sampling: Sampling,
-        context: CallContext,
-        *,
-        should_stop: Callable[[], bool] = ...,
-    ) -> CallOutcome: ...
+    def call(self, request: CallRequest) -> CallOutcome: ...

@@ -8,7 +8,7 @@ from :meth:`Episode.observe` and :meth:`Episode.step` (e.g. re-executing recorde
 checked first by a replay's guard), and ``on_step`` may add events (fidelity) to each step's batch
 before it is appended. The recorder's own step is the same :meth:`Episode.step` once the model's
 answer is parsed. The model client is any ``ModelCaller`` (``ownloop.recorder.call``): the live
-client or a cassette of recorded responses, each called with the step's ``CallContext``.
+client or a cassette of recorded responses, each called with a ``CallRequest`` for the step.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ownloop.agents.base import Agent, AgentParseError, Observation, Parsed, Pas
 from ownloop.agents.recorded import parsed_event
 from ownloop.grading import UNGRADED, make_grader
 from ownloop.grading.verdict import graded_event, verdict_of
-from ownloop.recorder.call import CallContext, ModelCaller
+from ownloop.recorder.call import CallContext, CallRequest, ModelCaller
 from ownloop.recorder.sent_images import SentImages
 from ownloop.store import Store
 from ownloop.store.events import (
@@ -326,18 +326,14 @@ class Episode:
                     sampling,
                     temperature=max(settings.resample_temperature, sampling.temperature or 0.0),
                 )
-            outcome = self._client.call(
-                messages,
-                sampling,
-                CallContext(
-                    self._started.run_id,
-                    self._started.session_id,
-                    step,
-                    attempt,
-                    "step" if attempt == 1 else "resample",
-                ),
-                should_stop=self._stop.is_set,
+            context = CallContext(
+                self._started.run_id,
+                self._started.session_id,
+                step,
+                attempt,
+                "step" if attempt == 1 else "resample",
             )
+            outcome = self._client.call(CallRequest(messages, sampling, context, self._stop.is_set))
             batch.extend(outcome.events)
             if outcome.text is None:
                 self._check_stop()

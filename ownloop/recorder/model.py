@@ -39,9 +39,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import msgspec
 
 from ownloop.agents.chat_format import wire_messages
-from ownloop.recorder.call import CallContext, CallOutcome
+from ownloop.recorder.call import CallOutcome, CallRequest
 from ownloop.recorder.probe import check_endpoint
-from ownloop.store.events import ImagePart, Message, ModelCalled, Sampling
+from ownloop.store.events import ImagePart, ModelCalled
 from ownloop.store.scrub import mask_secrets, scrub_bytes, scrub_text, url_secrets
 
 __all__ = [
@@ -333,16 +333,10 @@ class ModelClient:
             clean=self._clean,
         )
 
-    def call(
-        self,
-        messages: tuple[Message, ...],
-        sampling: Sampling,
-        context: CallContext,
-        *,
-        should_stop: Callable[[], bool] = lambda: False,
-    ) -> CallOutcome:
+    def call(self, request: CallRequest) -> CallOutcome:
         """One call of the agent loop; transport failures are retried and each try recorded
         (the first with the context's purpose, the others ``retry``)."""
+        messages, sampling, context, should_stop = request
         wire = wire_messages(messages, self._data_url)
         kwargs: dict[str, Any] = {"model": self.model, "messages": wire}
         if sampling.temperature is not None:

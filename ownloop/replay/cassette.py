@@ -47,10 +47,10 @@ from ownloop.errors import OwnloopError
 from ownloop.modelserver.chat import HttpFault, Reply, Responder, steps_taken
 from ownloop.modelserver.faults import FaultyResponder, parse_faults
 from ownloop.modelserver.server import ModelServer
-from ownloop.recorder.call import CallContext, CallOutcome, ModelCaller
+from ownloop.recorder.call import CallOutcome, CallRequest, ModelCaller
 from ownloop.replay.fold import Session, fold
 from ownloop.store import MissingBlob, Store
-from ownloop.store.events import Message, Sampling, TextPart
+from ownloop.store.events import Message, TextPart
 from ownloop.store.queries import has_session, latest_session_of_task, run_sessions
 
 __all__ = [
@@ -399,33 +399,22 @@ class CassetteClient:
             return message_keys(messages)
         return message_keys(_moved_back(messages, *self._moved))
 
-    def call(
-        self,
-        messages: tuple[Message, ...],
-        sampling: Sampling,
-        context: CallContext,
-        *,
-        should_stop: Callable[[], bool] = lambda: False,
-    ) -> CallOutcome:
+    def call(self, request: CallRequest) -> CallOutcome:
         """One call of the agent loop, answered from the cassette (or the live model)."""
-        step = context.step
-
-        def live(caller: ModelCaller) -> CallOutcome:
-            return caller.call(messages, sampling, context, should_stop=should_stop)
-
+        step = request.context.step
         if (
             self.live is not None
             and self.live_from_step is not None
             and step >= self.live_from_step
         ):
-            return live(self.live)
+            return self.live.call(request)
         started = time.perf_counter()
-        served = self.cassette.serve(self._keys(messages), step)
+        served = self.cassette.serve(self._keys(request.messages), step)
         if served is None and self.on_miss == "forward" and self.live is not None:
-            return live(self.live)
+            return self.live.call(request)
         if served is None and self.on_miss == "force":
             served = self.cassette.force()
-        called = context.called(messages, sampling)
+        called = request.context.called(request.messages, request.sampling)
         if served is None:
             error = _miss_message(step, self.on_miss)
             event = msgspec.structs.replace(

@@ -26,7 +26,7 @@ import msgspec
 
 from ownloop.errors import OwnloopError
 from ownloop.grading import UNGRADED
-from ownloop.recorder.call import CallContext, CallOutcome, ModelCaller
+from ownloop.recorder.call import CallContext, CallOutcome, CallRequest, ModelCaller
 from ownloop.replay.agreement import JudgeReport, judge_report
 from ownloop.replay.fold import Session
 from ownloop.replay.judges import (
@@ -94,11 +94,8 @@ class _Run:
         self._blank: dict[tuple[int, int], str] = {}
 
     def ask(self, session: Session, messages: tuple[Message, ...], repeat: int) -> str | None:
-        outcome = self.caller.call(
-            messages,
-            JUDGE_SAMPLING,
-            CallContext(session.run_id, session.session_id, -1, repeat, "judge"),
-        )
+        context = CallContext(session.run_id, session.session_id, -1, repeat, "judge")
+        outcome = self.caller.call(CallRequest(messages, JUDGE_SAMPLING, context))
         self.events.extend(outcome.events)
         self.calls += len(outcome.events)
         return outcome.text
@@ -274,15 +271,9 @@ class RecordedJudgeCalls:
             ]
         return self._calls[session_id]
 
-    def call(
-        self,
-        messages: tuple[Message, ...],
-        sampling: Sampling,
-        context: CallContext,
-        *,
-        should_stop: Callable[[], bool] = lambda: False,
-    ) -> CallOutcome:
-        wanted = msgspec.json.encode(messages)
+    def call(self, request: CallRequest) -> CallOutcome:
+        wanted = msgspec.json.encode(request.messages)
+        context = request.context
         recorded = self._recorded(context.session_id)
         for i, call in enumerate(recorded):
             if call.attempt == context.attempt and msgspec.json.encode(call.messages) == wanted:

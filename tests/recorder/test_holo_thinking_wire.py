@@ -17,7 +17,7 @@ from ownloop.agents import make_agent
 from ownloop.errors import OwnloopError
 from ownloop.modelserver import ModelServer, Reply
 from ownloop.modelserver.chat import thinking_requested
-from ownloop.recorder.call import CallContext
+from ownloop.recorder.call import CallContext, CallRequest
 from ownloop.recorder.model import ModelClient
 from ownloop.store.events import Message, Sampling, TextPart
 
@@ -39,9 +39,11 @@ def _send(options: dict[str, Any]) -> tuple[dict[str, Any], list[str], Sampling]
     with ModelServer(answer, log=lines.append) as url:
         client = ModelClient(url, "holo", load_blob=lambda sha: b"", retries=0)
         outcome = client.call(
-            (Message(role="user", parts=(TextPart(text="Task: say ok"),)),),
-            agent.settings.sampling,
-            CallContext("r", "s", 1),
+            CallRequest(
+                (Message(role="user", parts=(TextPart(text="Task: say ok"),)),),
+                agent.settings.sampling,
+                CallContext("r", "s", 1),
+            )
         )
     [request] = seen
     [event] = outcome.events

@@ -23,7 +23,7 @@ import msgspec
 import pytest
 
 from ownloop.modelserver import FaultyResponder, ModelServer, RawBody, Reply, Responder
-from ownloop.recorder.call import CallContext, CallOutcome
+from ownloop.recorder.call import CallContext, CallOutcome, CallRequest
 from ownloop.recorder.model import MAX_RESPONSE_CHARS, ModelClient
 from ownloop.store import Store, open_store
 from ownloop.store.events import (
@@ -77,9 +77,11 @@ def store(tmp_path: Path) -> Store:
 
 def _call(client: ModelClient) -> CallOutcome:
     return client.call(
-        MESSAGES,
-        Sampling(temperature=0.0),
-        CallContext("r", "s", 1),
+        CallRequest(
+            MESSAGES,
+            Sampling(temperature=0.0),
+            CallContext("r", "s", 1),
+        )
     )
 
 

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from ownloop.modelserver import ModelServer, Reply
-from ownloop.recorder.call import CallContext
+from ownloop.recorder.call import CallContext, CallRequest
 from ownloop.recorder.model import wire_messages
 from ownloop.replay import fold
 from ownloop.replay.cassette import (
@@ -62,17 +62,19 @@ def test_a_changed_screenshot_matches_by_step_and_a_miss_stops(recorded: Recorde
     session = fold(store.session_events(recorded.sessions["enter-text"]))
     client = CassetteClient(Cassette([session]))
     first, second = session.steps[0].calls[0], session.steps[1].calls[0]
-    outcome = client.call(first.messages, Sampling(temperature=1.0), CallContext("r", "s", 1))
+    outcome = client.call(
+        CallRequest(first.messages, Sampling(temperature=1.0), CallContext("r", "s", 1))
+    )
     assert (outcome.text, outcome.events[0].served_by) == (first.response, "cassette:exact")
     last = second.messages[-1]
     changed = (
         *second.messages[:-1],
         msgspec.structs.replace(last, parts=(ImagePart(sha256="0" * 64, width=1280, height=800),)),
     )
-    outcome = client.call(changed, Sampling(), CallContext("r", "s", 2))
+    outcome = client.call(CallRequest(changed, Sampling(), CallContext("r", "s", 2)))
     assert (outcome.text, outcome.events[0].served_by) == (second.response, "cassette:step")
     stranger = (msgspec.structs.replace(first.messages[0], parts=first.messages[1].parts),)
-    outcome = client.call(stranger, Sampling(), CallContext("r", "s", 9))
+    outcome = client.call(CallRequest(stranger, Sampling(), CallContext("r", "s", 9)))
     assert outcome.text is None and outcome.events[0].served_by == "cassette:miss"
     assert outcome.error == (
         "cassette miss at step 9: no recorded response matches this "
@@ -80,8 +82,8 @@ def test_a_changed_screenshot_matches_by_step_and_a_miss_stops(recorded: Recorde
         "forward (live model)"
     )
     forced = CassetteClient(Cassette([session]), on_miss="force")
-    forced.call(first.messages, Sampling(), CallContext("r", "s", 1))
-    outcome = forced.call(stranger, Sampling(), CallContext("r", "s", 9))
+    forced.call(CallRequest(first.messages, Sampling(), CallContext("r", "s", 1)))
+    outcome = forced.call(CallRequest(stranger, Sampling(), CallContext("r", "s", 9)))
     assert (outcome.text, outcome.events[0].served_by) == (second.response, "cassette:force")
 
 
@@ -113,7 +115,7 @@ def test_a_task_served_at_another_origin_still_matches_exactly(recorded: Recorde
     sent = _with_origin(first.messages, origin, now)
 
     def served_by(client: CassetteClient, messages: tuple[Message, ...]) -> str:
-        outcome = client.call(messages, Sampling(), CallContext("r", "s", 1))
+        outcome = client.call(CallRequest(messages, Sampling(), CallContext("r", "s", 1)))
         assert outcome.text == first.response
         return outcome.events[0].served_by
 
