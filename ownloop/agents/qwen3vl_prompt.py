@@ -18,7 +18,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ownloop.agents.released import Released, ReleasedSpec, load_released, read_facts, search_roots
+from ownloop.agents.released import (
+    Released,
+    ReleasedSpec,
+    load_released,
+    read_facts,
+    read_module,
+    search_roots,
+)
 
 __all__ = [
     "ACTIONS",
@@ -66,9 +73,8 @@ def _template(node: ast.expr) -> str | None:
 
 def _predict_texts(path: Path) -> dict[str, str]:
     """The literal texts ``predict()`` of the released agent assigns (read, never run)."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+    tree = read_module(path)
+    if tree is None:
         return {}
     found: dict[str, str] = {}
     for node in ast.walk(tree):

@@ -28,6 +28,7 @@ __all__ = [
     "find_released",
     "load_released",
     "read_facts",
+    "read_module",
     "released_commit",
     "released_sha256",
     "search_roots",
@@ -163,10 +164,17 @@ def search_roots(released: str | None) -> list[Path]:
     return [Path(part).expanduser() for part in text.split(os.pathsep) if part.strip()]
 
 
-def _string_constants(path: Path) -> dict[str, str]:
+def read_module(path: Path) -> ast.Module | None:
+    """The module at ``path`` parsed, never run; None when it cannot be read or parsed."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _string_constants(path: Path) -> dict[str, str]:
+    tree = read_module(path)
+    if tree is None:
         return {}
     found: dict[str, str] = {}
     for node in tree.body:
