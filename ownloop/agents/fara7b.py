@@ -52,7 +52,7 @@ from ownloop.agents.fara_prompt import (
 )
 from ownloop.agents.fara_render import render_call
 from ownloop.agents.keys import UnknownKeyError, to_playwright
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, Images
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle
 from ownloop.errors import OwnloopError
@@ -133,9 +133,7 @@ class Fara7bOptions(AgentOptions, frozen=True, kw_only=True):
             "1440x900 (its space is 1428x896)"
         ),
     ] = "1440x900"
-    images: Annotated[
-        int, Meta(ge=1, description="screenshots per request, the current one included")
-    ] = 3
+    images: Images = 3
     max_tokens: Annotated[
         Annotated[int, Meta(ge=1)] | None,
         Meta(description="completion limit per call (the released client sends none)"),
@@ -209,7 +207,6 @@ class Fara7bAgent(base.AgentBase[Fara7bOptions]):
             OwnloopError: the clone's template has a placeholder other than {tool_descs}.
         """
         super().__init__(options, released)
-        self.viewport = self.config.size()
         self.template, self.tool_texts = fara_texts(released)
         try:
             system_text(self.template, 1, 1, self.tool_texts)

@@ -32,7 +32,7 @@ from ownloop.agents import base
 from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, grid_point, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, Images, MaxTokens
 from ownloop.store import events
 
 __all__ = ["GlmvAgent", "GlmvOptions", "find_call"]
@@ -80,10 +80,8 @@ _SYSTEM = (
 class GlmvOptions(AgentOptions, frozen=True, kw_only=True):
     """The ``glmv`` agent's options."""
 
-    images: Annotated[
-        int, Meta(ge=1, description="screenshots per request, the current one included")
-    ] = 3
-    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 4096
+    images: Images = 3
+    max_tokens: MaxTokens = 4096
     wait_s: Annotated[float, Meta(ge=0, description="seconds of WAIT()")] = 5.0
 
 

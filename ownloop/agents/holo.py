@@ -35,7 +35,7 @@ from msgspec import Meta
 from ownloop.agents import base
 from ownloop.agents.coordinates import finite_number
 from ownloop.agents.frames import Frame, grid_point, split_think, to_grid
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, MaxTokens
 from ownloop.store import events
 
 __all__ = ["SCHEMA", "HoloAgent", "HoloOptions"]
@@ -97,7 +97,7 @@ class HoloOptions(AgentOptions, frozen=True, kw_only=True):
     write_enter: Annotated[bool, Meta(description="press Enter after write_element_abs's text")] = (
         False
     )
-    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 2048
+    max_tokens: MaxTokens = 2048
 
 
 class HoloAgent(base.AgentBase[HoloOptions]):

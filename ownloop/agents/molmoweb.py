@@ -47,7 +47,7 @@ from ownloop.agents.molmoweb_actions import (
     read_response,
     unparseable,
 )
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, MaxTokens
 from ownloop.agents.released import Released, ReleasedSpec
 from ownloop.agents.translation import TranslationStyle
 from ownloop.errors import OwnloopError
@@ -94,7 +94,7 @@ class MolmoWebOptions(AgentOptions, frozen=True, kw_only=True):
         float, Meta(ge=0, description="sampling temperature of every call, re-samples included")
     ] = 0.7
     top_p: Annotated[float, Meta(gt=0, le=1, description="nucleus sampling")] = 0.8
-    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 1024
+    max_tokens: MaxTokens = 1024
     calls_per_step: Annotated[
         int,
         Meta(
@@ -162,7 +162,6 @@ class MolmoWebAgent(base.AgentBase[MolmoWebOptions]):
             OwnloopError: the released template is not valid Jinja.
         """
         super().__init__(options, released)
-        self.viewport = self.config.size()
         self.template_text = (
             released.constants.get(RELEASED_CONSTANT, BUILTIN_TEMPLATE)
             if released is not None

@@ -47,7 +47,7 @@ from ownloop.agents import base
 from ownloop.agents.coordinates import Point, Size, smart_resize
 from ownloop.agents.opencua_prompt import RELEASED_SPEC, prompt_texts
 from ownloop.agents.opencua_render import render_response
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, Images, PyautoguiScrollPx
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
 from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
@@ -156,9 +156,7 @@ class OpenCuaOptions(AgentOptions, frozen=True, kw_only=True):
         Literal["l1", "l2", "l3"],
         Meta(description="chain-of-thought level of the V1 system prompt: l1, l2 or l3"),
     ] = "l2"
-    images: Annotated[
-        int, Meta(ge=1, description="screenshots per request, the current one included")
-    ] = 3
+    images: Images = 3
     max_tokens: Annotated[
         int, Meta(ge=1, description="completion limit per call (the runner sends 2048)")
     ] = 2048
@@ -168,9 +166,7 @@ class OpenCuaOptions(AgentOptions, frozen=True, kw_only=True):
             ge=0, description="seconds to sleep after each step's actions (sleep_after_execution)"
         ),
     ] = 5.0
-    scroll_px: Annotated[
-        float, Meta(gt=0, description="page pixels of one pyautogui scroll click")
-    ] = 100.0
+    scroll_px: PyautoguiScrollPx = 100.0
     wait_s: Annotated[float, Meta(ge=0, description="seconds computer.wait() waits")] = 5.0
     fractions: Annotated[
         bool,
@@ -200,7 +196,6 @@ class OpenCuaAgent(base.AgentBase[OpenCuaOptions]):
             OwnloopError: a released template has a placeholder other than its own.
         """
         super().__init__(options, released)
-        self.viewport = self.config.size()
         self.texts = prompt_texts(self.config.cot, released)
         self.prompt_source = self.texts.source
         try:

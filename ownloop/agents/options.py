@@ -31,7 +31,10 @@ from ownloop.errors import OwnloopError
 
 __all__ = [
     "AgentOptions",
+    "Images",
+    "MaxTokens",
     "OptionDoc",
+    "PyautoguiScrollPx",
     "Scalar",
     "option_docs",
     "parse_overrides",
@@ -42,6 +45,13 @@ __all__ = [
 
 Scalar = str | int | float | bool | None
 """What an option's value is, as recorded in RunStarted."""
+
+# Options several agents declare with the same meaning (each with its own default).
+Images = Annotated[int, Meta(ge=1, description="screenshots per request, the current one included")]
+MaxTokens = Annotated[int, Meta(ge=1, description="completion limit per call")]
+PyautoguiScrollPx = Annotated[
+    float, Meta(gt=0, description="page pixels of one pyautogui scroll click")
+]
 
 _O = TypeVar("_O", bound="AgentOptions")
 _VIEWPORT = re.compile(r"\s*(\d+)\s*x\s*(\d+)\s*")

@@ -32,7 +32,7 @@ from ownloop.agents.coordinates import Point, Size
 from ownloop.agents.frames import Frame
 from ownloop.agents.opencua import pointer_after
 from ownloop.agents.opencua_render import code_lines
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, MaxTokens, PyautoguiScrollPx
 from ownloop.agents.pyautogui import CodeSyntaxError, interpret
 from ownloop.agents.translation import TranslationStyle
 from ownloop.store import events
@@ -72,12 +72,10 @@ class PlainOptions(AgentOptions, frozen=True, kw_only=True):
         ),
     ] = 3
     temperature: Annotated[float, Meta(ge=0, description="sampling temperature")] = 1.0
-    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 1500
+    max_tokens: MaxTokens = 1500
     max_steps: Annotated[int, Meta(ge=1, description="steps per episode")] = 15
     wait_s: Annotated[float, Meta(ge=0, description="seconds WAIT waits")] = 0.0
-    scroll_px: Annotated[
-        float, Meta(gt=0, description="page pixels of one pyautogui scroll click")
-    ] = 100.0
+    scroll_px: PyautoguiScrollPx = 100.0
 
 
 class _Pixels:

@@ -41,7 +41,7 @@ from ownloop.agents import base
 from ownloop.agents.coordinates import Point, Size, finite_number, model_point, smart_resize
 from ownloop.agents.frames import Frame, from_grid, pointer_after, split_think, to_grid
 from ownloop.agents.keys import UnknownKeyError, to_playwright
-from ownloop.agents.options import AgentOptions
+from ownloop.agents.options import AgentOptions, MaxTokens
 from ownloop.agents.qwen3vl_prompt import QWEN3VL_SPEC, instruction_text, system_text
 from ownloop.agents.released import Released
 from ownloop.store import events
@@ -75,7 +75,7 @@ class Qwen3VlOptions(AgentOptions, frozen=True, kw_only=True):
     history: Annotated[
         int, Meta(ge=0, description="past steps sent with their screenshot and response")
     ] = 4
-    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 32768
+    max_tokens: MaxTokens = 32768
     wait_s: Annotated[float, Meta(ge=0, description="seconds of a wait without time")] = 5.0
 
 

@@ -34,7 +34,7 @@ from msgspec import Meta
 from ownloop.agents import base
 from ownloop.agents.coordinates import Point, Size, scale, smart_resize
 from ownloop.agents.keys import UnknownKeyError, combo, split_combo
-from ownloop.agents.options import AgentOptions, Scalar
+from ownloop.agents.options import AgentOptions, Images, MaxTokens, Scalar
 from ownloop.agents.released import Released
 from ownloop.agents.translation import TranslationStyle
 from ownloop.store import events
@@ -100,10 +100,8 @@ class UiTarsOptions(AgentOptions, frozen=True, kw_only=True):
 
     viewport: Annotated[str, Meta(description="page size WIDTHxHEIGHT")] = "1280x800"
     frequency_penalty: Annotated[float, Meta(ge=-2, le=2, description="sent with every call")] = 0.0
-    max_tokens: Annotated[int, Meta(ge=1, description="completion limit per call")] = 500
-    images: Annotated[
-        int, Meta(ge=1, description="screenshots per request, the current one included")
-    ] = 5
+    max_tokens: MaxTokens = 500
+    images: Images = 5
     scroll_notches: Annotated[float, Meta(gt=0, description="wheel notches per scroll action")] = (
         5.0
     )
