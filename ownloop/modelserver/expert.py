@@ -155,8 +155,7 @@ class MiniwobExpert:
         self._plans: dict[tuple[str, str, tuple[int, int]], Future[Plan]] = {}
         self._lock = threading.Lock()
         self._notice = notice
-        self._planned = 0  # plans made so far (in the browser)
-        self._reused = 0  # plans read from the plan cache so far
+        self._told: set[str] = set()  # the first-time notices already given
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         statement = find_task(request)
@@ -258,10 +257,7 @@ class MiniwobExpert:
                     if plan.reward is None or plan.reward > 0:  # a failed rehearsal: made anew
                         cache.put(key, plan)
                     return plan
-        with self._lock:
-            first = self._reused == 0
-            self._reused += 1
-        if first and self._notice is not None:
+        if self._first("reused") and self._notice is not None:
             self._notice(
                 f"expert: plan for {name} (seed {seed}) read from the plan cache "
                 f"{cache.folder}: {_summary(plan)}, no browser started"
@@ -271,9 +267,7 @@ class MiniwobExpert:
     def _timed(self, start_url: str, prompt: str, make: Callable[[], Plan]) -> Plan:
         """``make()``, with a notice before the first plan and after it (or a slow later one)."""
         name, seed = _episode(start_url, prompt)
-        with self._lock:
-            first = self._planned == 0
-            self._planned += 1
+        first = self._first("planned")
         if first and self._notice is not None:
             self._notice(
                 f"expert: planning {name} (seed {seed}), the first plan: it starts a "
@@ -287,6 +281,13 @@ class MiniwobExpert:
                 f"expert: plan for {name} (seed {seed}) ready in {seconds:.1f}s: {_summary(plan)}"
             )
         return plan
+
+    def _first(self, what: str) -> bool:
+        """True the first time it is asked about ``what`` ("planned", "reused"), then False."""
+        with self._lock:
+            first = what not in self._told
+            self._told.add(what)
+        return first
 
     def close(self) -> None:
         """Close the expert's browser."""
