@@ -14,7 +14,7 @@ only its grammar (``read``), its prompt (``build_messages``) and its coordinate 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import msgspec
@@ -47,6 +47,7 @@ __all__ = [
     "clip",
     "first_ending",
     "one_line",
+    "single_quoted",
     "task_text",
 ]
 
@@ -193,6 +194,30 @@ def clip(text: str, limit: int, *, escape: bool = False) -> str:
 def one_line(text: str, limit: int) -> str:
     """``text`` on one line (each run of whitespace one space), cut to ``limit`` characters."""
     return clip(" ".join(text.split()), limit)
+
+
+def _plain(index: int, char: str) -> bool:
+    return False
+
+
+def single_quoted(text: str, hex_escape: Callable[[int, str], bool] = _plain) -> str:
+    """A single-quoted Python literal that reads back to ``text``, as a renderer writes a model's
+    string argument: backslash, quote and newline escaped, and as ``\\xNN`` every other control
+    character and each character ``hex_escape(index, char)`` picks (what the model's parser
+    would misread)."""
+    out = []
+    for index, char in enumerate(text):
+        if char == "\\":
+            out.append("\\\\")
+        elif char == "'":
+            out.append("\\'")
+        elif char == "\n":
+            out.append("\\n")
+        elif ord(char) < 0x20 or char == "\x7f" or hex_escape(index, char):
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(char)
+    return "'" + "".join(out) + "'"
 
 
 class AgentBase(Generic[_O]):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ownloop.agents.base import single_quoted
 from ownloop.agents.coordinates import Size
 from ownloop.store import events
 
@@ -68,23 +69,15 @@ def quote(text: str, *, hide_fail: bool = False) -> str:
     Backticks are escaped (a fence would end the code block); with ``hide_fail`` so is the 'f'
     of every "fail" (OSWorld classes a terminate block containing "fail" as FAIL).
     """
-    out = []
-    for index, char in enumerate(text):
-        if char == "\\":
-            out.append("\\\\")
-        elif char == "'":
-            out.append("\\'")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "`" or ord(char) < 0x20 or char == "\x7f":
-            out.append(f"\\x{ord(char):02x}")
-        elif hide_fail and char in "fF" and text[index : index + 4].lower() == "fail":
-            out.append(f"\\x{ord(char):02x}")
-        elif 0xD800 <= ord(char) <= 0xDFFF:
-            raise ValueError("opencua cannot express a lone surrogate")
-        else:
-            out.append(char)
-    return "'" + "".join(out) + "'"
+    if any(0xD800 <= ord(char) <= 0xDFFF for char in text):
+        raise ValueError("opencua cannot express a lone surrogate")
+
+    def hidden(index: int, char: str) -> bool:
+        if char == "`":
+            return True
+        return hide_fail and char in "fF" and text[index : index + 4].lower() == "fail"
+
+    return single_quoted(text, hidden)
 
 
 def _terminate(action: events.Finish | events.Fail) -> str:

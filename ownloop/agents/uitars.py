@@ -544,19 +544,6 @@ def _quote(text: str) -> str:
     first ``')``), ``point=`` and ``<point>`` (rewritten to boxes) and ``Action: `` (it keeps
     only what follows the last one). ``\\x..`` escapes keep the literal's value the same.
     """
-    out = []
-    for char in text:
-        if char == "\\":
-            out.append("\\\\")
-        elif char == "'":
-            out.append("\\'")
-        elif char == "\n":
-            out.append("\\n")
-        elif ord(char) < 0x20 or char == "\x7f":
-            out.append(f"\\x{ord(char):02x}")
-        else:
-            out.append(char)
-    body = "".join(out)
-    body = body.replace("\\')", "\\'\\x29").replace("point=", "point\\x3d")
-    body = body.replace("<point>", "\\x3cpoint>").replace("Action: ", "Action\\x3a ")
-    return f"'{body}'"
+    literal = base.single_quoted(text)
+    literal = literal.replace("\\')", "\\'\\x29").replace("point=", "point\\x3d")
+    return literal.replace("<point>", "\\x3cpoint>").replace("Action: ", "Action\\x3a ")
