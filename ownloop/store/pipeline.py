@@ -111,16 +111,17 @@ def ingest_streams(
     if count is None:
         new = sum(size - ingested for _, ingested, size, _ in work)
         count = _cpus() if new >= _PARALLEL_BYTES else 0
-    # DuckDB's writer on the cores the decoding leaves it (the workers, or this process's
-    # decoding thread): on two cores, one thread. A second one there only spins beside the
-    # decoding, about a quarter more of DuckDB's CPU for no gain in wall time.
-    con.execute(f"set threads = {max(1, _cpus() - max(1, count))}")
     with _cyclic_gc_off():
         if count > 1 and work:
+            # DuckDB's writer on the cores the decoding workers leave it: on two cores, one
+            # thread; a second one only competes with the workers. (Without workers, DuckDB's
+            # own threads shorten a big in-process ingest, for the same CPU.)
+            con.execute(f"set threads = {max(1, _cpus() - count)}")
             tasks, work = plan(work, count, _BATCH)
             try:
                 decoders = Decoders(count, str(journal_dir), accept)
             except OSError:  # no interpreter to start (e.g. an embedded Python): do it here
+                con.execute("reset threads")
                 work = [item for task in tasks for item in task.streams] + work
                 work.sort()
             else:
