@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
@@ -90,24 +91,34 @@ class EventTable(NamedTuple):
             else [() for _ in self.columns[lead:]]
         )
         for column, values in zip(self.columns[lead:], fields, strict=True):
-            cells: Any = values
-            if column.to_cell is not None:
-                if column.to_cell is _encode and values:
-                    fast = _json_column(values, column.nullable)
-                    if len(fast) == len(values):
-                        arrays.append(fast)
-                        continue
-                if column.nullable and None in values:
-                    cells = [None if v is None else column.to_cell(v) for v in values]
-                else:
-                    cells = list(map(column.to_cell, values))  # the encoder, in C
-            if column.sql_type == "TIMESTAMP":
-                # DuckDB's TIMESTAMPTZ needs the ICU extension, which may not be installable
-                # offline; every time is UTC by contract, so store plain TIMESTAMPs of UTC.
-                arrays.append(_timestamp_column(cells))
+            if len(values) > 1 and all(map(operator.is_, values, repeat(values[0]))):
+                # The same object in every row (a field left at its default, decoded as the
+                # default itself): its cell built once and repeated, in C.
+                arrays.append(pa.repeat(_column_array(column, values[:1])[0], len(values)))
             else:
-                arrays.append(pa.array(cells, _arrow_type(column.arrow_type)))
+                arrays.append(_column_array(column, values))
         return pa.Table.from_arrays(arrays, names=[c.name for c in self.columns])
+
+
+def _column_array(column: Column, values: Sequence[Any]) -> pa.Array:
+    """The Arrow array of one column's values (a field of each event)."""
+    import pyarrow as pa
+
+    cells: Any = values
+    if column.to_cell is not None:
+        if column.to_cell is _encode and values:
+            fast = _json_column(values, column.nullable)
+            if len(fast) == len(values):
+                return fast
+        if column.nullable and None in values:
+            cells = [None if v is None else column.to_cell(v) for v in values]
+        else:
+            cells = list(map(column.to_cell, values))  # the encoder, in C
+    if column.sql_type == "TIMESTAMP":
+        # DuckDB's TIMESTAMPTZ needs the ICU extension, which may not be installable
+        # offline; every time is UTC by contract, so store plain TIMESTAMPs of UTC.
+        return _timestamp_column(cells)
+    return pa.array(cells, _arrow_type(column.arrow_type))
 
 
 def _json_column(values: Sequence[Any], nullable: bool) -> pa.Array:

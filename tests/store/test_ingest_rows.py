@@ -157,3 +157,33 @@ def test_a_sync_after_appended_lines_holds_them_as_decoded_alone(store: Store) -
         )
     assert store.sync().events == 2
     assert _indexed(store) == _expected(store.journal_dir, accept_damaged=False)
+
+
+def test_a_column_of_one_repeated_value_holds_what_each_row_alone_would() -> None:
+    # Fields left at their defaults decode as the default object itself, in every row: such a
+    # column is built once and repeated. Every table built from the golden journal's events of
+    # a kind, in bulk, equals the rows built one event at a time.
+    decoded = decode_lines(golden_lines())
+    by_kind: dict[type, list[E.Event]] = {}
+    for event in decoded.events:
+        by_kind.setdefault(type(event), []).append(event)
+    repeated = 0
+    for kind, events in by_kind.items():
+        table = TABLE_BY_TYPE[kind]
+        # the same decoded events twice over: a kind of one event has only columns of one
+        # repeated object (its time, its strings, its nested values), the others some
+        events = events + events
+        n = len(events)
+        streams, seqs, offsets = ["s"] * n, list(range(n)), list(range(0, 10 * n, 10))
+        whole = table.arrow_table(streams, seqs, events, offsets)
+        alone = [
+            table.arrow_table(
+                streams[i : i + 1], seqs[i : i + 1], events[i : i + 1], offsets[i : i + 1]
+            )
+            for i in range(n)
+        ]
+        assert whole.to_pylist() == [row for rows in alone for row in rows.to_pylist()]
+        assert whole.schema == alone[0].schema
+        columns = zip(*map(msgspec.structs.astuple, events), strict=True)
+        repeated += sum(len(set(map(id, column))) == 1 for column in columns)
+    assert repeated > len(by_kind)
