@@ -161,7 +161,7 @@ def _run(store: Store, endpoint: str, tasks: str, run_id: str, keep_png: bool = 
     steps = sum(r.steps for r in summary.results)
     end = summary.compaction
     if end is None or end.done or end.pid is None:
-        return Run(seconds, cpu, steps, end)
+        return Run(seconds, cpu, steps, end, 0.0, end.cpu_s if end is not None else 0.0)
     ended, compactor_cpu = time.perf_counter(), end.cpu_s
     while _running(end.pid):  # outside the timed window: the next run starts on a quiet CPU
         compactor_cpu = max(compactor_cpu, _cpu_of(end.pid))
