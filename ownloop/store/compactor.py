@@ -187,7 +187,8 @@ class BackgroundCompaction:
         # own work would have; handed off, the lowest again.
         raised = wait_s > 0 and pid is not None and _priority(lowest=False, pid=pid)
         reader.join(max(0.0, wait_s - (time.monotonic() - began)))  # its stdout ends with it
-        done = not reader.is_alive()
+        with self._lock:  # done: its stdout ended, or it said it was done with every session
+            done = not reader.is_alive() or self._done_sessions >= len(self._added)
         if raised and not done and pid is not None:
             _priority(lowest=True, pid=pid)
         with self._lock:

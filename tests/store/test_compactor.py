@@ -22,6 +22,7 @@ from ownloop.store.compactor import (
     QUIET,
     WINDOW_S,
     BackgroundCompaction,
+    CompactionEnd,
     CpuPressure,
     pace,
     wait_seconds,
@@ -277,3 +278,17 @@ def test_while_the_run_goes_a_blob_waits_until_the_cpus_are_free(tmp_path: Path)
     ended.set()  # once the run has ended: at once
     pace(Busy(path, clock), ended)
     assert ended.waits == []
+
+
+def test_the_closing_line_says_what_goes_on_after_the_run() -> None:
+    going = CompactionEnd(6, False, 4711, 12, 600_000, 100_000, (), 0.5, 4)
+    done = CompactionEnd(6, True, None, 18, 900_000, 150_000, (), 0.8, 6)
+
+    assert going.summary() == (
+        "screenshots: being compacted to lossless WebP (pixel-identical) in the background, "
+        "12 so far (600.0 kB -> 100.0 kB); 2 of 6 sessions go on after this run (pid 4711, "
+        "lowest priority); if it is stopped, ownloop compact finishes it"
+    )
+    assert done.summary() == (
+        "screenshots: 18 compacted to lossless WebP (pixel-identical), 900.0 kB -> 150.0 kB"
+    )
