@@ -1,10 +1,16 @@
 """What recording costs: the same expert-driven MiniWoB run with the store on, and with a sink that
 discards every event (screenshots kept in memory only, as a bare harness would to send them).
 
-Prints the wall-time ratio (aim: <= 1.03) and, per step, the recorder's own milliseconds (event
-appends with fsync and blob writes) beside the screenshot's and the model call's.
+Prints the wall-time ratio (aim: <= 1.03), the CPU seconds of both runs (this process and the
+browsers it started; the background compactor's apart), and, per step, the recorder's own
+milliseconds (event appends with fsync and blob writes) beside the screenshot's and the model
+call's. The recorder's default compacts each finished session's screenshots in the background
+and does not wait for it: after each recording run, outside the timed window, the bench waits
+for the compactor to end (so one round's compaction does not land in the next round's timing)
+and prints how long after the run's end that was, and the store's bytes against the plain
+folder of the same steps (a PNG and a ``traj.jsonl`` line each, the seed's layout).
 
-    .venv/bin/python bench/record_bench.py [--tasks N] [--rounds R]
+    .venv/bin/python bench/record_bench.py [--tasks N] [--rounds R] [--keep-png]
     .venv/bin/python bench/record_bench.py --smoke   # one task, one round: the bench still runs
 """
 
@@ -12,13 +18,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import resource
 import statistics
 import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from ownloop.modelserver.endpoint import make_server
 from ownloop.recorder.episode import EpisodeLimits
@@ -46,6 +55,7 @@ class TimedStore(Store):
         root.mkdir(parents=True)
         super().__init__(root)
         self.timer = timer
+        self.written: dict[str, bytes] = {}  # each blob's bytes as written (for the plain folder)
 
     def stream(self, stream_id: str | None = None) -> StreamWriter:
         writer = super().stream(stream_id)
@@ -62,9 +72,11 @@ class TimedStore(Store):
     def put_blob(self, data: bytes) -> str:
         began = time.perf_counter()
         try:
-            return super().put_blob(data)
+            sha = super().put_blob(data)
         finally:
             self.timer.seconds += time.perf_counter() - began
+        self.written[sha] = data
+        return sha
 
 
 class _NullWriter:
@@ -111,9 +123,24 @@ class DiscardingStore(Store):
         return self._blobs[sha256]
 
 
-def _run(
-    store: Store, endpoint: str, tasks: str, run_id: str, keep_png: bool = False
-) -> tuple[float, int, CompactionEnd | None]:
+class Run(NamedTuple):
+    seconds: float  # wall time of the run, as a user waits for it
+    cpu_s: float  # CPU of this process and the children it reaped (the browsers) meanwhile
+    steps: int
+    compaction: CompactionEnd | None
+    tail_s: float = 0.0  # how long after the run's end its background compaction ended
+    compactor_cpu_s: float = 0.0  # the compactor's CPU, last seen before it ended
+
+
+def _cpu() -> float:
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _run(store: Store, endpoint: str, tasks: str, run_id: str, keep_png: bool = False) -> Run:
     """One run; the recorder's default compacts each finished session's screenshots in the
     background (``keep_png``: not, as a bare harness keeps them)."""
     options = RecordOptions(
@@ -127,11 +154,69 @@ def _run(
         keep_png=keep_png,
     )
     with load_suite(suite=f"miniwob:{tasks}") as suite:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), _cpu()
         summary = record(store, suite, options)
-        seconds = time.perf_counter() - began
+        seconds, cpu = time.perf_counter() - began, _cpu() - cpu
     assert all(r.status == "finished" for r in summary.results), summary.counts()
-    return seconds, sum(r.steps for r in summary.results), summary.compaction
+    steps = sum(r.steps for r in summary.results)
+    end = summary.compaction
+    if end is None or end.done or end.pid is None:
+        return Run(seconds, cpu, steps, end, 0.0, end.cpu_s if end is not None else 0.0)
+    ended, compactor_cpu = time.perf_counter(), end.cpu_s
+    while _running(end.pid):  # outside the timed window: the next run starts on a quiet CPU
+        compactor_cpu = max(compactor_cpu, _cpu_of(end.pid))
+        time.sleep(0.02)
+    return Run(seconds, cpu, steps, end, time.perf_counter() - ended, compactor_cpu)
+
+
+def _cpu_of(pid: int) -> float:
+    """Process ``pid``'s CPU seconds so far (0 where /proc cannot say)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _running(pid: int) -> bool:
+    """Process ``pid`` is there and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except OSError:  # not Linux
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state != "Z"
+
+
+def tree_bytes(root: Path) -> int:
+    """What ``root`` takes on disk (allocated blocks: a small file costs a whole block)."""
+    if root.is_file():
+        return root.stat().st_blocks * 512
+    return sum(p.stat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
+
+
+def write_plain(store: TimedStore, folder: Path) -> None:
+    """The same steps in the seed's layout (as OSWorld's result folders): per session a folder
+    with ``traj.jsonl`` (a line per step: its response and action) and the step's PNG."""
+    rows = store.sql(
+        "select s.session_id, s.step, s.screenshot_sha256, s.response, s.actions::varchar, "
+        "x.prompt from steps s join sessions x using (session_id) order by all"
+    ).rows
+    for session_id, step, sha, response, actions, prompt in rows:
+        session = folder / session_id
+        if not session.exists():
+            session.mkdir(parents=True)
+            (session / "instruction.txt").write_text(prompt or "")
+        name = f"step_{step}.png"
+        (session / name).write_bytes(store.written[sha])
+        line = {"step_num": step, "action": actions, "response": response, "screenshot_file": name}
+        with open(session / "traj.jsonl", "a") as log:
+            log.write(json.dumps(line) + "\n")
 
 
 def main() -> None:
@@ -139,62 +224,103 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
+        "--keep-png", action="store_true", help="the recording keeps PNGs: no compaction"
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="one task, one round, no warm-up (a check)"
     )
     args = parser.parse_args()
     if args.smoke:
         args.tasks, args.rounds = 1, 1
     tasks = ",".join(TASKS.split(",")[: args.tasks])
-    recorded, discarded, store_seconds, steps_total = [], [], 0.0, 0
-    ends: list[CompactionEnd | None] = []
+    runs: dict[str, list[Run]] = {"rec": [], "null": []}
+    timer = _Timed()
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp, make_server("miniwob", "uitars") as endpoint:
         root = Path(tmp)
         if not args.smoke:  # plans cached, pages hot (the discarding run again: no new path)
             _run(DiscardingStore(root / "warm"), endpoint, tasks, "warm", keep_png=True)
+        stores = []
         for n in range(args.rounds):  # alternate the order so drift hits both alike
-            timer = _Timed()
-            pair = [
+            pair: list[tuple[str, Store]] = [
                 ("rec", TimedStore(root / f"rec{n}", timer)),
                 ("null", DiscardingStore(root / f"null{n}")),
             ]
             for kind, store in pair if n % 2 == 0 else reversed(pair):
-                seconds, steps, end = _run(
-                    store, endpoint, tasks, f"{kind}{n}", keep_png=kind == "null"
-                )
-                (recorded if kind == "rec" else discarded).append(seconds)
-                if kind == "rec":
-                    store_seconds += timer.seconds
-                    steps_total += steps
-                    ends.append(end)
-        real = Store(root / "rec0")
-        shot_ms, call_ms = real.sql(
+                keep = kind == "null" or args.keep_png
+                runs[kind].append(_run(store, endpoint, tasks, f"{kind}{n}", keep_png=keep))
+                loads.append(os.getloadavg()[0])
+            stores.append(pair[0][1])
+        _report(args, runs, timer, loads, stores, root)
+
+
+def _report(
+    args: argparse.Namespace,
+    runs: dict[str, list[Run]],
+    timer: _Timed,
+    loads: list[float],
+    stores: list[Store],
+    root: Path,
+) -> None:
+    shot_ms, call_ms = (
+        stores[0]
+        .sql(
             "select (select avg(capture_ms) from screenshots), "
             "(select avg(latency_ms) from model_calls)"
-        ).rows[0]
-    rec, null = statistics.median(recorded), statistics.median(discarded)
-    per_run = steps_total // args.rounds
+        )
+        .rows[0]
+    )
+    plain = 0
+    for n, store in enumerate(stores):
+        assert isinstance(store, TimedStore)
+        write_plain(store, root / f"plain{n}")
+        plain += tree_bytes(root / f"plain{n}")
+    held = sum(tree_bytes(store.root) for store in stores)
+    parts = {
+        part: sum(tree_bytes(p) for store in stores for p in store.root.glob(f"{part}*"))
+        for part in ("journal", "blobs", "claims", "index")
+    }
+    index = parts["index"]
+    rec = statistics.median(r.seconds for r in runs["rec"])
+    null = statistics.median(r.seconds for r in runs["null"])
+    steps = sum(r.steps for r in runs["rec"])
     load = os.getloadavg()
-    print(f"tasks: {args.tasks}, rounds: {args.rounds}, steps per run: {per_run}")
+    print(f"tasks: {args.tasks}, rounds: {args.rounds}, steps per run: {steps // args.rounds}")
     print(
         f"load         : {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (1, 5, 15 min), "
-        f"{os.cpu_count()} cores"
+        f"{os.cpu_count()} cores; 1 min load through the runs {min(loads):.1f}-{max(loads):.1f}"
     )
-    print(f"recording on : median {rec:.2f} s  {[round(s, 2) for s in recorded]}")
-    print(f"discarding   : median {null:.2f} s  {[round(s, 2) for s in discarded]}")
-    print(f"ratio        : {rec / null:.3f}  (aim <= 1.03)")
+    for name, kind in (("recording on", "rec"), ("discarding  ", "null")):
+        times = [round(r.seconds, 2) for r in runs[kind]]
+        cpu = statistics.median(r.cpu_s for r in runs[kind])
+        median = rec if kind == "rec" else null
+        print(f"{name} : median {median:.2f} s  {times}, CPU median {cpu:.2f} s")
+    keep = " (--keep-png: no compaction)" if args.keep_png else ""
+    print(f"ratio        : {rec / null:.3f}  (aim <= 1.03){keep}")
     print(
-        f"per step     : recorder {1000 * store_seconds / steps_total:.2f} ms, "
+        f"per step     : recorder {1000 * timer.seconds / steps:.2f} ms, "
         f"screenshot {shot_ms:.1f} ms, model call {call_ms:.1f} ms"
     )
-    done = [end for end in ends if end is not None]
+    done = [r for r in runs["rec"] if r.compaction is not None]
     if done:
-        before, after = sum(e.bytes_before for e in done), sum(e.bytes_after for e in done)
+        ends = [r.compaction for r in done if r.compaction is not None]
+        before, after = sum(e.bytes_before for e in ends), sum(e.bytes_after for e in ends)
+        tails = [round(r.tail_s, 2) for r in done]
         print(
-            f"compaction   : {sum(e.compacted for e in done) // len(done)} screenshots a run to "
-            f"lossless WebP in the background, {after / max(before, 1):.2f} of their bytes, "
-            f"CPU {sum(e.cpu_s for e in done) / len(done):.2f} s a run (lowest priority); "
-            f"finished by the run's end in {sum(e.done for e in done)} of {len(done)} runs"
+            f"compaction   : {sum(e.compacted for e in ends) // len(ends)} screenshots a run by "
+            f"its end, of {sum(e.sessions for e in ends) // len(ends)} sessions; finished by "
+            f"the run's end in {sum(e.done for e in ends)} of {len(ends)} runs, the others "
+            f"{tails} s after it (outside the timed window); the compactor's CPU "
+            f"{statistics.median(r.compactor_cpu_s for r in done):.2f} s a run (lowest priority)"
         )
+        if before:
+            print(f"               {after / before:.2f} of the compacted PNGs' bytes by the end")
+    print(
+        f"bytes        : plain folder {plain / 1e6:.2f} MB = 1.00; the store once its "
+        f"compaction ended {held / plain:.2f} ({held / 1e6:.2f} MB, index "
+        f"{index / 1e6:.2f} MB; {(held - index) / plain:.2f} without it)"
+    )
+    print("               " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in parts.items()))
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ class RecordOptions(NamedTuple):
     a11y: bool = False  # --a11y: keep each desktop step's accessibility tree as a blob
     keep_png: bool = False  # --keep-png: screenshots stay the browser's PNG bytes (no compaction)
     compact_wait_s: float | None = None  # the run's end waits this long for the compaction
-    # (None: $OWNLOOP_COMPACT_WAIT, else 10 s), then hands it off
+    # (None: $OWNLOOP_COMPACT_WAIT, else not at all), then hands it off
 
 
 class RunSummary(NamedTuple):

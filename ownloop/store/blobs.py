@@ -150,10 +150,11 @@ class MissingBlob(OwnloopError):
     """A referenced blob is not in the store."""
 
 
-def pixel_sha256(image: Image) -> str:
-    """The sha256 of an image's pixels: its mode, size and raw bytes (not its file's bytes)."""
+def pixel_sha256(image: Image, raw: bytes | None = None) -> str:
+    """The sha256 of an image's pixels: its mode, size and raw bytes (not its file's bytes);
+    ``raw``: its ``tobytes()`` when the caller has them already."""
     digest = hashlib.sha256(f"{image.mode} {image.width}x{image.height}\n".encode())
-    digest.update(image.tobytes())
+    digest.update(image.tobytes() if raw is None else raw)
     return digest.hexdigest()
 
 

@@ -129,10 +129,12 @@ def compact_names(
     *,
     method: int = METHOD,
     quality: int = QUALITY,
+    pace: Callable[[], None] = lambda: None,
 ) -> CompactReport:
     """Compact the blobs named ``names`` alone (a session's screenshots: see ``compactor.py``),
     as ``compact_blobs`` does each PNG; names that are not PNG blobs, or not there, are passed
-    over. The report's bytes are those blobs' files, before and after.
+    over. The report's bytes are those blobs' files, before and after. ``pace`` is called
+    before each blob (the compactor waits there while the CPU is wanted elsewhere).
 
     Raises:
         StoreNotWritable: the disk refused a write; what was done so far stays consistent.
@@ -146,7 +148,7 @@ def compact_names(
     for prefix, group in sorted(by_shard.items()):
         shard = blobs.root / prefix
         report.bytes_before += _sizes(shard, group)
-        _compact_shard(shard, sorted(group), report, False, method, quality, lambda _: None)
+        _compact_shard(shard, sorted(group), report, False, method, quality, pace=pace)
         report.bytes_after += _sizes(shard, group)
     report.seconds = time.perf_counter() - began
     return report
@@ -159,12 +161,14 @@ def _compact_shard(
     keep_png: bool,
     method: int,
     quality: int,
-    done: Callable[[str], None],
+    done: Callable[[str], None] = lambda _: None,
+    pace: Callable[[], None] = lambda: None,
 ) -> None:
     """Compact each PNG blob ``names`` of one shard folder; the PNGs go once every WebP's name
     is durable (one fsync of the folder)."""
     drop: list[Path] = []
     for name in names:
+        pace()
         png = shard / name
         webp = shard / (name + COMPACTED)
         outcome = _compact_one(png, webp, method, quality)
@@ -216,7 +220,8 @@ def _compact_one(png: Path, webp: Path, method: int, quality: int) -> str:
         return "not decodable"
     if image.mode not in _MODES:
         return f"mode {image.mode}"
-    pixels = pixel_sha256(image)
+    raw = image.tobytes()
+    pixels = pixel_sha256(image, raw)
     if webp.exists():  # an earlier run wrote it (and was killed, or kept the PNG)
         try:
             again, mark = decode_compacted(webp.read_bytes())
@@ -239,7 +244,10 @@ def _compact_one(png: Path, webp: Path, method: int, quality: int) -> str:
     if len(encoded) >= len(data):
         return "not smaller as WebP"
     decoded, mark = decode_compacted(encoded)
-    if mark != pixels or pixel_sha256(decoded) != pixels:
+    # The check: the WebP decodes to the PNG's very pixels, byte for byte (the bytes hashed
+    # above, so the mark it carries is their hash; one comparison, no second hash).
+    same = (decoded.mode, decoded.size) == (image.mode, image.size) and decoded.tobytes() == raw
+    if mark != pixels or not same:
         return "WebP pixels differ"
     write_file(webp, encoded, os.fsync)
     return "compacted"

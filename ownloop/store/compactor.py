@@ -1,8 +1,9 @@
 """Screenshots compacted as a run goes: a low-priority child process fed finished sessions.
 
 A recorder hands each session that ended to ``BackgroundCompaction.add``; the first one starts
-``python -m ownloop.store.compactor STORE`` (the child forks once and the first process exits, so
-the compactor is no child of the recorder's to reap or wait for). It runs at the lowest priority
+the compactor, a Python child (``_BOOT``) that forks once before it imports anything and whose
+first process exits, so the compactor is no child of the recorder's to reap or wait for, and its
+imports already run at the lowest priority. It runs at the lowest priority
 the system gives without privileges (Linux's ``SCHED_IDLE``: only on a core nothing else wants;
 elsewhere ``nice 19``), reads each session id from its stdin, reads that session's stream and
 compacts the PNG blobs its events refer to (``compact.compact_names``: lossless WebP, decoded
@@ -12,21 +13,35 @@ It writes a line of JSON a session to its stdout, which the recorder adds up.
 Only finished sessions: a session still running may read its screenshots back to send them to
 the model, and must get its exact PNG bytes.
 
-At the run's end ``finish(wait_s)`` closes the child's stdin and waits up to ``wait_s`` for it
-to be done with what is left; after that the child goes on alone (the run is handed off: its
-stdin already holds every session id) and ends when it is done. Killing it at any point, -9
-included, loses nothing: a blob is a PNG, a PNG beside its WebP, or a WebP, each readable and
-``verify``-clean, and ``ownloop compact`` finishes what it left.
+While the run goes, a blob is compacted only when the CPUs are free: before each one the
+compactor reads Linux's CPU pressure (``/proc/pressure/cpu``, the microseconds in which some
+task waited for a CPU) and goes on only while, over the last quarter second or the last blob,
+some task waited at most 5% of the time (its own waits count: a task that preempted it wanted
+its CPU); otherwise it looks again a quarter second later. ``SCHED_IDLE`` alone was not enough:
+on two vCPUs a run with the compactor working beside it took 1.16x a discard sink, 1.04x
+without (``docs/performance.md``, "Bytes by default"). A run that keeps the CPUs busy (a fast
+model, many workers) thus leaves its compaction for its end; one that waits on a model compacts
+as it goes. Without pressure figures (not Linux, or an old kernel) every blob waits for the run's
+end. Once the run has ended (its stdin closed), the compactor no longer waits for free CPUs: the
+lowest priority alone.
+
+At the run's end ``finish(wait_s)`` closes the child's stdin and waits up to ``wait_s`` (by
+default not at all) for it to be done with what is left; after that the child goes on alone
+(the run is handed off: its stdin already holds every session id) and ends when it is done.
+Killing it at any point, -9 included, loses nothing: a blob is a PNG, a PNG beside its WebP, or
+a WebP, each readable and ``verify``-clean, and ``ownloop compact`` finishes what it left.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, NamedTuple
 
@@ -37,12 +52,17 @@ __all__ = [
     "WAIT_VARIABLE",
     "BackgroundCompaction",
     "CompactionEnd",
+    "CpuPressure",
     "main",
+    "pace",
     "wait_seconds",
 ]
 
-WAIT_S = 10.0  # how long a run's end waits for its compaction, by default
+WAIT_S = 0.0  # how long a run's end waits for its compaction, by default: not at all
 WAIT_VARIABLE = "OWNLOOP_COMPACT_WAIT"
+PRESSURE = Path("/proc/pressure/cpu")
+QUIET = 0.05  # at most this share of the time some task waited for a CPU: the CPUs are free
+WINDOW_S = 0.25  # how long the compactor looks at the pressure before a blob, while it waits
 _PID_S = 2.0  # how long a run's end waits at most for the compactor to say its pid
 
 
@@ -57,20 +77,24 @@ class CompactionEnd(NamedTuple):
     bytes_after: int
     errors: tuple[str, ...] = ()
     cpu_s: float = 0.0  # the compactor's CPU time so far
+    sessions_done: int = 0  # sessions it is done with (compacted, or named in errors)
 
     def summary(self) -> str:
         """One line for the run's closing lines ("" when nothing was handed to it)."""
         if not self.sessions:
             return ""
         saved = f"{_mb(self.bytes_before)} -> {_mb(self.bytes_after)}"
-        line = (
-            f"screenshots: {self.compacted} compacted to lossless WebP (pixel-identical), {saved}"
-        )
-        if not self.done:
+        if self.done:
+            line = f"screenshots: {self.compacted} compacted to lossless WebP (pixel-identical), "
+            line += saved
+        else:
             pid = f"pid {self.pid}, " if self.pid is not None else ""
-            line += (
-                f"; the rest of {self.sessions} sessions goes on in the background ({pid}"
-                "lowest priority); if it is stopped, ownloop compact finishes it"
+            so_far = f", {self.compacted} so far ({saved})" if self.compacted else ""
+            left = self.sessions - self.sessions_done
+            line = (
+                "screenshots: being compacted to lossless WebP (pixel-identical) in the "
+                f"background{so_far}; {left} of {self.sessions} sessions go on after this run "
+                f"({pid}lowest priority); if it is stopped, ownloop compact finishes it"
             )
         if self.errors:
             line += f"; {len(self.errors)} sessions not compacted: {self.errors[0]}"
@@ -79,7 +103,7 @@ class CompactionEnd(NamedTuple):
 
 def wait_seconds() -> float:
     """How long a run's end waits for its compaction: ``$OWNLOOP_COMPACT_WAIT`` seconds, else
-    10."""
+    not at all (0)."""
     given = os.environ.get(WAIT_VARIABLE, "")
     try:
         return max(0.0, float(given)) if given else WAIT_S
@@ -96,12 +120,17 @@ def _mb(n: int) -> str:
 class BackgroundCompaction:
     """The recorder's side: starts the compactor at the first session, feeds it, ends it.
 
-    Thread-safe: workers add the sessions they finish.
+    Thread-safe: workers add the sessions they finish. ``pressure``: where the compactor reads
+    the CPU pressure (tests give a file of their own).
     """
 
-    def __init__(self, store_root: Path, wait_s: float | None = None) -> None:
+    def __init__(
+        self, store_root: Path, wait_s: float | None = None, *, pressure: Path = PRESSURE
+    ) -> None:
         self.store_root = store_root
         self.wait_s = wait_seconds() if wait_s is None else wait_s
+        self.pressure = pressure
+        self._done_sessions = 0
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
@@ -158,7 +187,8 @@ class BackgroundCompaction:
         # own work would have; handed off, the lowest again.
         raised = wait_s > 0 and pid is not None and _priority(lowest=False, pid=pid)
         reader.join(max(0.0, wait_s - (time.monotonic() - began)))  # its stdout ends with it
-        done = not reader.is_alive()
+        with self._lock:  # done: its stdout ended, or it said it was done with every session
+            done = not reader.is_alive() or self._done_sessions >= len(self._added)
         if raised and not done and pid is not None:
             _priority(lowest=True, pid=pid)
         with self._lock:
@@ -171,11 +201,12 @@ class BackgroundCompaction:
                 self._after,
                 tuple(self._errors),
                 self._cpu_s,
+                self._done_sessions,
             )
 
     def _start(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "ownloop.store.compactor", str(self.store_root)],
+            [sys.executable, "-c", _BOOT, str(self.store_root), str(self.pressure)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -202,13 +233,79 @@ class BackgroundCompaction:
                     self._told_pid.set()
                 elif "error" in line:
                     self._errors.append(f"{line['session']}: {line['error']}")
+                    self._done_sessions += 1
                 else:
+                    self._done_sessions += 1
                     self._compacted += line["compacted"]
                     self._before += line["before"]
                     self._after += line["after"]
 
 
 # ------------------------------------------------------------------ the child
+
+
+class CpuPressure:
+    """How much of the time, lately, some task waited for a CPU: Linux's pressure stall
+    information (``/proc/pressure/cpu``'s ``some total``, microseconds), read twice.
+
+    ``share()`` is the share of the time since its last call in which some task waited; None at
+    the first call, after more than ``4 * WINDOW_S`` (too long ago to say how it is now), or
+    when the figures cannot be read (``available`` is then False).
+    """
+
+    def __init__(self, path: Path = PRESSURE, clock: Callable[[], float] = time.monotonic) -> None:
+        self.path = path
+        self._clock = clock
+        self._mark: tuple[float, int] | None = None
+        self.available = self._stalled() is not None
+
+    def share(self) -> float | None:
+        stalled, now = self._stalled(), self._clock()
+        if stalled is None:
+            self.available = False
+            return None
+        mark, self._mark = self._mark, (now, stalled)
+        if mark is None or not 0 < now - mark[0] <= 4 * WINDOW_S:
+            return None
+        return max(0, stalled - mark[1]) / 1e6 / (now - mark[0])
+
+    def _stalled(self) -> int | None:
+        try:
+            text = self.path.read_text()
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if line.startswith("some "):
+                for part in line.split():
+                    value = part.removeprefix("total=")
+                    if value != part:
+                        return int(value) if value.isdigit() else None
+        return None
+
+
+def pace(pressure: CpuPressure, ended: threading.Event) -> None:
+    """Before each blob: while the run goes (``ended`` not set), wait until the CPUs are free
+    (some task waited for one at most ``QUIET`` of the time, over the last blob or the last
+    ``WINDOW_S``); without pressure figures, until the run has ended. After it, at once."""
+    while not ended.is_set():
+        if not pressure.available:
+            ended.wait()
+            return
+        share = pressure.share()
+        if share is not None and share <= QUIET:
+            return
+        ended.wait(WINDOW_S)
+
+
+def _sessions(stdin: IO[str], todo: queue.Queue[str | None], ended: threading.Event) -> None:
+    """Session ids from the recorder, as they come; ``ended`` once it closed the pipe."""
+    try:
+        for raw in stdin:
+            if raw.strip():
+                todo.put(raw.strip())
+    finally:
+        ended.set()
+        todo.put(None)
 
 
 def _priority(lowest: bool, pid: int = 0) -> bool:
@@ -239,28 +336,51 @@ def _say(out: IO[str], line: dict[str, object]) -> bool:
     return True
 
 
+# The compactor's first lines, before any of ownloop is imported (that takes 0.1 s of CPU, which
+# would be the normal priority's): fork (the recorder reaps the first process at once; the fork
+# goes on, no child of the recorder's), say the pid (the recorder may change its priority), go
+# to the lowest priority (as ``_priority``), and only then import and run ``main``.
+_BOOT = """\
+import os, sys
+if hasattr(os, "fork") and os.fork():
+    os._exit(0)
+try:
+    print('{"pid": %d}' % os.getpid(), flush=True)
+except OSError:
+    pass
+try:
+    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+except (AttributeError, OSError):
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+from ownloop.store.compactor import main
+main(sys.argv[1:])
+"""
+
+
 def main(argv: list[str] | None = None) -> None:
-    """The compactor: ``python -m ownloop.store.compactor STORE``, session ids on stdin."""
-    # (first only what the pid line needs: the recorder may wait on it)
-    root = Path((argv or sys.argv[1:])[0])
-    if hasattr(os, "fork") and os.fork():  # the recorder reaps this one at once; the fork goes on
-        os._exit(0)
-    told = _say(sys.stdout, {"pid": os.getpid()})  # first: the recorder may change its priority
-    _priority(lowest=True)
+    """The compactor: ``STORE [PRESSURE]`` as arguments, session ids on stdin. The recorder
+    starts it through ``_BOOT`` (forked off, at the lowest priority); ``python -m
+    ownloop.store.compactor STORE`` runs it as it is."""
+    args = argv or sys.argv[1:]
+    root, pressure = Path(args[0]), CpuPressure(Path(args[1]) if len(args) > 1 else PRESSURE)
+    told = True
     from ownloop.store import Store
     from ownloop.store.compact import compact_names
     from ownloop.store.verify import blob_references
 
     store = Store(root, fsync=True)
-    for raw in sys.stdin:
-        session_id = raw.strip()
-        if not session_id:
-            continue
+    todo: queue.Queue[str | None] = queue.Queue()
+    ended = threading.Event()  # the recorder closed the pipe: the run is over
+    threading.Thread(target=_sessions, args=(sys.stdin, todo, ended), daemon=True).start()
+    while (session_id := todo.get()) is not None:
         try:
             names = [
                 sha for event in store.read_stream(session_id) for sha in blob_references(event)
             ]
-            report = compact_names(store.blobs, names)
+            report = compact_names(store.blobs, names, pace=lambda: pace(pressure, ended))
         except (OwnloopError, OSError) as exc:
             failed = {"session": session_id, "error": str(exc), "cpu": time.process_time()}
             told = told and _say(sys.stdout, failed)

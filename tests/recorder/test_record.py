@@ -458,3 +458,41 @@ def test_screenshots_end_as_lossless_webp_by_default_and_as_png_with_keep_png(
     for store in (tmp_path / "default", tmp_path / "kept"):
         result = CliRunner().invoke(cli, ["--store", str(store), "verify", "--full"])
         assert result.exit_code == 0 and "0 errors" in result.output, result.output
+
+
+def test_by_default_the_run_ends_at_once_and_its_screenshots_end_compacted_after_it(
+    tmp_path: Path, expert: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OWNLOOP_COMPACT_WAIT")  # the default: the run's end does not wait
+    out = _record(tmp_path, "--suite", "miniwob:click-button", "--endpoint", expert, "--run", "r1")
+
+    line = next(line for line in out.splitlines() if line.startswith("screenshots: "))
+    if "background" in line:  # (it may have been done by the run's end)
+        pid = int(line.split("(pid ")[1].split(",")[0])
+        assert line == (
+            "screenshots: being compacted to lossless WebP (pixel-identical) in the background; "
+            f"1 of 1 sessions go on after this run (pid {pid}, lowest priority); if it is "
+            f"stopped, ownloop --store {tmp_path} compact finishes it"
+        )
+        deadline = time.monotonic() + 600  # it finishes alone, after the run
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid)
+    store = open_store(tmp_path)
+    shas = _screenshots(tmp_path)
+    assert shas
+    for sha in shas:  # every screenshot a WebP under its PNG's name, its pixels checked
+        assert not store.blobs.path(sha).exists()
+        image, mark = decode_compacted(store.blobs.get_stored(sha))
+        assert mark == pixel_sha256(image)
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path), "verify", "--full"])
+    assert result.exit_code == 0 and "0 errors" in result.output, result.output
+
+
+def _alive(pid: int) -> bool:
+    """Process ``pid`` is there and not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -17,7 +18,15 @@ from ownloop.cli import cli
 from ownloop.errors import OwnloopError
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store.compactor import BackgroundCompaction, wait_seconds
+from ownloop.store.compactor import (
+    QUIET,
+    WINDOW_S,
+    BackgroundCompaction,
+    CompactionEnd,
+    CpuPressure,
+    pace,
+    wait_seconds,
+)
 from tests.store.conftest import at
 from tests.store.test_compact import _page, _pixels, _png
 
@@ -56,6 +65,16 @@ def _session(store: Store, session_id: str, pngs: list[bytes]) -> list[str]:
     with store.stream(session_id) as stream:
         stream.append(events)
     return shas
+
+
+def _pressure(path: Path, stalled_us: int = 0) -> Path:
+    """A CPU pressure file as Linux writes it: ``stalled_us`` microseconds in which some task
+    waited for a CPU so far. Read twice unchanged, it says the CPUs are free."""
+    path.write_text(
+        f"some avg10=0.00 avg60=0.00 avg300=0.00 total={stalled_us}\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    return path
 
 
 def _verify_full(root: Path) -> tuple[int, str]:
@@ -112,7 +131,8 @@ def test_a_kill_9_mid_background_compaction_loses_nothing(tmp_path: Path) -> Non
         stream.append([E.RunStarted(at=at(0), run_id="r1", agent="uitars", model="m")])
     pngs = [_png(_page(n, size=(640, 400))) for n in range(40)]
     shas = _session(store, "s1", pngs)
-    compaction = BackgroundCompaction(store.root)
+    # The CPUs free: it compacts while the run goes (its stdin open), and is killed mid-way.
+    compaction = BackgroundCompaction(store.root, pressure=_pressure(tmp_path / "pressure"))
     compaction.add("s1")
     deadline = time.monotonic() + 120
     while not any(store.blobs.root.rglob("*.webp")) and time.monotonic() < deadline:
@@ -149,7 +169,8 @@ def test_a_run_that_does_not_wait_hands_the_compaction_off(tmp_path: Path) -> No
     store = open_store(tmp_path / "store", fsync=False)
     pngs = [_png(_page(n, size=(640, 400))) for n in range(12)]
     shas = _session(store, "s1", pngs)
-    compaction = BackgroundCompaction(store.root, wait_s=0.0)
+    # No pressure figures: every blob waits for the run's end, then goes on alone.
+    compaction = BackgroundCompaction(store.root, wait_s=0.0, pressure=tmp_path / "none")
     compaction.add("s1")
 
     end = compaction.finish()
@@ -157,7 +178,11 @@ def test_a_run_that_does_not_wait_hands_the_compaction_off(tmp_path: Path) -> No
     assert end.sessions == 1
     if not end.done:  # (it may have finished already)
         assert end.pid is not None
-        assert f"goes on in the background (pid {end.pid}, lowest priority)" in end.summary()
+        assert end.summary() == (
+            "screenshots: being compacted to lossless WebP (pixel-identical) in the background; "
+            f"1 of 1 sessions go on after this run (pid {end.pid}, lowest priority); if it is "
+            "stopped, ownloop compact finishes it"
+        )
         deadline = time.monotonic() + 600
         while _running(end.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -184,4 +209,86 @@ def test_the_wait_is_read_from_the_environment_with_a_one_line_error(
         wait_seconds()
     assert str(raised.value) == (
         "$OWNLOOP_COMPACT_WAIT is 'soon': give seconds, e.g. OWNLOOP_COMPACT_WAIT=30"
+    )
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Ended(threading.Event):
+    """The run's end, set after ``runs_for`` waits of ``pace``'s; a wait moves ``clock`` on
+    instead of waiting."""
+
+    def __init__(self, runs_for: int, clock: _Clock) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+        self.runs_for, self.clock = runs_for, clock
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)
+        self.clock.now += timeout or 0.0
+        if len(self.waits) >= self.runs_for:
+            self.set()
+        return self.is_set()
+
+
+def test_the_cpu_pressure_is_the_share_of_the_time_some_task_waited(tmp_path: Path) -> None:
+    path, clock = _pressure(tmp_path / "pressure", 1_000_000), _Clock()
+    pressure = CpuPressure(path, clock)
+
+    assert pressure.available
+    assert pressure.share() is None  # nothing to compare with yet
+    clock.now += 0.25
+    _pressure(path, 1_050_000)  # 50 ms of waits in 250 ms
+    assert pressure.share() == pytest.approx(0.2)
+    clock.now += 0.1
+    assert pressure.share() == 0.0
+    clock.now += 60  # too long ago to say how it is now
+    assert pressure.share() is None
+    path.unlink()
+    assert pressure.share() is None and not pressure.available
+    assert not CpuPressure(tmp_path / "none").available
+
+
+def test_while_the_run_goes_a_blob_waits_until_the_cpus_are_free(tmp_path: Path) -> None:
+    path, clock = _pressure(tmp_path / "pressure"), _Clock()
+
+    free = _Ended(99, clock)
+    pace(CpuPressure(path, clock), free)
+    assert free.waits == [WINDOW_S] and not free.is_set()  # one look, then on
+
+    class Busy(CpuPressure):  # some task waits for a CPU half the time
+        def share(self) -> float | None:
+            return 10 * QUIET
+
+    busy = _Ended(5, clock)
+    pace(Busy(path, clock), busy)
+    assert busy.waits == [WINDOW_S] * 5 and busy.is_set()  # it went on only at the run's end
+
+    blind = _Ended(99, clock)  # no pressure figures: the run's end, whenever it comes
+    pace(CpuPressure(tmp_path / "none", clock), blind)
+    assert blind.waits == [None]
+
+    ended = _Ended(99, clock)
+    ended.set()  # once the run has ended: at once
+    pace(Busy(path, clock), ended)
+    assert ended.waits == []
+
+
+def test_the_closing_line_says_what_goes_on_after_the_run() -> None:
+    going = CompactionEnd(6, False, 4711, 12, 600_000, 100_000, (), 0.5, 4)
+    done = CompactionEnd(6, True, None, 18, 900_000, 150_000, (), 0.8, 6)
+
+    assert going.summary() == (
+        "screenshots: being compacted to lossless WebP (pixel-identical) in the background, "
+        "12 so far (600.0 kB -> 100.0 kB); 2 of 6 sessions go on after this run (pid 4711, "
+        "lowest priority); if it is stopped, ownloop compact finishes it"
+    )
+    assert done.summary() == (
+        "screenshots: 18 compacted to lossless WebP (pixel-identical), 900.0 kB -> 150.0 kB"
     )
