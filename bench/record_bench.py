@@ -36,6 +36,7 @@ from ownloop.store import Store
 from ownloop.store.compactor import CompactionEnd
 from ownloop.store.events import Event, StreamHead
 from ownloop.store.journal import StreamWriter
+from ownloop.testing.processes import running
 from ownloop.world.suites import load_suite
 
 TASKS = "click-button,click-link,enter-text,focus-text,click-checkboxes,login-user"
@@ -163,7 +164,7 @@ def _run(store: Store, endpoint: str, tasks: str, run_id: str, keep_png: bool = 
     if end is None or end.done or end.pid is None:
         return Run(seconds, cpu, steps, end, 0.0, end.cpu_s if end is not None else 0.0)
     ended, compactor_cpu = time.perf_counter(), end.cpu_s
-    while _running(end.pid):  # outside the timed window: the next run starts on a quiet CPU
+    while running(end.pid):  # outside the timed window: the next run starts on a quiet CPU
         compactor_cpu = max(compactor_cpu, _cpu_of(end.pid))
         time.sleep(0.02)
     return Run(seconds, cpu, steps, end, time.perf_counter() - ended, compactor_cpu)
@@ -176,21 +177,6 @@ def _cpu_of(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _running(pid: int) -> bool:
-    """Process ``pid`` is there and not a zombie."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    except OSError:  # not Linux
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return state != "Z"
 
 
 def tree_bytes(root: Path) -> int:

@@ -274,12 +274,11 @@ class CpuPressure:
             text = self.path.read_text()
         except OSError:
             return None
-        for line in text.splitlines():
-            if line.startswith("some "):
-                for part in line.split():
-                    value = part.removeprefix("total=")
-                    if value != part:
-                        return int(value) if value.isdigit() else None
+        for line in text.splitlines():  # "some avg10=0.00 avg60=0.00 avg300=0.00 total=123"
+            fields = line.split()
+            if fields[:1] == ["some"]:
+                total = dict(field.partition("=")[::2] for field in fields[1:]).get("total", "")
+                return int(total) if total.isdigit() else None
         return None
 
 

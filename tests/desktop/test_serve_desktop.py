@@ -21,6 +21,7 @@ from ownloop.desktopserver.display import parse_size
 from ownloop.desktopserver.keysyms import keysym
 from ownloop.desktopserver.operations import pyautogui_code
 from ownloop.errors import OwnloopError
+from ownloop.testing.processes import running
 from tests.desktop.fixtures import TestDesktop
 
 PRELUDE = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
@@ -66,15 +67,6 @@ def test_size_is_checked() -> None:
 
 
 # ---------------------------------------------------------------------- the shared desktop
-
-
-def _running(pid: int) -> bool:
-    """Whether the process runs (a zombie left to an init that does not reap does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _launch(desktop: TestDesktop, command: list[str], title: str) -> None:
@@ -155,7 +147,7 @@ def test_reset_closes_every_app_and_wipes_home(desktop: TestDesktop) -> None:
     answer = desktop.post("/reset")
     assert answer["status"] == "success"
     assert "left-over" not in desktop.titles()
-    assert not _running(pid)
+    assert not running(pid)
     assert sorted(os.listdir(desktop.home)) == ["Desktop", "Documents", "Downloads"]
     assert os.listdir(desktop.home / "Desktop") == []
 
@@ -232,6 +224,6 @@ def test_nothing_is_left_running_after_shutdown() -> None:
     assert len(started) >= 3  # Xvfb, openbox, xterm
     server.close()
     assert desktop.processes() == []
-    assert [pid for pid in started if _running(pid)] == []
+    assert [pid for pid in started if running(pid)] == []
     assert not Path(f"/tmp/.X11-unix/X{display}").exists()
     assert not root.exists()

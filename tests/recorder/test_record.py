@@ -33,6 +33,7 @@ from ownloop.modelserver.faults import FaultyResponder
 from ownloop.modelserver.server import ModelServer
 from ownloop.store import open_store
 from ownloop.store.blobs import decode_compacted, pixel_sha256
+from ownloop.testing.processes import wait_ended
 from tests.recorder.ray_cluster import Gate
 
 pytestmark = pytest.mark.browser
@@ -474,10 +475,7 @@ def test_by_default_the_run_ends_at_once_and_its_screenshots_end_compacted_after
             f"1 of 1 sessions go on after this run (pid {pid}, lowest priority); if it is "
             f"stopped, ownloop --store {tmp_path} compact finishes it"
         )
-        deadline = time.monotonic() + 600  # it finishes alone, after the run
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(pid)
+        assert wait_ended(pid, 600)  # it finishes alone, after the run
     store = open_store(tmp_path)
     shas = _screenshots(tmp_path)
     assert shas
@@ -487,12 +485,3 @@ def test_by_default_the_run_ends_at_once_and_its_screenshots_end_compacted_after
         assert mark == pixel_sha256(image)
     result = CliRunner().invoke(cli, ["--store", str(tmp_path), "verify", "--full"])
     assert result.exit_code == 0 and "0 errors" in result.output, result.output
-
-
-def _alive(pid: int) -> bool:
-    """Process ``pid`` is there and not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

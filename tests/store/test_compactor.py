@@ -27,6 +27,7 @@ from ownloop.store.compactor import (
     pace,
     wait_seconds,
 )
+from ownloop.testing.processes import wait_ended
 from tests.store.conftest import at
 from tests.store.test_compact import _page, _pixels, _png
 
@@ -183,20 +184,9 @@ def test_a_run_that_does_not_wait_hands_the_compaction_off(tmp_path: Path) -> No
             f"1 of 1 sessions go on after this run (pid {end.pid}, lowest priority); if it is "
             "stopped, ownloop compact finishes it"
         )
-        deadline = time.monotonic() + 600
-        while _running(end.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _running(end.pid)
+        assert wait_ended(end.pid, 600)
     assert not any(store.blobs.path(sha).exists() for sha in shas)  # it finished alone
     assert [_pixels(store.get_blob(sha)) for sha in shas] == [_pixels(p) for p in pngs]
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_the_wait_is_read_from_the_environment_with_a_one_line_error(
@@ -253,6 +243,18 @@ def test_the_cpu_pressure_is_the_share_of_the_time_some_task_waited(tmp_path: Pa
     path.unlink()
     assert pressure.share() is None and not pressure.available
     assert not CpuPressure(tmp_path / "none").available
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "\n\n", "full avg10=0.00 total=5\n", "some avg10=0.00\n", "some total=-3\n", "some\n"],
+)
+def test_a_pressure_file_without_a_some_total_is_no_figure(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "pressure"
+    path.write_text(text)
+    assert not CpuPressure(path).available
+    path.write_text("\nfull total=9\nsome avg10=0.00 avg60=0.00 total=42\n")
+    assert CpuPressure(path).available
 
 
 def test_while_the_run_goes_a_blob_waits_until_the_cpus_are_free(tmp_path: Path) -> None:
