@@ -113,22 +113,23 @@ def ingest_streams(
         count = _cpus() if new >= _PARALLEL_BYTES else 0
     with _cyclic_gc_off():
         if count > 1 and work:
-            # DuckDB's writer on the cores the decoding workers leave it: on two cores, one
-            # thread; a second one only competes with the workers. (Without workers, DuckDB's
-            # own threads shorten a big in-process ingest, for the same CPU.)
-            con.execute(f"set threads = {max(1, _cpus() - count)}")
             tasks, work = plan(work, count, _BATCH)
             try:
                 decoders = Decoders(count, str(journal_dir), accept)
             except OSError:  # no interpreter to start (e.g. an embedded Python): do it here
-                con.execute("reset threads")
                 work = [item for task in tasks for item in task.streams] + work
                 work.sort()
             else:
+                # DuckDB's writer on the cores the decoding workers leave it: on two cores, one
+                # thread; a second one only competes with the workers. (Without workers,
+                # DuckDB's own threads shorten a big in-process ingest, for the same CPU.) The
+                # setting is the database's: given back however the workers end.
+                con.execute(f"set threads = {max(1, _cpus() - count)}")
                 try:
                     done = _write_decoded(con, decoders, tasks, known, done)
                 finally:
                     decoders.close()
+                    con.execute("reset threads")
         return _ingest_here(con, journal_dir, work, known, accept, done)
 
 
