@@ -307,21 +307,16 @@ def _sessions(stdin: IO[str], todo: queue.Queue[str | None], ended: threading.Ev
         todo.put(None)
 
 
-def _priority(lowest: bool, pid: int = 0) -> bool:
-    """Process ``pid`` (0: this one's calling thread) at the lowest priority (Linux's
-    SCHED_IDLE: only on a core nothing else wants; elsewhere nice 19), or back at the normal one
-    (from SCHED_IDLE only: an unprivileged process may leave it, not lower a nice value). False
-    when that could not be done."""
+def _priority(lowest: bool, pid: int) -> bool:
+    """The compactor ``pid`` at the lowest priority (Linux's SCHED_IDLE: only on a core nothing
+    else wants), or back at the normal one (from SCHED_IDLE only: an unprivileged process may
+    leave it). False when that could not be done. (The compactor sets its own lowest priority
+    in ``_BOOT``, before its imports.)"""
     try:
         policy = os.SCHED_IDLE if lowest else os.SCHED_OTHER
         os.sched_setscheduler(pid, policy, os.sched_param(0))
     except (AttributeError, OSError):
-        if not lowest or pid:
-            return False
-        try:
-            os.nice(19)
-        except OSError:
-            return False
+        return False
     return True
 
 
@@ -338,7 +333,7 @@ def _say(out: IO[str], line: dict[str, object]) -> bool:
 # The compactor's first lines, before any of ownloop is imported (that takes 0.1 s of CPU, which
 # would be the normal priority's): fork (the recorder reaps the first process at once; the fork
 # goes on, no child of the recorder's), say the pid (the recorder may change its priority), go
-# to the lowest priority (as ``_priority``), and only then import and run ``main``.
+# to the lowest priority (SCHED_IDLE, else nice 19), and only then import and run ``main``.
 _BOOT = """\
 import os, sys
 if hasattr(os, "fork") and os.fork():
