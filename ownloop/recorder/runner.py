@@ -178,7 +178,9 @@ def record(
         raise
     finally:
         claims.close()
-    store.sync()
+    # The index is not brought up to date here: its readers do that when they ask (ownloop sql,
+    # the closing score line), so a run on a node, or a library caller that only records, pays
+    # nothing for it.
     if compaction is not None:
         for result in summary.results:
             compaction.add(result.session_id)  # those ended at a Ctrl-C too
