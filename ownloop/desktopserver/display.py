@@ -210,18 +210,40 @@ class Desktop:
     def launch(self, argv: list[str] | str, shell: bool = False) -> subprocess.Popen[bytes]:
         """Start a program on the desktop without waiting for it (its output is dropped)."""
         self._launched = [process for process in self._launched if process.poll() is None]
-        process = subprocess.Popen(
+        process = self._start(argv, shell, subprocess.DEVNULL)
+        self._launched.append(process)
+        return process
+
+    def run(
+        self, argv: list[str] | str, *, shell: bool, timeout: float
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run a program on the desktop and wait for it, its output kept.
+
+        Raises:
+            subprocess.TimeoutExpired: it ran longer than ``timeout`` seconds (it is killed).
+            OSError: it could not start.
+        """
+        with self._start(argv, shell, subprocess.PIPE) as process:
+            try:
+                stdout, stderr = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise
+        return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+    def _start(self, argv: list[str] | str, shell: bool, output: int) -> subprocess.Popen[bytes]:
+        """A program started as the desktop starts them all: its environment and home, no
+        input, ``output`` for its stdout and stderr, and a session of its own."""
+        return subprocess.Popen(
             argv,
             shell=shell,
             env=self.env,
             cwd=self.home,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
             start_new_session=True,
         )
-        self._launched.append(process)
-        return process
 
     def accessibility(self, timeout_s: float = 30.0) -> str | None:
         """The apps' AT-SPI tree as XML; None without AT-SPI, or when it could not be read."""

@@ -118,29 +118,15 @@ def execute(desktop: Desktop, body: dict[str, Any]) -> Answer:
             {"status": "success", "output": "", "error": done.error, "returncode": done.returncode}
         )
     shell = bool(body.get("shell", False))
-    if isinstance(command, str) and not shell:
-        command = command.split()  # as OSWorld's server splits a string sent without shell
-    if isinstance(command, list) and all(isinstance(arg, str) for arg in command) and command:
-        argv = [str(resolve(desktop, arg)) if arg.startswith("~/") else arg for arg in command]
-        run: list[str] | str = argv if not shell else " ".join(argv)
-    elif isinstance(command, str):
-        run = command
-    else:
+    run = _command(desktop, command, shell)
+    if run is None:
         return json_answer(
             {"status": "error", "message": "command must be a list or a string"}, 400
         )
+    if shell and isinstance(run, list):
+        run = " ".join(run)
     try:
-        result = subprocess.run(
-            run,
-            shell=shell,
-            env=desktop.env,
-            cwd=desktop.home,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            start_new_session=True,
-            check=False,
-        )
+        result = desktop.run(run, shell=shell, timeout=timeout)
     except subprocess.TimeoutExpired:
         return json_answer(
             {"status": "error", "message": f"the command timed out after {timeout:g} s"}, 500
@@ -158,19 +144,25 @@ def execute(desktop: Desktop, body: dict[str, Any]) -> Answer:
 
 
 def launch(desktop: Desktop, body: dict[str, Any]) -> Answer:
-    command = body.get("command")
     shell = bool(body.get("shell", False))
-    if isinstance(command, str) and not shell:
-        command = command.split()
-    if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
-        command = [str(resolve(desktop, a)) if a.startswith("~/") else a for a in command]
-    elif not isinstance(command, str):
+    command = _command(desktop, body.get("command"), shell)
+    if command is None:
         return text_answer("command must be a list or a string", 400)
     try:
         desktop.launch(command, shell=shell)
     except OSError as error:
         return text_answer(f"could not launch: {error}", 500)
     return text_answer(f"{command} launched successfully")
+
+
+def _command(desktop: Desktop, command: object, shell: bool) -> list[str] | str | None:
+    """A command as OSWorld's server reads one: a string is split on white space unless it goes
+    to a shell, a list's ``~/`` arguments are paths in the desktop's home; None: neither."""
+    if isinstance(command, str) and not shell:
+        command = command.split()
+    if isinstance(command, list) and command and all(isinstance(arg, str) for arg in command):
+        return [str(resolve(desktop, arg)) if arg.startswith("~/") else arg for arg in command]
+    return command if isinstance(command, str) else None
 
 
 def _timeout(value: object) -> float:

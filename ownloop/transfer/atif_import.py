@@ -39,7 +39,7 @@ from ownloop.store.events import (
     Versions,
     now,
 )
-from ownloop.store.ids import new_id
+from ownloop.store.ids import SessionIds, new_id
 from ownloop.store.images import over_budget
 from ownloop.store.queries import imported_files
 from ownloop.store.seal import refuse_if_sealed
@@ -206,9 +206,7 @@ class _Reader:
         self.store = store
         self.file = file
         self.sha256 = sha256
-        self.run_id = run_id
-        self.session_id = new_id()
-        self.ids = {"run_id": run_id, "session_id": self.session_id}
+        self.ids = SessionIds(run_id=run_id, session_id=new_id())
         self.notes: list[str] = []
         self.last_at: datetime | None = None  # the latest step timestamp read
         self.started_at: datetime | None = None
@@ -262,8 +260,7 @@ class _Reader:
         first = next((s.timestamp for s in trajectory.steps if s.timestamp), None)
         start = SessionStarted(
             at=_when(first_user.timestamp if first_user else None, _when(first)),
-            run_id=self.run_id,
-            session_id=self.session_id,
+            **self.ids,
             task=task,
             agent=agent.name,
             model=agent.model_name or "",
@@ -272,8 +269,7 @@ class _Reader:
         )
         origin = EvidenceCaptured(
             at=start.at,
-            run_id=self.run_id,
-            session_id=self.session_id,
+            **self.ids,
             name=ORIGIN,
             source=self.file.name,
             value_json=msgspec.json.encode(
@@ -316,8 +312,7 @@ class _Reader:
         finish = more.get("finish_reason")
         call = ModelCalled(
             at=at,
-            run_id=self.run_id,
-            session_id=self.session_id,
+            **self.ids,
             step=number,
             call_id=call_id,
             model=step.model_name or agent.model_name or "",
@@ -342,8 +337,7 @@ class _Reader:
         size = extra.get("model_size")
         parsed = ActionParsed(
             at=at,
-            run_id=self.run_id,
-            session_id=self.session_id,
+            **self.ids,
             step=number,
             call_id=call_id,
             parser=str(extra.get("parser") or agent.name),
@@ -403,8 +397,7 @@ class _Reader:
             events.append(
                 ScreenshotTaken(
                     at=_when(timestamp, self.last_at),
-                    run_id=self.run_id,
-                    session_id=self.session_id,
+                    **self.ids,
                     step=int(seen.get("step", number)),
                     sha256=self.store.put_blob(data),
                     media_type=part.source.media_type,
@@ -449,8 +442,7 @@ class _Reader:
         end = self.last_at or now()
         return SessionEnded(
             at=end,
-            run_id=self.run_id,
-            session_id=self.session_id,
+            **self.ids,
             status=status,
             agent_status="imported",
             steps=steps,
