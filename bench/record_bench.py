@@ -131,6 +131,7 @@ class Run(NamedTuple):
     compaction: CompactionEnd | None
     tail_s: float = 0.0  # how long after the run's end its background compaction ended
     compactor_cpu_s: float = 0.0  # the compactor's CPU, last seen before it ended
+    held_bytes: int = 0  # the store's bytes once the compaction ended, before any query
 
 
 def _cpu() -> float:
@@ -162,12 +163,14 @@ def _run(store: Store, endpoint: str, tasks: str, run_id: str, keep_png: bool = 
     steps = sum(r.steps for r in summary.results)
     end = summary.compaction
     if end is None or end.done or end.pid is None:
-        return Run(seconds, cpu, steps, end, 0.0, end.cpu_s if end is not None else 0.0)
+        compactor_cpu = end.cpu_s if end is not None else 0.0
+        return Run(seconds, cpu, steps, end, 0.0, compactor_cpu, tree_bytes(store.root))
     ended, compactor_cpu = time.perf_counter(), end.cpu_s
     while running(end.pid):  # outside the timed window: the next run starts on a quiet CPU
         compactor_cpu = max(compactor_cpu, _cpu_of(end.pid))
         time.sleep(0.02)
-    return Run(seconds, cpu, steps, end, time.perf_counter() - ended, compactor_cpu)
+    tail = time.perf_counter() - ended
+    return Run(seconds, cpu, steps, end, tail, compactor_cpu, tree_bytes(store.root))
 
 
 def _cpu_of(pid: int) -> float:
@@ -301,10 +304,12 @@ def _report(
         )
         if before:
             print(f"               {after / before:.2f} of the compacted PNGs' bytes by the end")
+    at_end = sum(r.held_bytes for r in runs["rec"])
     print(
-        f"bytes        : plain folder {plain / 1e6:.2f} MB = 1.00; the store once its "
-        f"compaction ended {held / plain:.2f} ({held / 1e6:.2f} MB, index "
-        f"{index / 1e6:.2f} MB; {(held - index) / plain:.2f} without it)"
+        f"bytes        : plain folder {plain / 1e6:.2f} MB = 1.00; the store as the run left "
+        f"it, once its compaction ended {at_end / plain:.2f} ({at_end / 1e6:.2f} MB: a run "
+        f"writes no index); with the index a first query builds {held / plain:.2f} "
+        f"({held / 1e6:.2f} MB, index {index / 1e6:.2f} MB)"
     )
     print("               " + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in parts.items()))
 

@@ -164,9 +164,11 @@ def admit(store: Store, claims: Claims, started: RunStarted) -> None:
         AdmissionRefused: one line naming each field that differs, before and now.
         RunIsSealed: the run is sealed: it takes no more sessions.
     """
-    refuse_if_sealed(store, started.run_id, "record into another run with --run NAME")
     after = contract_of(started)
-    first = first_run_started(store, started.run_id)
+    first = None
+    if store.has_streams():  # an empty store holds no seal and no run to compare with
+        refuse_if_sealed(store, started.run_id, "record into another run with --run NAME")
+        first = first_run_started(store, started.run_id)
     if first is not None and first.config_sha256:
         _refuse(started.run_id, contract_of(first), after)
     declared = claims.admit(contract_json(started))

@@ -81,7 +81,7 @@ def _standing(store: Store, claims: Claims, run_id: str) -> _Standing:
     crashed = 0
     attempts: dict[str, int] = {}
     repeat_attempts: dict[tuple[str, int], int] = {}
-    for session in ledger_sessions(store, run_id):
+    for session in ledger_sessions(store, run_id) if store.has_streams() else ():
         task_id, repeat, session_id = session.task_id, session.repeat, session.session_id
         attempts[task_id] = max(attempts.get(task_id, 0), session.attempt)
         repeat_attempts[task_id, repeat] = max(

@@ -97,6 +97,15 @@ class Store:
         return self.blobs.get(sha256)
 
     # -------------------------------------------------------------- reading
+    def has_streams(self) -> bool:
+        """Whether any stream has been written: while none has, every query of the index
+        answers nothing (a recorder's first run asks none, and builds no index to ask)."""
+        try:
+            with os.scandir(self.journal_dir) as entries:
+                return any(entry.name.endswith(".jsonl") for entry in entries)
+        except FileNotFoundError:
+            return False
+
     def stream_paths(self) -> list[Path]:
         if not self.journal_dir.exists():
             return []

@@ -485,3 +485,32 @@ def test_by_default_the_run_ends_at_once_and_its_screenshots_end_compacted_after
         assert mark == pixel_sha256(image)
     result = CliRunner().invoke(cli, ["--store", str(tmp_path), "verify", "--full"])
     assert result.exit_code == 0 and "0 errors" in result.output, result.output
+
+
+def test_a_run_builds_no_index_and_its_first_reader_does(tmp_path: Path, expert: str) -> None:
+    """The recorder writes the journal and the blobs only: on a new store it asks the index
+    nothing (no seal, run or session can be there) and builds none; the first query does, and
+    the same run again finds its task done through it."""
+    from ownloop.recorder.episode import EpisodeLimits
+    from ownloop.recorder.runner import RecordOptions, record
+    from ownloop.world.suites import load_suite
+
+    store = open_store(tmp_path)
+    options = RecordOptions(
+        agent="uitars",
+        endpoint=expert,
+        model="expert",
+        run_id="r1",
+        limits=EpisodeLimits(12, 120.0),
+        settle_s=0.0,
+        keep_png=True,
+    )
+    with load_suite(suite="miniwob:click-button") as suite:
+        first = record(store, suite, options)
+    assert [r.status for r in first.results] == ["finished"]
+    assert store.has_streams()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("index")]
+    assert _rows(tmp_path, "select status from sessions where run_id = 'r1'") == [("finished",)]
+    with load_suite(suite="miniwob:click-button") as suite:
+        again = record(store, suite, options)
+    assert again.results == [] and again.skipped == 1
