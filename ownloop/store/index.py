@@ -329,8 +329,13 @@ class Index:
         try:
             accept = self._accepting(con)
             known = ingested_marks(con)
-            result = ingest_streams(con, self.journal_dir, sizes, known, accept, self._processes)
-            refresh_bootstraps(con)  # the seeded bootstrap of runs whose units changed
+            runs: set[str] = set()
+            result = ingest_streams(
+                con, self.journal_dir, sizes, known, runs, accept, self._processes
+            )
+            # The seeded bootstrap of the runs whose units changed: of those the new rows
+            # touched, of every run in a new index (an archived run's rows were not ingested).
+            refresh_bootstraps(con, None if rebuilt else runs)
             seen = {s: mark.size for s, mark in known.items()}
         finally:
             con.close()
@@ -384,6 +389,12 @@ class Index:
 
     def _ensure_schema(self, con: duckdb.DuckDBPyConnection, sizes: dict[str, int]) -> bool:
         """Create the tables and views, dropping everything first when their definition changed."""
+        try:
+            if _fingerprint_in(con) == _FINGERPRINT:  # one query in the common case
+                _search_hot_first(con)
+                return False
+        except duckdb.CatalogException:  # no meta table: a new or foreign file
+            pass
         tables = {
             name
             for (name,) in con.execute(
@@ -391,9 +402,6 @@ class Index:
                 "and table_type = 'BASE TABLE'"
             ).fetchall()
         }
-        if "meta" in tables and _fingerprint_in(con) == _FINGERPRINT:
-            _search_hot_first(con)
-            return False
         con.begin()
         for (name,) in con.execute(
             "select view_name from duckdb_views() where not internal"
