@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -96,7 +97,8 @@ def _build(folder: Path, key: str, build: Callable[[Path], None]) -> bytes | Non
     """Build the template into a temporary file, then rename it to its name (its sum in it):
     a reader sees a whole template or none. None when the folder cannot be written."""
     folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / f".index-{key}.{os.getpid()}.tmp"
+    # Of this process and thread: two stores' first syncs may build it at once.
+    temporary = folder / f".index-{key}.{os.getpid()}.{threading.get_ident()}.tmp"
     wal = temporary.with_name(temporary.name + ".wal")
     try:
         for path in (temporary, wal):
