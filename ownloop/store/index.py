@@ -8,6 +8,8 @@ size, a sync is a directory scan and opens no database. ``index.looked`` remembe
 change marker as it was when the index last matched the journal (``changes.py``): a query finds
 nothing appended since with two stats, not one per stream.
 
+A new index starts as a copy of an empty one built once per index format (``template.py``).
+
 The index is only ever opened under ``index.lock`` (exclusive to sync, shared to query); recorders
 never open it. How a sync's new lines are read, decoded and written is ``pipeline.py``'s.
 """
@@ -38,6 +40,7 @@ from ownloop.store.query import QueryResult, describe_error, run_read_only, run_
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLES, fingerprint
 from ownloop.store.scores import refresh_bootstraps
 from ownloop.store.template import place
+from ownloop.version import __version__
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -110,7 +113,10 @@ def _template_key() -> str:
     and the code that builds it (this module's, the archive's union views')."""
     h = hashlib.sha256(f"{_FINGERPRINT} {duckdb.__version__} {_BLOCK_SIZE}".encode())
     for module in ("index.py", "archive.py"):
-        h.update(resources.files("ownloop.store").joinpath(module).read_bytes())
+        try:
+            h.update(resources.files("ownloop.store").joinpath(module).read_bytes())
+        except OSError:  # installed without its sources: ownloop's version stands for them
+            h.update(__version__.encode())
     return h.hexdigest()[:16]
 
 

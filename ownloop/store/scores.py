@@ -4,7 +4,9 @@ The task-clustered bootstrap of ``run_scores`` is computed in Python (``stats.py
 SQL: DuckDB's ``random()`` cannot be seeded inside a view and its ``hash()`` is not promised
 stable across releases, while ``random.Random(seed)`` is. So each sync recomputes, into the
 ``score_bootstraps`` table, the runs whose units changed (new sessions, a regrade): a digest of
-a run's units says which. A sync that changed nothing recomputes nothing.
+a run's units says which. Only the runs a sync's rows could change are looked at (those of the
+sessions whose facts it recomputed, and of new run starts; every run in a new index), so a sync
+of steps alone runs no query here, and a sync that changed nothing recomputes nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ def _digest(units: list[tuple[str | None, int, bool, bool]]) -> str | None:
         for task, repeat, passed, errored in units
         if task is not None
     ]
-    return hashlib.md5("\1".join(parts).encode()).hexdigest() if parts else None
+    if not parts:
+        return None
+    return hashlib.md5("\1".join(parts).encode(), usedforsecurity=False).hexdigest()
 
 
 def refresh_bootstraps(con: duckdb.DuckDBPyConnection, runs: Collection[str] | None = None) -> int:

@@ -64,10 +64,11 @@ def place(target: Path, key: str, build: Callable[[Path], None]) -> bool:
     try:
         temporary.write_bytes(data)
         os.replace(temporary, target)
-    except OSError:
+    except OSError as exc:
         with suppress(OSError):
             temporary.unlink(missing_ok=True)
-        raise
+        # Named as the index, as DuckDB's own refusal to write it would be.
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     return True
 
 
