@@ -352,6 +352,43 @@ def bench_index(work: Path, sessions: int, steps: int) -> None:
     print(f"session_events of one session: {seconds * 1000:.1f} ms")
 
 
+def bench_small_syncs(work: Path, rounds: int) -> None:
+    """The fixed costs every new store's first sync (each ``record`` into a new store, each
+    test that makes one, each rebuild) and every sync of a few new events pay: six small
+    sessions in a new store synced, then one more session synced; medians over ``rounds``
+    stores, after one round that warms up (the imports, the index template built)."""
+    sha = "ab" * 32
+    fresh: list[tuple[float, float]] = []
+    more: list[tuple[float, float]] = []
+    counts = (0, 0)
+    for round_ in range(1 + (1 if SMOKE else rounds)):
+        store = open_store(work / f"small-{round_}", fsync=False)
+        for n in range(6):
+            with store.stream(f"{n:06d}") as stream:
+                stream.append(session_events(n, "run0", f"s{n}", 3, lambda _: sha))
+        started, cpu = time.perf_counter(), time.process_time()
+        first = store.sync().events
+        taken = (time.perf_counter() - started, time.process_time() - cpu)
+        with store.stream("more") as stream:
+            stream.append(session_events(6, "run0", "s6", 3, lambda _: sha))
+        started, cpu = time.perf_counter(), time.process_time()
+        counts = (first, store.sync().events)
+        if round_:
+            fresh.append(taken)
+            more.append((time.perf_counter() - started, time.process_time() - cpu))
+        shutil.rmtree(store.root)
+
+    def medians(times: list[tuple[float, float]]) -> str:
+        wall, cpu = (statistics.median(column) * 1e3 for column in zip(*times, strict=True))
+        return f"{wall:.0f} ms (CPU {cpu:.0f} ms)"
+
+    print(
+        f"sync of a new store ({counts[0]} events in 6 sessions): {medians(fresh)}; of one "
+        f"more session ({counts[1]} events): {medians(more)}; medians of {len(fresh)} stores, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+
+
 def _query_seconds(store: Store, sql: str, repeat: int) -> tuple[float, float]:
     """The median wall and CPU seconds of ``store.sql(sql)`` (the journal check included)."""
     walls, cpus = [], []
@@ -445,9 +482,9 @@ def main() -> None:
     parser.add_argument("--dir", help="where to write (default: a temporary folder)")
     parser.add_argument(
         "--only",
-        choices=("append", "index", "query", "timing"),
+        choices=("append", "index", "query", "timing", "small"),
         help="run one part only (timing: the model_calls timing query, on --dir's store when "
-        "it has one)",
+        "it has one; small: the syncs of a small new store)",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (a check)")
     args = parser.parse_args()
@@ -468,6 +505,8 @@ def main() -> None:
             bench_session_queries(work, 10 if SMOKE else 100)
         if args.only == "timing":
             bench_timing_only(work, sessions, 2 if SMOKE else 20)
+        if args.only in (None, "small"):
+            bench_small_syncs(work, 30)
         if args.only in (None, "index"):
             # 20 steps x 5 events + 3 = 103 events per session
             bench_index(work, sessions, 2 if SMOKE else 20)

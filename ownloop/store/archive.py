@@ -202,16 +202,27 @@ def _create_union_views(
 
 
 def attach_archives(
-    con: duckdb.DuckDBPyConnection, root: Path, fingerprint: str, sizes: dict[str, int]
+    con: duckdb.DuckDBPyConnection,
+    root: Path | None,
+    fingerprint: str,
+    sizes: dict[str, int],
+    *,
+    moved: bool = False,
 ) -> None:
     """On a new index (inside its creating transaction): move the hot tables into ``hot``,
-    read the usable archive folders through the union views and mark their streams ingested."""
-    root = root.resolve()  # the views name the Parquet files by absolute path
-    con.execute("create schema hot")
-    for table in HOT_TABLES:
-        con.execute(f'create table hot."{table}" as from main."{table}" limit 0')
-        con.execute(f'drop table main."{table}"')
-    folders = _folders(root, fingerprint, sizes)
+    read the usable archive folders through the union views and mark their streams ingested.
+    ``root``: the store's (None: no archive, as in the template of ``template.py``);
+    ``moved``: the tables are in ``hot`` and read by views of their own already (a copy of the
+    template), so only a store with usable archive folders has anything to do."""
+    if not moved:
+        con.execute("create schema hot")
+        for table in HOT_TABLES:
+            con.execute(f'create table hot."{table}" as from main."{table}" limit 0')
+            con.execute(f'drop table main."{table}"')
+    # The views name the Parquet files by absolute path.
+    folders = [] if root is None else _folders(root.resolve(), fingerprint, sizes)
+    if moved and not folders:
+        return
     _create_union_views(con, folders)
     marks = [str(path / _STREAMS) for path, folder in folders if folder.streams]
     if marks:  # in bulk: a row at a time costs a millisecond each

@@ -8,12 +8,15 @@ size, a sync is a directory scan and opens no database. ``index.looked`` remembe
 change marker as it was when the index last matched the journal (``changes.py``): a query finds
 nothing appended since with two stats, not one per stream.
 
+A new index starts as a copy of an empty one built once per index format (``template.py``).
+
 The index is only ever opened under ``index.lock`` (exclusive to sync, shared to query); recorders
 never open it. How a sync's new lines are read, decoded and written is ``pipeline.py``'s.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,6 +39,8 @@ from ownloop.store.pipeline import SyncResult, ingest_streams, ingested_marks
 from ownloop.store.query import QueryResult, describe_error, run_read_only, run_read_only_many
 from ownloop.store.schema import BOOKKEEPING_DDL, TABLES, fingerprint
 from ownloop.store.scores import refresh_bootstraps
+from ownloop.store.template import place
+from ownloop.version import __version__
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -82,6 +87,55 @@ def _duckdb_disk_error(exc: duckdb.Error, path: Path) -> StoreNotWritable | None
         if os.strerror(code) in text:
             return disk_error(OSError(code, os.strerror(code)), path)
     return None
+
+
+def _fingerprint_in(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute("select value from meta where key = 'fingerprint'").fetchone()
+    return None if row is None else str(row[0])
+
+
+def _create_schema(
+    con: duckdb.DuckDBPyConnection, root: Path | None, sizes: dict[str, int]
+) -> None:
+    """Create every table and view of an empty index (inside a transaction); ``root``: the
+    store's, whose archive folders the union views read (None: none, the template)."""
+    for statement in BOOKKEEPING_DDL:
+        con.execute(statement)
+    for table in TABLES:
+        con.execute(table.ddl())
+    con.execute(VIEWS_SQL)
+    attach_archives(con, root, _FINGERPRINT, sizes)
+    con.execute("insert into meta values ('fingerprint', ?)", [_FINGERPRINT])
+
+
+def _template_key() -> str:
+    """What a new index's template is built for: the schema, DuckDB's version, the block size
+    and the code that builds it (this module's, the archive's union views')."""
+    h = hashlib.sha256(f"{_FINGERPRINT} {duckdb.__version__} {_BLOCK_SIZE}".encode())
+    for module in ("index.py", "archive.py"):
+        try:
+            h.update(resources.files("ownloop.store").joinpath(module).read_bytes())
+        except OSError:  # installed without its sources: ownloop's version stands for them
+            h.update(__version__.encode())
+    return h.hexdigest()[:16]
+
+
+def _build_template(path: Path) -> None:
+    """Build the empty index at ``path`` (a template: no store's archives).
+
+    Raises:
+        OSError: DuckDB could not write it.
+    """
+    try:
+        con = duckdb.connect(str(path), config={"default_block_size": _BLOCK_SIZE})
+        try:
+            con.begin()
+            _create_schema(con, None, {})
+            con.commit()
+        finally:
+            con.close()
+    except duckdb.Error as exc:
+        raise OSError(f"cannot build the index template {path}: {exc}") from exc
 
 
 class Index:
@@ -277,13 +331,17 @@ class Index:
         if self.up_to_date(sizes):
             self.remember(before)
             return SyncResult(0, 0, 0, False)
-        con = self._connect()
+        con, rebuilt = self._open(sizes)
         try:
-            rebuilt = self._ensure_schema(con)
             accept = self._accepting(con)
             known = ingested_marks(con)
-            result = ingest_streams(con, self.journal_dir, sizes, known, accept, self._processes)
-            refresh_bootstraps(con)  # the seeded bootstrap of runs whose units changed
+            runs: set[str] = set()
+            result = ingest_streams(
+                con, self.journal_dir, sizes, known, runs, accept, self._processes
+            )
+            # The seeded bootstrap of the runs whose units changed: of those the new rows
+            # touched, of every run in a new index (an archived run's rows were not ingested).
+            refresh_bootstraps(con, None if rebuilt else runs)
             seen = {s: mark.size for s, mark in known.items()}
         finally:
             con.close()
@@ -314,8 +372,35 @@ class Index:
                 "has it open, close it; else rebuild it with: ownloop index --rebuild"
             ) from None
 
-    def _ensure_schema(self, con: duckdb.DuckDBPyConnection) -> bool:
+    def _open(self, sizes: dict[str, int]) -> tuple[duckdb.DuckDBPyConnection, bool]:
+        """Connect, with the schema in place: (the connection, whether the index was made from
+        nothing). A new index is a copy of the template (``template.py``) when one can be had."""
+        if not self.path.exists() and place(self.path, _template_key(), _build_template):
+            con = None
+            try:
+                con = self._connect()
+                if _fingerprint_in(con) == _FINGERPRINT:
+                    con.begin()
+                    attach_archives(con, self.path.parent, _FINGERPRINT, sizes, moved=True)
+                    con.commit()
+                    _search_hot_first(con)
+                    return con, True
+            except (duckdb.Error, OwnloopError):
+                pass
+            if con is not None:
+                con.close()
+            self._remove_files()  # not the index it should be: built in place instead
+        con = self._connect()
+        return con, self._ensure_schema(con, sizes)
+
+    def _ensure_schema(self, con: duckdb.DuckDBPyConnection, sizes: dict[str, int]) -> bool:
         """Create the tables and views, dropping everything first when their definition changed."""
+        try:
+            if _fingerprint_in(con) == _FINGERPRINT:  # one query in the common case
+                _search_hot_first(con)
+                return False
+        except duckdb.CatalogException:  # no meta table: a new or foreign file
+            pass
         tables = {
             name
             for (name,) in con.execute(
@@ -323,11 +408,6 @@ class Index:
                 "and table_type = 'BASE TABLE'"
             ).fetchall()
         }
-        if "meta" in tables:
-            row = con.execute("select value from meta where key = 'fingerprint'").fetchone()
-            if row is not None and row[0] == _FINGERPRINT:
-                _search_hot_first(con)
-                return False
         con.begin()
         for (name,) in con.execute(
             "select view_name from duckdb_views() where not internal"
@@ -336,14 +416,8 @@ class Index:
         for name in tables:
             con.execute(f'drop table "{name}"')
         con.execute("drop schema if exists hot cascade")
-        for statement in BOOKKEEPING_DDL:
-            con.execute(statement)
-        for table in TABLES:
-            con.execute(table.ddl())
-        con.execute(VIEWS_SQL)
         # The store's root: archived runs' Parquet folders are in its archive/ (archive.py).
-        attach_archives(con, self.path.parent, _FINGERPRINT, self._sizes())
-        con.execute("insert into meta values ('fingerprint', ?)", [_FINGERPRINT])
+        _create_schema(con, self.path.parent, sizes)
         con.commit()
         _search_hot_first(con)
         return True
@@ -355,7 +429,7 @@ class Index:
         with self._writing("its runs cannot be archived there"):
             con = self._connect()
             try:
-                self._ensure_schema(con)
+                self._ensure_schema(con, self._sizes())
                 results = move_runs(con, self.path.parent, run_ids, _FINGERPRINT)
                 if not all(result.already for result in results):
                     compact(con, self.path)

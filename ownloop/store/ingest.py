@@ -208,9 +208,10 @@ class _Batch:
             )
         return _Rows(inserts, facts, marks)
 
-    def write(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Insert everything and move the streams' offsets, in one transaction."""
-        self.rows().write(con)
+    def write(self, con: duckdb.DuckDBPyConnection) -> set[str]:
+        """Insert everything and move the streams' offsets, in one transaction; the runs whose
+        scored units it may change."""
+        return self.rows().write(con)
 
 
 def _complete_lines(path: str | Path, start: int, size: int) -> Iterator[tuple[int, bytes]]:

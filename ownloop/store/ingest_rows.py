@@ -33,23 +33,30 @@ class _Rows(NamedTuple):
     touched: pa.Table | None  # the session ids whose session_facts rows to recompute
     marks: pa.Table | None  # the streams' new rows in ``streams``
 
-    def write(self, con: duckdb.DuckDBPyConnection) -> None:
+    def write(self, con: duckdb.DuckDBPyConnection) -> set[str]:
         """Insert the rows and move the streams' offsets, in one transaction: DuckDB's share of
-        writing a batch, which runs without Python's GIL."""
-        write_rows(con, [self])
+        writing a batch, which runs without Python's GIL. Returns ``write_rows``'s runs."""
+        return write_rows(con, [self])
 
 
-def write_rows(con: duckdb.DuckDBPyConnection, batches: Sequence[_Rows]) -> None:
-    """Insert the rows of ``batches`` and move their streams' offsets, in one transaction."""
+def write_rows(con: duckdb.DuckDBPyConnection, batches: Sequence[_Rows]) -> set[str]:
+    """Insert the rows of ``batches`` and move their streams' offsets, in one transaction.
+    Returns the runs whose scored units these rows may change (``scores.refresh_bootstraps``):
+    those of the sessions whose facts were recomputed, before and after, and of new run
+    starts."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    runs: set[str] = set()
     con.begin()
     for batch in batches:
         for table, rows in batch.inserts:
             _insert(con, table, rows)
+            if table == "run_started":
+                runs.update(pc.unique(rows.column("run_id")).to_pylist())
     touched = [batch.touched for batch in batches if batch.touched is not None]
     if touched:
-        _refresh_session_facts(con, pa.concat_tables(touched))
+        runs |= _refresh_session_facts(con, pa.concat_tables(touched))
     marks = [batch.marks for batch in batches if batch.marks is not None]
     if marks:
         con.register("_marks", pa.concat_tables(marks))
@@ -57,6 +64,7 @@ def write_rows(con: duckdb.DuckDBPyConnection, batches: Sequence[_Rows]) -> None
         con.execute("insert into streams select * from _marks")
         con.unregister("_marks")
     con.commit()
+    return runs
 
 
 def _marks_table(marks: dict[str, _Mark]) -> pa.Table:
@@ -75,17 +83,22 @@ def _marks_table(marks: dict[str, _Mark]) -> pa.Table:
     )
 
 
-def _refresh_session_facts(con: duckdb.DuckDBPyConnection, touched: pa.Table) -> None:
+def _refresh_session_facts(con: duckdb.DuckDBPyConnection, touched: pa.Table) -> set[str]:
     """Recompute the ``session_facts`` rows of the sessions named in ``touched`` (inside the
-    ingest's transaction, so the table always matches the events committed with it)."""
+    ingest's transaction, so the table always matches the events committed with it); the runs
+    of those rows, before (archived ones too: ``main``'s view) and after."""
     con.register("_touched", touched)
+    runs = con.execute(
+        "select distinct run_id from main.session_facts "
+        "where session_id in (select session_id from _touched)"
+    ).fetchall()
     con.execute("delete from session_facts where session_id in (select session_id from _touched)")
-    con.execute(SESSION_FACTS_REFRESH)
+    runs += con.execute(SESSION_FACTS_REFRESH + "returning run_id").fetchall()
     con.unregister("_touched")
+    return {run for (run,) in runs if run is not None}
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
-    # DuckDB scans the Arrow table in bulk: no row-by-row INSERT.
-    con.register("_rows", data)
-    con.execute(f'insert into "{table}" select * from _rows')
-    con.unregister("_rows")
+    # DuckDB scans the Arrow table in bulk: no row-by-row INSERT. A relation inserted as it is
+    # costs half what registering the table as a view, inserting from it and dropping it does.
+    con.from_arrow(data).insert_into(f'"{table}"')

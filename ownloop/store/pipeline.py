@@ -95,12 +95,14 @@ def ingest_streams(
     journal_dir: Path,
     sizes: dict[str, int],
     known: dict[str, _Mark],
+    runs: set[str],
     accept: bool,
     processes: int | None,
 ) -> SyncResult:
     """Read every stream whose size changed (``sizes``: each stream's size now); ``known``
-    (``ingested_marks``) is updated to what was committed. ``accept``: project damaged lines
-    all the same; ``processes``: as for ``Index.sync``.
+    (``ingested_marks``) is updated to what was committed, and ``runs`` gets the runs whose
+    scored units the committed rows may change (``write_rows``). ``accept``: project damaged
+    lines all the same; ``processes``: as for ``Index.sync``.
 
     Raises:
         OwnloopError: a stream is shorter than the index says.
@@ -126,11 +128,11 @@ def ingest_streams(
                 # setting is the database's: given back however the workers end.
                 con.execute(f"set threads = {max(1, _cpus() - count)}")
                 try:
-                    done = _write_decoded(con, decoders, tasks, known, done)
+                    done = _write_decoded(con, decoders, tasks, known, runs, done)
                 finally:
                     decoders.close()
                     con.execute("reset threads")
-        return _ingest_here(con, journal_dir, work, known, accept, done)
+        return _ingest_here(con, journal_dir, work, known, runs, accept, done)
 
 
 def _work(sizes: dict[str, int], known: dict[str, _Mark]) -> list[tuple[str, int, int, ChainState]]:
@@ -169,6 +171,7 @@ def _write_decoded(
     decoders: Decoders,
     tasks: list[Task],
     known: dict[str, _Mark],
+    runs: set[str],
     done: SyncResult,
 ) -> SyncResult:
     """Write what the workers send back, in task order, while they decode what follows: a
@@ -181,7 +184,7 @@ def _write_decoded(
     pending: list[Decoded] = []
 
     def write() -> SyncResult:
-        write_rows(con, [decoded.rows() for decoded in pending])
+        runs.update(write_rows(con, [decoded.rows() for decoded in pending]))
         for decoded in pending:
             known.update(decoded.marks)
         return done._replace(
@@ -192,9 +195,9 @@ def _write_decoded(
 
     # While DuckDB writes a transaction, the workers go on with as many tasks again.
     ahead = -(-most * len(tasks) // max(1, total))
-    with closing(decoders.run(tasks, ahead)) as runs:
-        for run in runs:
-            pending += run
+    with closing(decoders.run(tasks, ahead)) as decoding:
+        for decoded_run in decoding:
+            pending += decoded_run
             if sum(decoded.nbytes for decoded in pending) >= most:
                 done, pending = write(), []
     return write() if pending else done
@@ -205,6 +208,7 @@ def _ingest_here(
     journal_dir: Path,
     work: list[tuple[str, int, int, ChainState]],
     known: dict[str, _Mark],
+    runs: set[str],
     accept: bool,
     done: SyncResult,
 ) -> SyncResult:
@@ -216,14 +220,14 @@ def _ingest_here(
     batch, events, skipped, damaged = _Batch(accept), 0, 0, 0
     journal = str(journal_dir)
     with ThreadPoolExecutor(1, thread_name_prefix="ownloop-ingest") as writer:
-        writing: Future[None] | None = None
+        writing: Future[set[str]] | None = None
         marks: dict[str, _Mark] = {}  # the marks of the batch being written
 
         def write(batch: _Batch) -> None:
             nonlocal writing, marks
             rows = batch.rows()  # while the batch before is still being written
             if writing is not None:
-                writing.result()  # its error, if any, is this sync's error
+                runs.update(writing.result())  # its error, if any, is this sync's error
                 known.update(marks)
             writing, marks = writer.submit(rows.write, con), batch.marks
 
@@ -244,7 +248,7 @@ def _ingest_here(
             batch.marks[stream] = _Mark(end, size, chain)
         write(batch)
         assert writing is not None
-        writing.result()
+        runs.update(writing.result())
         known.update(marks)
     events += len(batch.events)
     skipped += len(batch.skipped[0])

@@ -4,11 +4,17 @@ The task-clustered bootstrap of ``run_scores`` is computed in Python (``stats.py
 SQL: DuckDB's ``random()`` cannot be seeded inside a view and its ``hash()`` is not promised
 stable across releases, while ``random.Random(seed)`` is. So each sync recomputes, into the
 ``score_bootstraps`` table, the runs whose units changed (new sessions, a regrade): a digest of
-a run's units says which. A sync that changed nothing recomputes nothing.
+a run's units says which. Only the runs a sync's rows could change are looked at (those of the
+sessions whose facts it recomputed, and of new run starts; every run in a new index), so a sync
+of steps alone runs no query here, and a sync that changed nothing recomputes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Collection
+from itertools import groupby
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from ownloop.errors import OwnloopError
@@ -21,41 +27,62 @@ if TYPE_CHECKING:
 
 __all__ = ["Unit", "grader_judge", "judge_units", "refresh_bootstraps", "run_units", "score_line"]
 
-# scores_as: the grade, false for an errored unit (see unit_outcomes in views.sql)
-_DIGESTS = (
-    "select run_id, md5(string_agg(task_id || chr(0) || repeat || chr(0) || scores_as "
-    "|| chr(0) || errored, chr(1) order by task_id, repeat)) from unit_outcomes "
-    "where scores_as is not null group by run_id"
+# Every scored unit of the runs asked for, in the order the bootstrap and the digest read them.
+# scores_as: the grade, false for an errored unit (see unit_outcomes in views.sql).
+_UNITS = (
+    "select run_id, task_id, repeat, scores_as, errored from unit_outcomes "
+    "where scores_as is not null and ($all or list_contains($runs::varchar[], run_id)) "
+    "order by run_id, task_id, repeat"
 )
 
 
-def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
-    """Recompute the bootstrap of every run whose graded units changed; returns how many."""
-    digests = dict(con.execute(_DIGESTS).fetchall())
-    stored = dict(con.execute("select run_id, units_md5 from score_bootstraps").fetchall())
+def _digest(units: list[tuple[str | None, int, bool, bool]]) -> str | None:
+    """The md5 of a run's units, as SQL would give it: ``md5(string_agg(task_id || chr(0) ||
+    repeat || chr(0) || scores_as || chr(0) || errored, chr(1) order by task_id, repeat))``
+    (a unit without a task id has no part; none at all: NULL)."""
+    parts = [
+        f"{task}\0{repeat}\0{str(passed).lower()}\0{str(errored).lower()}"
+        for task, repeat, passed, errored in units
+        if task is not None
+    ]
+    if not parts:
+        return None
+    return hashlib.md5("\1".join(parts).encode(), usedforsecurity=False).hexdigest()
+
+
+def refresh_bootstraps(con: duckdb.DuckDBPyConnection, runs: Collection[str] | None = None) -> int:
+    """Recompute the bootstrap of every run whose graded units changed, of ``runs`` (None:
+    of every run; a run not named must not have changed); returns how many."""
+    if runs is not None and not runs:
+        return 0
+    asked = sorted(runs or ())
+    by_run: dict[str, list[tuple[str | None, int, bool, bool]]] = {}
+    for run, task, repeat, passed, errored in con.execute(
+        _UNITS, {"all": runs is None, "runs": asked}
+    ).fetchall():
+        by_run.setdefault(run, []).append((task, repeat, passed, errored))
+    digests = {run: _digest(units) for run, units in by_run.items()}
+    stored = dict(
+        con.execute(
+            "select run_id, units_md5 from score_bootstraps "
+            "where $all or list_contains($runs::varchar[], run_id)",
+            {"all": runs is None, "runs": asked},
+        ).fetchall()
+    )
     changed = sorted(run for run, digest in digests.items() if stored.get(run) != digest)
     gone = sorted(stored.keys() - digests.keys())
     if not changed and not gone:
         return 0
-    rows = con.execute(
-        "select run_id, task_id, list(scores_as order by repeat), "
-        "count(*) filter (where errored) from unit_outcomes "
-        "where scores_as is not null and list_contains($runs::varchar[], run_id) "
-        "group by run_id, task_id order by run_id, task_id",
-        {"runs": changed},
-    ).fetchall()
-    by_run: dict[str, list[list[bool]]] = {}
-    errored: dict[str, int] = {}
-    for run, _, outcomes, errors in rows:
-        by_run.setdefault(run, []).append(outcomes)
-        errored[run] = errored.get(run, 0) + int(errors)
     con.begin()
     con.execute(
         "delete from score_bootstraps where list_contains($runs::varchar[], run_id)",
         {"runs": changed + gone},
     )
     for run in changed:
-        tasks = by_run.get(run, [])
+        tasks = [
+            list(map(itemgetter(2), group)) for _, group in groupby(by_run[run], itemgetter(0))
+        ]
+        errored = sum(1 for unit in by_run[run] if unit[3])
         interval = clustered_bootstrap(tasks)
         con.execute(
             "insert into score_bootstraps values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -69,7 +96,7 @@ def refresh_bootstraps(con: duckdb.DuckDBPyConnection) -> int:
                 interval.high,
                 BOOTSTRAP_RESAMPLES,
                 BOOTSTRAP_SEED,
-                errored.get(run, 0),
+                errored,
             ],
         )
     con.commit()

@@ -12,6 +12,8 @@ import pytest
 from ownloop.scoring import stats
 from ownloop.scoring.stats import Interval, clustered_bootstrap, paired_bootstrap
 from ownloop.store import Store
+from ownloop.store import events as E
+from tests.store.conftest import at
 
 np = pytest.importorskip("numpy")
 
@@ -139,3 +141,72 @@ def test_a_sync_recomputes_only_the_runs_whose_units_changed(
     after = dict((r, low) for r, low, _ in store.sql(query).rows)
     assert after["r1"] == -1  # untouched
     assert after["r2"] == clustered_bootstrap(outcomes + [[True]]).low
+
+
+# How the units' digest was computed in SQL before a sync computed it in Python (ownloop
+# 7b4728e): the stored units_md5 must stay this.
+_SQL_DIGESTS = (
+    "select run_id, md5(string_agg(task_id || chr(0) || repeat || chr(0) || scores_as "
+    "|| chr(0) || errored, chr(1) order by task_id, repeat)) from unit_outcomes "
+    "where scores_as is not null group by run_id"
+)
+
+
+def _bootstraps(store: Store) -> list[tuple[object, ...]]:
+    return store.sql("select * from score_bootstraps order by run_id").rows
+
+
+def test_a_sync_with_no_new_unit_recomputes_nothing_and_a_run_start_its_run(
+    store: Store, record_session: Callable[..., str]
+) -> None:
+    for n in range(3):
+        record_session(f"r1-{n}", task=f"t{n}", score=float(n % 2), t=n)
+    assert [row[0] for row in _bootstraps(store)] == ["r1"]
+    con = duckdb.connect(str(store.index_path))
+    con.execute("update score_bootstraps set ci_low = -1")
+    con.close()
+    with store.stream("late-r1-0") as stream:  # a step's event: no session's facts change
+        stream.append(
+            [E.ScreenshotTaken(at=at(50), run_id="r1", session_id="r1-0", step=9, sha256="0" * 64)]
+        )
+    assert store.sync().events == 1
+    assert [row[5] for row in _bootstraps(store)] == [-1]
+    with store.stream("declared-r3") as stream:  # a run declaring two tasks: two errored units
+        stream.append([E.RunStarted(at=at(60), run_id="r3", task_ids=("x", "y"))])
+    assert store.sync().events == 1
+    rows = {row[0]: row for row in _bootstraps(store)}
+    assert rows["r1"][5] == -1  # untouched
+    assert rows["r3"][2:5] == (2, 2, 0.0) and rows["r3"][9] == 2
+
+
+def test_the_bootstraps_a_sync_keeps_are_the_ones_a_rebuild_computes(
+    store: Store, record_session: Callable[..., str]
+) -> None:
+    with store.stream("declared-r3") as stream:
+        stream.append([E.RunStarted(at=at(-10), run_id="r3", task_ids=("a", "b", "c", "d"))])
+    store.sync()
+    for n in range(4):
+        record_session(f"r1-{n}", task=f"t{n % 2}", repeat=n // 2 + 1, score=float(n % 3 == 0))
+        record_session(f"r3-{n}", run_id="r3", task="abc"[n % 3], score=float(n % 2), t=n)
+        store.sync()
+    record_session("r2-0", run_id="r2", task="t0", status="error", score=None)
+    with store.stream("regrade") as stream:  # r1-1 failed; a regrade says it passed
+        stream.append(
+            [
+                E.SessionGraded(
+                    at=at(90),
+                    run_id="r1",
+                    session_id="r1-1",
+                    grader="answer",
+                    score=1.0,
+                    passed=True,
+                    source="regrade",
+                )
+            ]
+        )
+    kept = _bootstraps(store)
+    assert [row[0] for row in kept] == ["r1", "r2", "r3"]
+    digests = dict(store.sql(_SQL_DIGESTS).rows)
+    assert {row[0]: row[1] for row in kept} == digests
+    store.rebuild_index()
+    assert _bootstraps(store) == kept

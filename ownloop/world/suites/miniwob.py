@@ -40,6 +40,7 @@ from urllib.parse import unquote, urlsplit
 from ownloop.errors import OwnloopError
 from ownloop.store.events import Task
 from ownloop.store.extras import install_hint
+from ownloop.store.template import cache_dir
 from ownloop.world.browser_evidence import Evidence
 
 if TYPE_CHECKING:
@@ -401,15 +402,6 @@ class MiniwobSuite:
                 return [Evidence("miniwob_reward", value_json=json.dumps(reward))]
         error = {"piece": "miniwob_reward", "error": f"no MiniWoB page open ({session.page.url})"}
         return [Evidence("capture_error", value_json=json.dumps(error))]
-
-
-def cache_dir() -> Path:
-    """Where ownloop keeps what it may recompute: ``$OWNLOOP_CACHE``, else
-    ``$XDG_CACHE_HOME/ownloop``, else ``~/.cache/ownloop``."""
-    if os.environ.get("OWNLOOP_CACHE"):
-        return Path(os.environ["OWNLOOP_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ownloop"
 
 
 class _PromptCache:
