@@ -119,8 +119,8 @@ def test_the_core_install_reads_a_recorded_store_without_the_record_extra(
         [ownloop, "view", "--port", str(port)],
         cwd=tmp_path,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         page = ""

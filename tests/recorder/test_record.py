@@ -324,6 +324,8 @@ def test_kill_9_mid_run_then_the_same_command_finishes(
         assert hanging.wait(90), "the second session's call never reached the endpoint"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()  # (its output is not read: a killed run says nothing)
         again = CliRunner().invoke(
             cli, ["--store", str(tmp_path), *command], catch_exceptions=False
         )
