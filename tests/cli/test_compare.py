@@ -21,8 +21,6 @@ from ownloop.scoring.stats import mcnemar_exact, paired_bootstrap
 from ownloop.store import Store
 from tests.store.conftest import record_session, store  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 # task -> (A's outcomes over repeats, B's), and the elements B's failing session clicks
 _OUTCOMES = {
     "t1": ([1, 1, 1], [1, 1, 1]),

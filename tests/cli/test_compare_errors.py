@@ -14,8 +14,6 @@ from ownloop.store import Store, open_store
 from ownloop.store import events as E
 from tests.store.conftest import at, session_recorder
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 _TASKS = [f"t{n}" for n in range(10)]
 
 

@@ -19,8 +19,6 @@ from ownloop.store import events as E
 from ownloop.view.server import ViewServer
 from tests.store.conftest import at, record_session, store  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 
 @pytest.fixture
 def failed(store: Store, record_session: Callable[..., str]) -> Store:  # noqa: F811

@@ -14,8 +14,6 @@ from ownloop.store import events as E
 from ownloop.store import open_store
 from ownloop.store.locks import hold_lock
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 _AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 

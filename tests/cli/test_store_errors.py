@@ -31,8 +31,6 @@ from ownloop.store.disk import StoreNotWritable, disk_error
 from tests.fullfs import fill, remount, small_tmpfs
 from tests.transfer.conftest import step_lines, summary, write_folder
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 _AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 _FULL = (
     "is full. Free some space, then run the same command again (what is already recorded is kept)"

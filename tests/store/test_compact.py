@@ -27,8 +27,6 @@ from ownloop.store.compact import compact_blobs
 from ownloop.view.server import ViewServer
 from tests.store.conftest import at
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 
 def _page(seed: int, mode: str = "RGB", size: tuple[int, int] = (320, 200)) -> Image.Image:
     """A small picture like a web page: boxes and text on a flat background."""

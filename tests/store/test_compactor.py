@@ -31,8 +31,6 @@ from ownloop.testing.processes import wait_ended
 from tests.store.conftest import at
 from tests.store.test_compact import _page, _pixels, _png
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 
 def _session(store: Store, session_id: str, pngs: list[bytes]) -> list[str]:
     """A session whose stream (named after it, as a recorder names it) took these screenshots

@@ -12,8 +12,6 @@ from click.testing import CliRunner
 from ownloop.cli import cli
 from ownloop.store import open_store
 
-pytestmark = pytest.mark.filterwarnings("error")
-
 
 def _run(store: Path, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["--store", str(store), *args])
