@@ -4,7 +4,7 @@ Creating a new index's tables and the views of ``views.sql`` costs more than ing
 store (0.09 s of the 0.19 s a first sync of six sessions took): DuckDB binds every view as it is
 created. So the first new index of a format builds the empty index once, into the cache folder
 (``cache_dir()``'s ``index-templates/``), and every new index after it, and every rebuild, is a
-copy of those bytes (about 200 KB) that then only reads its store's own archive folders.
+copy of those bytes (about 340 KB) that then only reads its store's own archive folders.
 
 A template's file name says what it was built for, and by what: the index's fingerprint,
 DuckDB's version, the block size, a digest of the code that builds it, and the sha256 of its own
