@@ -161,7 +161,7 @@ def run_planned(
             fidelity = Fidelity(store, parent, plan.fork_at, reopened.rebase_url)
             # A desktop has no elements to check: its ops replay unguarded.
             guard = (
-                Guard(parent.session_id, plan.on_diverge, store.get_blob, page)
+                Guard(parent.session_id, plan.on_diverge, store.blobs.get_stored, page)
                 if page is not None
                 else None
             )

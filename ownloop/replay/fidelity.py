@@ -134,7 +134,8 @@ def measure_step(
         batch: the replayed step's events (its ScreenshotTaken and BrowserActed events).
         parent: the same step of the parent session, or None when the parent has no such step.
         parent_session_id: the session replayed.
-        load_blob: reads a screenshot by sha256.
+        load_blob: reads a screenshot by sha256, in any format Pillow reads (only pixels are
+            compared).
         rebase_url: the parent's URL as it reads in the replay (a suite's server may have moved).
     """
     shot = next((e for e in batch if isinstance(e, ScreenshotTaken)), None)

@@ -152,7 +152,8 @@ class Guard:
     Args:
         parent_session_id: the session replayed.
         on_diverge: ``stop``, ``retarget``, ``fork`` or ``ignore``.
-        load_blob: reads a screenshot by sha256.
+        load_blob: reads a screenshot by sha256, in any format Pillow reads (a compacted one's
+            WebP as stored: only its pixels are compared).
         page: the replay's browser session, whose elements the operations are checked on.
     """
 

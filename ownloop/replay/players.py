@@ -139,7 +139,7 @@ class Fidelity:
                 batch,
                 self.steps.get(number),
                 parent_session_id=self.parent.session_id,
-                load_blob=self.store.get_blob,
+                load_blob=self.store.blobs.get_stored,  # pixels only: a WebP as it is
                 rebase_url=self.rebase_url,
             )
         except (OwnloopError, OSError, ValueError):

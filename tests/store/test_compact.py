@@ -20,6 +20,7 @@ from PIL import Image, ImageDraw
 
 from ownloop.cli import cli
 from ownloop.replay.fidelity import pixel_diff
+from ownloop.replay.guard import perceptual_distance
 from ownloop.store import Store, open_store
 from ownloop.store import events as E
 from ownloop.store.blobs import MissingBlob, decode_compacted, pixel_sha256
@@ -120,6 +121,12 @@ def test_compaction_keeps_every_pixel_under_the_png_name(tmp_path: Path) -> None
         assert (decoded.mode, decoded.size, decoded.tobytes()) == _pixels(png)
         assert mark == pixel_sha256(decoded)
         assert store.blobs.check(sha) is None
+        # A replay's guard and fidelity compare the WebP as stored: the same as the PNG.
+        other = pngs[0] if png is not pngs[0] else pngs[1]
+        assert perceptual_distance(stored, other, (40, 30)) == perceptual_distance(
+            png, other, (40, 30)
+        )
+        assert pixel_diff(stored, other) == pixel_diff(png, other)
     assert store.get_blob(text) == b"<html>not an image</html>"  # other blobs untouched
     assert store.blobs.path(palette).exists()
 
