@@ -117,6 +117,7 @@ def html_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "html"
 
 
+@functools.cache  # read once a process: every replayed session opens its suite again
 def _package_version() -> str:
     try:
         return importlib.metadata.version("miniwob")
