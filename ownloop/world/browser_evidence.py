@@ -43,6 +43,28 @@ _LOCAL_STORAGE_JS = """() => {
   return out;
 }"""
 
+# The title, the DOM (as ``page.content()`` serialises it) and localStorage in one round trip.
+# ``page.content()`` runs in Playwright's utility world, whose first use in a page costs about
+# 25 ms; the page's own world is set up already. localStorage may be refused (an opaque
+# origin): then only that piece is an error.
+_PAGE_STATE_JS = """() => {
+  let dom = '';
+  if (document.doctype) dom = new XMLSerializer().serializeToString(document.doctype);
+  if (document.documentElement) dom += document.documentElement.outerHTML;
+  let storage = null, refused = '';
+  try {
+    storage = {};
+    for (let i = 0; i < localStorage.length; i++) {
+      const key = localStorage.key(i);
+      storage[key] = localStorage.getItem(key);
+    }
+  } catch (error) {
+    storage = null;
+    refused = String(error);
+  }
+  return {title: document.title, dom, storage, refused};
+}"""
+
 
 def capture_error(piece: str, error: object, source: str = "") -> Evidence:
     """Evidence that ``piece`` could not be captured, and why."""
@@ -59,10 +81,39 @@ def capture_end_state(session: BrowserSession) -> list[Evidence]:
     """
     # The URL is known without a round trip to the browser, even when the page is gone.
     pieces = [Evidence("final_url", value_json=json.dumps(session.page.url))]
+    try:
+        state = session.evaluate(_PAGE_STATE_JS)
+    except OwnloopError:  # a closed page, a crashed browser: read each piece, say what failed
+        pieces += _one_by_one(session)
+    else:
+        pieces.append(Evidence("title", value_json=json.dumps(state["title"])))
+        pieces.append(Evidence("dom", data=state["dom"].encode(), media_type="text/html"))
+        pieces.append(_cookies(session))
+        if state["storage"] is None:
+            refused = f"script failed in {session.page.url}: {state['refused']}"
+            pieces.append(capture_error("local_storage", refused))
+        else:
+            pieces.append(Evidence("local_storage", value_json=json.dumps(state["storage"])))
+    # Last, so the requests the reads above let Playwright deliver are in it.
+    har = build_har(session.network(), creator_version=__version__)
+    pieces.append(Evidence("network", data=har, source="har"))
+    return pieces
+
+
+def _cookies(session: BrowserSession) -> Evidence:
+    try:
+        return Evidence("cookies", value_json=json.dumps(session.cookies()))
+    except OwnloopError as error:
+        return capture_error("cookies", error)
+
+
+def _one_by_one(session: BrowserSession) -> list[Evidence]:
+    """The title, DOM, cookies and localStorage read one at a time, each failure its own
+    ``capture_error`` piece."""
     readers: tuple[tuple[str, Callable[[], Evidence]], ...] = (
         ("title", lambda: Evidence("title", value_json=json.dumps(session.title()))),
         ("dom", lambda: Evidence("dom", data=session.content().encode(), media_type="text/html")),
-        ("cookies", lambda: Evidence("cookies", value_json=json.dumps(session.cookies()))),
+        ("cookies", lambda: _cookies(session)),
         (
             "local_storage",
             lambda: Evidence(
@@ -70,12 +121,10 @@ def capture_end_state(session: BrowserSession) -> list[Evidence]:
             ),
         ),
     )
+    pieces = []
     for piece, read in readers:
         try:
             pieces.append(read())
         except OwnloopError as error:
             pieces.append(capture_error(piece, error))
-    # Last, so the requests the reads above let Playwright deliver are in it.
-    har = build_har(session.network(), creator_version=__version__)
-    pieces.append(Evidence("network", data=har, source="har"))
     return pieces

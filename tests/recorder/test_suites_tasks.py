@@ -150,6 +150,7 @@ def test_end_state_evidence(tmp_path, site, new_session):
     assert pieces["dom"].media_type == "text/html" and b'id="two"' in pieces["dom"].data
     assert [c["name"] for c in json.loads(pieces["cookies"].value_json)] == ["sid"]
     assert json.loads(pieces["local_storage"].value_json) == {"cart": "3"}
+    assert pieces["dom"].data.decode() == session.page.content()  # one round trip, same DOM
     session.page.close()
     after = capture_end_state(session)
     assert [p.name for p in after] == [  # the context (cookies) outlives its page
@@ -160,3 +161,20 @@ def test_end_state_evidence(tmp_path, site, new_session):
         "capture_error",
         "network",
     ]
+
+
+@pytest.mark.browser
+def test_end_state_evidence_where_local_storage_is_refused(new_session):
+    session = new_session()  # about:blank: an opaque origin, whose localStorage is refused
+    pieces = capture_end_state(session)
+    assert [p.name for p in pieces] == [
+        "final_url",
+        "title",
+        "dom",
+        "cookies",
+        "capture_error",
+        "network",
+    ]
+    assert pieces[2].data == b"<html><head></head><body></body></html>"
+    error = json.loads(pieces[4].value_json)
+    assert error["piece"] == "local_storage" and "localStorage" in error["error"]
