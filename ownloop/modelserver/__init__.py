@@ -5,21 +5,10 @@ The server (``ModelServer``) asks a responder for every answer. Responders: the 
 grammar, and ``FaultyResponder``, which wraps another one to misbehave on purpose.
 """
 
-from ownloop.modelserver.chat import (
-    DropConnection,
-    Fault,
-    Hang,
-    HttpFault,
-    RawBody,
-    Reply,
-    Responder,
-    StopListening,
-    TaskStatement,
-    assistant_turns,
-    find_task,
-    last_image_size,
-    steps_taken,
-)
+# The package serves chat's whole contract (what a responder sees and may raise): the star
+# import binds its names and the ``__all__`` import tells mypy which they are.
+from ownloop.modelserver.chat import *  # noqa: F403
+from ownloop.modelserver.chat import __all__ as __all__
 from ownloop.modelserver.faults import (
     FAULT_MODES,
     HOSTILE_MARKER,
@@ -31,24 +20,12 @@ from ownloop.modelserver.faults import (
 from ownloop.modelserver.server import ModelServer
 
 __all__ = [
+    *__all__,
     "FAULT_MODES",
     "HOSTILE_MARKER",
-    "DropConnection",
-    "Fault",
     "FaultPhase",
     "FaultSpecError",
     "FaultyResponder",
-    "Hang",
-    "HttpFault",
     "ModelServer",
-    "RawBody",
-    "Reply",
-    "Responder",
-    "StopListening",
-    "TaskStatement",
-    "assistant_turns",
-    "find_task",
-    "last_image_size",
     "parse_faults",
-    "steps_taken",
 ]

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 __all__ = [
+    "BadRequest",
     "DropConnection",
     "Fault",
     "Hang",
@@ -69,6 +70,14 @@ class HttpFault(Fault):
         self.message = message
         self.error_type = error_type
         self.retry_after = retry_after
+
+
+class BadRequest(HttpFault):
+    """Answer 400 ``invalid_request_error``: a request this responder cannot answer (the
+    message says what it looked for)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(400, message, error_type="invalid_request_error")
 
 
 class RawBody(Fault):

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ownloop.modelserver.chat import HttpFault, Reply, last_image_size, request_text, steps_taken
+from ownloop.modelserver.chat import BadRequest, Reply, last_image_size, request_text, steps_taken
 from ownloop.store.events import Action, CallUser, Click, Fail, Finish, Hotkey, TypeText
 
 __all__ = [
@@ -175,17 +175,13 @@ class DesktopExpert:
     def __call__(self, request: dict[str, Any]) -> Reply:
         task = find_desktop_task(request)
         if task is None:
-            raise HttpFault(
-                400,
+            raise BadRequest(
                 "no desktop suite task in the request: the desktop expert knows the "
                 "instructions of tests/desktop/osworld only",
-                error_type="invalid_request_error",
             )
         size = last_image_size(request)
         if size is None:
-            raise HttpFault(
-                400, "the request has no PNG screenshot", error_type="invalid_request_error"
-            )
+            raise BadRequest("the request has no PNG screenshot")
         step = task.steps[min(steps_taken(request), len(task.steps) - 1)]
         actions = self._for_agent(step.actions, size)
         return Reply(self.agent.render(step.thought, actions, size))

@@ -34,7 +34,7 @@ import msgspec
 
 from ownloop.errors import OwnloopError
 from ownloop.modelserver.chat import (
-    HttpFault,
+    BadRequest,
     Reply,
     find_task,
     last_image_size,
@@ -160,17 +160,15 @@ class MiniwobExpert:
     def __call__(self, request: dict[str, Any]) -> Reply:
         statement = find_task(request)
         if statement is None:
-            raise HttpFault(
-                400,
+            raise BadRequest(
                 "no task in the request: the expert looks for 'You are interacting with a "
                 "web application at URL. Your task: ...'",
-                error_type="invalid_request_error",
             )
         size = self.page_size(last_image_size(request))
         try:
             plan = self.plan(statement.start_url, size, statement.prompt)
         except OwnloopError as exc:
-            raise HttpFault(400, str(exc), error_type="invalid_request_error") from None
+            raise BadRequest(str(exc)) from None
         index = min(steps_taken(request), len(plan.steps) - 1)
         step = plan.steps[index]
         actions = step.actions

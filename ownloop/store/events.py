@@ -12,92 +12,33 @@ from typing import Literal
 
 import msgspec
 
-from ownloop.store.actions import (
-    Action,
-    Back,
-    ButtonDown,
-    ButtonUp,
-    CallUser,
-    Click,
-    DesktopCall,
-    Drag,
-    Fail,
-    Finish,
-    Goto,
-    Hotkey,
-    KeyboardDown,
-    KeyboardPress,
-    KeyboardType,
-    KeyboardUp,
-    KeyDown,
-    KeyUp,
-    Memorize,
-    MouseClick,
-    MouseDown,
-    MouseMove,
-    MouseUp,
-    MouseWheel,
-    Move,
-    Op,
-    PageGoBack,
-    PageGoto,
-    Rejected,
-    Scroll,
-    Search,
-    Sleep,
-    TypeText,
-    Wait,
-)
-from ownloop.store.actions import (
-    Frozen as _Frozen,
-)
+# Actions and ops are values of the schema too, so this module re-exports all of ``actions``:
+# the star import binds its names and the ``__all__`` import tells mypy which they are (an
+# ``__all__`` built from ``actions.__all__`` it would not read), so a new action is listed in
+# actions.py alone.
+from ownloop.store.actions import *  # noqa: F403
+from ownloop.store.actions import Action, Frozen, Op
+from ownloop.store.actions import __all__ as __all__
 
 __all__ = [
+    *__all__,
     "SCHEMA_VERSION",
-    "Action",
     "ActionParsed",
-    "Back",
     "BrowserActed",
-    "ButtonDown",
-    "ButtonUp",
-    "CallUser",
     "Check",
-    "Click",
     "Dialog",
-    "Drag",
     "Element",
     "EndpointBenched",
     "Event",
     "EventBase",
     "EvidenceCaptured",
-    "Fail",
-    "Finish",
     "FidelityMeasured",
     "GuardChecked",
-    "Goto",
     "GradeSource",
-    "Hotkey",
     "ImagePart",
-    "KeyDown",
-    "KeyUp",
-    "KeyboardDown",
-    "KeyboardPress",
-    "KeyboardType",
-    "KeyboardUp",
-    "Memorize",
     "Message",
     "ModelCalled",
-    "MouseClick",
-    "MouseDown",
-    "MouseMove",
-    "MouseUp",
-    "MouseWheel",
-    "Move",
-    "Op",
-    "PageGoBack",
-    "PageGoto",
     "Part",
-    "Rejected",
     "RunEnded",
     "RunSealed",
     "SealedSession",
@@ -107,19 +48,13 @@ __all__ = [
     "TaskClaimed",
     "RunStarted",
     "Sampling",
-    "Scroll",
     "ScreenshotTaken",
-    "Search",
     "SessionEnded",
     "SessionGraded",
     "SessionStarted",
-    "Sleep",
-    "DesktopCall",
     "Task",
     "TextPart",
-    "TypeText",
     "Versions",
-    "Wait",
     "now",
 ]
 
@@ -155,7 +90,7 @@ def now() -> datetime:
 # ---------------------------------------------------------------- values inside events
 
 
-class Versions(_Frozen, frozen=True, kw_only=True):
+class Versions(Frozen, frozen=True, kw_only=True):
     ownloop: str = ""
     git_commit: str = ""
     python: str = ""
@@ -166,7 +101,7 @@ class Versions(_Frozen, frozen=True, kw_only=True):
     git_dirty: bool | None = None  # None: not a git checkout (or git missing)
 
 
-class Sampling(_Frozen, frozen=True, kw_only=True):
+class Sampling(Frozen, frozen=True, kw_only=True):
     temperature: float | None = None
     top_p: float | None = None
     max_tokens: int | None = None
@@ -176,7 +111,7 @@ class Sampling(_Frozen, frozen=True, kw_only=True):
     chat_template_kwargs: dict[str, bool] | None = None
 
 
-class Task(_Frozen, frozen=True, kw_only=True):
+class Task(Frozen, frozen=True, kw_only=True):
     """A task as the suite gave it, with every URL already expanded."""
 
     task_id: str
@@ -194,11 +129,11 @@ class Task(_Frozen, frozen=True, kw_only=True):
     source_dir: str = ""  # the folder it was read from (an OSWorld task's, for its local files)
 
 
-class TextPart(_Frozen, tag_field="type", tag="text", frozen=True, kw_only=True):
+class TextPart(Frozen, tag_field="type", tag="text", frozen=True, kw_only=True):
     text: str
 
 
-class ImagePart(_Frozen, tag_field="type", tag="image", frozen=True, kw_only=True):
+class ImagePart(Frozen, tag_field="type", tag="image", frozen=True, kw_only=True):
     """An image sent to the model, by blob reference: never inlined as base64."""
 
     sha256: str
@@ -210,12 +145,12 @@ class ImagePart(_Frozen, tag_field="type", tag="image", frozen=True, kw_only=Tru
 Part = TextPart | ImagePart
 
 
-class Message(_Frozen, frozen=True, kw_only=True):
+class Message(Frozen, frozen=True, kw_only=True):
     role: Literal["system", "user", "assistant"]
     parts: tuple[Part, ...]
 
 
-class Element(_Frozen, frozen=True, kw_only=True):
+class Element(Frozen, frozen=True, kw_only=True):
     """What was under the pointer before a pointer operation."""
 
     tag: str = ""
@@ -228,13 +163,13 @@ class Element(_Frozen, frozen=True, kw_only=True):
     text: str = ""  # the element's own visible text (a form field's: its value), trimmed
 
 
-class Dialog(_Frozen, frozen=True, kw_only=True):
+class Dialog(Frozen, frozen=True, kw_only=True):
     type: str
     message: str = ""
     accepted: bool = True
 
 
-class Check(_Frozen, frozen=True, kw_only=True):
+class Check(Frozen, frozen=True, kw_only=True):
     """One check of a grade: what the grader expected, what the session had, and that value as
     the grader compared it (e.g. normalized text, canonical JSON). Values are shown as text."""
 
@@ -470,7 +405,7 @@ class SessionCounted(EventBase, tag="session_counted", frozen=True, kw_only=True
     winner: str = ""  # the counted session of the task (this one when counted)
 
 
-class StreamHead(_Frozen, frozen=True, kw_only=True):
+class StreamHead(Frozen, frozen=True, kw_only=True):
     """Where a stream stood: its id, how many lines it had, and the last line's sum."""
 
     stream: str
@@ -492,7 +427,7 @@ class EndpointBenched(EventBase, tag="endpoint_benched", frozen=True, kw_only=Tr
     seconds: float = 0.0
 
 
-class SealedSession(_Frozen, frozen=True, kw_only=True):
+class SealedSession(Frozen, frozen=True, kw_only=True):
     session_id: str
     task_id: str
     repeat: int = 1

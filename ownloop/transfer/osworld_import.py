@@ -23,6 +23,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -202,18 +203,19 @@ def _run_name(action_space: str, observation_type: str, model: str) -> str:
     return "osworld-" + (_UNSAFE.sub("-", "-".join(parts)).strip("-") or "run")[:120]
 
 
+@dataclass
 class _Writer:
     """The events of one run's import."""
 
-    def __init__(
-        self, store: Store, run_id: str, agent: str, model: str, tasks: Path | None
-    ) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.agent = agent
-        self.model = model
-        self.tasks = tasks
-        self.parser = ResponseParser(agent)
+    store: Store
+    run_id: str
+    agent: str
+    model: str
+    tasks: Path | None
+    parser: ResponseParser = field(init=False)  # the agent's, counting the responses it read
+
+    def __post_init__(self) -> None:
+        self.parser = ResponseParser(self.agent)
 
     def write(
         self,
