@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -151,6 +152,14 @@ def test_end_state_evidence(tmp_path, site, new_session):
     assert [c["name"] for c in json.loads(pieces["cookies"].value_json)] == ["sid"]
     assert json.loads(pieces["local_storage"].value_json) == {"cart": "3"}
     assert pieces["dom"].data.decode() == session.page.content()  # one round trip, same DOM
+    # The HAR has the headers as sent and received: the cookie set by the first page, sent to
+    # the second (Playwright's provisional headers have neither).
+    entries = json.loads(pieces["network"].data)["log"]["entries"]
+    by_path = {urlsplit(e["request"]["url"]).path: e for e in entries}
+    set_cookie = by_path["/_admin/session-flags"]["response"]["headers"]
+    assert any(h["name"].lower() == "set-cookie" for h in set_cookie), set_cookie
+    sent = by_path["/pages/page2.html"]["request"]["headers"]
+    assert any(h["name"].lower() == "cookie" for h in sent), sent
     session.page.close()
     after = capture_end_state(session)
     assert [p.name for p in after] == [  # the context (cookies) outlives its page
