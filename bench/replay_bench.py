@@ -429,8 +429,14 @@ def bench_batch(
                     workers=2,
                     limits=EpisodeLimits(12, 120.0),
                     settle_s=0.0,
+                    # The run's end waits for its screenshots' compaction: the batch replays
+                    # them as a store at rest holds them (lossless WebP), and no compactor
+                    # works beside the timed replays.
+                    compact_wait_s=300.0,
                 ),
             )
+    webp = sum(1 for _ in (store.root / "blobs").rglob("*.webp"))
+    print(f"batch: the recorded screenshots compacted as at rest ({webp} WebP blobs)")
     parents = batch_sessions(store, "bench")
     floor = sum(_floor_s(parent) for parent in parents)
     passed = sum(1 for p in parents if p.latest_grade is not None and p.latest_grade.passed)
