@@ -5,7 +5,7 @@ Each piece becomes one ``EvidenceCaptured`` event. Names and values:
 ==================  ===========================================================================
 ``final_url``       the followed page's URL, a JSON string
 ``title``           its title, a JSON string
-``dom``             ``page.content()`` as a blob (``data``), media type ``text/html``
+``dom``             the DOM as ``page.content()`` serialises it, a blob (``data``), ``text/html``
 ``cookies``         the context's cookies, a JSON list of Playwright cookie objects
 ``local_storage``   the followed page's localStorage, a JSON object of strings
 ``network``         the requests of the session's pages as a HAR 1.2 blob (``data``), media type

@@ -38,10 +38,13 @@ class NetworkLog:
         return list(self._exchanges)
 
     def _on_request_done(self, request: Request) -> None:
-        try:
-            response = request.response()
-        except PlaywrightError:
-            response = None
+        # Known without a round trip once it has arrived, as it has when its request ends.
+        response = request.existing_response
+        if response is None:
+            try:
+                response = request.response()
+            except PlaywrightError:
+                response = None
         body, note = None, ""
         if response is not None:
             kind = response.headers.get("content-type", "")
