@@ -184,10 +184,7 @@ class BrowserSession:
         # announcements lets execute() wait for exactly the tabs its operation opened.
         self._announced = 0
         self._listen(opened.page, opened.page_cdp, opened.main_frame)
-        self._targets = opened.targets
-        self._targets.on(
-            "Target.targetCreated", lambda event: self._on_target(event, opened.context_id)
-        )
+        self._unwatch = opened.targets.listen(opened.context_id, self._on_target)
 
     # ---------------------------------------------------------------- pages and events
     def _on_page(self, page: Page) -> None:
@@ -197,10 +194,8 @@ class BrowserSession:
         self._opened += 1
         page.on("download", self._on_download)
 
-    def _on_target(self, event: dict[str, Any], context_id: str) -> None:
-        info = event.get("targetInfo", {})
-        if info.get("type") == "page" and info.get("browserContextId") == context_id:
-            self._announced += 1
+    def _on_target(self) -> None:
+        self._announced += 1
 
     def _guard_request(self, route: Route, request: Request) -> None:
         refusal = None
@@ -248,7 +243,7 @@ class BrowserSession:
     def _session_for(self, page: Page) -> CDPSession:
         cdp = self._cdp.get(page)
         if cdp is None:
-            cdp, main = page_cdp(self.context, page)
+            cdp, main, _ = page_cdp(self.context, page)
             self._listen(page, cdp, main)
             cdp.send("Page.enable")
         return cdp
@@ -589,10 +584,7 @@ class BrowserSession:
 
     def close(self) -> None:
         """Close the context and its pages; safe to call twice or after the browser died."""
-        try:
-            self._targets.detach()
-        except PlaywrightError:
-            pass
+        self._unwatch()
         try:
             self.context.close()
         except PlaywrightError:

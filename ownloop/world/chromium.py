@@ -12,8 +12,11 @@ import importlib.metadata
 import os
 import shutil
 import signal
+import threading
+import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from playwright.sync_api import (
     Browser,
@@ -32,6 +35,7 @@ __all__ = [
     "ChromiumNotFound",
     "Launched",
     "Opened",
+    "TargetWatch",
     "browser_versions",
     "find_chromium",
     "launch",
@@ -225,30 +229,81 @@ def browser_versions(browser: Browser) -> dict[str, str]:
     return {"chromium": browser.version, "playwright": importlib.metadata.version("playwright")}
 
 
+class TargetWatch:
+    """A browser's new page targets, announced to the sessions of each context.
+
+    One browser-level CDP session per Chromium, made with its first context and kept while the
+    browser lives: Chromium announces a new tab (``Target.targetCreated``) before the click that
+    opened it returns, and a session counts its own context's. Bound to the browser's thread.
+    """
+
+    def __init__(self, browser: Browser) -> None:
+        self._listeners: dict[str, Callable[[], None]] = {}
+        self._cdp = browser.new_browser_cdp_session()
+        self._cdp.on("Target.targetCreated", self._on_target)
+        self._cdp.send("Target.setDiscoverTargets", {"discover": True})
+
+    def _on_target(self, event: dict[str, Any]) -> None:
+        info = event.get("targetInfo", {})
+        if info.get("type") == "page":
+            listener = self._listeners.get(info.get("browserContextId", ""))
+            if listener is not None:
+                listener()
+
+    def listen(self, context_id: str, on_page: Callable[[], None]) -> Callable[[], None]:
+        """Call ``on_page`` for each page target announced in context ``context_id``, until the
+        function returned is called."""
+        self._listeners[context_id] = on_page
+
+        def stop() -> None:
+            self._listeners.pop(context_id, None)
+
+        return stop
+
+
+_watches: weakref.WeakKeyDictionary[Browser, TargetWatch] = weakref.WeakKeyDictionary()
+_watches_lock = threading.Lock()
+
+
+def target_watch(browser: Browser) -> TargetWatch:
+    """``browser``'s :class:`TargetWatch` (made at the first call)."""
+    with _watches_lock:
+        watch = _watches.get(browser)
+    if watch is None:
+        watch = TargetWatch(browser)
+        with _watches_lock:
+            _watches[browser] = watch
+    return watch
+
+
 class Opened(NamedTuple):
-    """A fresh browser context and its first page (on ``about:blank``), with the CDP sessions a
-    :class:`BrowserSession` listens to: the page's and the browser's (discovering targets)."""
+    """A fresh browser context and its first page (on ``about:blank``), with the CDP session a
+    :class:`BrowserSession` listens to, and its browser's announcements of new pages."""
 
     context: BrowserContext
     page: Page
     page_cdp: CDPSession
     main_frame: str  # the page's main frame id
     context_id: str  # the context's id in CDP
-    targets: CDPSession
+    targets: TargetWatch
 
 
-def page_cdp(context: BrowserContext, page: Page) -> tuple[CDPSession, str]:
-    """A CDP session to ``page`` (focus emulated) and the id of its main frame."""
+def page_cdp(context: BrowserContext, page: Page) -> tuple[CDPSession, str, str]:
+    """A CDP session to ``page`` (focus emulated), the id of its main frame and of its context.
+
+    A page target's id is its main frame's id in Chromium, so one ``Target.getTargetInfo``
+    says both."""
     cdp = context.new_cdp_session(page)
     # A headless page otherwise loses focus to its siblings; pages expect to be focused.
     cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
-    return cdp, cdp.send("Page.getFrameTree")["frameTree"]["frame"]["id"]
+    info = cdp.send("Target.getTargetInfo")["targetInfo"]
+    return cdp, info["targetId"], info["browserContextId"]
 
 
 def open_context(browser: Browser, viewport: tuple[int, int]) -> Opened:
     """A fresh context of ``browser`` (no cookies, storage or cache of any other) and its first
     page, as every session gets it. Its first page starts a renderer process (0.2-0.5 s), and
-    the CDP sessions take a few round trips to the browser."""
+    the CDP session takes a few round trips to the browser."""
     context = browser.new_context(
         viewport={"width": viewport[0], "height": viewport[1]},
         device_scale_factor=1,
@@ -259,14 +314,11 @@ def open_context(browser: Browser, viewport: tuple[int, int]) -> Opened:
     )
     try:
         page = context.new_page()
-        cdp, main = page_cdp(context, page)
+        cdp, main, context_id = page_cdp(context, page)
         # The page is on about:blank and loaded: no loading event can be missed before the
         # session listens to them.
         cdp.send("Page.enable")
-        context_id = cdp.send("Target.getTargetInfo")["targetInfo"]["browserContextId"]
-        targets = browser.new_browser_cdp_session()
-        targets.send("Target.setDiscoverTargets", {"discover": True})
-        return Opened(context, page, cdp, main, context_id, targets)
+        return Opened(context, page, cdp, main, context_id, target_watch(browser))
     except BaseException:
         try:
             context.close()

@@ -120,6 +120,20 @@ def test_a_click_that_opens_a_tab_is_followed(new_session, site):
     assert session.title() == "Page two"
 
 
+def test_a_tab_is_counted_by_its_own_session_of_a_shared_browser(new_session, site):
+    # The sessions of one Chromium share its announcements of new tabs, each counting its own.
+    first, second = new_session(), new_session()
+    for session in (first, second):
+        session.goto(f"{site.base}/pages/popup.html")
+    effect = first.execute(MouseClick(x=50, y=30))
+    assert effect.pages_opened == 1 and len(first.pages) == 2
+    other = second.execute(MouseMove(x=5, y=5))
+    assert other.pages_opened == 0 and len(second.pages) == 1
+    second.close()  # a closed session no longer listens; the other still counts its tabs
+    first.goto(f"{site.base}/pages/popup.html")  # in the tab it follows now
+    assert first.execute(MouseClick(x=50, y=30)).pages_opened == 1
+
+
 def test_a_download_is_returned_by_its_click_or_by_settle_once(new_session, site):
     session = new_session()
     session.goto(f"{site.base}/pages/popup.html")
