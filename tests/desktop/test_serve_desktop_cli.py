@@ -107,6 +107,7 @@ def test_serve_model_desktop_expert_answers_over_http() -> None:
         )
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=30)
+        refused.value.close()  # the refusal's response holds the connection
         assert refused.value.code == 400
     finally:
         server.stop()
