@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from difflib import SequenceMatcher
 from types import ModuleType
 from typing import Any
@@ -32,6 +32,7 @@ __all__ = [
     "has_page_numbers_in_footers",
     "is_first_line_centered",
     "office_module",
+    "open_office_file",
 ]
 
 _WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -62,13 +63,33 @@ def file_bytes(value: Any, what: str) -> io.BytesIO:
     raise MetricError(f"the {what} is not a recorded file")
 
 
-def _document(value: Any, what: str, metric: str) -> Any:
-    docx = office_module("docx", metric)
+def open_office_file(
+    value: Any,
+    what: str,
+    metric: str,
+    package: str,
+    opener: Callable[[Any, io.BytesIO], Any],
+    kind: str,
+) -> Any:
+    """The recorded file ``value`` opened by ``opener`` with ``package`` (see ``office_module``);
+    ``kind`` says what it should be (e.g. "a .docx document"), for the error.
+
+    Raises:
+        MetricUnsupported: the package is not installed.
+        MetricError: there is no file, or it does not open.
+    """
+    module = office_module(package, metric)
     stream = file_bytes(value, what)
     try:
-        return docx.Document(stream)
+        return opener(module, stream)
     except Exception as error:  # noqa: BLE001 - any unreadable file is the same failure
-        raise MetricError(f"the {what} is not a .docx document ({type(error).__name__})") from None
+        raise MetricError(f"the {what} is not {kind} ({type(error).__name__})") from None
+
+
+def _document(value: Any, what: str, metric: str) -> Any:
+    return open_office_file(
+        value, what, metric, "docx", lambda docx, f: docx.Document(f), "a .docx document"
+    )
 
 
 def compare_docx_files(result: Any, expected: Any, options: Mapping[str, Any]) -> float:

@@ -31,7 +31,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from ownloop.grading.osworld.errors import MetricError, MetricUnsupported
-from ownloop.grading.osworld.office import file_bytes, office_module
+from ownloop.grading.osworld.office import open_office_file
 
 __all__ = ["compare_table"]
 
@@ -47,12 +47,14 @@ _ORDER: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def _workbook(value: Any, what: str) -> Any:
-    openpyxl = office_module("openpyxl", _METRIC)
-    stream = file_bytes(value, what)
-    try:
-        return openpyxl.load_workbook(stream, data_only=True)
-    except Exception as error:  # noqa: BLE001 - any unreadable file is the same failure
-        raise MetricError(f"the {what} is not an .xlsx workbook ({type(error).__name__})") from None
+    return open_office_file(
+        value,
+        what,
+        _METRIC,
+        "openpyxl",
+        lambda openpyxl, f: openpyxl.load_workbook(f, data_only=True),
+        "an .xlsx workbook",
+    )
 
 
 class _Books:

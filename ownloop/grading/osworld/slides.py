@@ -39,8 +39,8 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Mapping
 from typing import Any
 
-from ownloop.grading.osworld.errors import MetricError, MetricUnsupported
-from ownloop.grading.osworld.office import file_bytes, office_module
+from ownloop.grading.osworld.errors import MetricUnsupported
+from ownloop.grading.osworld.office import open_office_file
 
 __all__ = ["compare_pptx_files"]
 
@@ -57,13 +57,9 @@ _DRAWING = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 
 
 def _presentation(value: Any, what: str) -> Any:
-    pptx = office_module("pptx", _METRIC)
-    stream = file_bytes(value, what)
-    try:
-        return pptx.Presentation(stream)
-    except Exception as error:  # noqa: BLE001 - any unreadable file is the same failure
-        kind = type(error).__name__
-        raise MetricError(f"the {what} is not a .pptx presentation ({kind})") from None
+    return open_office_file(
+        value, what, _METRIC, "pptx", lambda pptx, f: pptx.Presentation(f), "a .pptx presentation"
+    )
 
 
 def _notes(slide: Any) -> str:
