@@ -18,6 +18,7 @@ from pptx.util import Inches, Pt
 
 from ownloop.grading import make_grader
 from ownloop.grading.osworld import is_unsupported, with_getter_blobs
+from ownloop.grading.osworld.errors import MetricError
 from ownloop.grading.osworld.metrics import METRICS
 from ownloop.replay.regrade import regrade
 from ownloop.store import Store, open_store
@@ -296,3 +297,16 @@ def test_regrade_reads_the_office_files_from_their_blobs(tmp_path: Path) -> None
         ("xlsx-other", False),
         ("xlsx-same", True),
     ]
+
+
+@pytest.mark.parametrize(
+    ("metric", "kind"),
+    [
+        ("compare_docx_files", "a .docx document"),
+        ("compare_table", "an .xlsx workbook"),
+        ("compare_pptx_files", "a .pptx presentation"),
+    ],
+)
+def test_a_file_that_does_not_open_says_what_it_should_have_been(metric: str, kind: str) -> None:
+    with pytest.raises(MetricError, match=f"the result file is not {kind} "):
+        METRICS[metric](b"not an office file", b"not one either", {})
