@@ -22,7 +22,7 @@ from urllib.parse import parse_qs
 from ownloop.desktopserver import handlers
 from ownloop.desktopserver.display import Desktop, DesktopError
 from ownloop.desktopserver.handlers import Answer, json_answer, text_answer
-from ownloop.httpserver import QuietHTTPServer
+from ownloop.httpserver import QuietHTTPServer, wait_until_stopped
 
 __all__ = ["DesktopServer", "reset_remote"]
 
@@ -218,17 +218,9 @@ class DesktopServer:
 
     def serve_forever(self) -> None:
         """Block until Ctrl-C or SIGTERM, then close."""
-        import signal
-
-        stop = threading.Event()
-        previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
+            wait_until_stopped(threading.Event())
         finally:
-            signal.signal(signal.SIGTERM, previous)
             self.close()
 
     def close(self) -> None:

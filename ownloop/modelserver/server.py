@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import signal
 import socket
 import threading
 import time
@@ -19,7 +18,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ownloop.errors import OwnloopError
-from ownloop.httpserver import QuietHTTPServer
+from ownloop.httpserver import QuietHTTPServer, wait_until_stopped
 from ownloop.modelserver.chat import (
     DropConnection,
     Hang,
@@ -282,14 +281,8 @@ class ModelServer:
 
     def serve_forever(self) -> None:
         """Block until Ctrl-C, SIGTERM (on the main thread) or ``stop`` from another thread."""
-        if threading.current_thread() is threading.main_thread():
-            # A background job ignores SIGINT; `kill PID` must still close the browser cleanly.
-            signal.signal(signal.SIGTERM, lambda *_: self._stopping.set())
         try:
-            while not self._stopping.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass  # Ctrl-C is how a user ends serve-model: not an error
+            wait_until_stopped(self._stopping)
         finally:
             self.stop()
 
