@@ -48,7 +48,11 @@ def test_serve_desktop_prints_its_url_serves_and_stops_cleanly_on_sigterm() -> N
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=30)
-    assert code == 0, process.stderr.read() if process.stderr else ""
+        errors = process.stderr.read() if process.stderr else ""
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert code == 0, errors
     assert not Path(f"/proc/{pid}").exists()
 
 
