@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ownloop.errors import OwnloopError
 from ownloop.version import __version__
@@ -47,23 +47,21 @@ _LOCAL_STORAGE_JS = """() => {
 # ``page.content()`` runs in Playwright's utility world, whose first use in a page costs about
 # 25 ms; the page's own world is set up already. localStorage may be refused (an opaque
 # origin): then only that piece is an error.
-_PAGE_STATE_JS = """() => {
+_PAGE_STATE_JS = (
+    """() => {
   let dom = '';
   if (document.doctype) dom = new XMLSerializer().serializeToString(document.doctype);
   if (document.documentElement) dom += document.documentElement.outerHTML;
   let storage = null, refused = '';
   try {
-    storage = {};
-    for (let i = 0; i < localStorage.length; i++) {
-      const key = localStorage.key(i);
-      storage[key] = localStorage.getItem(key);
-    }
+    storage = (%s)();
   } catch (error) {
-    storage = null;
     refused = String(error);
   }
   return {title: document.title, dom, storage, refused};
 }"""
+    % _LOCAL_STORAGE_JS
+)
 
 
 def capture_error(piece: str, error: object, source: str = "") -> Evidence:
@@ -84,6 +82,8 @@ def capture_end_state(session: BrowserSession) -> list[Evidence]:
     try:
         state = session.evaluate(_PAGE_STATE_JS)
     except OwnloopError:  # a closed page, a crashed browser: read each piece, say what failed
+        state = None
+    if not _page_state(state):  # none, or shaped by the page's own script: read each piece
         pieces += _one_by_one(session)
     else:
         pieces.append(Evidence("title", value_json=json.dumps(state["title"])))
@@ -98,6 +98,26 @@ def capture_end_state(session: BrowserSession) -> list[Evidence]:
     har = build_har(session.network(), creator_version=__version__)
     pieces.append(Evidence("network", data=har, source="har"))
     return pieces
+
+
+def _page_state(state: Any) -> bool:
+    """Whether ``state`` is what ``_PAGE_STATE_JS`` returns when the page's own script left
+    the objects it reads alone (its title and DOM text, its storage strings)."""
+    if not isinstance(state, dict):
+        return False
+    storage = state.get("storage")
+    return (
+        isinstance(state.get("title"), str)
+        and isinstance(state.get("dom"), str)
+        and isinstance(state.get("refused"), str)
+        and (
+            storage is None
+            or (
+                isinstance(storage, dict)
+                and all(isinstance(value, str) for value in storage.values())
+            )
+        )
+    )
 
 
 def _cookies(session: BrowserSession) -> Evidence:

@@ -173,6 +173,30 @@ def test_end_state_evidence(tmp_path, site, new_session):
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "() => { Object.defineProperty(document, 'title', {get: () => ({not: 'a title'})}); }",
+        "() => { window.XMLSerializer = function () { throw new Error('no serializer'); }; }",
+        "() => { Storage.prototype.getItem = () => 42; }",
+    ],
+)
+def test_end_state_evidence_of_a_page_whose_script_tampers_with_what_it_reads(
+    site, new_session, tamper
+):
+    # The page's own world is read in one script; a page that shapes what that script sees
+    # gets its pieces read one by one (title and DOM in Playwright's isolated world).
+    session = new_session()
+    session.goto(f"{site.base}/pages/page2.html")
+    session.evaluate("localStorage.setItem('cart', '3')")
+    session.evaluate(tamper)
+    pieces = {p.name: p for p in capture_end_state(session)}
+    assert json.loads(pieces["title"].value_json) == "Page two"
+    assert b'id="two"' in pieces["dom"].data
+    assert "local_storage" in pieces and "cookies" in pieces
+
+
+@pytest.mark.browser
 def test_end_state_evidence_where_local_storage_is_refused(new_session):
     session = new_session()  # about:blank: an opaque origin, whose localStorage is refused
     pieces = capture_end_state(session)
