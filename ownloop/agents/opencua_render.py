@@ -132,10 +132,9 @@ def _call(action: events.Action, image: Size, model: Size, fractions: bool = Tru
             return f"pyautogui.press({quote(key)})"
         case events.Hotkey(keys=(str(), str(), *_)):
             return f"pyautogui.hotkey({', '.join(quote(k) for k in action.keys)})"
-        case events.KeyDown():
-            return f"pyautogui.keyDown({quote(action.key)})"
-        case events.KeyUp():
-            return f"pyautogui.keyUp({quote(action.key)})"
+        case events.KeyDown() | events.KeyUp():
+            name = "keyDown" if isinstance(action, events.KeyDown) else "keyUp"
+            return f"pyautogui.{name}({quote(action.key)})"
         case events.Wait():
             return f"time.sleep({_number(action.seconds)})"
         case events.ButtonDown() | events.ButtonUp():
