@@ -79,7 +79,8 @@ class Acted(NamedTuple):
 
 
 class Evidence(NamedTuple):
-    """A piece of evidence captured at the session's end; ``(name, value_json)`` will do."""
+    """A piece of evidence captured at the session's end; ``(name, value_json)`` will do. Each
+    field is the ``EvidenceCaptured`` field of the same name."""
 
     name: str
     value_json: str | None = None
@@ -88,7 +89,8 @@ class Evidence(NamedTuple):
 
 
 class Grade(NamedTuple):
-    """A grade recorded after the session's end; ``(grader, score, passed)`` will do."""
+    """A grade recorded after the session's end; ``(grader, score, passed)`` will do. Each field
+    is the ``SessionGraded`` field of the same name."""
 
     grader: str
     score: float
@@ -299,18 +301,8 @@ def session_events(session: Session, sha256: str = "") -> list[E.Event]:
     if end is None:
         end = (len(session.steps) + 1) * session.step_seconds
     for piece in session.evidence:
-        evidence = Evidence(*piece)
-        events.append(
-            _event(
-                E.EvidenceCaptured,
-                at=at(session.start + end),
-                **ids,
-                name=evidence.name,
-                value_json=evidence.value_json,
-                sha256=evidence.sha256,
-                media_type=evidence.media_type,
-            )
-        )
+        fields = Evidence(*piece)._asdict()
+        events.append(_event(E.EvidenceCaptured, at=at(session.start + end), **ids, **fields))
     events.append(
         _event(
             E.SessionEnded,
@@ -323,20 +315,9 @@ def session_events(session: Session, sha256: str = "") -> list[E.Event]:
         )
     )
     for offset, item in enumerate(session.grades, 1):
-        grade = Grade(*item)
-        events.append(
-            _event(
-                E.SessionGraded,
-                at=at(session.start + end + offset * session.tick),
-                **ids,
-                grader=grade.grader,
-                grader_version=grade.grader_version,
-                score=grade.score,
-                passed=grade.passed,
-                details=grade.details,
-                source=grade.source,
-            )
-        )
+        fields = Grade(*item)._asdict()
+        when = at(session.start + end + offset * session.tick)
+        events.append(_event(E.SessionGraded, at=when, **ids, **fields))
     return events
 
 
