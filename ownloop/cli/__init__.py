@@ -42,14 +42,16 @@ class _Commands(click.Group):
         super().add_command(cmd, name)
 
 
-@click.group(cls=_Commands)
+# Every option's default is shown in its --help, declared once here for all the commands (their
+# contexts inherit it). An option whose default says nothing there (an empty name, no noise) or
+# that its help explains (a port's 0) sets show_default=False.
+@click.group(cls=_Commands, context_settings={"show_default": True})
 @click.version_option(__version__, prog_name="ownloop")
 @click.option(
     "--store",
     "store",
     envvar="OWNLOOP_STORE",
     default=DEFAULT_STORE,
-    show_default=True,
     # Not click.Path(file_okay=False): open_store says what is wrong with a path in one line,
     # exit status 1, like every other store error.
     type=click.Path(),

@@ -213,9 +213,7 @@ max_rows_option = click.option(
 
 def rows_format_option(help: str = "How to print the rows.") -> Callable[[F], F]:
     """``--format table|csv|json`` for a command that prints rows (``fmt``)."""
-    return click.option(
-        "--format", "fmt", type=FORMATS, default="table", show_default=True, help=help
-    )
+    return click.option("--format", "fmt", type=FORMATS, default="table", help=help)
 
 
 def format_option(what: str) -> Callable[[F], F]:
@@ -238,9 +236,7 @@ def run_option(
 
 def repeat_option(help: str | None = None) -> Callable[[F], F]:
     """``--repeat N`` (``repeat``, 1 or more; default 1)."""
-    return click.option(
-        "--repeat", default=1, show_default=True, type=click.IntRange(min=1), metavar="N", help=help
-    )
+    return click.option("--repeat", default=1, type=click.IntRange(min=1), metavar="N", help=help)
 
 
 def where_option(
@@ -254,7 +250,7 @@ def settle_option(
     default: float = 1.0, help: str = "Pause after each step, seconds."
 ) -> Callable[[F], F]:
     """``--settle S`` (``settle``): the pause after each step."""
-    return click.option("--settle", default=default, show_default=True, help=help)
+    return click.option("--settle", default=default, help=help)
 
 
 def chromium_option(
@@ -298,7 +294,6 @@ def on_miss_option(help: str) -> Callable[[F], F]:
         "--on-miss",
         type=click.Choice(["stop", "forward", "force"]),
         default="stop",
-        show_default=True,
         help=help,
     )
 
@@ -308,5 +303,6 @@ noise_option = click.option(
     default=0.0,
     type=click.FloatRange(0, 1),
     metavar="P",
+    show_default=False,
     help="The expert answers a plausible wrong action with probability P per step.",
 )

@@ -43,12 +43,13 @@ __all__ = ["COMMANDS", "audit", "compare", "judge", "regrade"]
     "--judge",
     "judge_name",
     default="final",
-    show_default=True,
     metavar="NAME|FILE",
     help="final, webjudge, or a judge file (JSON: name, system, prompt, verdict, pass).",
 )
 @click.option("--endpoint", metavar="URL", help="The judge model's OpenAI-compatible endpoint.")
-@click.option("--model", default="", metavar="M", help="The judge model's name.")
+@click.option(
+    "--model", default="", metavar="M", show_default=False, help="The judge model's name."
+)
 @api_key_option("Sent as a Bearer token; never recorded.")
 @repeat_option()
 @click.option(
@@ -176,7 +177,6 @@ def regrade(
 @click.option(
     "--min-tasks",
     default=5,
-    show_default=True,
     type=click.IntRange(min=1),
     help="--fail-if-worse refuses to pass over fewer shared tasks than this.",
 )
@@ -189,7 +189,6 @@ def regrade(
 @click.option(
     "--grader",
     default="rule",
-    show_default=True,
     metavar="rule|judge:NAME",
     help="Whose grades score the units: the rule graders, or a model judge's verdicts "
     "(ownloop judge; the majority of its repeats). The two are never mixed.",
@@ -324,7 +323,6 @@ def audit_blind_command(
 @click.option(
     "--threshold",
     default=0.2,
-    show_default=True,
     type=click.FloatRange(0, 1),
     help="Flag a task whose untouched start state scores above this (or passes).",
 )

@@ -58,7 +58,7 @@ def sql(ctx: click.Context, query: str, fmt: str, max_rows: int | None) -> None:
     is_flag=True,
     help="Only sessions that did not pass: a failed grade, or an end with an error.",
 )
-@click.option("--limit", default=50, show_default=True)
+@click.option("--limit", default=50)
 @rows_format_option()
 @max_rows_option
 @click.pass_context

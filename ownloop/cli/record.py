@@ -48,7 +48,7 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
 @click.option("--model", required=True, help="The served model's name.")
 @api_key_option("Key for the endpoint (never recorded).")
 @run_option("The run's name; the same name resumes it.")
-@click.option("--workers", default=2, show_default=True, help="Tasks at once, each with a browser.")
+@click.option("--workers", default=2, help="Tasks at once, each with a browser.")
 @repeat_option("Run each task N times (repeats sample the agent; attempts retry errors).")
 @click.option(
     "--limit",
@@ -59,14 +59,12 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
 @click.option(
     "--max-steps",
     default=40,
-    show_default=True,
     type=click.IntRange(min=1),
     help="The step budget: policy turns (model decisions) per session.",
 )
 @click.option(
     "--timeout",
     default=1800.0,
-    show_default=True,
     type=click.FloatRange(min=0, min_open=True),
     help="Seconds per task.",
 )
@@ -86,9 +84,9 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
 @click.option("--frequency-penalty", type=float, help="uitars: sampling option (OSWorld sends 1).")
 @agent_option_option("Agent setting.")
 @released_option()
-@click.option("--retries", default=3, show_default=True, help="Retries of a failed model call.")
-@click.option("--retry-wait", default=5.0, show_default=True, help="Seconds between retries.")
-@click.option("--call-timeout", default=120.0, show_default=True, help="Seconds per model call.")
+@click.option("--retries", default=3, help="Retries of a failed model call.")
+@click.option("--retry-wait", default=5.0, help="Seconds between retries.")
+@click.option("--call-timeout", default=120.0, help="Seconds per model call.")
 @click.option(
     "--allow-host",
     multiple=True,
@@ -100,7 +98,6 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
     "--executor",
     type=click.Choice(["threads", "ray"]),
     default="threads",
-    show_default=True,
     help="Where sessions run: threads here, or Ray actors on a "
     "cluster (needs ownloop[ray] and a store every node mounts).",
 )
@@ -125,7 +122,6 @@ __all__ = ["COMMANDS", "agents", "demo", "record"]
 @click.option(
     "--max-endpoint-errors",
     default=3,
-    show_default=True,
     type=click.IntRange(min=0),
     help="Stop the run after this many sessions in a row end endpoint_error (0: never).",
 )
@@ -232,8 +228,8 @@ def record(
 
 
 @click.command()
-@click.option("--tasks", "count", default=6, show_default=True, help="How many MiniWoB tasks.")
-@click.option("--workers", default=2, show_default=True)
+@click.option("--tasks", "count", default=6, help="How many MiniWoB tasks.")
+@click.option("--workers", default=2)
 @repeat_option("Run each task N times.")
 @noise_option
 @click.option("--judge", is_flag=True, help="Then judge the run with the scripted judge.")

@@ -122,7 +122,6 @@ def show(ctx: click.Context, target: str, run_id: str | None, as_json: bool, fmt
     "--workers",
     type=click.IntRange(min=1),
     default=2,
-    show_default=True,
     help="--run R --execute without TARGET: sessions at once, each worker reusing one browser.",
 )
 @where_option("--run R --execute without TARGET: a SQL condition over sessions.")

@@ -16,15 +16,20 @@ __all__ = ["COMMANDS", "serve_desktop", "serve_model"]
 
 
 @click.command("serve-model")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=0, type=int, help="Port to bind; 0 (default) picks a free one.")
+@click.option("--host", default="127.0.0.1", help="Address to bind.")
+@click.option(
+    "--port",
+    default=0,
+    type=int,
+    show_default=False,
+    help="Port to bind; 0 (default) picks a free one.",
+)
 @click.option(
     "--expert",
     default="miniwob",
-    show_default=True,
     help="Who answers: miniwob, judge, or desktop (the test desktop suite; uitars, opencua).",
 )
-@click.option("--agent", default="uitars", show_default=True, help="Whose output grammar.")
+@click.option("--agent", default="uitars", help="Whose output grammar.")
 @click.option(
     "--faults",
     default=None,
@@ -52,7 +57,7 @@ __all__ = ["COMMANDS", "serve_desktop", "serve_model"]
     help="Answer 401 unless requests send this key (default: no key needed).",
 )
 @noise_option
-@click.option("--noise-seed", default=0, show_default=True, help="Seed of --noise's draws.")
+@click.option("--noise-seed", default=0, help="Seed of --noise's draws.")
 @click.pass_context
 @friendly
 def serve_model(
@@ -109,14 +114,19 @@ def serve_model(
 
 
 @click.command("serve-desktop")
-@click.option("--port", default=0, type=int, help="Port to bind on 127.0.0.1; 0 picks a free one.")
+@click.option(
+    "--port",
+    default=0,
+    type=int,
+    show_default=False,
+    help="Port to bind on 127.0.0.1; 0 picks a free one.",
+)
 @click.option(
     "--display", "display", type=int, default=None, help="X display number; default: a free one."
 )
 @click.option(
     "--size",
     default="1920x1080",
-    show_default=True,
     metavar="WxH",
     help="The screen's size (OSWorld's default is 1920x1080).",
 )
@@ -124,6 +134,7 @@ def serve_model(
     "--apps",
     default="",
     metavar="APP,...",
+    show_default=False,
     help="Apps a fresh desktop runs (after start and each reset): xterm, mousepad, chromium.",
 )
 @click.option("--quiet", is_flag=True, help="Do not print a line per request.")

@@ -27,7 +27,6 @@ __all__ = ["COMMANDS", "export_command", "import_command"]
     "fmt",
     type=click.Choice(["harness", "atif", "osworld"]),
     default="harness",
-    show_default=True,
     help="Harness result folders, ATIF trajectories (a .json file or a folder of them), or "
     "an OSWorld result_dir (one run per action space, observation type and model).",
 )
@@ -89,7 +88,6 @@ def import_command(
         ["session-dir", "parquet", "sft", "sft-parquet", "atif", "otlp", "osworld", "inspect"]
     ),
     default="session-dir",
-    show_default=True,
     help="Harness folders, Parquet views, SFT records (JSONL or Parquet), ATIF "
     "trajectories, OTLP traces, OSWorld's result layout (traj.jsonl, result.txt), "
     "or Inspect .eval logs (one per run).",
@@ -103,7 +101,6 @@ def import_command(
     "--agent-format",
     type=click.Choice(["native", "chat"]),
     default="chat",
-    show_default=True,
     help="sft: the request as sent (native) or as chat messages.",
 )
 @click.option("--per-session", is_flag=True, help="sft: one record per session, not per step.")
@@ -116,7 +113,6 @@ def import_command(
     "--otlp-encoding",
     type=click.Choice(["protobuf", "json"]),
     default="protobuf",
-    show_default=True,
     help="otlp --endpoint: post application/x-protobuf or OTLP/JSON.",
 )
 @click.pass_context

@@ -10,8 +10,8 @@ __all__ = ["COMMANDS", "report", "view"]
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8765, show_default=True, help="Port to bind; 0 picks a free one.")
+@click.option("--host", default="127.0.0.1", help="Address to bind.")
+@click.option("--port", default=8765, help="Port to bind; 0 picks a free one.")
 @click.pass_context
 @friendly
 def view(ctx: click.Context, host: str, port: int) -> None:
