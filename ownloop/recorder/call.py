@@ -34,18 +34,14 @@ class CallContext(NamedTuple):
         self, messages: tuple[Message, ...], sampling: Sampling, *, model: str = ""
     ) -> ModelCalled:
         """The call's event as it starts (now, a new call id); the caller replaces the fields
-        of what was answered."""
+        of what was answered. Each field of the context is the event's of the same name."""
         return ModelCalled(
             at=now(),
-            run_id=self.run_id,
-            session_id=self.session_id,
-            step=self.step,
             call_id=new_id(),
-            attempt=self.attempt,
-            purpose=self.purpose,
             model=model,
             messages=messages,
             sampling=sampling,
+            **self._asdict(),
         )
 
 
