@@ -258,7 +258,9 @@ def _run(
         if first is None:
             return QueryResult(names, types, cursor.fetchall())
         rows = cursor.fetchmany(first)
-        return QueryResult(names, types, rows, len(rows) + _count_rest(cursor))
+        # Fewer rows than asked for: the result is done, with nothing left to count.
+        rest = _count_rest(cursor) if len(rows) == first else 0
+        return QueryResult(names, types, rows, len(rows) + rest)
     except duckdb.Error as exc:
         raise QueryError(describe_error(exc)) from None
 

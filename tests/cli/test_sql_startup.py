@@ -66,3 +66,15 @@ def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) 
         )
     out, _ = _imported(tmp_path, "--format", "csv", "select session_id from sessions order by 1")
     assert out.splitlines() == ["session_id", "s1", "s2"]
+
+
+def test_a_table_that_fits_its_page_loads_no_pyarrow(tmp_path: Path) -> None:
+    """The table view fetches its first rows and counts the rest in Arrow batches only when
+    there may be a rest: a result shorter than the page is done."""
+    store = open_store(tmp_path, fsync=False)
+    with store.stream() as stream:
+        stream.append([E.RunStarted(at=_AT, run_id="r1")])
+    store.sync()
+    out, packages = _imported(tmp_path, "select run_id from runs")
+    assert "r1" in out and "1 row" in out
+    assert "duckdb" in packages and not packages & {"pyarrow", "numpy", "pandas"}
