@@ -471,13 +471,15 @@ class Index:
 
     def session_events(self, session_id: str) -> list[Event]:
         """Every event about one session, from every stream: streams in order, merged by time."""
-        table = self.query_arrow(
+        # Rows as tuples, not Arrow: a session's few hundred places need no pyarrow (whose
+        # import, with numpy's, would be most of a cold ``show``).
+        rows = self.query(
             "select stream, byte_offset, byte_length from journal where session_id = ? "
             "order by stream, seq",
             [session_id],
-        )
+        ).rows
         places: dict[str, list[tuple[int, int]]] = {}
-        for stream, offset, length in zip(*(c.to_pylist() for c in table.columns), strict=True):
+        for stream, offset, length in rows:
             places.setdefault(stream, []).append((offset, length))
         per_stream: list[list[Event]] = []
         with StreamFiles(self.journal_dir) as line_at:

@@ -1,5 +1,6 @@
-"""``ownloop sql`` starts light: a query on an index that is up to date loads neither pyarrow nor
-numpy, and opens no database for writing (the sync is skipped when no journal file changed)."""
+"""``ownloop sql`` and ``show`` start light: on an index that is up to date they load neither
+pyarrow nor numpy, and open no database for writing (the sync is skipped when no journal file
+changed)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ _AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def _imported(store: Path, *args: str) -> tuple[str, set[str]]:
-    """The output of ``ownloop sql`` run with ``-X importtime`` and the top-level packages that it
-    imported."""
+    """The output of ``ownloop ARGS`` run with ``-X importtime`` and the top-level packages that
+    it imported."""
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "ownloop", "--store", str(store), "sql", *args],
+        [sys.executable, "-X", "importtime", "-m", "ownloop", "--store", str(store), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -48,7 +49,7 @@ def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) 
         )
     store.sync()
     index = (tmp_path / "index.duckdb").stat().st_mtime_ns
-    out, packages = _imported(tmp_path, "--format", "csv", "select session_id from sessions")
+    out, packages = _imported(tmp_path, "sql", "--format", "csv", "select session_id from sessions")
     assert out.splitlines() == ["session_id", "s1"]
     assert "duckdb" in packages and not packages & {"pyarrow", "numpy", "pandas"}
     assert (tmp_path / "index.duckdb").stat().st_mtime_ns == index  # no sync wrote to it
@@ -64,7 +65,9 @@ def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) 
                 )
             ]
         )
-    out, _ = _imported(tmp_path, "--format", "csv", "select session_id from sessions order by 1")
+    out, _ = _imported(
+        tmp_path, "sql", "--format", "csv", "select session_id from sessions order by 1"
+    )
     assert out.splitlines() == ["session_id", "s1", "s2"]
 
 
@@ -75,6 +78,27 @@ def test_a_table_that_fits_its_page_loads_no_pyarrow(tmp_path: Path) -> None:
     with store.stream() as stream:
         stream.append([E.RunStarted(at=_AT, run_id="r1")])
     store.sync()
-    out, packages = _imported(tmp_path, "select run_id from runs")
+    out, packages = _imported(tmp_path, "sql", "select run_id from runs")
     assert "r1" in out and "1 row" in out
+    assert "duckdb" in packages and not packages & {"pyarrow", "numpy", "pandas"}
+
+
+def test_show_of_a_session_loads_no_pyarrow(tmp_path: Path) -> None:
+    """A session's events are found through the index's rows as tuples: no Arrow table."""
+    store = open_store(tmp_path, fsync=False)
+    with store.stream() as stream:
+        stream.append(
+            [
+                E.RunStarted(at=_AT, run_id="r1"),
+                E.SessionStarted(
+                    at=_AT,
+                    run_id="r1",
+                    session_id="s1",
+                    task=E.Task(task_id="t", prompt="Click OK", start_url="http://x/"),
+                ),
+            ]
+        )
+    store.sync()
+    out, packages = _imported(tmp_path, "show", "s1")
+    assert "Session s1" in out and "Click OK" in out
     assert "duckdb" in packages and not packages & {"pyarrow", "numpy", "pandas"}
