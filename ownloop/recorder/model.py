@@ -321,6 +321,16 @@ class ModelClient:
             default_headers={"Authorization": f"Basic {basic}"} if basic else None,
         )
 
+    def close(self) -> None:
+        """Close the client's connections to the endpoint (kept alive between calls)."""
+        self._client.close()
+
+    def __enter__(self) -> ModelClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def check(self, timeout_s: float = 10.0) -> None:
         """Refuse (``EndpointUnusable``, one line) unless the endpoint answers and serves the
         model; see :mod:`ownloop.recorder.probe`."""

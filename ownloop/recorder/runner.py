@@ -220,13 +220,14 @@ def _check_endpoints(
     pool = list(dict.fromkeys(options.endpoints or (options.endpoint,)))
     for endpoint in pool:
         try:
-            ModelClient(
+            with ModelClient(
                 endpoint,
                 options.model,
                 load_blob=store.get_blob,
                 api_key=options.api_key,
                 timeout_s=options.call_timeout_s,
-            ).check()
+            ) as client:
+                client.check()
         except EndpointUnusable as exc:
             unusable.append(exc)
     if len(unusable) == len(pool):

@@ -20,6 +20,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import NamedTuple
 
 import msgspec
@@ -343,26 +344,29 @@ def judge(store: Store, options: JudgeOptions) -> JudgeOutcome:
     judging, misses = None, 0
     if not options.report_only:
         caller: ModelCaller
-        if options.replay:
-            caller = recorded = RecordedJudgeCalls(store)
-        else:
-            if not options.endpoint or not options.model:
-                raise OwnloopError(
-                    "judging needs the judge model: --endpoint URL --model M (or --replay to "
-                    "answer from the recorded judge calls, --report to judge nothing)"
+        with ExitStack() as opened:  # the live client's connections closed after judging
+            if options.replay:
+                caller = recorded = RecordedJudgeCalls(store)
+            else:
+                if not options.endpoint or not options.model:
+                    raise OwnloopError(
+                        "judging needs the judge model: --endpoint URL --model M (or --replay "
+                        "to answer from the recorded judge calls, --report to judge nothing)"
+                    )
+                client = opened.enter_context(
+                    ModelClient(
+                        options.endpoint,
+                        options.model,
+                        load_blob=store.get_blob,
+                        put_blob=store.put_blob,
+                        api_key=options.api_key,
+                    )
                 )
-            client = ModelClient(
-                options.endpoint,
-                options.model,
-                load_blob=store.get_blob,
-                put_blob=store.put_blob,
-                api_key=options.api_key,
+                client.check()
+                caller = client
+            judging = judge_sessions(
+                store, caller, spec, selection, repeat=options.repeat, controls=options.controls
             )
-            client.check()
-            caller = client
-        judging = judge_sessions(
-            store, caller, spec, selection, repeat=options.repeat, controls=options.controls
-        )
         misses = recorded.misses if options.replay else 0
     report = judge_report(fold_selected(store, selection).values(), spec.name)
     return JudgeOutcome(judging, report, misses)

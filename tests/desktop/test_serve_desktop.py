@@ -206,12 +206,14 @@ def test_the_other_endpoints(desktop: TestDesktop) -> None:
     with pytest.raises(urllib.error.HTTPError) as refused:
         desktop.post("/setup/download_file", {"url": "http://example.com/x", "path": "~/x"})
     assert refused.value.code == 400
+    refused.value.close()  # an HTTPError holds its response's socket
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(
             urllib.request.Request(desktop.url + "/file", data=b"file_path=/nonexistent"),
             timeout=30,
         )
     assert missing.value.code == 404
+    missing.value.close()
 
 
 @pytest.mark.desktop

@@ -301,10 +301,43 @@ def test_a_server_without_a_model_list_is_let_through_unchecked() -> None:
     Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-        ModelClient(url, "m", load_blob=lambda sha: b"").check()  # no error
+        with ModelClient(url, "m", load_blob=lambda sha: b"") as client:
+            client.check()  # no error
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def _connections_to(port: int) -> int:
+    """This process's established TCP connections to 127.0.0.1:``port`` (from /proc)."""
+    ours = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                ours.add(target[len("socket:[") : -1])
+    count = 0
+    with open("/proc/net/tcp") as table:
+        for line in list(table)[1:]:
+            fields = line.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if state == "01" and int(remote.split(":")[1], 16) == port and inode in ours:
+                count += 1
+    return count
+
+
+def test_an_endpoint_check_leaves_no_connection_open() -> None:
+    """The check before a run (and a judge's client after judging) closes the connections its
+    client kept alive, instead of leaving them to the garbage collector."""
+    from ownloop.recorder.model import ModelClient
+
+    with make_server("miniwob", "uitars") as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        client = ModelClient(url, "ownloop-expert", load_blob=lambda sha: b"")
+        with client:
+            client.check()
+            assert _connections_to(port) == 1  # kept alive between calls
+        assert _connections_to(port) == 0
 
 
 # --- during the run ----------------------------------------------------------------------------

@@ -102,7 +102,8 @@ def test_the_viewer_refuses_to_decode_or_serve_it(bombed: Bombed, path: str) -> 
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url + path.format(bombed.bomb), timeout=30)
     assert refused.value.code == 413
-    assert _OVER in refused.value.read().decode()
+    with refused.value as response:  # an HTTPError holds its response's socket
+        assert _OVER in response.read().decode()
 
 
 def _run(store: Store, *args: str) -> subprocess.CompletedProcess[str]:
