@@ -9,8 +9,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ownloop.store import Store, open_store
 from ownloop.store import events as E
-from ownloop.store import open_store
 
 _AT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -33,8 +33,9 @@ def _imported(store: Path, *args: str) -> tuple[str, set[str]]:
     return result.stdout, packages
 
 
-def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) -> None:
-    store = open_store(tmp_path, fsync=False)
+def _one_session(root: Path, prompt: str = "p") -> Store:
+    """A store at ``root`` with run r1 and its session s1 started, its index up to date."""
+    store = open_store(root, fsync=False)
     with store.stream() as stream:
         stream.append(
             [
@@ -43,11 +44,16 @@ def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) 
                     at=_AT,
                     run_id="r1",
                     session_id="s1",
-                    task=E.Task(task_id="t", prompt="p", start_url="http://x/"),
+                    task=E.Task(task_id="t", prompt=prompt, start_url="http://x/"),
                 ),
             ]
         )
     store.sync()
+    return store
+
+
+def test_a_query_with_nothing_new_loads_no_pyarrow_and_no_numpy(tmp_path: Path) -> None:
+    store = _one_session(tmp_path)
     index = (tmp_path / "index.duckdb").stat().st_mtime_ns
     out, packages = _imported(tmp_path, "sql", "--format", "csv", "select session_id from sessions")
     assert out.splitlines() == ["session_id", "s1"]
@@ -85,20 +91,7 @@ def test_a_table_that_fits_its_page_loads_no_pyarrow(tmp_path: Path) -> None:
 
 def test_show_of_a_session_loads_no_pyarrow(tmp_path: Path) -> None:
     """A session's events are found through the index's rows as tuples: no Arrow table."""
-    store = open_store(tmp_path, fsync=False)
-    with store.stream() as stream:
-        stream.append(
-            [
-                E.RunStarted(at=_AT, run_id="r1"),
-                E.SessionStarted(
-                    at=_AT,
-                    run_id="r1",
-                    session_id="s1",
-                    task=E.Task(task_id="t", prompt="Click OK", start_url="http://x/"),
-                ),
-            ]
-        )
-    store.sync()
+    _one_session(tmp_path, prompt="Click OK")
     out, packages = _imported(tmp_path, "show", "s1")
     assert "Session s1" in out and "Click OK" in out
     assert "duckdb" in packages and not packages & {"pyarrow", "numpy", "pandas"}
