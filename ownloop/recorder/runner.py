@@ -139,6 +139,9 @@ def record(
     )
     if compaction is not None:
         on_result = _then_compact(on_result, compaction)
+        # The sessions' blobs go to one pack, not a file each (ownloop.store.packs); the
+        # compaction writes them out as files once the run has closed it.
+        store.blobs.start_packing()
     try:
         admit(store, claims, started)
         standing = _standing(store, claims, run_id)
@@ -173,10 +176,12 @@ def record(
             summary = _executor(options)(work)
             run_stream.append([_run_ended(summary)])
     except BaseException:
+        store.blobs.close_pack()
         if compaction is not None:
             compaction.finish(0.0)  # what it was given goes on; nothing is waited for
         raise
     finally:
+        store.blobs.close_pack()  # before the compaction's end: it writes out what is left
         claims.close()
     # The index is not brought up to date here: its readers do that when they ask (ownloop sql,
     # the closing score line), so a run on a node, or a library caller that only records, pays

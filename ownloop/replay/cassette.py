@@ -299,7 +299,7 @@ def wire_digest(store: Store) -> Callable[[str], str]:
 
     def digest(sha256: str) -> str:
         if sha256 not in seen:
-            exact = store.blobs.path(sha256).exists()
+            exact = store.blobs.has_exact(sha256)
             seen[sha256] = sha256 if exact else _wire_sha256(store, sha256)
         return seen[sha256]
 

@@ -85,7 +85,11 @@ class Store:
             self.journal_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise (disk_error(exc, self.journal_dir) or exc) from None
-        return StreamWriter(self.journal_dir / f"{stream_id or new_id()}.jsonl", fsync=self._fsync)
+        return StreamWriter(
+            self.journal_dir / f"{stream_id or new_id()}.jsonl",
+            fsync=self._fsync,
+            before_write=self.blobs.settle,
+        )
 
     def put_blob(self, data: bytes) -> str:
         """Store ``data`` once (atomically) and return its sha256."""

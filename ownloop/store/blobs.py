@@ -19,6 +19,11 @@ name still resolves: ``get`` returns a PNG of the same pixels (not the same byte
 was kept or written again), ``get_stored`` the bytes on disk as they are (the WebP, for readers
 that decode any image), ``check`` decodes the WebP and compares its pixels with the hash the
 compaction wrote in it.
+
+Packed blobs (``packs.py``): a recorder appends its blobs to one pack file while it records
+(``start_packing``), and the background compaction writes them out as files once the pack is
+closed (``compact.unpack``). Every read looks in the packs after the exact file and before the
+WebP: a packed blob is its exact bytes.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from ownloop.errors import OwnloopError
 from ownloop.store.disk import disk_error
+from ownloop.store.packs import PACKS, WRITE_AND_WAIT, Pack, PackIndex
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -56,11 +62,12 @@ _PIXELS = re.compile(rb'<ownloop-pixels sha256="([0-9a-f]{64})" mode="(RGBA?)"/>
 # File systems whose fsync of one file commits every earlier metadata change of the whole file
 # system (one ordered journal) and flushes the device's cache.
 _ORDERED_JOURNALS = ("ext4", "ext3", "xfs")
-_SYNC_FILE_RANGE_WRITE_AND_WAIT = 1 | 2 | 4  # WAIT_BEFORE | WRITE | WAIT_AFTER
 
 
-def _sync_file_range() -> Callable[[int], None] | None:
-    """Linux's sync_file_range (write a file's dirty pages to the device and wait), or None."""
+def _sync_file_range() -> Callable[[int, int, int, int], None] | None:
+    """Linux's sync_file_range ``(fd, offset, length, flags)``, length 0 to the end: with
+    ``packs.WRITE_AND_WAIT`` a range of a file's dirty pages is written to the device and waited
+    for, with ``packs.START_WRITE`` only started; None where there is none."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -74,12 +81,12 @@ def _sync_file_range() -> Callable[[int], None] | None:
     call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
     call.restype = ctypes.c_int
 
-    def write_and_wait(fd: int) -> None:
-        if call(fd, 0, 0, _SYNC_FILE_RANGE_WRITE_AND_WAIT) != 0:
+    def sync_range(fd: int, offset: int, length: int, flags: int) -> None:
+        if call(fd, offset, length, flags) != 0:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code))
 
-    return write_and_wait
+    return sync_range
 
 
 def write_file(target: Path, data: bytes, flush: Callable[[int], None] | None) -> None:
@@ -141,7 +148,7 @@ def synced_with_journal(blobs: Path, journal: Path) -> bool:
 
 
 @functools.cache
-def _data_write() -> Callable[[int], None] | None:
+def _data_write() -> Callable[[int, int, int, int], None] | None:
     """``_sync_file_range()``, looked up once, when the first blob is written."""
     return _sync_file_range()
 
@@ -195,6 +202,36 @@ class BlobStore:
         self._fsync = fsync
         self._shards: set[str] = set()  # shard folders known to exist: no mkdir per blob
         self._with_journal: bool | None = None  # decided at the first write
+        self._pack: Pack | None = None  # this process's pack, while it packs
+        self._packs = PackIndex(root / PACKS)  # what the store's packs hold
+
+    @property
+    def packs(self) -> Path:
+        """The folder of packs (``packs.py``)."""
+        return self.root / PACKS
+
+    def start_packing(self) -> bool:
+        """Append the blobs this store puts from now on to one pack (see ``packs.py``), where
+        that is as durable as a file a blob: a store that is not synced, or one whose journal
+        line's fsync commits the pack too. False (files as before) elsewhere."""
+        if self._pack is None and (not self._fsync or self.synced_with_journal):
+            self._pack = Pack(self.packs, _data_write() if self._fsync else None)
+        return self._pack is not None
+
+    def settle(self) -> None:
+        """Wait until the blobs put so far are on the device (before a journal line that names
+        them is written: see ``packs.py``); at once when none is waiting."""
+        if self._pack is not None:
+            self._pack.settle()
+
+    def close_pack(self) -> Path | None:
+        """Stop packing: the pack is closed (and may be unpacked); returns its path, if any
+        blob went to it. Later puts write files."""
+        pack, self._pack = self._pack, None
+        if pack is None:
+            return None
+        pack.close()
+        return pack.path
 
     @property
     def synced_with_journal(self) -> bool:
@@ -225,6 +262,9 @@ class BlobStore:
         target = self.path(sha256)
         if target.exists():
             return sha256
+        if self._pack is not None:
+            self._pack.append(sha256, data)
+            return sha256
         if sha256[:2] not in self._shards:
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -234,7 +274,12 @@ class BlobStore:
         flush = None
         if self._fsync:
             # On one ordered journal the bytes go to the device; the line's fsync commits them.
-            flush = (_data_write() if self.synced_with_journal else None) or os.fsync
+            data_write = _data_write() if self.synced_with_journal else None
+            flush = (
+                (lambda fd: data_write(fd, 0, 0, WRITE_AND_WAIT))
+                if data_write is not None
+                else os.fsync
+            )
         write_file(target, data, flush)
         return sha256
 
@@ -249,6 +294,9 @@ class BlobStore:
             return self.path(sha256).read_bytes()
         except FileNotFoundError:
             pass
+        packed = self.packed(sha256)
+        if packed is not None:
+            return packed
         try:
             image, _ = decode_compacted(self._stored_webp(sha256))
         except ValueError as exc:  # read as missing: the pixels are not there
@@ -266,7 +314,24 @@ class BlobStore:
         try:
             return self.path(sha256).read_bytes()
         except FileNotFoundError:
-            return self._stored_webp(sha256)
+            pass
+        packed = self.packed(sha256)
+        return packed if packed is not None else self._stored_webp(sha256)
+
+    def packed(self, sha256: str) -> bytes | None:
+        """The exact bytes of blob ``sha256`` from a pack (this process's or another's), or
+        None when no pack holds it whole."""
+        if self._pack is not None and (mine := self._pack.read(sha256)) is not None:
+            return mine
+        return self._packs.read(sha256)
+
+    def has_exact(self, sha256: str) -> bool:
+        """Whether the blob's exact bytes are here (a file or a pack), not only its WebP."""
+        return self.path(sha256).exists() or self.packed(sha256) is not None
+
+    def packed_names(self) -> set[str]:
+        """The names the store's packs hold."""
+        return self._packs.names()
 
     def _stored_webp(self, sha256: str) -> bytes:
         try:
@@ -282,16 +347,22 @@ class BlobStore:
             ) from None
 
     def exists(self, sha256: str) -> bool:
-        return self.path(sha256).exists() or self.compacted_path(sha256).exists()
+        return (
+            self.path(sha256).exists()
+            or self.compacted_path(sha256).exists()
+            or self.packed(sha256) is not None
+        )
 
     def __iter__(self) -> Iterator[str]:
-        """Every blob's name (a compacted PNG under its PNG's name), by name."""
+        """Every blob's name (a compacted PNG under its PNG's name, a packed one's), by name."""
         if not self.root.exists():
             return
-        for shard in sorted(self.root.iterdir()):
-            if shard.is_dir():
-                names = {_name(entry.name) for entry in shard.iterdir()} - {None}
-                yield from sorted(name for name in names if name is not None)
+        names: set[str] = self.packed_names()
+        for shard in self.root.iterdir():
+            if shard.is_dir() and shard.name != PACKS:
+                found = {_name(entry.name) for entry in shard.iterdir()}
+                names.update(name for name in found if name is not None)
+        yield from sorted(names)
 
     def check(self, sha256: str) -> str | None:
         """None when the blob is there and its bytes match its name, else what is wrong.
@@ -302,10 +373,13 @@ class BlobStore:
         try:
             data = self.path(sha256).read_bytes()
         except FileNotFoundError:
+            if self.packed(sha256) is not None:  # (read back only when it matches its name)
+                return None
             try:
                 webp = self.compacted_path(sha256).read_bytes()
             except FileNotFoundError:
-                return "missing"
+                # (unpacked between the looks: its file is there now)
+                return self.check(sha256) if self.path(sha256).exists() else "missing"
             try:
                 image, pixels = decode_compacted(webp)
             except ValueError as exc:

@@ -41,13 +41,15 @@ from ownloop.store.blobs import (
     write_file,
 )
 from ownloop.store.images import PIXEL_BUDGET, over_budget
+from ownloop.store.packs import locked_by_writer, pack_files, read_record, records
 
-__all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs", "compact_names"]
+__all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs", "compact_names", "unpack"]
 
 METHOD = 4
 QUALITY = 50
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TEMPORARY = re.compile(r"\.[0-9a-f]{64}\.webp\.[0-9a-f]{8}\.tmp")  # see blobs.write_file
+_TEMPORARY_PACK = re.compile(r"\.[0-9a-z]+\.pack\.tmp")  # see packs.Pack._open
 _STALE_S = 600.0  # a temporary WebP this old is a killed run's
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MODES = ("RGB", "RGBA")  # what lossless WebP holds exactly
@@ -59,6 +61,8 @@ class CompactReport:
 
     compacted: int = 0  # PNGs replaced (or, with keep_png, joined) by their WebP in this run
     already: int = 0  # compacted by an earlier run
+    unpacked: int = 0  # packs written out as files and removed
+    damaged_packs: tuple[str, ...] = ()  # packs kept as they are: bytes in them are no record
     kept: dict[str, int] = field(default_factory=dict)  # PNGs left as they are, by reason
     bytes_before: int = 0
     bytes_after: int = 0
@@ -71,6 +75,13 @@ class CompactReport:
             f"compact: {self.compacted} PNG blobs re-encoded as lossless WebP "
             f"(pixel-identical), {self.already} already compacted"
             + (f", kept as PNG: {kept}" if kept else "")
+            + (f", {self.unpacked} packs written out" if self.unpacked else "")
+            + (
+                f", {len(self.damaged_packs)} damaged packs kept as they are (first: "
+                f"{self.damaged_packs[0]}; check with ownloop verify --full)"
+                if self.damaged_packs
+                else ""
+            )
             + f"; blobs {_mb(self.bytes_before)} -> {_mb(self.bytes_after)} ({ratio:.2f}x) "
             f"in {self.seconds:.1f} s"
         )
@@ -102,11 +113,13 @@ def compact_blobs(
         StoreNotWritable: the disk refused a write; what was done so far stays consistent.
     """
     began = time.perf_counter()
-    report = CompactReport()
+    before = _bytes(_shards(blobs.root))
+    report = unpack(blobs, keep_png=keep_png, method=method, quality=quality)
     shards = _shards(blobs.root)
-    report.bytes_before = _bytes(shards)
+    report.bytes_before = before
     todo = sum(len(names) for _, names, _ in shards)
-    report.already = sum(only for _, _, only in shards)
+    # (those written from packs just now are in the folders as WebP alone: counted already)
+    report.already += sum(only for _, _, only in shards) - report.compacted
     done = 0
 
     def counted(_: str) -> None:
@@ -148,10 +161,99 @@ def compact_names(
     for prefix, group in sorted(by_shard.items()):
         shard = blobs.root / prefix
         report.bytes_before += _sizes(shard, group)
-        _compact_shard(shard, sorted(group), report, False, method, quality, pace=pace)
+        _compact_shard(
+            shard, sorted(group), report, False, method, quality, pace=pace, packed=blobs.packed
+        )
         report.bytes_after += _sizes(shard, group)
     report.seconds = time.perf_counter() - began
     return report
+
+
+def unpack(
+    blobs: BlobStore,
+    *,
+    keep_png: bool = False,
+    method: int = METHOD,
+    quality: int = QUALITY,
+    pace: Callable[[], None] = lambda: None,
+) -> CompactReport:
+    """Write out every pack nobody writes any more (``packs.py``) as blob files, then remove
+    it: a PNG as its WebP (as ``compact_blobs`` does; its PNG with ``keep_png``), any other
+    blob as it is. A blob already a file, or already compacted, is passed over; a torn last
+    record (a crash while it was appended; no journal line names it) is dropped. Each file is
+    durable, and its folder too, before the pack goes, so a kill at any point loses nothing and
+    a later run finishes the work. A pack with bytes in it that are no record is kept as it is
+    (``damaged_packs``): the blobs it still holds are read from it.
+
+    Raises:
+        StoreNotWritable: the disk refused a write; what was done so far stays consistent.
+    """
+    report = CompactReport()
+    for path in pack_files(blobs.packs):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # unpacked by another run meanwhile
+            continue
+        try:
+            if locked_by_writer(fd):
+                continue
+            scan = records(fd)
+            folders: set[Path] = set()
+            for record in scan.records:
+                png = blobs.path(record.sha256)
+                webp = blobs.compacted_path(record.sha256)
+                if png.exists() or (webp.exists() and not keep_png):
+                    continue
+                pace()
+                data = read_record(fd, record)
+                if data is None:  # torn or damaged: read as no blob, dropped
+                    continue
+                report.bytes_before += len(data)
+                outcome = "" if keep_png else _compact_one(data, webp, method, quality)
+                if outcome == "compacted":
+                    report.compacted += 1
+                    report.bytes_after += os.stat(webp).st_size
+                elif outcome == "already":
+                    report.already += 1
+                else:
+                    if outcome:
+                        report._keep(outcome)
+                    png.parent.mkdir(exist_ok=True)
+                    write_file(png, data, os.fsync)
+                    report.bytes_after += len(data)
+                folders.add(png.parent)
+            for folder in sorted(folders):
+                _fsync_folder(folder)  # every file's name durable before the pack goes
+            if scan.damaged:
+                report.damaged_packs += (path.name,)
+                continue
+            path.unlink(missing_ok=True)
+            report.unpacked += 1
+        finally:
+            os.close(fd)
+    _sweep_packs(blobs.packs)
+    return report
+
+
+def _sweep_packs(folder: Path) -> None:
+    """Remove the temporary packs a killed writer left before it named them (empty, and
+    unlocked: not one a writer is making)."""
+    try:
+        entries = [e.path for e in os.scandir(folder) if _TEMPORARY_PACK.fullmatch(e.name)]
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        try:
+            fd = os.open(entry, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            if not locked_by_writer(fd):
+                os.unlink(entry)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _compact_shard(
@@ -163,15 +265,23 @@ def _compact_shard(
     quality: int,
     done: Callable[[str], None] = lambda _: None,
     pace: Callable[[], None] = lambda: None,
+    packed: Callable[[str], bytes | None] = lambda _: None,
 ) -> None:
-    """Compact each PNG blob ``names`` of one shard folder; the PNGs go once every WebP's name
-    is durable (one fsync of the folder)."""
+    """Compact each PNG blob ``names`` of one shard folder (one without its file, from its pack:
+    ``packed``); the PNGs go once every WebP's name is durable (one fsync of the folder)."""
     drop: list[Path] = []
     for name in names:
         pace()
         png = shard / name
         webp = shard / (name + COMPACTED)
-        outcome = _compact_one(png, webp, method, quality)
+        data: bytes | None
+        try:
+            data = png.read_bytes()
+        except FileNotFoundError:
+            data = packed(name)  # (None: compacted by another run meanwhile, or not here)
+            if data is not None:
+                report.bytes_before += len(data)
+        outcome = _compact_one(data, webp, method, quality) if data is not None else ""
         if outcome in ("compacted", "already"):
             if outcome == "compacted":
                 report.compacted += 1
@@ -200,15 +310,11 @@ def _sizes(shard: Path, names: list[str]) -> int:
     return total
 
 
-def _compact_one(png: Path, webp: Path, method: int, quality: int) -> str:
-    """'compacted', 'already' (its WebP was there and matches), '' (not a PNG), or why the
-    PNG is kept."""
+def _compact_one(data: bytes, webp: Path, method: int, quality: int) -> str:
+    """The PNG ``data`` written as its WebP ``webp``: 'compacted', 'already' (its WebP was
+    there and matches), '' (not a PNG), or why the PNG is kept."""
     from PIL import Image
 
-    try:
-        data = png.read_bytes()
-    except FileNotFoundError:
-        return ""  # compacted by another run meanwhile
     if not data.startswith(_PNG_MAGIC):
         return ""
     if over_budget(data):  # measured from its header: never decoded
@@ -249,6 +355,7 @@ def _compact_one(png: Path, webp: Path, method: int, quality: int) -> str:
     same = (decoded.mode, decoded.size) == (image.mode, image.size) and decoded.tobytes() == raw
     if mark != pixels or not same:
         return "WebP pixels differ"
+    webp.parent.mkdir(exist_ok=True)  # (a packed blob's shard may not be there yet)
     write_file(webp, encoded, os.fsync)
     return "compacted"
 

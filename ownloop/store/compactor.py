@@ -28,8 +28,14 @@ lowest priority alone.
 At the run's end ``finish(wait_s)`` closes the child's stdin and waits up to ``wait_s`` (by
 default not at all) for it to be done with what is left; after that the child goes on alone
 (the run is handed off: its stdin already holds every session id) and ends when it is done.
-Killing it at any point, -9 included, loses nothing: a blob is a PNG, a PNG beside its WebP, or
-a WebP, each readable and ``verify``-clean, and ``ownloop compact`` finishes what it left.
+Killing it at any point, -9 included, loses nothing: a blob is a PNG, a PNG beside its WebP, a
+WebP, or a record in a pack, each readable and ``verify``-clean, and ``ownloop compact``
+finishes what it left.
+
+Packs (``packs.py``): a recorder appends its blobs to a pack while it records. The compactor
+reads a finished session's screenshots from it and writes each as its WebP; when the run is over
+(its stdin closed) and the recorder has closed its pack, it writes out what is left in the pack
+as files (``compact.unpack``), removes it, and says so in its last line.
 """
 
 from __future__ import annotations
@@ -91,10 +97,15 @@ class CompactionEnd(NamedTuple):
             pid = f"pid {self.pid}, " if self.pid is not None else ""
             so_far = f", {self.compacted} so far ({saved})" if self.compacted else ""
             left = self.sessions - self.sessions_done
+            going = (
+                f"{left} of {self.sessions} sessions go on"
+                if left
+                else "the run's pack goes on"  # (every session done: what is left in it)
+            )
             line = (
                 "screenshots: being compacted to lossless WebP (pixel-identical) in the "
-                f"background{so_far}; {left} of {self.sessions} sessions go on after this run "
-                f"({pid}lowest priority); if it is stopped, ownloop compact finishes it"
+                f"background{so_far}; {going} after this run ({pid}lowest priority); if it is "
+                "stopped, ownloop compact finishes it"
             )
         if self.errors:
             line += f"; {len(self.errors)} sessions not compacted: {self.errors[0]}"
@@ -142,6 +153,7 @@ class BackgroundCompaction:
         self._cpu_s = 0.0
         self._pid: int | None = None
         self._told_pid = threading.Event()
+        self._unpacked = False  # it said its last line: the packs written out
 
     @property
     def pid(self) -> int | None:
@@ -188,7 +200,9 @@ class BackgroundCompaction:
         raised = wait_s > 0 and pid is not None and _priority(lowest=False, pid=pid)
         reader.join(max(0.0, wait_s - (time.monotonic() - began)))  # its stdout ends with it
         with self._lock:  # done: its stdout ended, or it said it was done with every session
-            done = not reader.is_alive() or self._done_sessions >= len(self._added)
+            done = not reader.is_alive() or (
+                self._done_sessions >= len(self._added) and self._unpacked
+            )
         if raised and not done and pid is not None:
             _priority(lowest=True, pid=pid)
         with self._lock:
@@ -231,6 +245,13 @@ class BackgroundCompaction:
                 if "pid" in line:
                     self._pid = line["pid"]
                     self._told_pid.set()
+                elif "unpacked" in line:  # its last line: the packs written out
+                    self._unpacked = True
+                    self._compacted += line.get("compacted", 0)
+                    self._before += line.get("before", 0)
+                    self._after += line.get("after", 0)
+                    if "error" in line:
+                        self._errors.append(f"packs: {line['error']}")
                 elif "error" in line:
                     self._errors.append(f"{line['session']}: {line['error']}")
                     self._done_sessions += 1
@@ -362,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
     root, pressure = Path(args[0]), CpuPressure(Path(args[1]) if len(args) > 1 else PRESSURE)
     told = True
     from ownloop.store import Store
-    from ownloop.store.compact import compact_names
+    from ownloop.store.compact import compact_names, unpack
     from ownloop.store.verify import blob_references
 
     store = Store(root, fsync=True)
@@ -387,6 +408,21 @@ def main(argv: list[str] | None = None) -> None:
             "cpu": time.process_time(),
         }
         told = told and _say(sys.stdout, line)
+    # The run is over and its recorders closed their packs: what the sessions' compaction left
+    # in them (blobs no session named, the screenshots kept as PNG) is written out as files.
+    try:
+        swept = unpack(store.blobs)
+        end: dict[str, object] = {
+            "unpacked": swept.unpacked,
+            "compacted": swept.compacted,
+            "before": swept.bytes_before,
+            "after": swept.bytes_after,
+            "cpu": time.process_time(),
+        }
+    except (OwnloopError, OSError) as exc:
+        end = {"unpacked": 0, "error": str(exc), "cpu": time.process_time()}
+    if told:
+        _say(sys.stdout, end)
 
 
 if __name__ == "__main__":

@@ -98,10 +98,19 @@ class StreamWriter:
     """Format 2 (see the module's doc); False writes every request in full, as format 1 did
     (benchmarks compare the two)."""
 
-    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        fsync: bool = True,
+        before_write: Callable[[], None] = lambda: None,
+    ) -> None:
+        """``before_write`` is called before each batch is written (the store's: its blobs
+        put so far made durable, ``BlobStore.settle``)."""
         self.path = path
         self.stream_id = path.stem
         self._fsync = fsync
+        self._before_write = before_write
         self._lock = threading.Lock()
         self._seq, self._prev = 0, ""
         self._size = 0  # bytes acknowledged: the file is cut back to this after a failed write
@@ -185,6 +194,7 @@ class StreamWriter:
             if self._broken:
                 raise StoreNotWritable(self._broken)
             data, seq, prev, added = self._encode(events)
+            self._before_write()  # the blobs these lines may name reach the device first
             try:
                 if self._fd < 0:
                     self._fd = os.open(

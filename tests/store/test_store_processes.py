@@ -15,6 +15,7 @@ import pytest
 
 from ownloop.store import open_store
 from ownloop.store.blobs import file_system
+from ownloop.store.compact import unpack
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +31,10 @@ def start_writer(
     fsync: bool,
     payload: int,
     *,
-    blobs: bool = False,
+    blobs: str = "",
 ) -> subprocess.Popen[str]:
+    """A writer process (``writer_process.py``); ``blobs``: "blobs" (a file each) or "packed"
+    (a pack), a new blob each step."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -42,7 +45,7 @@ def start_writer(
             str(batch),
             "1" if fsync else "0",
             str(payload),
-            *(["blobs"] if blobs else []),
+            *([blobs] if blobs else []),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -136,17 +139,21 @@ def test_writers_killed_at_random_moments_lose_nothing_acknowledged(tmp_path: Pa
         shutil.rmtree(root, ignore_errors=True)  # up to ~150 MB of journal
 
 
-def test_steps_killed_at_random_moments_name_only_blobs_that_are_there(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("blobs", "kills"), [("blobs", 12), ("packed", 8)])
+def test_steps_killed_at_random_moments_name_only_blobs_that_are_there(
+    tmp_path: Path, blobs: str, kills: int
+) -> None:
     # Each step stores a new 200 kB blob, then appends the line naming it: the line's fsync is
     # the step's one sync where the file system allows it (ext4, XFS), else each blob is
-    # fsync'd first. Killed anywhere, no line names a blob that is missing or cut short.
+    # fsync'd first. Killed anywhere, no line names a blob that is missing or cut short; with
+    # packs (a recorder's default), the packs the kills left are written out as files after.
     root = tmp_path / "store"
     store = open_store(root)
     assert store.blobs.synced_with_journal is (file_system(tmp_path) in ("ext4", "ext3", "xfs"))
     rng = random.Random(os.getpid())
     acked: dict[str, int] = {}
-    for i in range(12):
-        with start_writer(root, f"b{i}", 400, 2, True, 200_000, blobs=True) as writer:
+    for i in range(kills):
+        with start_writer(root, f"b{i}", 400, 2, True, 200_000, blobs=blobs) as writer:
             assert writer.stdout is not None
             first = writer.stdout.readline()
             assert first.startswith("acked "), writer.stderr.read() if writer.stderr else ""
@@ -161,3 +168,11 @@ def test_steps_killed_at_random_moments_name_only_blobs_that_are_there(tmp_path:
     torn = sum(not p.read_bytes().endswith(b"\n") for p in store.stream_paths())
     assert [p.kind for p in report.problems] == ["torn tail"] * torn
     assert report.errors == 0 and report.exit_code() == 0
+    if blobs == "packed":
+        named = {sha for (sha,) in store.sql("select sha256 from screenshots").rows}
+        assert named <= store.blobs.packed_names() and not list(root.glob("blobs/??/*"))
+        assert unpack(store.blobs).unpacked == kills  # the kills left them unlocked
+        assert not list(store.blobs.packs.iterdir())
+        assert all(store.blobs.check(sha) is None for sha in named)
+        full = store.verify()
+        assert full.errors == 0 and full.exit_code() == 0, full.problems

@@ -1,12 +1,13 @@
 """A recorder-like writer process for the store's process tests (not a test module).
 
-    python writer_process.py STORE SESSION EVENTS BATCH FSYNC PAYLOAD_BYTES [blobs]
+    python writer_process.py STORE SESSION EVENTS BATCH FSYNC PAYLOAD_BYTES [blobs|packed]
 
 Appends EVENTS ModelCalled events of session SESSION to a new stream of STORE, BATCH at a time,
 and after each append returns prints ``acked <total>`` on stdout: every event it counted is
 durable in the journal. With ``blobs``, each batch is a step that first stores a new blob of
 PAYLOAD_BYTES and names it in a ScreenshotTaken ahead of its ModelCalled events (as a recorder's
-step does: the line's fsync is the step's only one where the file system allows).
+step does: the line's fsync is the step's only one where the file system allows). With
+``packed``, the blobs go to a pack as a recorder's do by default (``BlobStore.start_packing``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from ownloop.store import open_store
 
 def main() -> None:
     root, session, total, batch, fsync, payload = sys.argv[1:7]
-    with_blobs = sys.argv[7:] == ["blobs"]
+    with_blobs = sys.argv[7:] in (["blobs"], ["packed"])
     store = open_store(root, fsync=fsync == "1")
+    if sys.argv[7:] == ["packed"]:
+        assert store.blobs.start_packing()
     text = "x" * int(payload)
     done = 0
     with store.stream(f"start-{session}") as stream:  # the run and session it writes for
