@@ -62,6 +62,7 @@ class CompactReport:
     compacted: int = 0  # PNGs replaced (or, with keep_png, joined) by their WebP in this run
     already: int = 0  # compacted by an earlier run
     unpacked: int = 0  # packs written out as files and removed
+    busy_packs: int = 0  # packs left as they are: a recorder still writes them
     damaged_packs: tuple[str, ...] = ()  # packs kept as they are: bytes in them are no record
     kept: dict[str, int] = field(default_factory=dict)  # PNGs left as they are, by reason
     bytes_before: int = 0
@@ -76,6 +77,11 @@ class CompactReport:
             f"(pixel-identical), {self.already} already compacted"
             + (f", kept as PNG: {kept}" if kept else "")
             + (f", {self.unpacked} packs written out" if self.unpacked else "")
+            + (
+                f", {self.busy_packs} packs left to the runs still writing them"
+                if self.busy_packs
+                else ""
+            )
             + (
                 f", {len(self.damaged_packs)} damaged packs kept as they are (first: "
                 f"{self.damaged_packs[0]}; check with ownloop verify --full)"
@@ -196,6 +202,7 @@ def unpack(
             continue
         try:
             if locked_by_writer(fd):
+                report.busy_packs += 1
                 continue
             scan = records(fd)
             folders: set[Path] = set()
