@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from ownloop.errors import OwnloopError
 from ownloop.store.disk import disk_error
+from ownloop.store.packs import LIMIT as PACK_LIMIT
 from ownloop.store.packs import PACKS, WRITE_AND_WAIT, Pack, PackIndex
 
 if TYPE_CHECKING:
@@ -210,12 +211,13 @@ class BlobStore:
         """The folder of packs (``packs.py``)."""
         return self.root / PACKS
 
-    def start_packing(self) -> bool:
+    def start_packing(self, limit: int = PACK_LIMIT) -> bool:
         """Append the blobs this store puts from now on to one pack (see ``packs.py``), where
         that is as durable as a file a blob: a store that is not synced, or one whose journal
-        line's fsync commits the pack too. False (files as before) elsewhere."""
+        line's fsync commits the pack too. False (files as before) elsewhere. A pack is closed
+        at ``limit`` bytes and another begun."""
         if self._pack is None and (not self._fsync or self.synced_with_journal):
-            self._pack = Pack(self.packs, _data_write() if self._fsync else None)
+            self._pack = Pack(self.packs, _data_write() if self._fsync else None, limit)
         return self._pack is not None
 
     def settle(self) -> None:

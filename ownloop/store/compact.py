@@ -41,7 +41,7 @@ from ownloop.store.blobs import (
     write_file,
 )
 from ownloop.store.images import PIXEL_BUDGET, over_budget
-from ownloop.store.packs import locked_by_writer, pack_files, read_record, records
+from ownloop.store.packs import FULL, locked_by_writer, pack_files, read_record, records
 
 __all__ = ["METHOD", "QUALITY", "CompactReport", "compact_blobs", "compact_names", "unpack"]
 
@@ -179,23 +179,29 @@ def unpack(
     blobs: BlobStore,
     *,
     keep_png: bool = False,
+    full_only: bool = False,
     method: int = METHOD,
     quality: int = QUALITY,
     pace: Callable[[], None] = lambda: None,
 ) -> CompactReport:
     """Write out every pack nobody writes any more (``packs.py``) as blob files, then remove
     it: a PNG as its WebP (as ``compact_blobs`` does; its PNG with ``keep_png``), any other
-    blob as it is. A blob already a file, or already compacted, is passed over; a torn last
-    record (a crash while it was appended; no journal line names it) is dropped. Each file is
-    durable, and its folder too, before the pack goes, so a kill at any point loses nothing and
-    a later run finishes the work. A pack with bytes in it that are no record is kept as it is
-    (``damaged_packs``): the blobs it still holds are read from it.
+    blob as it is. With ``full_only``, as a run goes, only the packs it closed because they
+    were full, and every blob as it is (a session still running may read its exact bytes
+    back; the session's own compaction encodes them once it ends). A blob already a file, or
+    already compacted, is passed over; a torn last record (a crash while it was appended; no
+    journal line names it) is dropped. Each file is durable, and its folder too, before the pack
+    goes, so a kill at any point loses nothing and a later run finishes the work. A pack with
+    bytes in it that are no record is kept as it is (``damaged_packs``): the blobs it still holds
+    are read from it.
 
     Raises:
         StoreNotWritable: the disk refused a write; what was done so far stays consistent.
     """
     report = CompactReport()
     for path in pack_files(blobs.packs):
+        if full_only and not path.name.endswith(FULL):
+            continue
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:  # unpacked by another run meanwhile
@@ -216,7 +222,8 @@ def unpack(
                 if data is None:  # torn or damaged: read as no blob, dropped
                     continue
                 report.bytes_before += len(data)
-                outcome = "" if keep_png else _compact_one(data, webp, method, quality)
+                encode = not keep_png and not full_only
+                outcome = _compact_one(data, webp, method, quality) if encode else ""
                 if outcome == "compacted":
                     report.compacted += 1
                     report.bytes_after += os.stat(webp).st_size

@@ -33,7 +33,9 @@ WebP, or a record in a pack, each readable and ``verify``-clean, and ``ownloop c
 finishes what it left.
 
 Packs (``packs.py``): a recorder appends its blobs to a pack while it records. The compactor
-reads a finished session's screenshots from it and writes each as its WebP; when the run is over
+reads a finished session's screenshots from it and writes each as its WebP; after each session it
+writes out the packs the run filled and closed (their other blobs as they are: a session still
+running reads its exact bytes back) and removes them; when the run is over
 (its stdin closed) and the recorder has closed its pack, it writes out what is left in the pack
 as files (``compact.unpack``), removes it, and says so in its last line.
 """
@@ -400,6 +402,10 @@ def main(argv: list[str] | None = None) -> None:
             failed = {"session": session_id, "error": str(exc), "cpu": time.process_time()}
             told = told and _say(sys.stdout, failed)
             continue
+        try:  # a pack the run filled and closed: out as files, its sessions' WebPs kept
+            unpack(store.blobs, full_only=True, pace=lambda: pace(pressure, ended))
+        except (OwnloopError, OSError):
+            pass  # (left as it is: readable, and written out at the run's end)
         line: dict[str, object] = {
             "session": session_id,
             "compacted": report.compacted,

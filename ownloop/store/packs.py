@@ -5,6 +5,8 @@ for its bytes to reach the device (``docs/performance.md``, "Durable appends"). 
 appends its blobs to one pack, ``blobs/packs/<id>.pack``, and the background compaction, which
 rewrites each finished session's screenshots anyway, writes them out as content-addressed files
 (``unpack``) and then removes the pack. Readers (``BlobStore``) look in packs after the files.
+A pack that reaches ``LIMIT`` bytes is closed and a new one begun, so a long run's screenshots do
+not wait for its end to become WebP: the compaction writes a closed pack out as the run goes.
 
 A pack is a sequence of records, each ``olp1``, the blob's sha256 (32 bytes), its length (8
 bytes, big-endian), then its bytes. One process writes a pack and holds an exclusive ``flock``
@@ -34,6 +36,7 @@ from ownloop.store.disk import disk_error
 from ownloop.store.ids import new_id
 
 __all__ = [
+    "FULL",
     "PACKS",
     "Pack",
     "PackIndex",
@@ -47,9 +50,11 @@ __all__ = [
 
 PACKS = "packs"  # the folder of packs, in the blob folder
 SUFFIX = ".pack"
+FULL = ".full.pack"  # a pack closed because it was full: written out while its run goes on
 _MAGIC = b"olp1"
 WRITE_AND_WAIT = 1 | 2 | 4  # sync_file_range's WAIT_BEFORE | WRITE | WAIT_AFTER
 START_WRITE = 2  # its WRITE alone: started, not waited for
+LIMIT = 64 << 20  # a pack this full is closed and a new one begun: the compaction writes it out
 _HEADER = struct.Struct(">4s32sQ")  # magic, sha256, length
 
 
@@ -104,7 +109,8 @@ def locked_by_writer(fd: int) -> bool:
 
 
 class Pack:
-    """The one pack a process appends its blobs to (thread-safe).
+    """The pack a process appends its blobs to (thread-safe); one full at ``limit`` bytes is
+    closed, and the next append begins another.
 
     Args:
         folder: ``blobs/packs``.
@@ -115,10 +121,14 @@ class Pack:
     """
 
     def __init__(
-        self, folder: Path, sync_range: Callable[[int, int, int, int], None] | None
+        self,
+        folder: Path,
+        sync_range: Callable[[int, int, int, int], None] | None,
+        limit: int = LIMIT,
     ) -> None:
         self.folder = folder
         self._sync_range = sync_range
+        self._limit = limit
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._end = 0
@@ -136,6 +146,8 @@ class Pack:
         with self._lock:
             if sha256 in self.held:
                 return
+            if self._fd is not None and self._end >= self._limit:
+                self._retire(full=True)  # the compaction writes it out while the run goes on
             fd = self._fd if self._fd is not None else self._open()
             at = self._end
             try:
@@ -150,21 +162,35 @@ class Pack:
             if self._sync_range is not None:
                 low = at if self._unsettled is None else self._unsettled[0]
                 self._unsettled = (low, self._end)
-        if self._sync_range is not None:
-            try:
-                self._sync_range(fd, at, written, START_WRITE)
-            except OSError as exc:
-                raise (disk_error(exc, self.folder) or exc) from None
+                try:
+                    self._sync_range(fd, at, written, START_WRITE)
+                except OSError as exc:
+                    raise (disk_error(exc, self.folder) or exc) from None
 
     def settle(self) -> None:
         """Wait until every record appended so far is on the device (at once when none is
-        waiting).
+        waiting). (Under the lock, as every use of the descriptor: a full pack is closed by
+        the next append.)
 
         Raises:
             StoreNotWritable: the disk failed the write.
         """
         with self._lock:
-            unsettled, fd = self._unsettled, self._fd
+            self._settle()
+
+    def read(self, sha256: str) -> bytes | None:
+        """The bytes of a blob this pack holds, else None."""
+        with self._lock:
+            record, fd = self.held.get(sha256), self._fd
+            return read_record(fd, record) if record is not None and fd is not None else None
+
+    def close(self) -> None:
+        """No more appends: the lock goes, and the compaction may unpack it."""
+        with self._lock:
+            self._retire()
+
+    def _settle(self) -> None:
+        unsettled, fd = self._unsettled, self._fd
         if unsettled is None or fd is None or self._sync_range is None:
             return
         low, high = unsettled
@@ -172,22 +198,21 @@ class Pack:
             self._sync_range(fd, low, high - low, WRITE_AND_WAIT)
         except OSError as exc:
             raise (disk_error(exc, self.folder) or exc) from None
-        with self._lock:
-            if self._unsettled == unsettled:  # (else more came meanwhile: settled next time)
-                self._unsettled = None
+        self._unsettled = None
 
-    def read(self, sha256: str) -> bytes | None:
-        """The bytes of a blob this pack holds, else None."""
-        with self._lock:
-            record, fd = self.held.get(sha256), self._fd
-        return read_record(fd, record) if record is not None and fd is not None else None
-
-    def close(self) -> None:
-        """No more appends: the lock goes, and the compaction may unpack it."""
-        self.settle()
-        with self._lock:
-            fd, self._fd = self._fd, None
-            self.held = {}
+    def _retire(self, full: bool = False) -> None:
+        """Settle and close the pack (under the lock); the next append starts a new one. A
+        ``full`` one is named so first (``<id>.full.pack``), while still locked."""
+        self._settle()
+        if full and self.path is not None:
+            named = self.path.with_name(self.path.name[: -len(SUFFIX)] + FULL)
+            try:
+                os.replace(self.path, named)
+                self.path = named
+            except OSError:
+                pass  # (written out at the run's end instead)
+        fd, self._fd = self._fd, None
+        self.held = {}
         if fd is not None:
             os.close(fd)  # (the flock goes with the last descriptor)
 

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from ownloop.store.compactor import BackgroundCompaction
 from ownloop.store.packs import records
 from tests.store.conftest import at
 from tests.store.test_compact import _page, _pixels, _png
-from tests.store.test_compactor import _session
+from tests.store.test_compactor import _pressure, _session
 
 
 def _packing(root: Path, *, fsync: bool = False) -> Store:
@@ -260,3 +261,49 @@ def test_a_stream_waits_for_the_blobs_it_may_name(tmp_path: Path) -> None:
     with store.stream() as stream:
         stream.append([E.RunStarted(at=at(0), run_id="r1")])
     assert pack._unsettled is None  # waited for before the line was written
+
+
+def test_a_full_pack_is_closed_and_written_out_as_the_run_goes(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    assert store.blobs.start_packing(limit=1)  # every record fills a pack
+    pngs = [_png(_page(n)) for n in range(3)]
+    shas = _session(store, "s1", pngs)
+    running = store.put_blob(_png(_page(9)))  # a session still running took it
+    packs = sorted(store.blobs.packs.iterdir())
+    assert len(packs) == 4  # three closed, the last still held
+    reader = open_store(store.root, fsync=False)
+    assert [reader.get_blob(sha) for sha in shas] == pngs and store.get_blob(shas[0]) == pngs[0]
+
+    compaction = BackgroundCompaction(store.root, pressure=_pressure(tmp_path / "pressure"))
+    compaction.add("s1")  # the session's WebPs, then the closed packs written out
+    deadline = time.monotonic() + 120
+    while len(list(store.blobs.packs.iterdir())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    assert list(store.blobs.packs.iterdir()) == packs[-1:]  # the one still written stays
+    for sha, png in zip(shas, pngs, strict=True):
+        assert store.blobs.compacted_path(sha).exists() and not store.blobs.path(sha).exists()
+        assert _pixels(store.get_blob(sha)) == _pixels(png)
+    store.blobs.close_pack()
+    assert compaction.finish(wait_s=120).done
+    assert not list(store.blobs.packs.iterdir())
+    assert _pixels(store.get_blob(running)) == _pixels(_png(_page(9)))
+    code, output = _verify(store.root, "--full")
+    assert code == 0 and "0 errors" in output, output
+
+
+def test_unpacking_as_a_run_goes_keeps_the_exact_bytes_it_may_read_back(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store", fsync=False)
+    assert store.blobs.start_packing(limit=1)
+    png = _png(_page(3))
+    sha = store.put_blob(png)
+    store.put_blob(b"the next record: a new pack")
+
+    store.put_blob(b"and one more")
+    (last,) = [p for p in store.blobs.packs.iterdir() if not p.name.endswith(".full.pack")]
+
+    report = unpack(store.blobs, full_only=True)
+
+    assert (report.unpacked, report.busy_packs, report.compacted) == (2, 0, 0)
+    assert list(store.blobs.packs.iterdir()) == [last]  # the one still written
+    assert store.blobs.path(sha).read_bytes() == png and store.get_blob(sha) == png
