@@ -112,6 +112,10 @@ def test_bytes_that_are_no_record_keep_the_pack_as_it_is(tmp_path: Path) -> None
 
     assert report.unpacked == 0 and report.damaged_packs == (pack.name,) and pack.exists()
     assert store.blobs.path(sha).read_bytes() == b"first"  # what it held is out all the same
+    for args in ([], ["--full"]):  # named by the incremental check and the full one
+        code, output = _verify(store.root, *args)
+        assert code == 1, output
+        assert f"error: blobs/packs/{pack.name}: damaged pack: the bytes from offset " in output
 
 
 def test_a_pack_its_writer_still_holds_is_not_unpacked(tmp_path: Path) -> None:

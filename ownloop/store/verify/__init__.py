@@ -27,6 +27,7 @@ from ownloop.store.verify.spanning import (
     Seen,
     blob_problems,
     claim_problems,
+    pack_problems,
     run_problems,
     seal_fingerprint,
     store_problems,
@@ -152,7 +153,7 @@ def verify_store(
     if run_id is not None:
         problems.extend(run_problems(seen, run_id, fingerprint))
     problems.extend(_blob_findings(store, found.referenced, present, known, checked_blobs))
-    problems.extend(claim_problems(store) if whole else [])
+    problems.extend(claim_problems(store) + pack_problems(store) if whole else [])
     report = VerifyReport(
         problems,
         len(names),
@@ -182,7 +183,7 @@ def _as_last_found(store: Store, header: Header) -> VerifyReport:
     """The report when no stream or blob changed since the last check: what that check reported
     holds (a recorder's stale claim files, which are not journal data, are looked for again)."""
     return VerifyReport(
-        list(header.problems) + claim_problems(store),
+        list(header.problems) + claim_problems(store) + pack_problems(store),
         len(header.names),
         header.events,
         header.blobs,

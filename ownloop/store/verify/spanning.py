@@ -4,6 +4,7 @@ found missing or bad, and the temporary files a killed recorder left."""
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ import msgspec
 from ownloop.store.claims import stale_temporaries
 from ownloop.store.events import RunSealed, SealedSession, StreamHead
 from ownloop.store.journal import check_stream
+from ownloop.store.packs import pack_files, records
 from ownloop.store.verify.report import Problem
 from ownloop.store.verify.streams import Hashed, Summary
 
@@ -23,6 +25,7 @@ __all__ = [
     "Seen",
     "blob_problems",
     "claim_problems",
+    "pack_problems",
     "run_problems",
     "seal_fingerprint",
     "store_problems",
@@ -151,6 +154,33 @@ def claim_problems(store: Store) -> list[Problem]:
         )
         for path in stale_temporaries(store.root)
     ]
+
+
+def pack_problems(store: Store) -> list[Problem]:
+    """An error for each pack with bytes in it that are no record (not a torn last one, which a
+    crash leaves): the blobs before them are read from it, any after them are lost."""
+    problems = []
+    for path in pack_files(store.blobs.packs):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # written out meanwhile
+            continue
+        try:
+            scan = records(fd)
+        finally:
+            os.close(fd)
+        if scan.damaged:
+            problems.append(
+                Problem(
+                    "error",
+                    path.relative_to(store.root).as_posix(),
+                    "damaged pack",
+                    f"the bytes from offset {scan.end} are no blob record; the "
+                    f"{len(scan.records)} blobs before them are read from it (ownloop compact "
+                    "writes them out and keeps the pack); restore it from a backup for the rest",
+                )
+            )
+    return problems
 
 
 def blob_problems(checked: dict[str, Hashed], referenced: dict[str, str]) -> Iterator[Problem]:
