@@ -227,9 +227,7 @@ def unpack(
                 if outcome == "compacted":
                     report.compacted += 1
                     report.bytes_after += os.stat(webp).st_size
-                elif outcome == "already":
-                    report.already += 1
-                else:
+                else:  # (not "already": a blob with its WebP was passed over above)
                     if outcome:
                         report._keep(outcome)
                     png.parent.mkdir(exist_ok=True)

@@ -1,7 +1,8 @@
 """Blob packs: a recorder's blobs appended to one file while it records, not a file each.
 
 Creating a file a blob (an inode and a directory entry, then a rename) costs more than the wait
-for its bytes to reach the device (``docs/performance.md``, "Durable appends"). So a recorder
+for its bytes to reach the device (``docs/performance.md``, "A durable append and the
+per-session query"). So a recorder
 appends its blobs to one pack, ``blobs/packs/<id>.pack``, and the background compaction, which
 rewrites each finished session's screenshots anyway, writes them out as content-addressed files
 (``unpack``) and then removes the pack. Readers (``BlobStore``) look in packs after the files.
@@ -14,8 +15,9 @@ on it while it does; it is created under a temporary name, locked, and only then
 pack that can be locked is one nobody writes any more. Durability is the blob files': a record's
 bytes reach the device (``sync_file_range`` of its range) before the journal line that names it
 is written, and that line's fsync commits the pack's new length with it on one ordered journal
-(ext4, ext3, XFS); elsewhere each record is fsync'd. A crash may leave a torn last record, which
-no surviving line names: readers stop at it, and ``unpack`` drops it.
+(ext4, ext3, XFS). A synced store elsewhere does not pack (``BlobStore.start_packing``). A crash
+may leave a torn last record, which no surviving line names: readers stop at it, and ``unpack``
+drops it.
 
 A reader checks a record's bytes against its name before it returns them, so a torn or damaged
 record is never read as a blob.

@@ -34,6 +34,7 @@ from ownloop.store.events import (
 )
 from ownloop.store.filestat import GONE, RACY, blob_stat, file_stat
 from ownloop.store.journal import StreamCheck, check_stream
+from ownloop.store.packs import PACKS, PackIndex
 from ownloop.store.verify.report import Problem
 
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ def stream_files(journal: Path) -> list[str]:
 def listed_blobs(root: Path, only: Collection[str] | None = None) -> set[str]:
     """The blobs in the store (``BlobStore``'s listing, without sorting or Path objects); with
     ``only``, in those shard folders alone (and the packs, always: few, and read whole)."""
-    names: set[str] = BlobStore(root, fsync=False).packed_names()
+    names = PackIndex(root / PACKS).names()
     try:
         shards = [
             entry.path
