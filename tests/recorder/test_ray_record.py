@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -394,8 +395,11 @@ def test_a_killed_worker_node_loses_one_session_the_run_completes_and_ctrl_c_sto
     assert len(counted) == N and all(n == 1 for n, _, _ in counted.values()), counted
     assert "1 sessions left by a stopped recorder marked crashed" in out, out
     # the dead actor was asked for again; with the worker node gone it found no free CPU, and
-    # the run neither waited for it nor hung on closing it
-    assert "1 Ray workers lost (a node or its process died)" in out, out
+    # the run neither waited for it nor hung on closing it. Under load the cluster may place the
+    # replacement on the killed node before it is marked dead (missed heartbeats): that one dies
+    # too, and is asked for once more (at most once per worker in all)
+    lost_workers = re.search(r"(\d+) Ray workers lost \(a node or its process died\)", out)
+    assert lost_workers and 1 <= int(lost_workers[1]) <= 2, out
     verify = subprocess.run(
         [sys.executable, "-m", "ownloop", "--store", str(tmp_path), "verify"],
         capture_output=True,
