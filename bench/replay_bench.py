@@ -17,8 +17,11 @@ screenshot times (the floor a replay can reach).
 
 Batch: 20 MiniWoB sessions re-executed with ``replay --run R --execute ops`` on 1, 2 and
 ``--workers`` reused browsers, against the sum of their floors, next to 20 single replays (a
-browser each) measured in the same run; for each batch, where its time went per session (from
-the children's events) and the CPU it took. Then the CPU Chromium spends per part of a session
+browser each) measured in the same run, and against Chromium alone on as many browsers (issue
+33's goal 5: a fresh context, the task page and a screenshot per step; and the same with the
+recorded operations performed by Playwright's calls alone), the three alternated for
+``--rounds`` rounds; for each batch, where its time went per session (from the children's
+events) and the CPU it took. Then the CPU Chromium spends per part of a session
 (a fresh context, a task page, a screenshot).
 """
 
@@ -28,6 +31,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -218,6 +222,7 @@ def bench_execute_ops(work: Path, tasks: str = EXECUTE_TASKS) -> tuple[float, St
 
 
 BATCH_AIM = 1.5
+ALONE_AIM = 1.15  # the batch against Chromium alone (issue 33, goal 5)
 BATCH_TASKS = "login-user,enter-text,click-checkboxes,click-button,focus-text"
 
 
@@ -227,6 +232,10 @@ def _floor_s(parent: Any) -> float:
         sum(e.duration_ms for s in parent.steps for e in s.effects) / 1000
         + sum(s.screenshot.capture_ms for s in parent.steps if s.screenshot) / 1000
     )
+
+
+def _seconds(values: list[float]) -> str:
+    return ", ".join(f"{value:.2f}" for value in values)
 
 
 def _load() -> str:
@@ -335,12 +344,47 @@ def bench_browser_cpu(count: int = 10, smoke: bool = False) -> None:
     )
 
 
-def bare_chromium(parents: list[Any], browsers: int) -> float:
+def _perform(page: Any, op: Any) -> None:
+    """One recorded operation through Playwright's own calls (as ``BrowserSession`` makes
+    them, without its checks, waits or events)."""
+    from ownloop.store import actions as A
+
+    match op:
+        case A.MouseClick():
+            page.mouse.click(op.x, op.y, button=op.button, click_count=op.click_count)
+        case A.MouseMove():
+            page.mouse.move(op.x, op.y, steps=max(1, op.steps))
+        case A.MouseDown():
+            page.mouse.down(button=op.button)
+        case A.MouseUp():
+            page.mouse.up(button=op.button)
+        case A.MouseWheel():
+            page.mouse.wheel(op.dx, op.dy)
+        case A.KeyboardType(paste=True):
+            page.keyboard.insert_text(op.text)
+        case A.KeyboardType():
+            page.keyboard.type(op.text)
+        case A.KeyboardPress():
+            page.keyboard.press(op.key)
+        case A.KeyboardDown():
+            page.keyboard.down(op.key)
+        case A.KeyboardUp():
+            page.keyboard.up(op.key)
+        case A.PageGoto():
+            page.goto(op.url, wait_until="load")
+        case A.PageGoBack():
+            page.go_back(wait_until="load")
+        case A.Sleep():
+            page.wait_for_timeout(op.seconds * 1000)
+
+
+def bare_chromium(parents: list[Any], browsers: int, operations: bool = False) -> float:
     """Seconds Chromium alone takes for the unavoidable part of re-executing ``parents`` on
     ``browsers`` browsers (launched inside the time, as a batch launches its own): per session
     a fresh context and page, the task page with its seeded episode started, and one screenshot
-    per recorded step; no operation, no ownloop. A batch that records everything cannot be
-    faster than this on the same machine."""
+    per recorded step; no ownloop. With ``operations``, each step's recorded operations too,
+    after its screenshot (Playwright's calls alone: no look-up, guard, wait or event). A batch
+    that records everything cannot be faster than this on the same machine."""
     import base64
     import queue
     import threading
@@ -369,11 +413,13 @@ def bare_chromium(parents: list[Any], browsers: int) -> float:
                     page, parent.task.seed, url=base + urlsplit(parent.task.start_url).path
                 )
                 cdp = context.new_cdp_session(page)
-                for _ in parent.steps:
+                for step in parent.steps:
                     shot = cdp.send(
                         "Page.captureScreenshot", {"format": "png", "optimizeForSpeed": True}
                     )
                     base64.b64decode(shot["data"])
+                    for effect in step.effects if operations else ():
+                        _perform(page, effect.op)
                 context.close()
         finally:
             launched.close()
@@ -397,13 +443,15 @@ def bench_batch(
     tasks: str = BATCH_TASKS,
     browsers: set[int] | None = None,
     recorded: Store | None = None,
+    rounds: int = 3,
 ) -> float:
     """``replay --run R --execute ops --workers N`` over 20 MiniWoB sessions (5 tasks x 4 seeds,
     recorded in this run with the expert, settle 0) against the sum of their browser floors, next
     to the baseline measured in the same run: the same sessions replayed one by one, each in a
     Chromium of its own. Returns the batch's ratio to the floors (aim <= 1.5). ``recorded``: a
     store whose run ``bench`` is already recorded (``--smoke``: ``bench_execute_ops``'s), used
-    instead of recording one."""
+    instead of recording one. ``rounds``: each batch and its two Chromium-alone baselines,
+    alternated, the medians taken."""
     from ownloop.modelserver.endpoint import make_server
     from ownloop.recorder.episode import EpisodeLimits
     from ownloop.recorder.runner import RecordOptions, record
@@ -452,33 +500,64 @@ def bench_batch(
     )
     ratio = float("inf")
     for n in sorted(browsers or {1, 2, workers}):
-        cpu_before, machine_before = _cpu_s(), _machine_busy()
-        began = time.perf_counter()
-        batched = execute_batch(store, parents, "ops", ReplayOptions(settle_s=0.0), workers=n)
-        took = time.perf_counter() - began
-        own_cpu, children_cpu = (b - a for a, b in zip(cpu_before, _cpu_s(), strict=True))
-        busy, whole = (b - a for a, b in zip(machine_before, _machine_busy(), strict=True))
+        # Rounds alternate the batch and both Chromium-alone baselines, so a minute's change
+        # in the machine's speed reaches all three; the figures are each one's median.
+        batch_s: list[float] = []
+        bare_s: list[float] = []
+        acting_s: list[float] = []
+        batch_busy: list[float] = []  # the whole machine's busy CPU seconds in each
+        bare_busy: list[float] = []
+        acting_busy: list[float] = []
+        for _ in range(rounds):
+            cpu_before, machine_before = _cpu_s(), _machine_busy()
+            began = time.perf_counter()
+            batched = execute_batch(store, parents, "ops", ReplayOptions(settle_s=0.0), workers=n)
+            batch_s.append(time.perf_counter() - began)
+            own_cpu, children_cpu = (b - a for a, b in zip(cpu_before, _cpu_s(), strict=True))
+            busy, whole = (b - a for a, b in zip(machine_before, _machine_busy(), strict=True))
+            batch_busy.append(busy)
+            for seconds, cores, operations in (
+                (bare_s, bare_busy, False),
+                (acting_s, acting_busy, True),
+            ):
+                before = _machine_busy()[0]
+                seconds.append(bare_chromium(parents, n, operations=operations))
+                cores.append(_machine_busy()[0] - before)
+        took, bare, acting = (statistics.median(s) for s in (batch_s, bare_s, acting_s))
+        cpu = {
+            name: statistics.median(s)
+            for name, s in (("batch", batch_busy), ("bare", bare_busy), ("acting", acting_busy))
+        }
         rows = batched.rows
         same = sum(1 for row in rows if row.reproduced)
         ratio = took / floor
+        each = f" (median of {rounds}: {_seconds(batch_s)})" if rounds > 1 else ""
         print(
-            f"  batch --workers {n} ({batched.browsers} browsers): {took:.2f}s = "
+            f"  batch --workers {n} ({batched.browsers} browsers): {took:.2f}s{each} = "
             f"{ratio:.2f}x the floors (aim <= {BATCH_AIM}), {single / took:.1f}x faster than "
             f"the baseline; {same}/{len(rows)} rewards reproduced ({_load()})"
         )
-        bare = bare_chromium(parents, n)
         print(
             f"    Chromium alone on {n} browsers (a fresh context, the task page, a screenshot "
             f"per step; no ownloop): {bare:.2f}s = {bare / floor:.2f}x the floors; the batch "
-            f"is {took / bare:.2f}x that"
+            f"is {took / bare:.2f}x that (aim <= {ALONE_AIM}); the machine's busy CPU "
+            f"{cpu['batch']:.1f}s against {cpu['bare']:.1f}s, "
+            f"{cpu['batch'] / max(cpu['bare'], 1e-9):.2f}x"
+        )
+        print(
+            f"    Chromium alone on {n} browsers performing the recorded operations too "
+            f"(Playwright's calls alone): {acting:.2f}s = {acting / floor:.2f}x the floors; the "
+            f"batch is {took / acting:.2f}x that; busy CPU {cpu['acting']:.1f}s, the batch's "
+            f"{cpu['batch'] / max(cpu['acting'], 1e-9):.2f}x"
         )
         children = [row.child for row in rows if row.child is not None and row.child.steps]
-        print(f"    {_phases(children, took, n)}")
+        print(f"    the last round's {_phases(children, batch_s[-1], n)}")
         print(
-            f"    CPU: {own_cpu + children_cpu:.1f}s ({own_cpu:.1f}s ownloop's Python, "
-            f"{children_cpu:.1f}s Chromium and its driver) in {took:.1f}s: "
-            f"{(own_cpu + children_cpu) / took:.2f} of a core on average; the whole machine "
-            f"(every process) {busy / took:.2f} of its {whole / took:.0f} cores busy"
+            f"    the last round's CPU: {own_cpu + children_cpu:.1f}s ({own_cpu:.1f}s ownloop's "
+            f"Python, {children_cpu:.1f}s Chromium and its driver) in {batch_s[-1]:.1f}s: "
+            f"{(own_cpu + children_cpu) / batch_s[-1]:.2f} of a core on average; the whole "
+            f"machine (every process) {busy / batch_s[-1]:.2f} of its {whole / batch_s[-1]:.0f} "
+            "cores busy"
         )
     return ratio
 
@@ -497,6 +576,9 @@ def main() -> None:
         "--workers", type=int, default=2, help="the batch's browsers (besides 1 and 2)"
     )
     parser.add_argument(
+        "--rounds", type=int, default=3, help="each batch and its Chromium-alone baselines"
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="every part on one task, once (a check)"
     )
     args = parser.parse_args()
@@ -507,13 +589,13 @@ def main() -> None:
             # batch replays the session recorded for --execute ops instead of recording its own.
             bench_regrade(work, 2)
             _, recorded = bench_execute_ops(work, "click-button")
-            bench_batch(work, 1, browsers={1}, recorded=recorded)
+            bench_batch(work, 1, browsers={1}, recorded=recorded, rounds=1)
             bench_browser_cpu(1, smoke=True)
             return
         if not args.execute:
             bench_regrade(work, args.sessions)
         bench_execute_ops(work)
-        bench_batch(work, args.workers)
+        bench_batch(work, args.workers, rounds=args.rounds)
         bench_browser_cpu()
     finally:
         if args.keep:
