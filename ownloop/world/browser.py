@@ -160,6 +160,10 @@ class BrowserSession:
         self._pages: list[Page] = []
         self._cdp: dict[Page, CDPSession] = {}
         self._loading: set[Page] = set()  # pages whose main frame is loading a new document
+        # Per page: how many documents its main frame began to load, and how many of them
+        # Playwright was last seen to have reached DOMContentLoaded for (see _await_document).
+        self._documents: dict[Page, int] = {}
+        self._awaited: dict[Page, int] = {}
         self._pointer: dict[Page, tuple[float, float]] = {}
         self._dialogs: list[Dialog] = []
         self._downloads: list[PlaywrightDownload] = []  # announced, not yet taken
@@ -259,6 +263,8 @@ class BrowserSession:
     def _loads(self, page: Page, event: dict[str, Any], main: str, started: bool) -> None:
         if event.get("frameId") == main:
             (self._loading.add if started else self._loading.discard)(page)
+            if started:
+                self._documents[page] = self._documents.get(page, 0) + 1
 
     # ---------------------------------------------------------------- for suites
     def goto(self, url: str) -> None:
@@ -388,7 +394,11 @@ class BrowserSession:
         ``_LOAD_WAIT_MS`` from ``since``)."""
         try:
             self._wait_for_document(page, since)
+            loads = self._documents.get(page, 0)
+            if self._awaited.get(page) == loads:
+                return  # no document began since Playwright had the last one loaded
             page.wait_for_load_state("domcontentloaded", timeout=_LOAD_WAIT_MS)
+            self._awaited[page] = loads
         except PlaywrightError:
             pass  # a slow or closed page is the agent's to see in the next screenshot
 

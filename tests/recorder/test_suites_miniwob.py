@@ -237,3 +237,48 @@ def test_page_links_are_the_scripts_and_stylesheets_a_page_loads():
         "../common/ui_utils.js",
     ]
     assert page_links('<link rel="icon" href="x.ico"><script>inline()</script>') == []
+
+
+def test_the_task_listing_and_hash_follow_the_files(tmp_path):
+    """Listed and hashed once a process for each state of the files (a batch replay reopens
+    the suite for every session), and again as soon as a page is added or changed, whether
+    the files changed long ago or within the last tick of the clock."""
+    import hashlib
+    import os
+
+    from ownloop.world.suites.miniwob import _task_names, _tasks_sha256
+
+    (tmp_path / "core").mkdir()
+    (tmp_path / "miniwob").mkdir()
+    (tmp_path / "core" / "core.js").write_text("core")
+    page = tmp_path / "miniwob" / "click-a.html"
+    page.write_text("<p>a</p>")
+
+    def age(*paths, seconds):  # as an installed package's files are: older than a tick
+        for path in paths:
+            stamp = (1_700_000_000 + seconds) * 10**9
+            os.utime(path, ns=(stamp, stamp))
+
+    def fresh(names):
+        digest = hashlib.sha256(b"core")
+        for name in names:
+            digest.update(name.encode() + (tmp_path / "miniwob" / f"{name}.html").read_bytes())
+        digest.update(repr([1]).encode())
+        return digest.hexdigest()
+
+    for aged in (True, False):
+        if aged:
+            age(tmp_path / "core" / "core.js", page, tmp_path / "miniwob", seconds=0)
+        assert _task_names(tmp_path) == ["click-a"] == _task_names(tmp_path)
+        first = _tasks_sha256(tmp_path, ("click-a",), [1])
+        assert first == fresh(("click-a",)) == _tasks_sha256(tmp_path, ("click-a",), [1])
+        page.write_text("<p>a, changed</p>")
+        if aged:
+            age(page, seconds=1)
+        assert _tasks_sha256(tmp_path, ("click-a",), [1]) == fresh(("click-a",)) != first
+        (tmp_path / "miniwob" / "click-b.html").write_text("<p>b</p>")
+        if aged:
+            age(tmp_path / "miniwob", seconds=1)
+        assert _task_names(tmp_path) == ["click-a", "click-b"]
+        (tmp_path / "miniwob" / "click-b.html").unlink()
+        page.write_text("<p>a</p>")
