@@ -277,8 +277,11 @@ class BrowserSession:
         """
         driving, self._model_driving = self._model_driving, False
         self._looked_up = None
+        page = self.page
         try:
-            self.page.goto(url, wait_until="load", timeout=_NAVIGATION_TIMEOUT_MS)
+            page.goto(url, wait_until="load", timeout=_NAVIGATION_TIMEOUT_MS)
+            # Loaded as Playwright sees it: the next settle need not ask again.
+            self._awaited[page] = self._documents.get(page, 0)
         except PlaywrightError as error:
             raise BrowserFailed(f"could not open {url}: {_message(error)}") from None
         finally:

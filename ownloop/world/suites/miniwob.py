@@ -107,6 +107,7 @@ class MiniwobError(OwnloopError):
     pass
 
 
+@functools.cache  # found once a process (a batch replay reopens the suite for every session)
 def html_dir() -> Path:
     """The ``html`` folder of the installed ``miniwob`` package (found without importing it)."""
     spec = importlib.util.find_spec("miniwob")
