@@ -22,7 +22,8 @@ browser each) measured in the same run, and against Chromium alone on as many br
 33's goal 5: a fresh context, the task page and a screenshot per step; and the same with the
 recorded operations performed by Playwright's calls alone), the three alternated for
 ``--rounds`` rounds; for each batch, where its time went per session (from the children's
-events) and the CPU it took. Then the CPU Chromium spends per part of a session
+events), the CPU it took, and the messages it and both baselines sent to Playwright's driver
+(a count the machine's load does not move). Then the CPU Chromium spends per part of a session
 (a fresh context, a task page, a screenshot).
 """
 
@@ -36,6 +37,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import nullcontext as _nothing
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -263,6 +265,41 @@ def _cpu_s() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+_ONE_WAY = ("__waitInfo__", "updateSubscription")  # sent, and no reply waited for
+
+
+class _DriverMessages:
+    """Counts the messages this process sends to Playwright's driver while on (the bench's
+    only use of Playwright's internals): unlike the clock, the count does not move with the
+    machine's load. ``round_trips`` leaves out the ones no reply is waited for (a wait's
+    notes, a listener's subscription)."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.one_way = 0
+
+    def __enter__(self) -> _DriverMessages:
+        from playwright._impl import connection
+
+        self._connection = connection.Connection
+        self._send = send = self._connection.send_message_to_server
+
+        def counted(channel: Any, owner: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+            self.sent += 1
+            self.one_way += method in _ONE_WAY
+            return send(channel, owner, method, *args, **kwargs)
+
+        self._connection.send_message_to_server = counted  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._connection.send_message_to_server = self._send  # type: ignore[method-assign]
+
+    @property
+    def round_trips(self) -> int:
+        return self.sent - self.one_way
 
 
 def _phases(children: list[Any], took: float, workers: int) -> str:
@@ -511,10 +548,15 @@ def bench_batch(
         batch_busy: list[float] = []  # the whole machine's busy CPU seconds in each
         bare_busy: list[float] = []
         acting_busy: list[float] = []
-        for _ in range(rounds):
+        counts: dict[str, _DriverMessages] = {}
+        for round_ in range(rounds):
+            last = round_ == rounds - 1  # its driver messages counted
             cpu_before, machine_before = _cpu_s(), _machine_busy()
             began = time.perf_counter()
-            batched = execute_batch(store, parents, "ops", ReplayOptions(settle_s=0.0), workers=n)
+            with counts.setdefault("batch", _DriverMessages()) if last else _nothing():
+                batched = execute_batch(
+                    store, parents, "ops", ReplayOptions(settle_s=0.0), workers=n
+                )
             batch_s.append(time.perf_counter() - began)
             own_cpu, children_cpu = (b - a for a, b in zip(cpu_before, _cpu_s(), strict=True))
             busy, whole = (b - a for a, b in zip(machine_before, _machine_busy(), strict=True))
@@ -524,7 +566,9 @@ def bench_batch(
                 (acting_s, acting_busy, True),
             ):
                 before = _machine_busy()[0]
-                seconds.append(bare_chromium(parents, n, operations=operations))
+                name = "acting" if operations else "bare"
+                with counts.setdefault(name, _DriverMessages()) if last else _nothing():
+                    seconds.append(bare_chromium(parents, n, operations=operations))
                 cores.append(_machine_busy()[0] - before)
         took, bare, acting = (statistics.median(s) for s in (batch_s, bare_s, acting_s))
         cpu = {
@@ -561,6 +605,16 @@ def bench_batch(
             f"{(own_cpu + children_cpu) / batch_s[-1]:.2f} of a core on average; the whole "
             f"machine (every process) {busy / batch_s[-1]:.2f} of its {whole / batch_s[-1]:.0f} "
             "cores busy"
+        )
+        each = {
+            name: (c.sent / len(parents), c.round_trips / len(parents))
+            for name, c in counts.items()
+        }
+        print(
+            "    the last round's messages to Playwright's driver per session (round trips in "
+            f"brackets): the batch {each['batch'][0]:.1f} ({each['batch'][1]:.1f}), Chromium "
+            f"alone {each['bare'][0]:.1f} ({each['bare'][1]:.1f}), performing the operations "
+            f"{each['acting'][0]:.1f} ({each['acting'][1]:.1f})"
         )
     return ratio
 
