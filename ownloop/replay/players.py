@@ -154,6 +154,15 @@ _measuring: ThreadPoolExecutor | None = None
 _measuring_lock = threading.Lock()
 
 
+def _forgotten() -> None:
+    # A forked child has none of the parent's threads: it makes its own at its first replay.
+    global _measuring, _measuring_lock
+    _measuring, _measuring_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forgotten)
+
+
 def _measurer() -> ThreadPoolExecutor:
     """The threads every replay in this process measures its steps on (one per core), made at
     the first replay: a batch replays session after session, and a thread each cost 1 ms."""
