@@ -291,11 +291,11 @@ class _DriverMessages:
             self.one_way += method in _ONE_WAY
             return send(channel, owner, method, *args, **kwargs)
 
-        self._connection.send_message_to_server = counted  # type: ignore[method-assign]
+        self._connection.send_message_to_server = counted  # type: ignore[method-assign]  # counted while on, put back by __exit__
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._connection.send_message_to_server = self._send  # type: ignore[method-assign]
+        self._connection.send_message_to_server = self._send  # type: ignore[method-assign]  # Playwright's own again
 
     @property
     def round_trips(self) -> int:

@@ -5,8 +5,6 @@ fidelity of each step measured against the parent on a background thread.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -126,12 +124,13 @@ class Fidelity:
     ) -> None:
         self.store, self.parent, self.fork_at, self.rebase_url = store, parent, fork_at, rebase_url
         self.steps: dict[int, Step] = {step.step: step for step in parent.steps}
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="ownloop-fidelity")
         self.pending: list[Future[FidelityMeasured | None]] = []
 
     def __call__(self, number: int, batch: list[Event]) -> None:
         if self.fork_at is not None and number >= self.fork_at:
             return  # a fork's live steps are new: nothing to compare them with
-        self.pending.append(_measurer().submit(self._measure, number, tuple(batch)))
+        self.pending.append(self.pool.submit(self._measure, number, tuple(batch)))
 
     def _measure(self, number: int, batch: tuple[Event, ...]) -> FidelityMeasured | None:
         try:
@@ -147,27 +146,7 @@ class Fidelity:
             return None  # a missing or unreadable parent screenshot: no measurement
 
     def events(self) -> list[FidelityMeasured]:
-        return [event for future in self.pending if (event := future.result()) is not None]
-
-
-_measuring: ThreadPoolExecutor | None = None
-_measuring_lock = threading.Lock()
-
-
-def _forgotten() -> None:
-    # A forked child has none of the parent's threads: it makes its own at its first replay.
-    global _measuring, _measuring_lock
-    _measuring, _measuring_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forgotten)
-
-
-def _measurer() -> ThreadPoolExecutor:
-    """The threads every replay in this process measures its steps on (one per core), made at
-    the first replay: a batch replays session after session, and a thread each cost 1 ms."""
-    global _measuring
-    with _measuring_lock:
-        if _measuring is None:
-            _measuring = ThreadPoolExecutor(os.cpu_count() or 1, "ownloop-fidelity")
-        return _measuring
+        try:
+            return [event for future in self.pending if (event := future.result()) is not None]
+        finally:
+            self.pool.shutdown()

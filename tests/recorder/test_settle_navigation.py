@@ -58,6 +58,8 @@ def test_settle_waits_for_a_navigation_that_began_after_the_operation(
     # on a cold, loaded machine; its document comes only after it.
     session = new_session(event_grace_s=1.0)
     session.goto(pages + "/")
+    session.settle()  # nothing began loading: no wait, and none skipped later because of it
+    assert session.title() == "first"
     session.execute(KeyboardType(text="\n"))
     session.settle()
     assert session.page.url == pages + "/next"

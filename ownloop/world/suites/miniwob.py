@@ -30,7 +30,6 @@ import json
 import os
 import sys
 import threading
-import time
 import zlib
 from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -237,43 +236,6 @@ def serve_static(root: Path, port: int = 0, *, poll_interval: float = 0.5) -> Th
     return server
 
 
-_RACY_NS = 2_000_000_000  # a modification time this recent may hide a later change
-
-
-def _task_names(root: Path) -> list[str]:
-    """The task pages' names under ``root``, sorted (listed once a process for each state of the
-    folder: a replay reopens the suite for every session)."""
-    folder = root / "miniwob"
-    mtime = folder.stat().st_mtime_ns
-    if time.time_ns() - mtime < _RACY_NS:  # changed just now: it may change within the tick
-        return list(_listed.__wrapped__(folder, mtime))
-    return list(_listed(folder, mtime))
-
-
-@functools.lru_cache(maxsize=8)
-def _listed(folder: Path, _mtime_ns: int) -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in folder.glob("*.html")))
-
-
-def _tasks_sha256(root: Path, names: tuple[str, ...], seeds: object) -> str:
-    """The hash of core.js and of each task page by name, then of the seeds, as RunStarted
-    declares it; hashed again only when a file's size or modification time changed."""
-    files = (root / "core" / "core.js", *(root / "miniwob" / f"{name}.html" for name in names))
-    stamps = tuple((s.st_mtime_ns, s.st_size) for s in map(os.stat, files))
-    if time.time_ns() - max(mtime for mtime, _ in stamps) < _RACY_NS:
-        return _hashed.__wrapped__(root, names, stamps, repr(seeds))
-    return _hashed(root, names, stamps, repr(seeds))
-
-
-@functools.lru_cache(maxsize=256)
-def _hashed(root: Path, names: tuple[str, ...], _stamps: object, seeds: str) -> str:
-    digest = hashlib.sha256((root / "core" / "core.js").read_bytes())
-    for name in names:
-        digest.update(name.encode() + (root / "miniwob" / f"{name}.html").read_bytes())
-    digest.update(seeds.encode())
-    return digest.hexdigest()
-
-
 class MiniwobSuite:
     """MiniWoB++ tasks matching a glob, one per seed.
 
@@ -298,7 +260,7 @@ class MiniwobSuite:
     ) -> None:
         self.root = html_dir()
         self.pattern = pattern or "*"
-        names = _task_names(self.root)
+        names = sorted(p.stem for p in (self.root / "miniwob").glob("*.html"))
         chosen: dict[str, None] = {}
         for glob in (part.strip() for part in self.pattern.split(",")):
             matched = [n for n in names if fnmatch.fnmatchcase(n, glob)]
@@ -309,7 +271,11 @@ class MiniwobSuite:
         self.seeds = parse_seeds(seeds) if seeds else None
         self._browser = browser
         self._chromium = chromium
-        self.tasks_sha256 = _tasks_sha256(self.root, tuple(self.names), self.seeds)
+        digest = hashlib.sha256((self.root / "core" / "core.js").read_bytes())
+        for name in self.names:
+            digest.update(name.encode() + (self.root / "miniwob" / f"{name}.html").read_bytes())
+        digest.update(repr(self.seeds).encode())
+        self.tasks_sha256 = digest.hexdigest()
         self.suite_version = _package_version()  # declared in RunStarted with the hash
         self._server: ThreadingHTTPServer | None = None
         self._tasks: list[Task] | None = None
